@@ -1,0 +1,124 @@
+/* Backends: an op enum, the graph node a kernel reads, and the kernel table a backend
+ * provides. Two backends share this contract: `ref` (plain C, one thread, double
+ * accumulation: the numeric oracle) and `cpu` (threads, AVX2/AVX-512, OpenBLAS).
+ *
+ * Shapes follow core/tensor.h: dims[0] outermost. "rows" = product of all dims but
+ * the last. All activations are f32 unless an op says otherwise. Weights may be
+ * f32, f16 or bf16 where an op says "w*". Kernels never allocate and never fail:
+ * the runtime validates shapes, dtypes and index ranges before a node runs. */
+#ifndef OMNIC_BACKEND_BACKEND_H
+#define OMNIC_BACKEND_BACKEND_H
+
+#include "core/tensor.h"
+
+/* Append-only: op numbers are hashed into bundle identities. */
+typedef enum omnic__op {
+    OMNIC_OP_NONE = 0,   /* leaf: input, weight or constant; no kernel */
+    /* dst[M,N] = a[M,K] . w[N,K]^T (+ bias[N] when src[2]); a f32, w* (HF Linear layout
+     * [out,in]); bias f32. M is "rows of a" (a may have more than 2 dims: rows x K). */
+    OMNIC_OP_MATMUL,
+    /* dst = a + b / a * b elementwise; b has a's shape, or b is [cols] (broadcast over
+     * rows), or b has a's rows and 1 col (broadcast over cols). b may be w*. */
+    OMNIC_OP_ADD,
+    OMNIC_OP_MUL,
+    /* dst = a * fp[0] + fp[1] */
+    OMNIC_OP_SCALE,
+    /* per row: x / sqrt(mean(x^2) + fp[0]) * (w + ip[0]) ; w* [cols], optional (src[1] NULL:
+     * no weight); ip[0] = 1 selects the Gemma (1 + w) form, 0 plain w. */
+    OMNIC_OP_RMSNORM,
+    /* per row: (x - mean) / sqrt(var + fp[0]) * w + b ; w*, b* [cols], each optional. */
+    OMNIC_OP_LAYERNORM,
+    /* per row over the last dim: softmax(x * fp[0]) with fp[0] = scale (1 for plain). */
+    OMNIC_OP_SOFTMAX,
+    /* RoPE in place of a copy: x [T, n_heads, head_dim] f32, pos i32 [T] (src[1]).
+     * ip[0] = n_rot (even, <= head_dim; dims past n_rot pass through),
+     * ip[1] = mode: 0 rotate-half (NeoX/HF: pairs (i, i + n_rot/2)), 1 interleaved (GPT-J: pairs (2i, 2i+1)).
+     * Frequencies: inv_freq[i] = fp[0]^(-2i/n_rot) (fp[0] = theta base), or taken from
+     * src[2] f32 [n_rot/2] when given (llama3 / LongRoPE scaled tables).
+     * angle = pos * inv_freq[i]; cos and sin are multiplied by fp[1] (attention factor, 1 plain).
+     * Angles and cos/sin are computed in f32 as HF does: inv_freq f32, pos*inv_freq f32. */
+    OMNIC_OP_ROPE,
+    /* Scaled dot-product attention over one slot's KV.
+     * q [T, n_heads, head_dim] f32; k, v [S, n_kv_heads, head_dim] f32 or f16 (the KV
+     * cache rows 0..S-1); qpos i32 [T] (src[3]: KV index of each query row);
+     * optional additive bias f32 [T, S] (src[4]; 0 allowed, a large finite negative masks).
+     * GQA: head h reads kv head h / (n_heads / n_kv_heads).
+     * fp[0] = scale (usually 1/sqrt(head_dim)); fp[1] = logit softcap (0 none: tanh(x/c)*c).
+     * ip[0] = causal (key j visible to query i only when j <= qpos[i]);
+     * ip[1] = sliding window W (0 none; else also require qpos[i] - j < W).
+     * Masked keys get -inf before softmax; a row with no visible key yields zeros.
+     * dst [T, n_heads, head_dim] f32. */
+    OMNIC_OP_ATTENTION,
+    /* Unary activations, elementwise f32. */
+    OMNIC_OP_SILU,      /* x * sigmoid(x) */
+    OMNIC_OP_GELU,      /* exact: 0.5 x (1 + erf(x / sqrt 2)) */
+    OMNIC_OP_GELU_TANH, /* 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) */
+    OMNIC_OP_GELU_QUICK,/* x * sigmoid(1.702 x) */
+    /* Gated: dst = act(gate) * up, gate = src[0], up = src[1], same shape. */
+    OMNIC_OP_SWIGLU,    /* act = silu */
+    OMNIC_OP_GEGLU,     /* act = gelu exact (ip[0] = 0) or gelu tanh (ip[0] = 1) */
+    /* dst[T, H] f32 = table[ids[t], :]; table w* [V, H] (src[0]), ids i32 [T] (src[1]). */
+    OMNIC_OP_GET_ROWS,
+    /* Conv2d with stride == kernel (ViT patch embedding) as a matmul:
+     * image f32 [C, Hi, Wi] (src[0]), weight w* [O, C, ph, pw] (src[1]), optional bias f32 [O]
+     * (src[2]); dst [(Hi/ph) * (Wi/pw), O], patches in row-major (py, px) order.
+     * Hi % ph == 0 and Wi % pw == 0. */
+    OMNIC_OP_PATCH_EMBED,
+    /* dst = concat(src[0], src[1]) along dim ip[0]; all dtypes, same dtype everywhere. */
+    OMNIC_OP_CONCAT,
+    /* dst = src[0] sliced along dim ip[0] from index ip[1], length dst->dims[ip[0]]. */
+    OMNIC_OP_SLICE,
+    /* dst.dims[k] = src.dims[perm[k]], perm = ip[0..ndim-1]; dst contiguous. */
+    OMNIC_OP_PERMUTE,
+    /* dst i32 [rows] = index of the max of each row of src f32; ties: lowest index;
+     * NaN is never chosen unless the row is all NaN (then 0). */
+    OMNIC_OP_ARGMAX,
+    /* dst = src converted to dst->dtype (f32/f16/bf16 any direction), same element count. */
+    OMNIC_OP_CPY,
+    /* dst = tanh(x / fp[0]) * fp[0] (final-logit soft capping). */
+    OMNIC_OP_SOFTCAP,
+    OMNIC_OP_COUNT
+} omnic__op;
+
+#define OMNIC_MAX_SRC 5      /* attention: q, k, v, qpos, bias */
+#define OMNIC_OP_NPARAMS 8
+
+typedef struct omnic__node {
+    omnic__op op;
+    const omnic__tensor *src[OMNIC_MAX_SRC]; /* borrowed; unused entries NULL */
+    omnic__tensor *dst;                       /* borrowed; data planned by the runtime */
+    int32_t ip[OMNIC_OP_NPARAMS];             /* integer parameters, per op above */
+    float fp[OMNIC_OP_NPARAMS];               /* float parameters, per op above */
+} omnic__node;
+
+/* A kernel computes its share (thread ith of nth) of node n's output rows and writes
+ * only those. wdata: the node's work buffer, wsize(n, nth) bytes, shared by all threads
+ * (a kernel partitions it by ith). */
+typedef void (*omnic__kernel_fn)(const omnic__node *n, int ith, int nth, void *wdata);
+typedef size_t (*omnic__wsize_fn)(const omnic__node *n, int nth);
+
+#define OMNIC_BACKEND_OPS_VERSION 1
+
+typedef struct omnic__backend_ops {
+    int version;                               /* OMNIC_BACKEND_OPS_VERSION */
+    const char *name;                          /* "ref", "cpu" */
+    bool single_threaded;                      /* true: always called with nth == 1 */
+    omnic__kernel_fn kernel[OMNIC_OP_COUNT];   /* required for every op but NONE */
+    omnic__wsize_fn wsize[OMNIC_OP_COUNT];     /* (optional) NULL: needs no work buffer */
+    /* (optional) one-time setup (CPU feature detection); NULL: none. */
+    void (*init)(void);
+} omnic__backend_ops;
+
+/* Names of ops ("matmul", ...), indexed by omnic__op. */
+extern const char *const omnic__op_names[OMNIC_OP_COUNT];
+
+/* The two CPU-side backends. */
+const omnic__backend_ops *omnic__backend_ref(void);
+const omnic__backend_ops *omnic__backend_cpu(void);
+/* By name ("ref" / "cpu"); NULL when unknown. */
+const omnic__backend_ops *omnic__backend_by_name(const char *name);
+
+/* Work-buffer bytes for node n with nth threads on backend b (0 when wsize is NULL). */
+size_t omnic__backend_wsize(const omnic__backend_ops *b, const omnic__node *n, int nth);
+
+#endif
