@@ -5,6 +5,8 @@
 #ifndef OMNIC_CORE_THREADPOOL_H
 #define OMNIC_CORE_THREADPOOL_H
 
+#include <stdatomic.h>
+
 #include "core/err.h"
 
 typedef struct omnic__threadpool omnic__threadpool;
@@ -26,6 +28,17 @@ static inline void omnic__split_rows(int64_t n, int ith, int nth, int64_t *lo, i
     *lo = ith * per + (ith < rem ? ith : rem);
     *hi = *lo + per + (ith < rem ? 1 : 0);
 }
+
+/* A reusable barrier for the threads of one job (graph execution places one between
+ * nodes). Spins briefly, then yields. */
+typedef struct omnic__barrier {
+    _Atomic int count;
+    _Atomic int phase;
+    int n;
+} omnic__barrier;
+
+void omnic__barrier_init(omnic__barrier *b, int n);
+void omnic__barrier_wait(omnic__barrier *b);
 
 /* Number of hardware threads available to this process (>= 1). */
 int omnic__cpu_count(void);

@@ -1,0 +1,8 @@
+/* Subcommand entry points: each takes argv starting at the subcommand name and
+ * returns the process exit status (0 ok, 1 failure, 2 usage error). */
+#ifndef OMNIC_CLI_CLI_H
+#define OMNIC_CLI_CLI_H
+
+int omnic__cli_inspect(int argc, char **argv);
+
+#endif

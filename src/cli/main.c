@@ -1,0 +1,40 @@
+/* omnic command-line entry: dispatches subcommands. The only file besides core/panic.c
+ * that may call exit(). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "omnic/omnic.h"
+
+static void usage(FILE *f)
+{
+    fprintf(f, "omnic %s: multimodal LLM inference\n"
+               "usage: omnic <command> [options]\n"
+               "commands:\n"
+               "  inspect -m DIR     family, dimensions, dtypes, parameters, files, modules, memory, identity\n"
+               "  version            print the version\n"
+               "run `omnic <command> --help` for a command's options\n",
+            OMNIC_VERSION);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stderr);
+        return 2;
+    }
+    const char *cmd = argv[1];
+    if (!strcmp(cmd, "inspect")) return omnic__cli_inspect(argc - 1, argv + 1);
+    if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) {
+        printf("omnic %s\n", OMNIC_VERSION);
+        return 0;
+    }
+    if (!strcmp(cmd, "help") || !strcmp(cmd, "--help") || !strcmp(cmd, "-h")) {
+        usage(stdout);
+        return 0;
+    }
+    fprintf(stderr, "omnic: unknown command '%s'\n", cmd);
+    usage(stderr);
+    return 2;
+}
