@@ -1,0 +1,35 @@
+# omnic: thin wrapper over CMake. `make demo` and `make test` work on a fresh Debian 12
+# machine: both run scripts/setup.sh first.
+JOBS ?= 2
+PY := /usr/bin/python3
+BUILD := build/release
+ASAN := build/asan
+DEMO := build/demo/tiny-llama
+
+.PHONY: all setup build asan demo test bench clean
+
+all: build
+
+setup:
+	@bash scripts/setup.sh
+
+build: setup
+	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release >/dev/null
+	@cmake --build $(BUILD) -j$(JOBS)
+
+asan: setup
+	@cmake -S . -B $(ASAN) -DCMAKE_BUILD_TYPE=Debug -DOMNIC_SANITIZE=ON >/dev/null
+	@cmake --build $(ASAN) -j$(JOBS)
+
+demo: build
+	@$(PY) tools/mktiny.py --family llama --out $(DEMO) --seed 0
+	$(BUILD)/omnic inspect -m $(DEMO)
+
+test: setup
+	@bash scripts/test.sh
+
+bench: build
+	$(BUILD)/bench_ops
+
+clean:
+	rm -rf build

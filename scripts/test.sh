@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# Runs every test: unit and kernel contract tests (release and ASan/UBSan builds),
+# end-to-end CLI tests, the libFuzzer targets over their corpora, and the symbol-prefix
+# check. Prints one closing line "N passed, M failed".
+set -uo pipefail
+cd "$(dirname "$0")/.."
+JOBS=${JOBS:-2}
+FUZZ_SECONDS=${FUZZ_SECONDS:-15}
+passed=0
+failed=0
+failures=()
+
+step() { # name, command...
+  local name=$1
+  shift
+  echo "=== $name"
+  if "$@"; then
+    passed=$((passed + 1))
+  else
+    failed=$((failed + 1))
+    failures+=("$name")
+    echo "FAILED: $name"
+  fi
+}
+
+build() { # dir, cmake args...
+  local dir=$1
+  shift
+  cmake -S . -B "$dir" "$@" >/dev/null && cmake --build "$dir" -j"$JOBS" 2>&1 | grep -Ev '^\[|^-- ' || true
+  [ -x "$dir/omnic" ]
+}
+
+ctest_dir() { (cd "$1" && ctest --output-on-failure -j"$JOBS" --timeout 600); }
+
+step "build release" build build/release -DCMAKE_BUILD_TYPE=Release
+step "unit + kernel tests (release)" ctest_dir build/release
+for t in tests/e2e/test_*.sh; do
+  step "e2e $(basename "$t")" env OMNIC=build/release/omnic bash "$t"
+done
+for t in tests/e2e/test_*.py tests/unit/test_*.py; do
+  [ -e "$t" ] || continue
+  step "python $(basename "$t")" env OMNIC=build/release/omnic /usr/bin/python3 "$t"
+done
+step "symbol prefixes" bash scripts/check-symbols.sh build/release/libomnic.a
+
+step "build asan" build build/asan -DCMAKE_BUILD_TYPE=Debug -DOMNIC_SANITIZE=ON
+step "unit + kernel tests (asan+ubsan)" ctest_dir build/asan
+for t in tests/e2e/test_*.sh; do
+  step "e2e asan $(basename "$t")" env OMNIC=build/asan/omnic bash "$t"
+done
+
+fuzz_all() {
+  cmake -S . -B build/fuzz -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=Debug -DOMNIC_SANITIZE=ON -DOMNIC_FUZZ=ON \
+    >/dev/null || return 1
+  cmake --build build/fuzz -j"$JOBS" 2>&1 | grep -Ev '^\[|^-- ' || true
+  local ok=0
+  for src in tests/fuzz/fuzz_*.c; do
+    local name corpus work
+    name=$(basename "$src" .c)
+    corpus=tests/fuzz/corpus/${name#fuzz_}
+    work=$(mktemp -d)
+    [ -d "$corpus" ] && cp -r "$corpus"/. "$work"/
+    echo "--- $name ($FUZZ_SECONDS s over $(ls "$work" | wc -l) seeds)"
+    if ! build/fuzz/"$name" -max_total_time="$FUZZ_SECONDS" -rss_limit_mb=2048 -print_final_stats=1 \
+        -artifact_prefix=build/fuzz/ "$work" 2>&1 | grep -E 'stat::number_of_executed_units|ERROR|SUMMARY|crash'; then
+      :
+    fi
+    if ls build/fuzz/crash-* build/fuzz/leak-* build/fuzz/timeout-* >/dev/null 2>&1; then
+      echo "fuzzer $name found a failing input: $(ls build/fuzz/crash-* build/fuzz/leak-* build/fuzz/timeout-* 2>/dev/null)"
+      ok=1
+    fi
+    rm -rf "$work"
+  done
+  return $ok
+}
+step "fuzz targets (libFuzzer, asan+ubsan)" fuzz_all
+
+echo
+if [ $failed -gt 0 ]; then
+  printf 'failed steps:\n'
+  printf '  %s\n' "${failures[@]}"
+fi
+echo "$passed passed, $failed failed"
+[ $failed -eq 0 ]

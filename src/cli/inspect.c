@@ -1,0 +1,114 @@
+/* `omnic inspect -m DIR`: what a checkpoint is and what loading it costs. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/args.h"
+#include "cli/cli.h"
+#include "models/model.h"
+
+static void human(char *buf, size_t n, double bytes)
+{
+    const char *u[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    int i = 0;
+    while (bytes >= 1024 && i < 4) bytes /= 1024, i++;
+    snprintf(buf, n, i ? "%.2f %s" : "%.0f %s", bytes, u[i]);
+}
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: omnic inspect -m DIR [--ctx N] [--threads N] [--backend cpu|ref] [--kv f16|f32]\n");
+}
+
+int omnic__cli_inspect(int argc, char **argv)
+{
+    omnic__model_opts opts = {.kv_dtype = OMNIC_DTYPE_F16};
+    const char *dir = NULL;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            usage(stdout);
+            return 0;
+        }
+        if (omnic__arg_str(argc, argv, &i, "-m", "--model", &dir)) continue;
+        if (omnic__arg_str(argc, argv, &i, NULL, "--backend", &opts.backend)) continue;
+        int64_t v;
+        int r = omnic__arg_i64(argc, argv, &i, "-c", "--ctx", 1, INT32_MAX, &v);
+        if (r < 0) return 2;
+        if (r) {
+            opts.ctx = v;
+            continue;
+        }
+        r = omnic__arg_i64(argc, argv, &i, "-t", "--threads", 1, 256, &v);
+        if (r < 0) return 2;
+        if (r) {
+            opts.threads = (int)v;
+            continue;
+        }
+        const char *kv;
+        if (omnic__arg_str(argc, argv, &i, NULL, "--kv", &kv)) {
+            if (!strcmp(kv, "f32")) opts.kv_dtype = OMNIC_DTYPE_F32;
+            else if (strcmp(kv, "f16") != 0) {
+                fprintf(stderr, "omnic inspect: --kv must be f16 or f32, got '%s'\n", kv);
+                return 2;
+            }
+            continue;
+        }
+        fprintf(stderr, "omnic inspect: unknown option '%s'\n", a);
+        usage(stderr);
+        return 2;
+    }
+    if (!dir) {
+        fprintf(stderr, "omnic inspect: -m DIR is required\n");
+        usage(stderr);
+        return 2;
+    }
+    omnic_err err;
+    omnic_err_clear(&err);
+    omnic__model *m;
+    if (omnic__model_open(dir, &opts, &m, &err) != OMNIC_OK) {
+        fprintf(stderr, "omnic inspect: %s: %s\n", dir, err.msg);
+        return 1;
+    }
+    const omnic__text_config *c = &m->dec.cfg;
+    const omnic__checkpoint *ck = m->ckpt;
+    char b1[32], b2[32], b3[32];
+    printf("model:      %s\n", dir);
+    printf("family:     %s\n", m->family->name);
+    printf("text:       vocab %lld, hidden %lld, layers %lld, heads %lld (kv %lld, head_dim %lld), ffn %lld\n",
+           (long long)c->vocab, (long long)c->hidden, (long long)c->n_layers, (long long)c->n_heads,
+           (long long)c->n_kv_heads, (long long)c->head_dim, (long long)c->intermediate);
+    printf("rope:       theta %g, %s%s; max positions %lld\n", c->rope_theta,
+           c->rope_type == OMNIC_ROPE_LLAMA3 ? "llama3 scaling" : "default", c->qkv_bias ? "; qkv bias" : "",
+           (long long)c->max_pos);
+    printf("lm head:    %s\n", c->tie_embeddings ? "tied to embeddings" : "separate");
+    /* dtypes over all stored tensors */
+    size_t n = omnic__st_count(ck->weights), by_dtype[OMNIC_DTYPE_COUNT] = {0};
+    for (size_t i = 0; i < n; i++) by_dtype[omnic__st_at(ck->weights, i)->dtype]++;
+    printf("dtypes:    ");
+    for (int t = 0; t < OMNIC_DTYPE_COUNT; t++)
+        if (by_dtype[t]) printf(" %s x %zu", omnic_dtype_name((omnic_dtype)t), by_dtype[t]);
+    printf(" (%zu tensors in %zu shard%s)\n", n, omnic__st_shard_count(ck->weights),
+           omnic__st_shard_count(ck->weights) == 1 ? "" : "s");
+    int64_t params, pbytes;
+    omnic__decoder_param_stats(&m->dec, &params, &pbytes);
+    human(b1, sizeof b1, (double)pbytes);
+    printf("parameters: %lld (%.3f B), %s as stored\n", (long long)params, (double)params / 1e9, b1);
+    printf("files:\n");
+    for (size_t i = 0; i < ck->n_files; i++) {
+        human(b1, sizeof b1, (double)ck->files[i].bytes);
+        printf("  %-40s %12s\n", ck->files[i].name, b1);
+    }
+    printf("chat template: %s\n", ck->chat_template_source ? ck->chat_template_source : "none");
+    printf("backend:    %s, %d thread%s\n", m->backend->name, m->prefill.nth, m->prefill.nth == 1 ? "" : "s");
+    printf("modules (capacity %lld):\n", (long long)m->capacity);
+    omnic__module_print(&m->prefill, stdout);
+    human(b1, sizeof b1, (double)omnic__model_planned_bytes(m));
+    human(b2, sizeof b2, (double)omnic__model_kv_slot_bytes(m));
+    human(b3, sizeof b3, (double)(omnic__model_planned_bytes(m) + omnic__model_kv_slot_bytes(m)));
+    printf("memory:     modules %s + KV slot (%s, %lld rows) %s = %s beyond the mapped weights\n", b1,
+           omnic_dtype_name(m->kv_dtype), (long long)m->capacity, b2, b3);
+    printf("identity:   %s\n", m->identity);
+    omnic__model_close(m);
+    return 0;
+}

@@ -1,0 +1,22 @@
+/* The family registry: which code handles a checkpoint, chosen from config.json's
+ * model_type. Each family is one file (models/<family>.c) defining one descriptor. */
+#ifndef OMNIC_MODELS_FAMILY_H
+#define OMNIC_MODELS_FAMILY_H
+
+#include "models/decoder.h"
+
+typedef struct omnic__family {
+    const char *name;                /* "llama" */
+    const char *const *model_types;  /* NULL-terminated config.json model_type values */
+    /* Parses config.json into the decoder's config (what: file name for messages). */
+    omnic_status (*parse_config)(const json_t *cfg, const char *what, omnic__text_config *out, omnic_err *err);
+} omnic__family;
+
+extern const omnic__family omnic__family_llama;
+extern const omnic__family omnic__family_qwen2;
+
+/* The family for config's model_type; E_UNSUPPORTED naming the model_type and the
+ * supported list when none matches. */
+omnic_status omnic__family_find(const json_t *config, const omnic__family **out, omnic_err *err);
+
+#endif

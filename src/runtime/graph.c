@@ -1,0 +1,454 @@
+/* Graph building: leaves, views and op nodes with shape inference and checks. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "runtime/graph.h"
+
+omnic_status omnic__graph_init(omnic__graph *g, int64_t capacity, omnic_err *err)
+{
+    memset(g, 0, sizeof *g);
+    if (capacity < 1 || capacity > INT32_MAX)
+        return OMNIC_FAIL(err, OMNIC_E_INVALID, "graph capacity %lld outside 1..%d", (long long)capacity, INT32_MAX);
+    g->capacity = capacity;
+    return OMNIC_OK;
+}
+
+void omnic__graph_deinit(omnic__graph *g)
+{
+    for (int i = 0; i < g->n_tensors; i++) omnic_free(g->tensors[i]);
+    omnic_free(g->tensors);
+    omnic_free(g->nodes);
+    memset(g, 0, sizeof *g);
+}
+
+omnic_status omnic__graph_status(const omnic__graph *g, omnic_err *err)
+{
+    if (g->status != OMNIC_OK && err) *err = g->err;
+    return g->status;
+}
+
+__attribute__((format(printf, 2, 3))) static void *gfail(omnic__graph *g, const char *fmt, ...)
+{
+    if (g->status != OMNIC_OK) return NULL;
+    char msg[OMNIC_ERR_MSG_MAX];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    g->status = OMNIC_FAIL(&g->err, OMNIC_E_INVALID, "graph: %s", msg);
+    return NULL;
+}
+
+static void *gnomem(omnic__graph *g)
+{
+    if (g->status == OMNIC_OK) g->status = OMNIC_FAIL(&g->err, OMNIC_E_NOMEM, "graph: out of memory");
+    return NULL;
+}
+
+omnic__gtensor *omnic__g_of(omnic__graph *g, const omnic__tensor *t)
+{
+    (void)g;
+    return (omnic__gtensor *)(uintptr_t)t; /* t is the first member of its gtensor */
+}
+
+int omnic__g_index(const omnic__graph *g, const omnic__tensor *t)
+{
+    (void)g;
+    return ((const omnic__gtensor *)t)->id;
+}
+
+static const char *tname(const omnic__tensor *t) { return t->name[0] ? t->name : "(unnamed)"; }
+
+static omnic__gtensor *new_tensor(omnic__graph *g, omnic__gkind kind, omnic_dtype dt, int ndim, const int64_t *dims,
+                                  omnic__var var)
+{
+    if (g->status != OMNIC_OK) return NULL;
+    if (g->n_tensors == g->cap_tensors) {
+        int cap = g->cap_tensors ? 2 * g->cap_tensors : 256;
+        if (cap > 4 * OMNIC_MAX_GRAPH_NODES) return gfail(g, "more than %d tensors", 4 * OMNIC_MAX_GRAPH_NODES);
+        omnic__gtensor **nt = omnic_realloc(g->tensors, (size_t)cap * sizeof *nt);
+        if (!nt) return gnomem(g);
+        g->tensors = nt;
+        g->cap_tensors = cap;
+    }
+    omnic__gtensor *gt = omnic_alloc_array(1, sizeof *gt);
+    if (!gt) return gnomem(g);
+    omnic_err e;
+    if (omnic__tensor_init(&gt->t, dt, ndim, dims, &e) != OMNIC_OK) {
+        omnic_free(gt);
+        return gfail(g, "%s", e.msg);
+    }
+    size_t nbytes;
+    if (omnic__tensor_nbytes(&gt->t, &nbytes, &e) != OMNIC_OK) {
+        omnic_free(gt);
+        return gfail(g, "%s", e.msg);
+    }
+    if (var != OMNIC_VAR_NONE && (ndim < 1 || dims[0] != g->capacity)) {
+        omnic_free(gt);
+        return gfail(g, "a variable-length tensor needs dims[0] == capacity %lld", (long long)g->capacity);
+    }
+    gt->id = g->n_tensors;
+    gt->kind = kind;
+    gt->var = var;
+    gt->cap_rows = ndim ? dims[0] : 1;
+    gt->base = -1;
+    gt->def = gt->last_use = -1;
+    g->tensors[g->n_tensors++] = gt;
+    return gt;
+}
+
+static omnic__gnode *new_node(omnic__graph *g, omnic__op op, omnic__tensor *dst, int nsrc, omnic__tensor *const *src)
+{
+    if (g->status != OMNIC_OK) return NULL;
+    if (g->n_nodes == g->cap_nodes) {
+        int cap = g->cap_nodes ? 2 * g->cap_nodes : 256;
+        if (cap > OMNIC_MAX_GRAPH_NODES) return gfail(g, "more than %d nodes", OMNIC_MAX_GRAPH_NODES);
+        omnic__gnode *nn = omnic_realloc(g->nodes, (size_t)cap * sizeof *nn);
+        if (!nn) return gnomem(g);
+        g->nodes = nn;
+        g->cap_nodes = cap;
+    }
+    omnic__gnode *n = &g->nodes[g->n_nodes++];
+    memset(n, 0, sizeof *n);
+    n->node.op = op;
+    n->node.dst = dst;
+    n->dst = omnic__g_of(g, dst)->id;
+    for (int i = 0; i < OMNIC_MAX_SRC; i++) {
+        n->src[i] = -1;
+        if (i < nsrc && src[i]) {
+            n->node.src[i] = src[i];
+            n->src[i] = omnic__g_of(g, src[i])->id;
+        }
+    }
+    return n;
+}
+
+/* A new intermediate with x's variability and the given shape. */
+static omnic__tensor *result(omnic__graph *g, const omnic__tensor *like, omnic_dtype dt, int ndim, const int64_t *dims)
+{
+    omnic__var var = omnic__g_of(g, like)->var;
+    omnic__gtensor *gt = new_tensor(g, OMNIC_GT_INTERMEDIATE, dt, ndim, dims, var);
+    return gt ? &gt->t : NULL;
+}
+
+omnic__tensor *omnic__g_input(omnic__graph *g, const char *name, omnic_dtype dt, int ndim, const int64_t *dims,
+                              omnic__var var)
+{
+    omnic__gtensor *gt = new_tensor(g, OMNIC_GT_INPUT, dt, ndim, dims, var);
+    if (!gt) return NULL;
+    snprintf(gt->t.name, sizeof gt->t.name, "%s", name);
+    return &gt->t;
+}
+
+omnic__tensor *omnic__g_weight(omnic__graph *g, const omnic__tensor *w)
+{
+    if (!w) return gfail(g, "missing weight");
+    omnic__gtensor *gt = new_tensor(g, OMNIC_GT_WEIGHT, w->dtype, w->ndim, w->dims, OMNIC_VAR_NONE);
+    if (!gt) return NULL;
+    gt->t.data = w->data;
+    memcpy(gt->t.name, w->name, sizeof gt->t.name);
+    return &gt->t;
+}
+
+omnic__tensor *omnic__g_slot_kv(omnic__graph *g, bool is_v, int layer, omnic_dtype dt, int64_t n_kv,
+                                int64_t head_dim)
+{
+    int64_t dims[3] = {g->capacity, n_kv, head_dim};
+    omnic__gtensor *gt = new_tensor(g, is_v ? OMNIC_GT_SLOT_V : OMNIC_GT_SLOT_K, dt, 3, dims, OMNIC_VAR_NONE);
+    if (!gt) return NULL;
+    gt->layer = layer;
+    snprintf(gt->t.name, sizeof gt->t.name, "kv_l%d_%c", layer, is_v ? 'v' : 'k');
+    return &gt->t;
+}
+
+omnic__tensor *omnic__g_kv_index(omnic__graph *g)
+{
+    int64_t dims[1] = {g->capacity};
+    omnic__gtensor *gt = new_tensor(g, OMNIC_GT_KV_INDEX, OMNIC_DTYPE_I32, 1, dims, OMNIC_VAR_T);
+    if (!gt) return NULL;
+    snprintf(gt->t.name, sizeof gt->t.name, "kv_index");
+    return &gt->t;
+}
+
+omnic__tensor *omnic__g_view_rows(omnic__graph *g, omnic__tensor *x, int64_t row0, bool at_kv_start,
+                                  omnic__var var, int64_t n_rows)
+{
+    if (!x) return NULL;
+    omnic__gtensor *bx = omnic__g_of(g, x);
+    if (bx->var != OMNIC_VAR_NONE) return gfail(g, "a row view of variable-length %s", tname(x));
+    int64_t need = row0 + (var == OMNIC_VAR_NONE ? n_rows : g->capacity);
+    if (row0 < 0 || (var == OMNIC_VAR_NONE && n_rows < 0) || need > x->dims[0])
+        return gfail(g, "row view [%lld, +%lld) outside %s's %lld rows", (long long)row0,
+                     (long long)(var == OMNIC_VAR_NONE ? n_rows : g->capacity), tname(x), (long long)x->dims[0]);
+    int64_t dims[OMNIC_MAX_DIMS];
+    memcpy(dims, x->dims, sizeof dims);
+    dims[0] = var == OMNIC_VAR_NONE ? n_rows : g->capacity;
+    omnic__gtensor *gt = new_tensor(g, OMNIC_GT_VIEW, x->dtype, x->ndim, dims, var);
+    if (!gt) return NULL;
+    gt->base = bx->id;
+    gt->view_row = row0;
+    gt->view_at_kv_start = at_kv_start;
+    snprintf(gt->t.name, sizeof gt->t.name, "%.40s[rows]", x->name);
+    return &gt->t;
+}
+
+omnic__tensor *omnic__g_reshape(omnic__graph *g, omnic__tensor *x, int ndim, const int64_t *dims)
+{
+    if (!x) return NULL;
+    omnic__gtensor *bx = omnic__g_of(g, x);
+    int64_t n = 1;
+    for (int i = 0; i < ndim; i++) n *= dims[i];
+    if (n != omnic__tensor_nelem(x)) return gfail(g, "reshape of %s changes its element count", tname(x));
+    if (bx->var != OMNIC_VAR_NONE && (ndim < 1 || dims[0] != x->dims[0]))
+        return gfail(g, "reshape of variable-length %s must keep dims[0]", tname(x));
+    omnic__gtensor *gt = new_tensor(g, OMNIC_GT_VIEW, x->dtype, ndim, dims, bx->var);
+    if (!gt) return NULL;
+    gt->base = bx->id;
+    memcpy(gt->t.name, x->name, sizeof gt->t.name);
+    return &gt->t;
+}
+
+void omnic__g_mark_output(omnic__graph *g, omnic__tensor *t, const char *name)
+{
+    if (!t) return;
+    omnic__gtensor *gt = omnic__g_of(g, t);
+    if (gt->kind != OMNIC_GT_INTERMEDIATE) {
+        gfail(g, "output %s must be produced by a node", name);
+        return;
+    }
+    gt->is_output = true;
+    snprintf(gt->t.name, sizeof gt->t.name, "%s", name);
+}
+
+static bool is_float_w(omnic_dtype t) { return t == OMNIC_DTYPE_F32 || t == OMNIC_DTYPE_F16 || t == OMNIC_DTYPE_BF16; }
+
+static bool need_f32(omnic__graph *g, const omnic__tensor *x, const char *op)
+{
+    if (x->dtype == OMNIC_DTYPE_F32) return true;
+    gfail(g, "%s: %s is %s, expected f32", op, tname(x), omnic_dtype_name(x->dtype));
+    return false;
+}
+
+omnic__tensor *omnic__g_matmul(omnic__graph *g, omnic__tensor *a, omnic__tensor *w, omnic__tensor *bias)
+{
+    if (!a || !w) return NULL;
+    if (!need_f32(g, a, "matmul")) return NULL;
+    if (w->ndim != 2 || !is_float_w(w->dtype)) return gfail(g, "matmul: weight %s must be a 2-D float", tname(w));
+    if (omnic__tensor_cols(a) != w->dims[1])
+        return gfail(g, "matmul: %s has %lld cols, weight %s expects %lld", tname(a), (long long)omnic__tensor_cols(a),
+                     tname(w), (long long)w->dims[1]);
+    if (bias && (bias->dtype != OMNIC_DTYPE_F32 || omnic__tensor_nelem(bias) != w->dims[0]))
+        return gfail(g, "matmul: bias %s must be f32 [%lld]", tname(bias), (long long)w->dims[0]);
+    int64_t dims[OMNIC_MAX_DIMS];
+    memcpy(dims, a->dims, sizeof dims);
+    dims[a->ndim - 1] = w->dims[0];
+    omnic__tensor *d = result(g, a, OMNIC_DTYPE_F32, a->ndim, dims);
+    omnic__tensor *src[3] = {a, w, bias};
+    return new_node(g, OMNIC_OP_MATMUL, d, 3, src) ? d : NULL;
+}
+
+static omnic__tensor *binary(omnic__graph *g, omnic__op op, omnic__tensor *a, omnic__tensor *b)
+{
+    if (!a || !b) return NULL;
+    if (!need_f32(g, a, omnic__op_names[op]) || !is_float_w(b->dtype)) return gfail(g, "binary op dtypes");
+    bool same = omnic__tensor_nelem(a) == omnic__tensor_nelem(b) && omnic__g_of(g, a)->var == omnic__g_of(g, b)->var;
+    bool row = b->ndim >= 1 && omnic__tensor_nelem(b) == omnic__tensor_cols(a) && omnic__g_of(g, b)->var == OMNIC_VAR_NONE;
+    if (!same && !row)
+        return gfail(g, "%s: %s does not broadcast onto %s", omnic__op_names[op], tname(b), tname(a));
+    omnic__tensor *d = result(g, a, OMNIC_DTYPE_F32, a->ndim, a->dims);
+    omnic__tensor *src[2] = {a, b};
+    return new_node(g, op, d, 2, src) ? d : NULL;
+}
+
+omnic__tensor *omnic__g_add(omnic__graph *g, omnic__tensor *a, omnic__tensor *b) { return binary(g, OMNIC_OP_ADD, a, b); }
+omnic__tensor *omnic__g_mul(omnic__graph *g, omnic__tensor *a, omnic__tensor *b) { return binary(g, OMNIC_OP_MUL, a, b); }
+
+omnic__tensor *omnic__g_scale(omnic__graph *g, omnic__tensor *a, float mul, float add)
+{
+    if (!a || !need_f32(g, a, "scale")) return NULL;
+    omnic__tensor *d = result(g, a, OMNIC_DTYPE_F32, a->ndim, a->dims);
+    omnic__gnode *n = new_node(g, OMNIC_OP_SCALE, d, 1, &a);
+    if (!n) return NULL;
+    n->node.fp[0] = mul;
+    n->node.fp[1] = add;
+    return d;
+}
+
+static bool row_param(omnic__graph *g, const omnic__tensor *x, const omnic__tensor *w, const char *op)
+{
+    if (!w) return true;
+    if (is_float_w(w->dtype) && omnic__tensor_nelem(w) == omnic__tensor_cols(x)) return true;
+    gfail(g, "%s: %s must be a float vector of %lld", op, tname(w), (long long)omnic__tensor_cols(x));
+    return false;
+}
+
+omnic__tensor *omnic__g_rmsnorm(omnic__graph *g, omnic__tensor *x, omnic__tensor *w, float eps, bool one_plus)
+{
+    if (!x || !need_f32(g, x, "rmsnorm") || !row_param(g, x, w, "rmsnorm")) return NULL;
+    omnic__tensor *d = result(g, x, OMNIC_DTYPE_F32, x->ndim, x->dims);
+    omnic__tensor *src[2] = {x, w};
+    omnic__gnode *n = new_node(g, OMNIC_OP_RMSNORM, d, 2, src);
+    if (!n) return NULL;
+    n->node.fp[0] = eps;
+    n->node.ip[0] = one_plus;
+    return d;
+}
+
+omnic__tensor *omnic__g_layernorm(omnic__graph *g, omnic__tensor *x, omnic__tensor *w, omnic__tensor *b, float eps)
+{
+    if (!x || !need_f32(g, x, "layernorm") || !row_param(g, x, w, "layernorm") || !row_param(g, x, b, "layernorm"))
+        return NULL;
+    omnic__tensor *d = result(g, x, OMNIC_DTYPE_F32, x->ndim, x->dims);
+    omnic__tensor *src[3] = {x, w, b};
+    omnic__gnode *n = new_node(g, OMNIC_OP_LAYERNORM, d, 3, src);
+    if (!n) return NULL;
+    n->node.fp[0] = eps;
+    return d;
+}
+
+omnic__tensor *omnic__g_softmax(omnic__graph *g, omnic__tensor *x, float scale)
+{
+    if (!x || !need_f32(g, x, "softmax")) return NULL;
+    omnic__tensor *d = result(g, x, OMNIC_DTYPE_F32, x->ndim, x->dims);
+    omnic__gnode *n = new_node(g, OMNIC_OP_SOFTMAX, d, 1, &x);
+    if (!n) return NULL;
+    n->node.fp[0] = scale;
+    return d;
+}
+
+omnic__tensor *omnic__g_rope(omnic__graph *g, omnic__tensor *x, omnic__tensor *pos, int n_rot, int mode,
+                             float theta, omnic__tensor *inv_freq, float attn_factor)
+{
+    if (!x || !pos || !need_f32(g, x, "rope")) return NULL;
+    if (x->ndim != 3) return gfail(g, "rope: %s must be [T, heads, head_dim]", tname(x));
+    if (pos->dtype != OMNIC_DTYPE_I32 || pos->ndim != 1 || pos->dims[0] != x->dims[0])
+        return gfail(g, "rope: positions %s must be i32 [%lld]", tname(pos), (long long)x->dims[0]);
+    if (n_rot < 2 || n_rot % 2 || n_rot > x->dims[2] || (mode != 0 && mode != 1))
+        return gfail(g, "rope: n_rot %d / mode %d invalid for head_dim %lld", n_rot, mode, (long long)x->dims[2]);
+    if (inv_freq && (inv_freq->dtype != OMNIC_DTYPE_F32 || omnic__tensor_nelem(inv_freq) != n_rot / 2))
+        return gfail(g, "rope: inv_freq %s must be f32 [%d]", tname(inv_freq), n_rot / 2);
+    omnic__tensor *d = result(g, x, OMNIC_DTYPE_F32, x->ndim, x->dims);
+    omnic__tensor *src[3] = {x, pos, inv_freq};
+    omnic__gnode *n = new_node(g, OMNIC_OP_ROPE, d, 3, src);
+    if (!n) return NULL;
+    n->node.ip[0] = n_rot;
+    n->node.ip[1] = mode;
+    n->node.fp[0] = theta;
+    n->node.fp[1] = attn_factor;
+    return d;
+}
+
+omnic__tensor *omnic__g_attention(omnic__graph *g, omnic__tensor *q, omnic__tensor *k, omnic__tensor *v,
+                                  omnic__tensor *qpos, omnic__tensor *bias, float scale, bool causal, int window,
+                                  float softcap)
+{
+    if (!q || !k || !v || !qpos || !need_f32(g, q, "attention")) return NULL;
+    if (q->ndim != 3 || k->ndim != 3 || !omnic__tensor_same_shape(k, v))
+        return gfail(g, "attention: q/k/v must be 3-D with k and v alike");
+    if (k->dtype != OMNIC_DTYPE_F32 && k->dtype != OMNIC_DTYPE_F16)
+        return gfail(g, "attention: K/V dtype %s is not f32 or f16", omnic_dtype_name(k->dtype));
+    if (q->dims[2] != k->dims[2] || k->dims[1] < 1 || q->dims[1] % k->dims[1])
+        return gfail(g, "attention: %lld heads of %lld over %lld kv heads of %lld do not group", (long long)q->dims[1],
+                     (long long)q->dims[2], (long long)k->dims[1], (long long)k->dims[2]);
+    if (qpos->dtype != OMNIC_DTYPE_I32 || qpos->ndim != 1 || qpos->dims[0] != q->dims[0])
+        return gfail(g, "attention: qpos %s must be i32 [%lld]", tname(qpos), (long long)q->dims[0]);
+    if (bias && (bias->dtype != OMNIC_DTYPE_F32 || bias->ndim != 2 || omnic__g_of(g, bias)->var != OMNIC_VAR_NONE ||
+                 omnic__g_of(g, q)->var != OMNIC_VAR_NONE || omnic__g_of(g, k)->var != OMNIC_VAR_NONE ||
+                 bias->dims[0] != q->dims[0] || bias->dims[1] != k->dims[0]))
+        return gfail(g, "attention: bias %s must be fixed-shape f32 [T, S] with fixed q and k", tname(bias));
+    omnic__tensor *d = result(g, q, OMNIC_DTYPE_F32, 3, q->dims);
+    omnic__tensor *src[5] = {q, k, v, qpos, bias};
+    omnic__gnode *n = new_node(g, OMNIC_OP_ATTENTION, d, 5, src);
+    if (!n) return NULL;
+    n->node.fp[0] = scale;
+    n->node.fp[1] = softcap;
+    n->node.ip[0] = causal;
+    n->node.ip[1] = window;
+    return d;
+}
+
+omnic__tensor *omnic__g_unary(omnic__graph *g, omnic__op op, omnic__tensor *x)
+{
+    if (!x || !need_f32(g, x, omnic__op_names[op])) return NULL;
+    if (op != OMNIC_OP_SILU && op != OMNIC_OP_GELU && op != OMNIC_OP_GELU_TANH && op != OMNIC_OP_GELU_QUICK)
+        return gfail(g, "%s is not a unary activation", omnic__op_names[op]);
+    omnic__tensor *d = result(g, x, OMNIC_DTYPE_F32, x->ndim, x->dims);
+    return new_node(g, op, d, 1, &x) ? d : NULL;
+}
+
+omnic__tensor *omnic__g_glu(omnic__graph *g, omnic__op op, omnic__tensor *gate, omnic__tensor *up, int variant)
+{
+    if (!gate || !up || !need_f32(g, gate, "glu") || !need_f32(g, up, "glu")) return NULL;
+    if (op != OMNIC_OP_SWIGLU && op != OMNIC_OP_GEGLU) return gfail(g, "%s is not a gated unit", omnic__op_names[op]);
+    if (!omnic__tensor_same_shape(gate, up)) return gfail(g, "glu: %s and %s differ in shape", tname(gate), tname(up));
+    omnic__tensor *d = result(g, gate, OMNIC_DTYPE_F32, gate->ndim, gate->dims);
+    omnic__tensor *src[2] = {gate, up};
+    omnic__gnode *n = new_node(g, op, d, 2, src);
+    if (!n) return NULL;
+    n->node.ip[0] = variant;
+    return d;
+}
+
+omnic__tensor *omnic__g_get_rows(omnic__graph *g, omnic__tensor *table, omnic__tensor *ids)
+{
+    if (!table || !ids) return NULL;
+    if (table->ndim != 2 || !is_float_w(table->dtype)) return gfail(g, "get_rows: %s must be a 2-D float", tname(table));
+    if (ids->dtype != OMNIC_DTYPE_I32 || ids->ndim != 1) return gfail(g, "get_rows: ids %s must be i32 [T]", tname(ids));
+    int64_t dims[2] = {ids->dims[0], table->dims[1]};
+    omnic__tensor *d = result(g, ids, OMNIC_DTYPE_F32, 2, dims);
+    omnic__tensor *src[2] = {table, ids};
+    return new_node(g, OMNIC_OP_GET_ROWS, d, 2, src) ? d : NULL;
+}
+
+omnic__tensor *omnic__g_slice_last_rows(omnic__graph *g, omnic__tensor *x, int64_t n_rows)
+{
+    if (!x) return NULL;
+    if (x->ndim < 1 || n_rows < 1 || n_rows > x->dims[0])
+        return gfail(g, "slice: last %lld rows of %s", (long long)n_rows, tname(x));
+    int64_t dims[OMNIC_MAX_DIMS];
+    memcpy(dims, x->dims, sizeof dims);
+    dims[0] = n_rows;
+    omnic__gtensor *gt = new_tensor(g, OMNIC_GT_INTERMEDIATE, x->dtype, x->ndim, dims, OMNIC_VAR_NONE);
+    if (!gt) return NULL;
+    omnic__gnode *n = new_node(g, OMNIC_OP_SLICE, &gt->t, 1, &x);
+    if (!n) return NULL;
+    n->node.ip[0] = 0;
+    n->node.ip[1] = (int32_t)(x->dims[0] - n_rows);
+    n->slice_from_end = true;
+    return &gt->t;
+}
+
+omnic__tensor *omnic__g_argmax(omnic__graph *g, omnic__tensor *x)
+{
+    if (!x || !need_f32(g, x, "argmax")) return NULL;
+    int64_t rows = omnic__tensor_rows(x);
+    if (omnic__g_of(g, x)->var != OMNIC_VAR_NONE && x->ndim != 2)
+        return gfail(g, "argmax: variable-length %s must be 2-D", tname(x));
+    int64_t dims[1] = {rows};
+    omnic__tensor *d = result(g, x, OMNIC_DTYPE_I32, 1, dims);
+    return new_node(g, OMNIC_OP_ARGMAX, d, 1, &x) ? d : NULL;
+}
+
+omnic__tensor *omnic__g_softcap(omnic__graph *g, omnic__tensor *x, float cap)
+{
+    if (!x || !need_f32(g, x, "softcap")) return NULL;
+    if (!(cap > 0)) return gfail(g, "softcap: cap %g must be positive", (double)cap);
+    omnic__tensor *d = result(g, x, OMNIC_DTYPE_F32, x->ndim, x->dims);
+    omnic__gnode *n = new_node(g, OMNIC_OP_SOFTCAP, d, 1, &x);
+    if (!n) return NULL;
+    n->node.fp[0] = cap;
+    return d;
+}
+
+omnic__tensor *omnic__g_cpy(omnic__graph *g, omnic__tensor *src, omnic__tensor *dst)
+{
+    if (!src || !dst) return NULL;
+    omnic__gtensor *gd = omnic__g_of(g, dst);
+    if (gd->kind != OMNIC_GT_VIEW) return gfail(g, "cpy: destination %s must be a view", tname(dst));
+    if (omnic__tensor_nelem(src) != omnic__tensor_nelem(dst) || gd->var != omnic__g_of(g, src)->var ||
+        !is_float_w(src->dtype) || !is_float_w(dst->dtype))
+        return gfail(g, "cpy: %s does not fit %s", tname(src), tname(dst));
+    omnic__gnode *n = new_node(g, OMNIC_OP_CPY, dst, 1, &src);
+    return n ? dst : NULL;
+}

@@ -1,0 +1,117 @@
+/* Module graphs: family code builds a graph of backend ops once, at capacity shapes;
+ * the planner (plan.c) lays every intermediate into one arena by liveness, and a call
+ * (module.c) sets the real lengths, so a graph planned for capacity C runs n <= C rows
+ * at the cost of n.
+ *
+ * Variable lengths: only dims[0] of a tensor may vary, and it follows one of two
+ * call-time values: T (rows in this call) or KV (kv_start + T: cache rows visible).
+ * Errors while building are sticky: a constructor that fails records the error in the
+ * graph and returns NULL, and every constructor passes NULL through, so family code
+ * checks omnic__graph_status() once at the end. */
+#ifndef OMNIC_RUNTIME_GRAPH_H
+#define OMNIC_RUNTIME_GRAPH_H
+
+#include "backend/backend.h"
+
+typedef enum omnic__var {
+    OMNIC_VAR_NONE = 0, /* fixed shape */
+    OMNIC_VAR_T,        /* dims[0] = T, the call's row count (<= capacity) */
+    OMNIC_VAR_KV,       /* dims[0] = kv_start + T (cache rows a query may see) */
+} omnic__var;
+
+typedef enum omnic__gkind {
+    OMNIC_GT_INTERMEDIATE = 0, /* produced by a node; planned in the arena */
+    OMNIC_GT_INPUT,            /* module input; planned in the input region, filled per call */
+    OMNIC_GT_WEIGHT,           /* borrowed read-only data (mapped checkpoint or owned by the model) */
+    OMNIC_GT_VIEW,             /* rows of another tensor; shares its storage */
+    OMNIC_GT_SLOT_K,           /* a KV-cache layer's K / V [cap, n_kv, head_dim], bound per call */
+    OMNIC_GT_SLOT_V,
+    OMNIC_GT_KV_INDEX,         /* i32 [T]: row i holds kv_start + i; filled by the runtime per call */
+} omnic__gkind;
+
+typedef struct omnic__gtensor {
+    omnic__tensor t;      /* first member: a graph's omnic__tensor * is its gtensor. dims at
+                           * capacity until a call sets the variable dim */
+    int id;               /* index in graph->tensors */
+    omnic__gkind kind;
+    omnic__var var;       /* which call-time length dims[0] follows */
+    int64_t cap_rows;     /* dims[0] at capacity */
+    int base;             /* views: index of the tensor viewed; -1 otherwise */
+    int64_t view_row;     /* views: first row viewed (fixed part) */
+    bool view_at_kv_start;/* views: add the call's kv_start to view_row */
+    int layer;            /* SLOT_K/V: layer index */
+    bool is_output;
+    /* planning */
+    int def, last_use;    /* node indices; -1 when none */
+    size_t offset;        /* byte offset in its region */
+} omnic__gtensor;
+
+typedef struct omnic__gnode {
+    omnic__node node;     /* src/dst point at gtensor.t entries */
+    int src[OMNIC_MAX_SRC];
+    int dst;
+    bool slice_from_end;  /* SLICE: ip[1] = src rows - dst rows at call time */
+} omnic__gnode;
+
+typedef struct omnic__graph {
+    omnic__gtensor **tensors; /* owned, each separately, so tensor pointers stay valid */
+    int n_tensors, cap_tensors;
+    omnic__gnode *nodes;     /* owned */
+    int n_nodes, cap_nodes;
+    int64_t capacity;        /* rows at capacity (T <= capacity, kv_start + T <= capacity) */
+    omnic_status status;     /* sticky build error */
+    omnic_err err;
+} omnic__graph;
+
+/* capacity: the largest T (and kv_start + T) a call may use. */
+omnic_status omnic__graph_init(omnic__graph *g, int64_t capacity, omnic_err *err);
+void omnic__graph_deinit(omnic__graph *g);
+/* OMNIC_OK, or the first build error (copied into err). */
+omnic_status omnic__graph_status(const omnic__graph *g, omnic_err *err);
+
+/* Leaves. dims are at capacity; var says whether dims[0] varies. Return NULL on error. */
+omnic__tensor *omnic__g_input(omnic__graph *g, const char *name, omnic_dtype dt, int ndim, const int64_t *dims,
+                              omnic__var var);
+omnic__tensor *omnic__g_weight(omnic__graph *g, const omnic__tensor *w); /* borrows w's data */
+omnic__tensor *omnic__g_slot_kv(omnic__graph *g, bool is_v, int layer, omnic_dtype dt, int64_t n_kv,
+                                int64_t head_dim);
+/* The KV index of each row of the call (i32 [T], values kv_start + i): what causal
+ * masks compare, as opposed to rope coordinates. */
+omnic__tensor *omnic__g_kv_index(omnic__graph *g);
+/* A view of rows of x (x contiguous, so rows are a prefix-free slice): starting at row0
+ * (+ kv_start when at_kv_start), dims[0] following var (or n_rows when var is NONE). */
+omnic__tensor *omnic__g_view_rows(omnic__graph *g, omnic__tensor *x, int64_t row0, bool at_kv_start,
+                                  omnic__var var, int64_t n_rows);
+/* Same storage, new shape; dims[0] keeps x's variability (dims[0] of the new shape must
+ * be x's dims[0] when x varies). */
+omnic__tensor *omnic__g_reshape(omnic__graph *g, omnic__tensor *x, int ndim, const int64_t *dims);
+void omnic__g_mark_output(omnic__graph *g, omnic__tensor *t, const char *name);
+
+/* Ops (semantics in backend/backend.h). Output dtype f32 unless noted. */
+omnic__tensor *omnic__g_matmul(omnic__graph *g, omnic__tensor *a, omnic__tensor *w, omnic__tensor *bias);
+omnic__tensor *omnic__g_add(omnic__graph *g, omnic__tensor *a, omnic__tensor *b);
+omnic__tensor *omnic__g_mul(omnic__graph *g, omnic__tensor *a, omnic__tensor *b);
+omnic__tensor *omnic__g_scale(omnic__graph *g, omnic__tensor *a, float mul, float add);
+omnic__tensor *omnic__g_rmsnorm(omnic__graph *g, omnic__tensor *x, omnic__tensor *w, float eps, bool one_plus);
+omnic__tensor *omnic__g_layernorm(omnic__graph *g, omnic__tensor *x, omnic__tensor *w, omnic__tensor *b,
+                                  float eps);
+omnic__tensor *omnic__g_softmax(omnic__graph *g, omnic__tensor *x, float scale);
+omnic__tensor *omnic__g_rope(omnic__graph *g, omnic__tensor *x, omnic__tensor *pos, int n_rot, int mode,
+                             float theta, omnic__tensor *inv_freq, float attn_factor);
+omnic__tensor *omnic__g_attention(omnic__graph *g, omnic__tensor *q, omnic__tensor *k, omnic__tensor *v,
+                                  omnic__tensor *qpos, omnic__tensor *bias, float scale, bool causal,
+                                  int window, float softcap);
+omnic__tensor *omnic__g_unary(omnic__graph *g, omnic__op op, omnic__tensor *x); /* SILU, GELU* */
+omnic__tensor *omnic__g_glu(omnic__graph *g, omnic__op op, omnic__tensor *gate, omnic__tensor *up, int variant);
+omnic__tensor *omnic__g_get_rows(omnic__graph *g, omnic__tensor *table, omnic__tensor *ids);
+omnic__tensor *omnic__g_slice_last_rows(omnic__graph *g, omnic__tensor *x, int64_t n);
+omnic__tensor *omnic__g_argmax(omnic__graph *g, omnic__tensor *x);
+omnic__tensor *omnic__g_softcap(omnic__graph *g, omnic__tensor *x, float cap);
+/* Writes src (converted) into dst, a view; returns dst so later reads order after it. */
+omnic__tensor *omnic__g_cpy(omnic__graph *g, omnic__tensor *src, omnic__tensor *dst);
+
+/* The gtensor behind a graph tensor pointer (t must belong to g). */
+omnic__gtensor *omnic__g_of(omnic__graph *g, const omnic__tensor *t);
+int omnic__g_index(const omnic__graph *g, const omnic__tensor *t);
+
+#endif
