@@ -5,12 +5,14 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# Build: compiler, CMake, pkg-config; jansson (JSON), OpenBLAS (f32 GEMM), cmocka (unit tests).
+# Build: compiler, CMake, pkg-config; jansson (JSON), OpenBLAS (f32 GEMM), cmocka (unit tests),
+# PCRE2 (tokenizer pre-tokenizer regexes), utf8proc (Unicode normalization).
 # Test and tools: numpy (tiny checkpoints, reference implementations), clang + its runtime
 # (libFuzzer targets), Node.js + npm (oracles: HF tokenizers, @huggingface/jinja, openai).
 PACKAGES=(
   build-essential cmake pkg-config
   libjansson-dev libopenblas-dev libcmocka-dev
+  libpcre2-dev libutf8proc-dev
   python3 python3-numpy
   clang libclang-rt-14-dev
 )
