@@ -26,4 +26,8 @@
 /* .npy header length (bytes). */
 #define OMNIC_MAX_NPY_HEADER 65536
 
+/* Stop strings per request, and the length of each (bytes). */
+#define OMNIC_MAX_STOPS 16
+#define OMNIC_MAX_STOP_LEN 256
+
 #endif
