@@ -36,7 +36,10 @@ typedef enum omnic__op {
      * Frequencies: inv_freq[i] = fp[0]^(-2i/n_rot) (fp[0] = theta base), or taken from
      * src[2] f32 [n_rot/2] when given (llama3 / LongRoPE scaled tables).
      * angle = pos * inv_freq[i]; cos and sin are multiplied by fp[1] (attention factor, 1 plain).
-     * Angles and cos/sin are computed in f32 as HF does: inv_freq f32, pos*inv_freq f32. */
+     * Angles and cos/sin are computed in f32 as HF does: inv_freq f32, pos*inv_freq f32.
+     * Exactly: inv_freq[i] = 1.0f / powf(fp[0], (float)(2i) / (float)n_rot);
+     * angle = (float)pos[t] * inv_freq[i] (one f32 rounding); c = cos(angle) * fp[1] and
+     * s = sin(angle) * fp[1] rounded to f32 (ref: correctly rounded cos/sin of the f32 angle). */
     OMNIC_OP_ROPE,
     /* Scaled dot-product attention over one slot's KV.
      * q [T, n_heads, head_dim] f32; k, v [S, n_kv_heads, head_dim] f32 or f16 (the KV
@@ -46,6 +49,7 @@ typedef enum omnic__op {
      * fp[0] = scale (usually 1/sqrt(head_dim)); fp[1] = logit softcap (0 none: tanh(x/c)*c).
      * ip[0] = causal (key j visible to query i only when j <= qpos[i]);
      * ip[1] = sliding window W (0 none; else also require qpos[i] - j < W).
+     * Score order (as HF Gemma2/3 eager): s = (q . k) * scale; softcap; + bias; mask.
      * Masked keys get -inf before softmax; a row with no visible key yields zeros.
      * dst [T, n_heads, head_dim] f32. */
     OMNIC_OP_ATTENTION,

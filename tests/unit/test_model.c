@@ -20,7 +20,7 @@
 #define CTX 64
 #define T 11
 
-static char tmp[256];
+static char tmp[64];
 static const int32_t TOKENS[T] = {5, 17, 300, 42, 42, 7, 510, 0, 99, 256, 3};
 
 static void sh(const char *fmt, ...)
@@ -38,7 +38,7 @@ static int setup(void **state)
     (void)state;
     snprintf(tmp, sizeof tmp, "/tmp/omnic-test-model-XXXXXX");
     if (!mkdtemp(tmp)) return -1;
-    char cmd[1024];
+    char cmd[2048];
     snprintf(cmd, sizeof cmd,
              PY " tools/mktiny.py --family llama --dtype f32 --out %s/llama >/dev/null && " PY
                 " tools/mktiny.py --family qwen2 --out %s/qwen2 >/dev/null && " PY

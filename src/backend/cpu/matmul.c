@@ -1,0 +1,448 @@
+/* cpu matmul and patch embedding: dst[M,N] = a[M,K] . w[N,K]^T (+ bias), a f32, w f32/f16/bf16.
+ *
+ * Two regimes, chosen by M alone (never by the thread count):
+ *  - M <= OMNIC_CPU_MV_MAX_M (decode): a matvec-style kernel that streams each weight row
+ *    once and computes the dot products of all M activation rows with it (f16 widened by
+ *    vcvtph2ps, bf16 by a 16-bit shift, FMA into f32 lanes). Thread ith takes a contiguous
+ *    range of weight rows (output columns). Each output element is reduced in one fixed order
+ *    that depends only on K and the ISA: element (i, n) is bit-identical for every M in
+ *    1..OMNIC_CPU_MV_MAX_M, every thread count, and every position of row i in the batch.
+ *  - M > OMNIC_CPU_MV_MAX_M (prefill, encoders): OpenBLAS sgemm, called single-threaded by
+ *    every kernel thread on its own tasks. The task grid (column chunks of w, and row blocks
+ *    of a when there are few chunks) depends only on (M, N), so the BLAS call that produces
+ *    an element is the same whatever nth is: bit-identical across thread counts. f16/bf16
+ *    weights are widened chunk by chunk into the thread's part of the work buffer first.
+ *    Rows are NOT bit-identical across M in this regime (BLAS blocking depends on M), and
+ *    not identical to the decode regime (different summation order; both within f32
+ *    rounding of the exact result).
+ * OpenBLAS is safe to call from several threads at once when its own thread count is 1,
+ * which omnic__cpu_isa_level() sets once (checked by bench_ops and a concurrent-call test of
+ * 0.3.21: bitwise equal results over 200 overlapping calls). */
+#include <cblas.h>
+#include <string.h>
+
+#include "backend/cpu/ops.h"
+#include "backend/cpu/simd.h"
+#include "backend/cpu/vec.h"
+#include "core/dtype.h"
+#include "core/threadpool.h"
+
+/* Largest M that takes the row-independent decode kernel. */
+#define OMNIC_CPU_MV_MAX_M 16
+/* Target widths of the column chunks handed to one sgemm call (f32 weights / widened weights).
+ * Every chunk re-packs the activations inside sgemm, so chunks are wide: at 512 the loss
+ * against one whole-matrix call is a few percent (M = 64..512, K = 2048..4096, measured);
+ * f16/bf16 chunks are narrower to bound the widened copy (nc * K f32 per thread). */
+#define GEMM_NC_F32 512
+#define GEMM_NC_HALF 256
+/* When w has fewer column chunks than this, a is also cut into row blocks (>= GEMM_MB_MIN rows). */
+#define GEMM_MIN_TASKS 4
+#define GEMM_MB_MIN 128
+/* patch_embed: patches per task (im2col block). */
+#define PATCH_BLOCK 64
+
+enum { DT_F32, DT_F16, DT_BF16 };
+
+static int wkind(omnic_dtype t) { return t == OMNIC_DTYPE_F32 ? DT_F32 : t == OMNIC_DTYPE_F16 ? DT_F16 : DT_BF16; }
+
+void omnic__cpu_to_f32(omnic_dtype dt, const void *src, float *dst, int64_t n)
+{
+    const omnic__cpu_vec *v = omnic__cpu_vec_get();
+    if (dt == OMNIC_DTYPE_F32) memcpy(dst, src, (size_t)n * sizeof(float));
+    else if (dt == OMNIC_DTYPE_F16) v->f16_to_f32(src, dst, n);
+    else v->bf16_to_f32(src, dst, n);
+}
+
+/* ------------------------------------------------------------------------------------------
+ * Decode kernel. mv_<isa>(a, M, K, w, dt, n0, n1, dst, N): dst[i, n] for i < M, n in [n0, n1).
+ * Tiles of MR activation rows x NR weight rows keep MR*NR accumulators in registers; the tile
+ * shape changes only how many elements are computed together, never one element's order. */
+
+#if defined(__clang__)
+#define UNROLL _Pragma("unroll")
+#else
+#define UNROLL _Pragma("GCC unroll 8")
+#endif
+
+#define MV_NR 4
+
+OMNIC_INLINE OMNIC_AVX512 __m512 ldw16(const void *w, int64_t k, int dt)
+{
+    if (dt == DT_F32) return _mm512_loadu_ps((const float *)w + k);
+    if (dt == DT_F16) return omnic__ld_f16x16((const uint16_t *)w + k);
+    return omnic__ld_bf16x16((const uint16_t *)w + k);
+}
+OMNIC_INLINE OMNIC_AVX512 __m512 ldw16_m(const void *w, int64_t k, __mmask16 m, int dt)
+{
+    if (dt == DT_F32) return _mm512_maskz_loadu_ps(m, (const float *)w + k);
+    if (dt == DT_F16) return omnic__ld_f16x16_m((const uint16_t *)w + k, m);
+    return omnic__ld_bf16x16_m((const uint16_t *)w + k, m);
+}
+
+/* out[i*ldo + j] = a_i . w_j for i < mr, j < nr (mr <= 4, nr <= 4). */
+OMNIC_INLINE OMNIC_AVX512 void tile16(const float *a, int64_t K, const char *w, size_t ldw, float *out,
+                                      int64_t ldo, int mr, int nr, int dt)
+{
+    __m512 acc[4][MV_NR];
+    const char *wr[MV_NR];
+    UNROLL for (int j = 0; j < nr; j++) wr[j] = w + (size_t)j * ldw;
+    UNROLL for (int i = 0; i < mr; i++) UNROLL for (int j = 0; j < nr; j++) acc[i][j] = _mm512_setzero_ps();
+    int64_t k = 0;
+    for (; k + 16 <= K; k += 16) {
+        __m512 wv[MV_NR];
+        UNROLL for (int j = 0; j < nr; j++) wv[j] = ldw16(wr[j], k, dt);
+        UNROLL for (int i = 0; i < mr; i++) {
+            __m512 av = _mm512_loadu_ps(a + i * K + k);
+            UNROLL for (int j = 0; j < nr; j++) acc[i][j] = _mm512_fmadd_ps(av, wv[j], acc[i][j]);
+        }
+    }
+    if (k < K) {
+        __mmask16 m = omnic__mask16(K - k);
+        __m512 wv[MV_NR];
+        UNROLL for (int j = 0; j < nr; j++) wv[j] = ldw16_m(wr[j], k, m, dt);
+        UNROLL for (int i = 0; i < mr; i++) {
+            __m512 av = _mm512_maskz_loadu_ps(m, a + i * K + k);
+            UNROLL for (int j = 0; j < nr; j++) acc[i][j] = _mm512_fmadd_ps(av, wv[j], acc[i][j]);
+        }
+    }
+    UNROLL for (int i = 0; i < mr; i++) UNROLL for (int j = 0; j < nr; j++) out[i * ldo + j] = _mm512_reduce_add_ps(acc[i][j]);
+}
+
+OMNIC_INLINE OMNIC_AVX512 void mv16(const float *a, int64_t M, int64_t K, const void *w, int64_t n0, int64_t n1,
+                                    float *dst, int64_t N, int dt)
+{
+    size_t ldw = (size_t)K * (dt == DT_F32 ? 4 : 2);
+    const char *wb = w;
+    int64_t n = n0;
+    for (; n + MV_NR <= n1; n += MV_NR) {
+        int64_t i = 0;
+        for (; i + 4 <= M; i += 4) tile16(a + i * K, K, wb + n * ldw, ldw, dst + i * N + n, N, 4, MV_NR, dt);
+        switch (M - i) {
+        case 3: tile16(a + i * K, K, wb + n * ldw, ldw, dst + i * N + n, N, 3, MV_NR, dt); break;
+        case 2: tile16(a + i * K, K, wb + n * ldw, ldw, dst + i * N + n, N, 2, MV_NR, dt); break;
+        case 1: tile16(a + i * K, K, wb + n * ldw, ldw, dst + i * N + n, N, 1, MV_NR, dt); break;
+        default: break;
+        }
+    }
+    for (; n < n1; n++) {
+        int64_t i = 0;
+        for (; i + 4 <= M; i += 4) tile16(a + i * K, K, wb + n * ldw, ldw, dst + i * N + n, N, 4, 1, dt);
+        for (; i < M; i++) tile16(a + i * K, K, wb + n * ldw, ldw, dst + i * N + n, N, 1, 1, dt);
+    }
+}
+
+static OMNIC_AVX512 void mv_avx512_f32(const float *a, int64_t M, int64_t K, const void *w, int64_t n0, int64_t n1,
+                                       float *dst, int64_t N)
+{
+    mv16(a, M, K, w, n0, n1, dst, N, DT_F32);
+}
+static OMNIC_AVX512 void mv_avx512_f16(const float *a, int64_t M, int64_t K, const void *w, int64_t n0, int64_t n1,
+                                       float *dst, int64_t N)
+{
+    mv16(a, M, K, w, n0, n1, dst, N, DT_F16);
+}
+static OMNIC_AVX512 void mv_avx512_bf16(const float *a, int64_t M, int64_t K, const void *w, int64_t n0, int64_t n1,
+                                        float *dst, int64_t N)
+{
+    mv16(a, M, K, w, n0, n1, dst, N, DT_BF16);
+}
+
+/* AVX2: 16 ymm registers allow 2 x 4 accumulators. */
+OMNIC_INLINE OMNIC_AVX2 __m256i tail8(int64_t r)
+{
+    return _mm256_cmpgt_epi32(_mm256_set1_epi32((int)r), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+OMNIC_INLINE OMNIC_AVX2 __m256 ldw8(const void *w, int64_t k, int dt)
+{
+    if (dt == DT_F32) return _mm256_loadu_ps((const float *)w + k);
+    if (dt == DT_F16) return omnic__ld_f16x8((const uint16_t *)w + k);
+    return omnic__ld_bf16x8((const uint16_t *)w + k);
+}
+OMNIC_INLINE OMNIC_AVX2 __m256 ldw8_tail(const void *w, int64_t k, int64_t r, int dt)
+{
+    if (dt == DT_F32) return _mm256_maskload_ps((const float *)w + k, tail8(r));
+    uint16_t t[8] = {0};
+    memcpy(t, (const uint16_t *)w + k, (size_t)r * 2);
+    return dt == DT_F16 ? omnic__ld_f16x8(t) : omnic__ld_bf16x8(t);
+}
+
+OMNIC_INLINE OMNIC_AVX2 void tile8(const float *a, int64_t K, const char *w, size_t ldw, float *out, int64_t ldo,
+                                   int mr, int nr, int dt)
+{
+    __m256 acc[2][MV_NR];
+    const char *wr[MV_NR];
+    UNROLL for (int j = 0; j < nr; j++) wr[j] = w + (size_t)j * ldw;
+    UNROLL for (int i = 0; i < mr; i++) UNROLL for (int j = 0; j < nr; j++) acc[i][j] = _mm256_setzero_ps();
+    int64_t k = 0;
+    for (; k + 8 <= K; k += 8) {
+        __m256 wv[MV_NR];
+        UNROLL for (int j = 0; j < nr; j++) wv[j] = ldw8(wr[j], k, dt);
+        UNROLL for (int i = 0; i < mr; i++) {
+            __m256 av = _mm256_loadu_ps(a + i * K + k);
+            UNROLL for (int j = 0; j < nr; j++) acc[i][j] = _mm256_fmadd_ps(av, wv[j], acc[i][j]);
+        }
+    }
+    if (k < K) {
+        __m256i m = tail8(K - k);
+        __m256 wv[MV_NR];
+        UNROLL for (int j = 0; j < nr; j++) wv[j] = ldw8_tail(wr[j], k, K - k, dt);
+        UNROLL for (int i = 0; i < mr; i++) {
+            __m256 av = _mm256_maskload_ps(a + i * K + k, m);
+            UNROLL for (int j = 0; j < nr; j++) acc[i][j] = _mm256_fmadd_ps(av, wv[j], acc[i][j]);
+        }
+    }
+    UNROLL for (int i = 0; i < mr; i++) UNROLL for (int j = 0; j < nr; j++) out[i * ldo + j] = omnic__hsum256(acc[i][j]);
+}
+
+OMNIC_INLINE OMNIC_AVX2 void mv8(const float *a, int64_t M, int64_t K, const void *w, int64_t n0, int64_t n1,
+                                 float *dst, int64_t N, int dt)
+{
+    size_t ldw = (size_t)K * (dt == DT_F32 ? 4 : 2);
+    const char *wb = w;
+    int64_t n = n0;
+    for (; n + MV_NR <= n1; n += MV_NR) {
+        int64_t i = 0;
+        for (; i + 2 <= M; i += 2) tile8(a + i * K, K, wb + n * ldw, ldw, dst + i * N + n, N, 2, MV_NR, dt);
+        if (i < M) tile8(a + i * K, K, wb + n * ldw, ldw, dst + i * N + n, N, 1, MV_NR, dt);
+    }
+    for (; n < n1; n++) {
+        int64_t i = 0;
+        for (; i + 2 <= M; i += 2) tile8(a + i * K, K, wb + n * ldw, ldw, dst + i * N + n, N, 2, 1, dt);
+        if (i < M) tile8(a + i * K, K, wb + n * ldw, ldw, dst + i * N + n, N, 1, 1, dt);
+    }
+}
+
+static OMNIC_AVX2 void mv_avx2_f32(const float *a, int64_t M, int64_t K, const void *w, int64_t n0, int64_t n1,
+                                   float *dst, int64_t N)
+{
+    mv8(a, M, K, w, n0, n1, dst, N, DT_F32);
+}
+static OMNIC_AVX2 void mv_avx2_f16(const float *a, int64_t M, int64_t K, const void *w, int64_t n0, int64_t n1,
+                                   float *dst, int64_t N)
+{
+    mv8(a, M, K, w, n0, n1, dst, N, DT_F16);
+}
+static OMNIC_AVX2 void mv_avx2_bf16(const float *a, int64_t M, int64_t K, const void *w, int64_t n0, int64_t n1,
+                                    float *dst, int64_t N)
+{
+    mv8(a, M, K, w, n0, n1, dst, N, DT_BF16);
+}
+
+/* Scalar: 8 partial sums per element (lane l takes k = l mod 8), weights widened in chunks. */
+#define MV_SCALAR_CHUNK 512
+static void mv_scalar(const float *a, int64_t M, int64_t K, const void *w, int64_t n0, int64_t n1, float *dst,
+                      int64_t N, int dt)
+{
+    size_t ldw = (size_t)K * (dt == DT_F32 ? 4 : 2);
+    float wf[MV_SCALAR_CHUNK];
+    float acc[OMNIC_CPU_MV_MAX_M][8];
+    for (int64_t n = n0; n < n1; n++) {
+        const char *wr = (const char *)w + (size_t)n * ldw;
+        memset(acc, 0, sizeof acc);
+        for (int64_t k0 = 0; k0 < K; k0 += MV_SCALAR_CHUNK) {
+            int64_t kn = K - k0 < MV_SCALAR_CHUNK ? K - k0 : MV_SCALAR_CHUNK;
+            if (dt == DT_F32) memcpy(wf, (const float *)wr + k0, (size_t)kn * 4);
+            else if (dt == DT_F16) omnic__f16_to_f32_row((const uint16_t *)wr + k0, wf, (size_t)kn);
+            else omnic__bf16_to_f32_row((const uint16_t *)wr + k0, wf, (size_t)kn);
+            for (int64_t i = 0; i < M; i++) {
+                const float *ar = a + i * K + k0;
+                for (int64_t k = 0; k < kn; k++) acc[i][k & 7] += ar[k] * wf[k];
+            }
+        }
+        for (int64_t i = 0; i < M; i++) {
+            const float *s = acc[i];
+            dst[i * N + n] = ((s[0] + s[4]) + (s[1] + s[5])) + ((s[2] + s[6]) + (s[3] + s[7]));
+        }
+    }
+}
+static void mv_scalar_f32(const float *a, int64_t M, int64_t K, const void *w, int64_t n0, int64_t n1, float *dst,
+                          int64_t N)
+{
+    mv_scalar(a, M, K, w, n0, n1, dst, N, DT_F32);
+}
+static void mv_scalar_f16(const float *a, int64_t M, int64_t K, const void *w, int64_t n0, int64_t n1, float *dst,
+                          int64_t N)
+{
+    mv_scalar(a, M, K, w, n0, n1, dst, N, DT_F16);
+}
+static void mv_scalar_bf16(const float *a, int64_t M, int64_t K, const void *w, int64_t n0, int64_t n1, float *dst,
+                           int64_t N)
+{
+    mv_scalar(a, M, K, w, n0, n1, dst, N, DT_BF16);
+}
+
+typedef void (*mv_fn)(const float *a, int64_t M, int64_t K, const void *w, int64_t n0, int64_t n1, float *dst,
+                      int64_t N);
+
+static const mv_fn mv_table[OMNIC_CPU_ISA_COUNT][3] = {
+    [OMNIC_CPU_ISA_SCALAR] = {[DT_F32] = mv_scalar_f32, [DT_F16] = mv_scalar_f16, [DT_BF16] = mv_scalar_bf16},
+    [OMNIC_CPU_ISA_AVX2] = {[DT_F32] = mv_avx2_f32, [DT_F16] = mv_avx2_f16, [DT_BF16] = mv_avx2_bf16},
+    [OMNIC_CPU_ISA_AVX512] = {[DT_F32] = mv_avx512_f32, [DT_F16] = mv_avx512_f16, [DT_BF16] = mv_avx512_bf16},
+};
+_Static_assert(sizeof mv_table / sizeof mv_table[0] == OMNIC_CPU_ISA_COUNT, "mv_table out of step with ISAs");
+
+/* ------------------------------------------------------------------------------------------
+ * sgemm regime. */
+
+typedef struct gemm_plan {
+    int64_t nc, cn; /* column chunk width and count */
+    int64_t mb, cm; /* row block height and count */
+} gemm_plan;
+
+static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+/* Depends only on (M, N, weight kind): the grid every thread count shares. */
+static gemm_plan plan_gemm(int64_t M, int64_t N, int dt)
+{
+    gemm_plan p;
+    int64_t nc_max = dt == DT_F32 ? GEMM_NC_F32 : GEMM_NC_HALF;
+    p.cn = cdiv(N, nc_max);
+    p.nc = cdiv(cdiv(N, p.cn), 16) * 16; /* even chunks, multiple of 16 */
+    if (p.nc > N) p.nc = N;
+    p.cn = cdiv(N, p.nc);
+    p.cm = 1;
+    if (p.cn < GEMM_MIN_TASKS && M >= 2 * GEMM_MB_MIN) {
+        p.cm = cdiv(GEMM_MIN_TASKS, p.cn);
+        if (p.cm > M / GEMM_MB_MIN) p.cm = M / GEMM_MB_MIN;
+    }
+    p.mb = cdiv(M, p.cm);
+    p.cm = cdiv(M, p.mb);
+    return p;
+}
+
+static void add_bias(const float *bias, float *dst, int64_t ldd, int64_t rows, int64_t cols)
+{
+    const omnic__cpu_vec *v = omnic__cpu_vec_get();
+    for (int64_t i = 0; i < rows; i++) v->add(dst + i * ldd, bias, dst + i * ldd, cols);
+}
+
+/* dst[mr, nc] (leading dim ldd) = a[mr, K] . wf[nc, K]^T (+ bias[nc]). */
+static void sgemm_block(const float *a, int64_t K, int64_t mr, const float *wf, int64_t nc, float *dst, int64_t ldd,
+                        const float *bias)
+{
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)mr, (int)nc, (int)K, 1.0f, a, (int)K, wf, (int)K, 0.0f,
+                dst, (int)ldd);
+    if (bias) add_bias(bias, dst, ldd, mr, nc);
+}
+
+static const float *widen_rows(const void *w, omnic_dtype wdt, int64_t K, int64_t n0, int64_t nc, float *buf)
+{
+    if (wdt == OMNIC_DTYPE_F32) return (const float *)w + n0 * K;
+    omnic__cpu_to_f32(wdt, (const uint16_t *)w + n0 * K, buf, nc * K);
+    return buf;
+}
+
+/* dst[M, N] (+ bias) for thread ith of nth; wbuf: this thread's nc*K floats (f16/bf16 only). */
+static void gemm_mt(const float *a, int64_t M, int64_t K, const void *w, omnic_dtype wdt, int64_t N,
+                    const float *bias, float *dst, int ith, int nth, float *wbuf)
+{
+    int dt = wkind(wdt);
+    if (M <= OMNIC_CPU_MV_MAX_M) {
+        int64_t n0, n1;
+        omnic__split_rows(N, ith, nth, &n0, &n1);
+        if (n0 >= n1) return;
+        mv_table[omnic__cpu_isa_level()][dt](a, M, K, w, n0, n1, dst, N);
+        if (bias) add_bias(bias + n0, dst + n0, N, M, n1 - n0);
+        return;
+    }
+    gemm_plan p = plan_gemm(M, N, dt);
+    int64_t t0, t1, cur = -1;
+    const float *wf = NULL;
+    omnic__split_rows(p.cn * p.cm, ith, nth, &t0, &t1);
+    for (int64_t t = t0; t < t1; t++) {
+        int64_t ci = t / p.cm, mi = t % p.cm;
+        int64_t n0 = ci * p.nc, nc = N - n0 < p.nc ? N - n0 : p.nc;
+        int64_t m0 = mi * p.mb, mr = M - m0 < p.mb ? M - m0 : p.mb;
+        if (ci != cur) {
+            wf = widen_rows(w, wdt, K, n0, nc, wbuf);
+            cur = ci;
+        }
+        sgemm_block(a + m0 * K, K, mr, wf, nc, dst + m0 * N + n0, N, bias ? bias + n0 : NULL);
+    }
+}
+
+void omnic__cpu_matmul(const omnic__node *n, int ith, int nth, void *wdata)
+{
+    const omnic__tensor *a = n->src[0], *w = n->src[1], *b = n->src[2];
+    int64_t M = omnic__tensor_rows(a), K = omnic__tensor_cols(a), N = w->dims[0];
+    size_t part = omnic__cpu_matmul_wsize(n, nth) / (size_t)nth;
+    float *wbuf = part ? omnic__cpu_wpart(wdata, part, ith) : NULL;
+    gemm_mt(a->data, M, K, w->data, w->dtype, N, b ? (const float *)b->data : NULL, n->dst->data, ith, nth, wbuf);
+}
+
+size_t omnic__cpu_matmul_wsize(const omnic__node *n, int nth)
+{
+    const omnic__tensor *a = n->src[0], *w = n->src[1];
+    int64_t M = omnic__tensor_rows(a), K = omnic__tensor_cols(a), N = w->dims[0];
+    if (w->dtype == OMNIC_DTYPE_F32 || M <= OMNIC_CPU_MV_MAX_M) return 0;
+    gemm_plan p = plan_gemm(M, N, wkind(w->dtype));
+    return omnic__cpu_walign((size_t)p.nc * (size_t)K * sizeof(float)) * (size_t)nth;
+}
+
+/* ------------------------------------------------------------------------------------------
+ * patch_embed: image [C, Hi, Wi], weight [O, C, ph, pw] -> dst [(Hi/ph)(Wi/pw), O].
+ * Tasks are fixed blocks of PATCH_BLOCK patches: im2col into the thread's buffer, then sgemm
+ * against all O filters (widened GEMM_NC_HALF filters at a time for f16/bf16). */
+
+typedef struct patch_geom {
+    int64_t C, Hi, Wi, O, ph, pw, gw, P, K;
+} patch_geom;
+
+static patch_geom patch_geometry(const omnic__node *n)
+{
+    const omnic__tensor *img = n->src[0], *w = n->src[1];
+    patch_geom g;
+    g.C = img->dims[0];
+    g.Hi = img->dims[1];
+    g.Wi = img->dims[2];
+    g.O = w->dims[0];
+    g.ph = w->dims[2];
+    g.pw = w->dims[3];
+    g.gw = g.Wi / g.pw;
+    g.P = (g.Hi / g.ph) * g.gw;
+    g.K = g.C * g.ph * g.pw;
+    return g;
+}
+
+size_t omnic__cpu_patch_embed_wsize(const omnic__node *n, int nth)
+{
+    patch_geom g = patch_geometry(n);
+    size_t col = omnic__cpu_walign((size_t)PATCH_BLOCK * (size_t)g.K * sizeof(float));
+    size_t wb = n->src[1]->dtype == OMNIC_DTYPE_F32 ? 0
+                                                     : omnic__cpu_walign((size_t)GEMM_NC_HALF * (size_t)g.K * sizeof(float));
+    return (col + wb) * (size_t)nth;
+}
+
+void omnic__cpu_patch_embed(const omnic__node *n, int ith, int nth, void *wdata)
+{
+    const omnic__tensor *w = n->src[1], *b = n->src[2];
+    const float *img = n->src[0]->data, *bias = b ? (const float *)b->data : NULL;
+    float *dst = n->dst->data;
+    patch_geom g = patch_geometry(n);
+    size_t part = omnic__cpu_patch_embed_wsize(n, nth) / (size_t)nth;
+    float *col = omnic__cpu_wpart(wdata, part, ith);
+    float *wbuf = (float *)((char *)col + omnic__cpu_walign((size_t)PATCH_BLOCK * (size_t)g.K * sizeof(float)));
+    int64_t b0, b1;
+    omnic__split_rows(cdiv(g.P, PATCH_BLOCK), ith, nth, &b0, &b1);
+    for (int64_t blk = b0; blk < b1; blk++) {
+        int64_t p0 = blk * PATCH_BLOCK, np = g.P - p0 < PATCH_BLOCK ? g.P - p0 : PATCH_BLOCK;
+        for (int64_t p = 0; p < np; p++) { /* row p of the block: (c, y, x) flattened like the filter */
+            int64_t py = (p0 + p) / g.gw, px = (p0 + p) % g.gw;
+            float *row = col + p * g.K;
+            for (int64_t c = 0; c < g.C; c++)
+                for (int64_t y = 0; y < g.ph; y++)
+                    memcpy(row + (c * g.ph + y) * g.pw, img + (c * g.Hi + py * g.ph + y) * g.Wi + px * g.pw,
+                           (size_t)g.pw * sizeof(float));
+        }
+        float *out = dst + p0 * g.O;
+        if (w->dtype == OMNIC_DTYPE_F32) {
+            sgemm_block(col, g.K, np, w->data, g.O, out, g.O, bias);
+            continue;
+        }
+        for (int64_t o0 = 0; o0 < g.O; o0 += GEMM_NC_HALF) {
+            int64_t no = g.O - o0 < GEMM_NC_HALF ? g.O - o0 : GEMM_NC_HALF;
+            const float *wf = widen_rows(w->data, w->dtype, g.K, o0, no, wbuf);
+            sgemm_block(col, g.K, np, wf, no, out + o0, g.O, bias ? bias + o0 : NULL);
+        }
+    }
+}

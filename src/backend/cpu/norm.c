@@ -1,0 +1,85 @@
+/* cpu row normalizations: rmsnorm, layernorm, softmax. Thread ith takes a contiguous range
+ * of rows; each row is reduced by the ISA's fixed-order primitives, so a row's result does
+ * not depend on the thread count or on the other rows. f16/bf16 weights are widened in
+ * stack chunks of NORM_CHUNK. */
+#include <math.h>
+
+#include "backend/cpu/ops.h"
+#include "backend/cpu/vec.h"
+#include "core/threadpool.h"
+
+#define NORM_CHUNK 512
+
+/* y[0..n) op= (widen(w[0..n)) + off), op = mul or add. */
+static void apply_w(const omnic__cpu_vec *v, const omnic__tensor *w, float off, float *y, int64_t n, bool mul)
+{
+    float tmp[NORM_CHUNK];
+    size_t es = omnic_dtype_size(w->dtype);
+    for (int64_t c = 0; c < n; c += NORM_CHUNK) {
+        int64_t len = n - c < NORM_CHUNK ? n - c : NORM_CHUNK;
+        omnic__cpu_to_f32(w->dtype, (const char *)w->data + (size_t)c * es, tmp, len);
+        if (off != 0.0f) v->add1(tmp, off, tmp, len);
+        if (mul) v->mul(y + c, tmp, y + c, len);
+        else v->add(y + c, tmp, y + c, len);
+    }
+}
+
+void omnic__cpu_rmsnorm(const omnic__node *n, int ith, int nth, void *wdata)
+{
+    (void)wdata;
+    const omnic__cpu_vec *v = omnic__cpu_vec_get();
+    const omnic__tensor *X = n->src[0], *W = n->src[1];
+    int64_t cols = omnic__tensor_cols(X), r0, r1;
+    omnic__split_rows(omnic__tensor_rows(X), ith, nth, &r0, &r1);
+    for (int64_t r = r0; r < r1; r++) {
+        const float *x = (const float *)X->data + r * cols;
+        float *y = (float *)n->dst->data + r * cols;
+        float ms = v->sumsq(x, cols) / (float)cols;
+        v->mul1(x, 1.0f / sqrtf(ms + n->fp[0]), y, cols);
+        if (W) apply_w(v, W, (float)n->ip[0], y, cols, true);
+    }
+}
+
+void omnic__cpu_layernorm(const omnic__node *n, int ith, int nth, void *wdata)
+{
+    (void)wdata;
+    const omnic__cpu_vec *v = omnic__cpu_vec_get();
+    const omnic__tensor *X = n->src[0], *W = n->src[1], *B = n->src[2];
+    int64_t cols = omnic__tensor_cols(X), r0, r1;
+    omnic__split_rows(omnic__tensor_rows(X), ith, nth, &r0, &r1);
+    for (int64_t r = r0; r < r1; r++) {
+        const float *x = (const float *)X->data + r * cols;
+        float *y = (float *)n->dst->data + r * cols;
+        float mean = v->sum(x, cols) / (float)cols;
+        v->add1(x, -mean, y, cols);
+        /* The f32 mean is off by up to an ulp of |mean|; one correction pass removes the
+         * bias that would otherwise scale with |mean| / std. */
+        float corr = v->sum(y, cols) / (float)cols;
+        if (corr != 0.0f) v->add1(y, -corr, y, cols);
+        float var = v->sumsq(y, cols) / (float)cols;
+        v->mul1(y, 1.0f / sqrtf(var + n->fp[0]), y, cols);
+        if (W) apply_w(v, W, 0.0f, y, cols, true);
+        if (B) apply_w(v, B, 0.0f, y, cols, false);
+    }
+}
+
+void omnic__cpu_softmax(const omnic__node *n, int ith, int nth, void *wdata)
+{
+    (void)wdata;
+    const omnic__cpu_vec *v = omnic__cpu_vec_get();
+    const omnic__tensor *X = n->src[0];
+    int64_t cols = omnic__tensor_cols(X), r0, r1;
+    omnic__split_rows(omnic__tensor_rows(X), ith, nth, &r0, &r1);
+    for (int64_t r = r0; r < r1; r++) {
+        const float *x = (const float *)X->data + r * cols;
+        float *y = (float *)n->dst->data + r * cols;
+        v->mul1(x, n->fp[0], y, cols);
+        float m = v->max(y, cols);
+        if (m == -INFINITY) { /* every entry masked: no mass anywhere */
+            for (int64_t i = 0; i < cols; i++) y[i] = 0.0f;
+            continue;
+        }
+        float s = v->exp_sum(y, m, y, cols);
+        v->mul1(y, 1.0f / s, y, cols);
+    }
+}

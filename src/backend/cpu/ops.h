@@ -1,0 +1,59 @@
+/* Kernels of the cpu backend, one per op (semantics in backend/backend.h), and their
+ * work-buffer sizes. cpu.c puts them into the backend's table; each file named below owns
+ * its group. Every kernel is (node, ith, nth, wdata): it computes the rows that
+ * omnic__split_rows gives thread ith and writes only those. */
+#ifndef OMNIC_BACKEND_CPU_OPS_H
+#define OMNIC_BACKEND_CPU_OPS_H
+
+#include "backend/backend.h"
+
+/* matmul.c */
+void omnic__cpu_matmul(const omnic__node *n, int ith, int nth, void *wdata);
+size_t omnic__cpu_matmul_wsize(const omnic__node *n, int nth);
+void omnic__cpu_patch_embed(const omnic__node *n, int ith, int nth, void *wdata);
+size_t omnic__cpu_patch_embed_wsize(const omnic__node *n, int nth);
+
+/* attention.c */
+void omnic__cpu_attention(const omnic__node *n, int ith, int nth, void *wdata);
+size_t omnic__cpu_attention_wsize(const omnic__node *n, int nth);
+
+/* rope.c */
+void omnic__cpu_rope(const omnic__node *n, int ith, int nth, void *wdata);
+size_t omnic__cpu_rope_wsize(const omnic__node *n, int nth);
+
+/* norm.c */
+void omnic__cpu_rmsnorm(const omnic__node *n, int ith, int nth, void *wdata);
+void omnic__cpu_layernorm(const omnic__node *n, int ith, int nth, void *wdata);
+void omnic__cpu_softmax(const omnic__node *n, int ith, int nth, void *wdata);
+
+/* elementwise.c */
+void omnic__cpu_add(const omnic__node *n, int ith, int nth, void *wdata);
+void omnic__cpu_mul(const omnic__node *n, int ith, int nth, void *wdata);
+void omnic__cpu_scale(const omnic__node *n, int ith, int nth, void *wdata);
+void omnic__cpu_unary(const omnic__node *n, int ith, int nth, void *wdata); /* silu, gelu*, softcap */
+void omnic__cpu_gated(const omnic__node *n, int ith, int nth, void *wdata); /* swiglu, geglu */
+
+/* layout.c */
+void omnic__cpu_get_rows(const omnic__node *n, int ith, int nth, void *wdata);
+void omnic__cpu_concat(const omnic__node *n, int ith, int nth, void *wdata);
+void omnic__cpu_slice(const omnic__node *n, int ith, int nth, void *wdata);
+void omnic__cpu_permute(const omnic__node *n, int ith, int nth, void *wdata);
+void omnic__cpu_argmax(const omnic__node *n, int ith, int nth, void *wdata);
+void omnic__cpu_cpy(const omnic__node *n, int ith, int nth, void *wdata);
+
+/* Widens n elements of a f32/f16/bf16 row to f32 (a copy for f32). */
+void omnic__cpu_to_f32(omnic_dtype dt, const void *src, float *dst, int64_t n);
+
+/* Work buffers are cut into per-thread parts at this alignment (bytes). */
+#define OMNIC_CPU_WALIGN 64
+/* Start of thread ith's part when each part is `part` bytes (a multiple of OMNIC_CPU_WALIGN). */
+static inline void *omnic__cpu_wpart(void *wdata, size_t part, int ith)
+{
+    return (char *)wdata + (size_t)ith * part;
+}
+static inline size_t omnic__cpu_walign(size_t n)
+{
+    return (n + OMNIC_CPU_WALIGN - 1) / OMNIC_CPU_WALIGN * OMNIC_CPU_WALIGN;
+}
+
+#endif

@@ -1,0 +1,80 @@
+/* Reference scaled dot-product attention over one slot's KV: scores, softmax and the
+ * weighted sum of values all in double, each output rounded to f32 once. */
+#include <math.h>
+
+#include "backend/ref/ref.h"
+
+/* Row (t, h) of dst [T, H, Dv]:
+ *   s_j = q[t,h,:] . k[j,g,:] * scale        (g = h / (H / Hkv), GQA)
+ *   s_j = tanh(s_j / cap) * cap              (when cap = fp[1] != 0)
+ *   s_j += bias[t, j]                        (when src[4])
+ *   key j masked (s_j = -inf) when causal and j > qpos[t], or when a window W is set
+ *   and qpos[t] - j >= W; a bias of -inf masks too.
+ *   dst[t,h,:] = sum_j softmax(s)_j v[j,g,:], or zeros when every key is masked.
+ * wdata: per thread S scores + Dv accumulators, doubles. */
+void omnic__ref_attention(const omnic__node *n, int ith, int nth, void *wdata)
+{
+    const omnic__tensor *q = n->src[0];                                    /* [T, H, D] f32 */
+    const omnic__tensor *k = n->src[1];                                    /* [S, Hkv, D] f32 or f16 */
+    const omnic__tensor *v = n->src[2];                                    /* [S, Hkv, Dv] f32 or f16 */
+    const int32_t *qpos = n->src[3]->data;                                 /* [T] i32 */
+    const float *bias = n->src[4] ? (const float *)n->src[4]->data : NULL; /* [T, S] f32 */
+    int64_t T = q->dims[0], H = q->dims[1], D = q->dims[2];
+    int64_t S = k->dims[0], Hkv = k->dims[1], Dv = v->dims[2];
+    int64_t group = H / Hkv;
+    double scale = n->fp[0], cap = n->fp[1];
+    bool causal = n->ip[0] != 0;
+    int64_t window = n->ip[1];
+    const float *Q = q->data;
+    float *O = n->dst->data;                                      /* [T, H, Dv] */
+    double *s = (double *)wdata + (size_t)ith * (size_t)(S + Dv); /* [S] */
+    double *acc = s + S;                                          /* [Dv] */
+
+    int64_t lo, hi;
+    omnic__split_rows(T * H, ith, nth, &lo, &hi);
+    for (int64_t row = lo; row < hi; row++) {
+        int64_t t = row / H, h = row % H, g = h / group;
+        int64_t p = qpos[t];
+        const float *qr = Q + row * D;
+        double mx = -INFINITY;
+        for (int64_t j = 0; j < S; j++) {
+            bool visible = (!causal || j <= p) && (window == 0 || p - j < window);
+            if (!visible) {
+                s[j] = -INFINITY;
+                continue;
+            }
+            double dot = 0.0;
+            for (int64_t d = 0; d < D; d++)
+                dot += (double)qr[d] * omnic__ref_ld(k->data, k->dtype, (j * Hkv + g) * D + d);
+            double sj = dot * scale;
+            if (cap != 0.0) sj = tanh(sj / cap) * cap;
+            if (bias) sj += bias[t * S + j];
+            s[j] = sj;
+            mx = fmax(mx, sj);
+        }
+        float *out = O + row * Dv;
+        if (mx == -INFINITY) { /* no visible key */
+            for (int64_t d = 0; d < Dv; d++)
+                out[d] = 0.0f;
+            continue;
+        }
+        double sum = 0.0;
+        for (int64_t d = 0; d < Dv; d++)
+            acc[d] = 0.0;
+        for (int64_t j = 0; j < S; j++) {
+            if (s[j] == -INFINITY) continue;
+            double e = exp(s[j] - mx);
+            sum += e;
+            for (int64_t d = 0; d < Dv; d++)
+                acc[d] += e * omnic__ref_ld(v->data, v->dtype, (j * Hkv + g) * Dv + d);
+        }
+        for (int64_t d = 0; d < Dv; d++)
+            out[d] = (float)(acc[d] / sum);
+    }
+}
+
+size_t omnic__ref_attention_wsize(const omnic__node *n, int nth)
+{
+    int64_t S = n->src[1]->dims[0], Dv = n->src[2]->dims[2];
+    return (size_t)nth * (size_t)(S + Dv) * sizeof(double);
+}

@@ -1,0 +1,64 @@
+/* The reference backend's kernels (one per op) and the small helpers they share.
+ * Plain C, one thread (single_threaded), every reduction accumulated in double and
+ * each result rounded to f32 once. Kernels still honour (ith, nth) by splitting rows
+ * with omnic__split_rows, so they stay correct if ever called with nth > 1. */
+#ifndef OMNIC_BACKEND_REF_REF_H
+#define OMNIC_BACKEND_REF_REF_H
+
+#include "backend/backend.h"
+#include "core/dtype.h"
+#include "core/threadpool.h"
+
+/* Element i of a float tensor's data (f32, f16 or bf16), widened exactly. */
+static inline double omnic__ref_ld(const void *data, omnic_dtype dt, int64_t i)
+{
+    switch (dt) {
+    case OMNIC_DTYPE_F16:
+        return omnic__f16_to_f32(((const uint16_t *)data)[i]);
+    case OMNIC_DTYPE_BF16:
+        return omnic__bf16_to_f32(((const uint16_t *)data)[i]);
+    default:
+        return ((const float *)data)[i];
+    }
+}
+
+/* dst[0..n-1] = elements off..off+n-1 of a float tensor's data, widened exactly. */
+static inline void omnic__ref_widen(const void *data, omnic_dtype dt, int64_t off, int64_t n, double *dst)
+{
+    for (int64_t i = 0; i < n; i++)
+        dst[i] = omnic__ref_ld(data, dt, off + i);
+}
+
+/* matmul.c */
+void omnic__ref_matmul(const omnic__node *n, int ith, int nth, void *wdata);
+size_t omnic__ref_matmul_wsize(const omnic__node *n, int nth);
+void omnic__ref_patch_embed(const omnic__node *n, int ith, int nth, void *wdata);
+size_t omnic__ref_patch_embed_wsize(const omnic__node *n, int nth);
+
+/* unary.c: elementwise ops; each kernel reads n->op */
+void omnic__ref_binary(const omnic__node *n, int ith, int nth, void *wdata); /* ADD, MUL */
+/* SCALE, SILU, GELU, GELU_TANH, GELU_QUICK, SOFTCAP */
+void omnic__ref_unary(const omnic__node *n, int ith, int nth, void *wdata);
+void omnic__ref_gated(const omnic__node *n, int ith, int nth, void *wdata); /* SWIGLU, GEGLU */
+
+/* norm.c: row reductions */
+void omnic__ref_rmsnorm(const omnic__node *n, int ith, int nth, void *wdata);
+void omnic__ref_layernorm(const omnic__node *n, int ith, int nth, void *wdata);
+void omnic__ref_softmax(const omnic__node *n, int ith, int nth, void *wdata);
+void omnic__ref_argmax(const omnic__node *n, int ith, int nth, void *wdata);
+
+/* rope.c */
+void omnic__ref_rope(const omnic__node *n, int ith, int nth, void *wdata);
+
+/* attention.c */
+void omnic__ref_attention(const omnic__node *n, int ith, int nth, void *wdata);
+size_t omnic__ref_attention_wsize(const omnic__node *n, int nth);
+
+/* layout.c: gathers, copies and conversions (bit-exact) */
+void omnic__ref_get_rows(const omnic__node *n, int ith, int nth, void *wdata);
+void omnic__ref_concat(const omnic__node *n, int ith, int nth, void *wdata);
+void omnic__ref_slice(const omnic__node *n, int ith, int nth, void *wdata);
+void omnic__ref_permute(const omnic__node *n, int ith, int nth, void *wdata);
+void omnic__ref_cpy(const omnic__node *n, int ith, int nth, void *wdata);
+
+#endif

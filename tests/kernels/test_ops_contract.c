@@ -1,0 +1,1497 @@
+/* Op contract tests: every op of backend.h runs on `cpu` with nth = 1, 2 and 3 threads
+ * and is checked against `ref`, the numeric oracle; `ref` itself is checked against
+ * hand-computed values; both kernel tables are walked for missing entries.
+ *
+ * Tolerances, cpu vs ref (ggml test-backend-ops style):
+ *   NMSE   = sum (cpu - ref)^2 / max(sum ref^2, n * floor^2)
+ *   MAXERR = max |cpu - ref| / max(1, max |ref|)
+ * One row per op; the weight dtype (f32 / f16 / bf16, or the KV dtype for attention)
+ * selects a column, and the columns are equal on purpose: f16 and bf16 widen to f32
+ * exactly, so a kernel that keeps activations in f32 differs from ref only by f32
+ * rounding and summation order whatever the weight dtype. A kernel that rounds
+ * activations to f16/bf16 (ggml's vec_dot_type) lands near NMSE 1e-8 and fails.
+ * floor is 0 (plain NMSE) except for the activations: f32 evaluation of 1 + erf(x/sqrt 2)
+ * (and 1 + tanh, exp) cancels for x << 0, as it does in torch, so a tensor holding only a
+ * few tiny outputs (gelu(-5) = -1.4e-6) carries a large relative but negligible absolute
+ * error; its NMSE is taken against an RMS floor of 1e-3.
+ *
+ *   op                                    NMSE    MAXERR  what the budget covers
+ *   matmul, patch_embed                   1e-10   1e-5    f32 sums, K up to 4103
+ *   attention                             1e-10   1e-5    f32 scores, exp, f32 sums
+ *   rmsnorm, softmax                      1e-10   1e-6    one f32 sum per row, C up to 50021:
+ *                                                         sum error ~ sqrt(C) ulp (softmax 2e-11)
+ *   layernorm                             1e-10   1e-5    same; x - mean cancels: ~ |mean|/std ulp
+ *   rope                                  1e-11   1e-6    same f32 angle; cos/sin 1 ulp
+ *   silu, gelu, gelu_tanh, gelu_quick,
+ *   swiglu, geglu, softcap                1e-11   1e-6    vector exp/erf/tanh, few ulp (floor 1e-3)
+ *   add, mul, scale                       1e-13   1e-6    one or two f32 roundings
+ *   get_rows, concat, slice, permute,
+ *   cpy, argmax                           exact   exact   bytes must match
+ *
+ * Besides the tolerance, every case requires: cpu results bit-identical for nth = 1, 2,
+ * 3 (rows are split, reductions never are); every output element written (outputs are
+ * pre-filled with NaN bytes); inputs untouched; 64-byte canaries before and after every
+ * output and work buffer intact (the work buffer is exactly wsize bytes, pre-filled
+ * with NaN bytes, so a kernel that expects zeroed scratch fails too). The observed
+ * worst NMSE/MAXERR per op is printed at the end. Inputs come from fixed seeds.
+ * test_batch_invariance checks DESIGN.md 6 on cpu: a row computed alone is bit-identical
+ * to the same row inside a batch (matmul up to the decode batch limit, row-wise ops). */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "backend/backend.h"
+#include "core/dtype.h"
+#include "core/threadpool.h"
+
+/* ---- tolerances --------------------------------------------------------------------- */
+
+typedef struct op_tol {
+    bool exact;                        /* output bytes must equal ref's */
+    double nmse[OMNIC_DTYPE_BF16 + 1]; /* by weight dtype: F32, F16, BF16 */
+    double maxerr;
+    double floor; /* RMS floor of the NMSE denominator (0: plain NMSE) */
+} op_tol;
+
+/* clang-format off */
+#define TOL_F(n, m, f) {.nmse = {[OMNIC_DTYPE_F32] = (n), [OMNIC_DTYPE_F16] = (n), [OMNIC_DTYPE_BF16] = (n)},\
+                        .maxerr = (m), .floor = (f)}
+#define TOL(n, m) TOL_F(n, m, 0.0)  /* plain NMSE */
+#define ACT(n, m) TOL_F(n, m, 1e-3) /* activations: NMSE against an RMS floor of 1e-3 */
+#define EXACT {.exact = true}
+/* clang-format on */
+
+static const op_tol tolerances[OMNIC_OP_COUNT] = {
+    [OMNIC_OP_NONE] = EXACT,
+    [OMNIC_OP_MATMUL] = TOL(1e-10, 1e-5),
+    [OMNIC_OP_ADD] = TOL(1e-13, 1e-6),
+    [OMNIC_OP_MUL] = TOL(1e-13, 1e-6),
+    [OMNIC_OP_SCALE] = TOL(1e-13, 1e-6),
+    [OMNIC_OP_RMSNORM] = TOL(1e-10, 1e-6),
+    [OMNIC_OP_LAYERNORM] = TOL(1e-10, 1e-5),
+    [OMNIC_OP_SOFTMAX] = TOL(1e-10, 1e-6),
+    [OMNIC_OP_ROPE] = TOL(1e-11, 1e-6),
+    [OMNIC_OP_ATTENTION] = TOL(1e-10, 1e-5),
+    [OMNIC_OP_SILU] = ACT(1e-11, 1e-6),
+    [OMNIC_OP_GELU] = ACT(1e-11, 1e-6),
+    [OMNIC_OP_GELU_TANH] = ACT(1e-11, 1e-6),
+    [OMNIC_OP_GELU_QUICK] = ACT(1e-11, 1e-6),
+    [OMNIC_OP_SWIGLU] = ACT(1e-11, 1e-6),
+    [OMNIC_OP_GEGLU] = ACT(1e-11, 1e-6),
+    [OMNIC_OP_GET_ROWS] = EXACT,
+    [OMNIC_OP_PATCH_EMBED] = TOL(1e-10, 1e-5),
+    [OMNIC_OP_CONCAT] = EXACT,
+    [OMNIC_OP_SLICE] = EXACT,
+    [OMNIC_OP_PERMUTE] = EXACT,
+    [OMNIC_OP_ARGMAX] = EXACT,
+    [OMNIC_OP_CPY] = EXACT,
+    [OMNIC_OP_SOFTCAP] = ACT(1e-11, 1e-6),
+};
+_Static_assert(sizeof tolerances / sizeof tolerances[0] == OMNIC_OP_COUNT,
+               "tolerances out of step with omnic__op");
+_Static_assert(OMNIC_OP_SOFTCAP + 1 == OMNIC_OP_COUNT, "new op: add its tolerance and its cases here");
+
+/* Worst values seen per op (printed at the end) and cases run per op. */
+static double worst_nmse[OMNIC_OP_COUNT], worst_maxerr[OMNIC_OP_COUNT];
+static int cases_run[OMNIC_OP_COUNT];
+
+/* ---- deterministic random numbers (splitmix64) ------------------------------------- */
+
+static uint64_t rng_state;
+
+static void rng_seed(uint64_t s)
+{
+    rng_state = s;
+}
+
+static uint64_t rng_u64(void)
+{
+    uint64_t z = (rng_state += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+static double rng_uniform(double lo, double hi)
+{
+    return lo + (hi - lo) * (double)(rng_u64() >> 11) * 0x1p-53;
+}
+
+static int64_t rng_int(int64_t n)
+{
+    return (int64_t)(rng_u64() % (uint64_t)n);
+}
+
+/* ---- guarded tensors ---------------------------------------------------------------- */
+
+#define GUARD 64
+#define MAX_BUFS 32
+
+/* A tensor whose data sits between two canary blocks, 64-byte aligned. */
+typedef struct tbuf {
+    omnic__tensor t;
+    uint8_t *raw; /* owned: [GUARD canary][nbytes data][GUARD canary] */
+    size_t nbytes;
+} tbuf;
+
+static tbuf bufs[MAX_BUFS]; /* the current case's tensors, freed by bufs_free */
+static int nbufs;
+
+static void guard_fill(uint8_t *p)
+{
+    for (int i = 0; i < GUARD; i++)
+        p[i] = (uint8_t)(0xa5 ^ (i * 37));
+}
+
+static bool guard_ok(const uint8_t *p)
+{
+    for (int i = 0; i < GUARD; i++)
+        if (p[i] != (uint8_t)(0xa5 ^ (i * 37))) return false;
+    return true;
+}
+
+/* Guarded block of n data bytes (n may be 0); data pre-filled with 0xff (NaN as f32/f16/bf16). */
+static uint8_t *guarded_alloc(size_t n)
+{
+    size_t total = (GUARD + n + GUARD + 63) / 64 * 64;
+    uint8_t *raw = aligned_alloc(64, total);
+    if (!raw) return NULL;
+    guard_fill(raw);
+    memset(raw + GUARD, 0xff, n);
+    guard_fill(raw + GUARD + n);
+    return raw;
+}
+
+static bool guarded_ok(const uint8_t *raw, size_t n)
+{
+    return guard_ok(raw) && guard_ok(raw + GUARD + n);
+}
+
+static tbuf *tnew(omnic_dtype dt, int ndim, const int64_t *dims)
+{
+    if (nbufs == MAX_BUFS) fail_msg("more than %d tensors in one case", MAX_BUFS);
+    tbuf *b = &bufs[nbufs++];
+    memset(b, 0, sizeof *b);
+    b->t.dtype = dt;
+    b->t.ndim = ndim;
+    for (int i = 0; i < OMNIC_MAX_DIMS; i++)
+        b->t.dims[i] = i < ndim ? dims[i] : 1;
+    b->nbytes = omnic__tensor_bytes(&b->t);
+    b->raw = guarded_alloc(b->nbytes);
+    assert_non_null(b->raw);
+    b->t.data = b->raw + GUARD;
+    return b;
+}
+
+#define NDIMS(...) ((int)(sizeof((const int64_t[]){__VA_ARGS__}) / sizeof(int64_t)))
+/* T(dtype, d0, d1, ...) makes a guarded tensor of those dims. */
+#define T(dt, ...) tnew((dt), NDIMS(__VA_ARGS__), (const int64_t[]){__VA_ARGS__})
+
+static void bufs_free(void)
+{
+    for (int i = 0; i < nbufs; i++)
+        free(bufs[i].raw);
+    nbufs = 0;
+}
+
+/* Stores v (f32) as element i of b in b's dtype. */
+static void tset(tbuf *b, int64_t i, float v)
+{
+    switch (b->t.dtype) {
+    case OMNIC_DTYPE_F32:
+        ((float *)b->t.data)[i] = v;
+        break;
+    case OMNIC_DTYPE_F16:
+        ((uint16_t *)b->t.data)[i] = omnic__f32_to_f16(v);
+        break;
+    case OMNIC_DTYPE_BF16:
+        ((uint16_t *)b->t.data)[i] = omnic__f32_to_bf16(v);
+        break;
+    case OMNIC_DTYPE_I32:
+        ((int32_t *)b->t.data)[i] = (int32_t)v;
+        break;
+    default:
+        fail_msg("tset: dtype %d", (int)b->t.dtype);
+    }
+}
+
+static void fill_uniform(tbuf *b, double lo, double hi)
+{
+    int64_t n = omnic__tensor_nelem(&b->t);
+    for (int64_t i = 0; i < n; i++)
+        tset(b, i, (float)rng_uniform(lo, hi));
+}
+
+/* Random bytes (for layout ops on any dtype); f16/bf16/f32 get finite values. */
+static void fill_any(tbuf *b)
+{
+    if (b->t.dtype == OMNIC_DTYPE_I32) {
+        for (int64_t i = 0; i < omnic__tensor_nelem(&b->t); i++)
+            ((int32_t *)b->t.data)[i] = (int32_t)rng_u64();
+        return;
+    }
+    fill_uniform(b, -100, 100);
+}
+
+static void fill_i32(tbuf *b, int64_t lo, int64_t hi) /* uniform in [lo, hi) */
+{
+    for (int64_t i = 0; i < omnic__tensor_nelem(&b->t); i++)
+        ((int32_t *)b->t.data)[i] = (int32_t)(lo + rng_int(hi - lo));
+}
+
+static float *F(tbuf *b)
+{
+    return b->t.data;
+}
+
+/* ---- running a node on a backend ---------------------------------------------------- */
+
+static omnic__threadpool *pool;
+static const omnic__backend_ops *ref_b, *cpu_b;
+
+typedef struct job {
+    omnic__kernel_fn fn;
+    const omnic__node *n;
+    void *wdata;
+} job;
+
+static void job_run(void *ctx, int ith, int nth)
+{
+    const job *j = ctx;
+    j->fn(j->n, ith, nth, j->wdata);
+}
+
+/* Runs proto (with dst = out) on backend b with nth threads through the thread pool.
+ * Returns false (after printing why) when a canary was overwritten. */
+static bool run_on(const omnic__backend_ops *b, const omnic__node *proto, int nth, tbuf *out,
+                   const char *label)
+{
+    omnic__node n = *proto;
+    n.dst = &out->t;
+    if (!b->kernel[n.op]) {
+        print_error("%s: backend %s has no kernel for %s\n", label, b->name, omnic__op_names[n.op]);
+        return false;
+    }
+    size_t ws = omnic__backend_wsize(b, &n, nth);
+    uint8_t *wraw = guarded_alloc(ws);
+    assert_non_null(wraw);
+    job j = {.fn = b->kernel[n.op], .n = &n, .wdata = wraw + GUARD};
+    omnic__threadpool_run_n(pool, nth, job_run, &j);
+    bool ok = true;
+    if (!guarded_ok(out->raw, out->nbytes)) {
+        print_error("%s: %s nth=%d wrote outside its output (%zu bytes)\n", label, b->name, nth, out->nbytes);
+        ok = false;
+    }
+    if (!guarded_ok(wraw, ws)) {
+        print_error("%s: %s nth=%d wrote outside its work buffer (%zu bytes)\n", label, b->name, nth, ws);
+        ok = false;
+    }
+    free(wraw);
+    return ok;
+}
+
+/* Runs proto on ref (nth 1) and cpu (nth 1, 2, 3), checks everything in the header
+ * comment. wdt picks the tolerance column. Returns the number of failed checks. */
+static int check(const char *label, const omnic__node *proto, omnic_dtype wdt)
+{
+    const op_tol *tol = &tolerances[proto->op];
+    const omnic__tensor *tmpl = proto->dst;
+    int fails = 0;
+    cases_run[proto->op]++;
+
+    /* Snapshot inputs. */
+    uint8_t *snap[OMNIC_MAX_SRC] = {0};
+    for (int i = 0; i < OMNIC_MAX_SRC; i++) {
+        if (!proto->src[i]) continue;
+        size_t nb = omnic__tensor_bytes(proto->src[i]);
+        snap[i] = malloc(nb ? nb : 1);
+        assert_non_null(snap[i]);
+        memcpy(snap[i], proto->src[i]->data, nb);
+    }
+
+    tbuf *ref_out = tnew(tmpl->dtype, tmpl->ndim, tmpl->dims);
+    if (!run_on(ref_b, proto, 1, ref_out, label)) fails++;
+    int max_nth = cpu_b->single_threaded ? 1 : 3;
+    tbuf *cpu_out[3] = {0};
+    for (int nth = 1; nth <= max_nth; nth++) {
+        cpu_out[nth - 1] = tnew(tmpl->dtype, tmpl->ndim, tmpl->dims);
+        if (!run_on(cpu_b, proto, nth, cpu_out[nth - 1], label)) fails++;
+        if (nth > 1 && memcmp(cpu_out[0]->t.data, cpu_out[nth - 1]->t.data, ref_out->nbytes) != 0) {
+            print_error("%s: cpu nth=%d differs from nth=1 (not bit-identical)\n", label, nth);
+            fails++;
+        }
+    }
+
+    for (int i = 0; i < OMNIC_MAX_SRC; i++) {
+        if (!snap[i]) continue;
+        if (memcmp(snap[i], proto->src[i]->data, omnic__tensor_bytes(proto->src[i])) != 0) {
+            print_error("%s: src[%d] was modified\n", label, i);
+            fails++;
+        }
+        free(snap[i]);
+    }
+
+    const tbuf *got = cpu_out[0];
+    if (tol->exact || tmpl->dtype != OMNIC_DTYPE_F32) {
+        if (memcmp(got->t.data, ref_out->t.data, ref_out->nbytes) != 0) {
+            size_t es = omnic_dtype_size(tmpl->dtype), k = 0;
+            while (k < ref_out->nbytes && ((uint8_t *)got->t.data)[k] == ((uint8_t *)ref_out->t.data)[k])
+                k++;
+            print_error("%s: cpu differs from ref at element %zu (exact op)\n", label, k / es);
+            fails++;
+        }
+        return fails;
+    }
+
+    const float *a = got->t.data, *b = ref_out->t.data;
+    int64_t n = omnic__tensor_nelem(tmpl);
+    double se = 0.0, sb = 0.0, bmax = 0.0, emax = 0.0;
+    int64_t emax_i = 0, nonfinite = 0;
+    for (int64_t i = 0; i < n; i++) {
+        if (!isfinite(b[i])) nonfinite++;
+        double d = (double)a[i] - (double)b[i];
+        se += d * d;
+        sb += (double)b[i] * b[i];
+        if (fabs(b[i]) > bmax) bmax = fabs(b[i]);
+        if (!(fabs(d) <= emax)) { /* NaN lands here too */
+            emax = fabs(d);
+            emax_i = i;
+        }
+    }
+    if (nonfinite) {
+        print_error("%s: ref produced %lld non-finite values\n", label, (long long)nonfinite);
+        fails++;
+    }
+    double den = fmax(sb, (double)n * tol->floor * tol->floor);
+    double nmse = den > 0 ? se / den : se;
+    double maxerr = emax / (bmax > 1 ? bmax : 1);
+    if (!(nmse <= worst_nmse[proto->op])) worst_nmse[proto->op] = nmse;
+    if (!(maxerr <= worst_maxerr[proto->op])) worst_maxerr[proto->op] = maxerr;
+    if (!(nmse <= tol->nmse[wdt]) || !(maxerr <= tol->maxerr)) {
+        print_error(
+            "%s: NMSE %.3g (limit %.3g), MAXERR %.3g (limit %.3g) at element %lld: cpu %.9g ref %.9g\n",
+            label, nmse, tol->nmse[wdt], maxerr, tol->maxerr, (long long)emax_i, (double)a[emax_i],
+            (double)b[emax_i]);
+        fails++;
+    }
+    return fails;
+}
+
+/* Node with op, dst and up to 5 sources; parameters are set by the caller. */
+static omnic__node mknode(omnic__op op, tbuf *dst, tbuf *s0, tbuf *s1, tbuf *s2, tbuf *s3, tbuf *s4)
+{
+    omnic__node n = {.op = op, .dst = &dst->t};
+    tbuf *s[OMNIC_MAX_SRC] = {s0, s1, s2, s3, s4};
+    for (int i = 0; i < OMNIC_MAX_SRC; i++)
+        n.src[i] = s[i] ? &s[i]->t : NULL;
+    return n;
+}
+
+static const char *dtn(omnic_dtype d)
+{
+    return omnic_dtype_name(d);
+}
+
+static const omnic_dtype wdtypes[3] = {OMNIC_DTYPE_F32, OMNIC_DTYPE_F16, OMNIC_DTYPE_BF16};
+
+/* ---- cases: one test per op family ------------------------------------------------- */
+
+static void test_matmul(void **state)
+{
+    (void)state;
+    static const int64_t Ms[] = {1, 2, 5, 64, 67};
+    static const int64_t NK[][2] = {{1, 1}, {3, 17}, {17, 33}, {33, 67}, {67, 257}, {257, 3}, {16, 130}};
+    int fails = 0, id = 0;
+    char label[160];
+    for (int d = 0; d < 3; d++) {
+        for (size_t mi = 0; mi < sizeof Ms / sizeof Ms[0]; mi++) {
+            for (size_t k = 0; k < sizeof NK / sizeof NK[0]; k++) {
+                int64_t M = Ms[mi], N = NK[k][0], K = NK[k][1];
+                bool bias = (mi + k) % 2 == 0;
+                rng_seed(1000 + (uint64_t)id++);
+                tbuf *a = T(OMNIC_DTYPE_F32, M, K), *w = T(wdtypes[d], N, K);
+                tbuf *b = bias ? T(OMNIC_DTYPE_F32, N) : NULL, *dst = T(OMNIC_DTYPE_F32, M, N);
+                fill_uniform(a, -1, 1);
+                fill_uniform(w, -1, 1);
+                if (b) fill_uniform(b, -1, 1);
+                omnic__node n = mknode(OMNIC_OP_MATMUL, dst, a, w, b, NULL, NULL);
+                snprintf(label, sizeof label, "matmul w=%s M=%lld N=%lld K=%lld bias=%d", dtn(wdtypes[d]),
+                         (long long)M, (long long)N, (long long)K, bias);
+                fails += check(label, &n, wdtypes[d]);
+                bufs_free();
+            }
+        }
+        /* cpu regime edges: M = 16 / 17 around the decode kernel's limit, M = 130 (sgemm row
+         * blocks), N = 2100 (many sgemm column chunks). */
+        static const int64_t big[][3] = {{16, 33, 67}, {17, 31, 45}, {130, 67, 33}, {17, 2100, 19}};
+        for (size_t k = 0; k < sizeof big / sizeof big[0]; k++) {
+            int64_t M = big[k][0], N = big[k][1], K = big[k][2];
+            rng_seed(1500 + (uint64_t)id++);
+            tbuf *a = T(OMNIC_DTYPE_F32, M, K), *w = T(wdtypes[d], N, K), *b = T(OMNIC_DTYPE_F32, N);
+            tbuf *dst = T(OMNIC_DTYPE_F32, M, N);
+            fill_uniform(a, -1, 1);
+            fill_uniform(w, -1, 1);
+            fill_uniform(b, -1, 1);
+            omnic__node n = mknode(OMNIC_OP_MATMUL, dst, a, w, b, NULL, NULL);
+            snprintf(label, sizeof label, "matmul w=%s M=%lld N=%lld K=%lld bias=1", dtn(wdtypes[d]),
+                     (long long)M, (long long)N, (long long)K);
+            fails += check(label, &n, wdtypes[d]);
+            bufs_free();
+        }
+        /* Long K (not a multiple of any vector width) and a 3-D activation [2, 3, K]. */
+        rng_seed(2000 + (uint64_t)d);
+        tbuf *a = T(OMNIC_DTYPE_F32, 3, 4103), *w = T(wdtypes[d], 5, 4103), *dst = T(OMNIC_DTYPE_F32, 3, 5);
+        fill_uniform(a, -1, 1);
+        fill_uniform(w, -1, 1);
+        omnic__node n = mknode(OMNIC_OP_MATMUL, dst, a, w, NULL, NULL, NULL);
+        snprintf(label, sizeof label, "matmul w=%s M=3 N=5 K=4103", dtn(wdtypes[d]));
+        fails += check(label, &n, wdtypes[d]);
+        bufs_free();
+        a = T(OMNIC_DTYPE_F32, 2, 3, 37);
+        w = T(wdtypes[d], 19, 37);
+        tbuf *b = T(OMNIC_DTYPE_F32, 19);
+        dst = T(OMNIC_DTYPE_F32, 2, 3, 19);
+        fill_uniform(a, -1, 1);
+        fill_uniform(w, -1, 1);
+        fill_uniform(b, -1, 1);
+        n = mknode(OMNIC_OP_MATMUL, dst, a, w, b, NULL, NULL);
+        snprintf(label, sizeof label, "matmul w=%s a=[2,3,37] N=19 bias", dtn(wdtypes[d]));
+        fails += check(label, &n, wdtypes[d]);
+        bufs_free();
+    }
+    assert_int_equal(fails, 0);
+}
+
+static void test_add_mul_scale(void **state)
+{
+    (void)state;
+    static const int64_t RC[][2] = {{1, 1}, {3, 17}, {17, 33}, {67, 257}, {2, 3}};
+    int fails = 0, id = 0;
+    char label[160];
+    for (int op = 0; op < 2; op++) {
+        omnic__op o = op ? OMNIC_OP_MUL : OMNIC_OP_ADD;
+        for (size_t k = 0; k < sizeof RC / sizeof RC[0]; k++) {
+            int64_t R = RC[k][0], C = RC[k][1];
+            /* b forms: same shape f32; [C] in f32/f16/bf16; [R, 1] f32; 3-D a with [C] b;
+             * same shape f16 */
+            for (int form = 0; form < 7; form++) {
+                rng_seed(3000 + (uint64_t)id++);
+                tbuf *a = form == 5 ? T(OMNIC_DTYPE_F32, 2, R, C) : T(OMNIC_DTYPE_F32, R, C);
+                tbuf *b;
+                omnic_dtype bdt = OMNIC_DTYPE_F32;
+                const char *bs;
+                switch (form) {
+                case 0:
+                    b = T(OMNIC_DTYPE_F32, R, C);
+                    bs = "[R,C]";
+                    break;
+                case 1:
+                case 2:
+                case 3:
+                    bdt = wdtypes[form - 1];
+                    b = T(bdt, C);
+                    bs = "[C]";
+                    break;
+                case 4:
+                    b = T(OMNIC_DTYPE_F32, R, 1);
+                    bs = "[R,1]";
+                    break;
+                case 5:
+                    b = T(OMNIC_DTYPE_F32, C);
+                    bs = "[C] on 3-D a";
+                    break;
+                default:
+                    bdt = OMNIC_DTYPE_F16;
+                    b = T(bdt, R, C);
+                    bs = "[R,C]";
+                    break;
+                }
+                tbuf *dst = tnew(OMNIC_DTYPE_F32, a->t.ndim, a->t.dims);
+                fill_uniform(a, -4, 4);
+                fill_uniform(b, -4, 4);
+                omnic__node n = mknode(o, dst, a, b, NULL, NULL, NULL);
+                snprintf(label, sizeof label, "%s R=%lld C=%lld b=%s %s", omnic__op_names[o], (long long)R,
+                         (long long)C, bs, dtn(bdt));
+                fails += check(label, &n, bdt);
+                bufs_free();
+            }
+        }
+    }
+    static const float sc[][2] = {{0.125f, 0.0f}, {-3.0f, 0.5f}, {1.0f / 3.0f, -1.25f}};
+    for (size_t k = 0; k < sizeof RC / sizeof RC[0]; k++) {
+        for (int s = 0; s < 3; s++) {
+            rng_seed(3500 + (uint64_t)id++);
+            tbuf *a = T(OMNIC_DTYPE_F32, RC[k][0], RC[k][1]), *dst = T(OMNIC_DTYPE_F32, RC[k][0], RC[k][1]);
+            fill_uniform(a, -10, 10);
+            omnic__node n = mknode(OMNIC_OP_SCALE, dst, a, NULL, NULL, NULL, NULL);
+            n.fp[0] = sc[s][0];
+            n.fp[1] = sc[s][1];
+            snprintf(label, sizeof label, "scale R=%lld C=%lld s=%g b=%g", (long long)RC[k][0],
+                     (long long)RC[k][1], (double)sc[s][0], (double)sc[s][1]);
+            fails += check(label, &n, OMNIC_DTYPE_F32);
+            bufs_free();
+        }
+    }
+    assert_int_equal(fails, 0);
+}
+
+static void test_norms(void **state)
+{
+    (void)state;
+    static const int64_t RC[][2] = {{1, 1}, {3, 3}, {17, 17}, {5, 33}, {67, 257}, {2, 4097}, {2, 50021}};
+    int fails = 0, id = 0;
+    char label[160];
+    for (size_t k = 0; k < sizeof RC / sizeof RC[0]; k++) {
+        int64_t R = RC[k][0], C = RC[k][1];
+        /* rmsnorm: weight none / f32 / f16 / bf16, plain and Gemma (1 + w) */
+        for (int wi = 0; wi < 4; wi++) {
+            for (int gemma = 0; gemma < 2; gemma++) {
+                if (wi == 0 && gemma) continue;
+                rng_seed(4000 + (uint64_t)id++);
+                omnic_dtype wdt = wi ? wdtypes[wi - 1] : OMNIC_DTYPE_F32;
+                tbuf *x = T(OMNIC_DTYPE_F32, R, C), *dst = T(OMNIC_DTYPE_F32, R, C);
+                tbuf *w = wi ? T(wdt, C) : NULL;
+                fill_uniform(x, -3, 3);
+                if (w) fill_uniform(w, gemma ? -0.5 : 0.5, gemma ? 0.5 : 1.5);
+                omnic__node n = mknode(OMNIC_OP_RMSNORM, dst, x, w, NULL, NULL, NULL);
+                n.fp[0] = gemma ? 1e-6f : 1e-5f;
+                n.ip[0] = gemma;
+                snprintf(label, sizeof label, "rmsnorm R=%lld C=%lld w=%s gemma=%d", (long long)R,
+                         (long long)C, wi ? dtn(wdt) : "none", gemma);
+                fails += check(label, &n, wdt);
+                bufs_free();
+            }
+        }
+        /* layernorm: w/b none / f32 / f16 / bf16; inputs offset from 0 (two-pass matters) */
+        for (int wi = 0; wi < 4; wi++) {
+            for (int bi = 0; bi < 2; bi++) {
+                rng_seed(4500 + (uint64_t)id++);
+                omnic_dtype wdt = wi ? wdtypes[wi - 1] : OMNIC_DTYPE_F32;
+                tbuf *x = T(OMNIC_DTYPE_F32, R, C), *dst = T(OMNIC_DTYPE_F32, R, C);
+                tbuf *w = wi ? T(wdt, C) : NULL, *b = bi ? T(wdt, C) : NULL;
+                fill_uniform(x, 1, 4);
+                if (w) fill_uniform(w, 0.5, 1.5);
+                if (b) fill_uniform(b, -1, 1);
+                omnic__node n = mknode(OMNIC_OP_LAYERNORM, dst, x, w, b, NULL, NULL);
+                n.fp[0] = 1e-5f;
+                snprintf(label, sizeof label, "layernorm R=%lld C=%lld w=%s b=%s", (long long)R, (long long)C,
+                         w ? dtn(wdt) : "none", b ? dtn(wdt) : "none");
+                fails += check(label, &n, wdt);
+                bufs_free();
+            }
+        }
+        /* softmax: scale 1 and 0.125; some rows with -inf entries (never all) */
+        for (int v = 0; v < 3; v++) {
+            rng_seed(4800 + (uint64_t)id++);
+            tbuf *x = T(OMNIC_DTYPE_F32, R, C), *dst = T(OMNIC_DTYPE_F32, R, C);
+            fill_uniform(x, -10, 10);
+            if (v == 2)
+                for (int64_t r = 0; r < R; r++)
+                    for (int64_t c = 1; c < C; c++)
+                        if (rng_int(4) == 0) F(x)[r * C + c] = -INFINITY;
+            omnic__node n = mknode(OMNIC_OP_SOFTMAX, dst, x, NULL, NULL, NULL, NULL);
+            n.fp[0] = v == 1 ? 0.125f : 1.0f;
+            snprintf(label, sizeof label, "softmax R=%lld C=%lld scale=%g%s", (long long)R, (long long)C,
+                     (double)n.fp[0], v == 2 ? " with -inf" : "");
+            fails += check(label, &n, OMNIC_DTYPE_F32);
+            bufs_free();
+        }
+    }
+    assert_int_equal(fails, 0);
+}
+
+static void test_rope(void **state)
+{
+    (void)state;
+    /* T, H, head_dim, n_rot */
+    static const int64_t shapes[][4] = {{1, 1, 2, 2},   {3, 2, 8, 8},   {17, 5, 64, 64}, {5, 3, 64, 32},
+                                        {2, 4, 80, 80}, {7, 2, 96, 24}, {1, 8, 128, 128}};
+    int fails = 0, id = 0;
+    char label[200];
+    for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; k++) {
+        int64_t T_ = shapes[k][0], H = shapes[k][1], D = shapes[k][2], n_rot = shapes[k][3];
+        for (int mode = 0; mode < 2; mode++) {
+            /* v: 0 base 1e4 pos < 4096; 1 base 1e6, factor 1.2, pos < 32768;
+             * 2 explicit inv_freq table, pos < 131072 (f32 angle rounding dominates) */
+            for (int v = 0; v < 3; v++) {
+                rng_seed(5000 + (uint64_t)id++);
+                tbuf *x = T(OMNIC_DTYPE_F32, T_, H, D), *pos = T(OMNIC_DTYPE_I32, T_),
+                     *dst = T(OMNIC_DTYPE_F32, T_, H, D);
+                tbuf *tbl = v == 2 ? T(OMNIC_DTYPE_F32, n_rot / 2) : NULL;
+                fill_uniform(x, -2, 2);
+                fill_i32(pos, 0, v == 0 ? 4096 : v == 1 ? 32768 : 131072);
+                /* llama3-like table: base^(-2i/n) with a wavelength ramp */
+                float *inv = tbl ? tbl->t.data : NULL;
+                for (int64_t i = 0; inv && i < n_rot / 2; i++)
+                    inv[i] =
+                        (float)(pow(500000.0, -2.0 * (double)i / (double)n_rot) / (1.0 + (double)(i % 3)));
+                omnic__node n = mknode(OMNIC_OP_ROPE, dst, x, pos, tbl, NULL, NULL);
+                n.ip[0] = (int32_t)n_rot;
+                n.ip[1] = mode;
+                n.fp[0] = v == 1 ? 1e6f : 1e4f;
+                n.fp[1] = v == 1 ? 1.2f : 1.0f;
+                snprintf(label, sizeof label, "rope T=%lld H=%lld D=%lld n_rot=%lld mode=%d %s",
+                         (long long)T_, (long long)H, (long long)D, (long long)n_rot, mode,
+                         v == 0   ? "base=1e4"
+                         : v == 1 ? "base=1e6 factor=1.2"
+                                  : "inv_freq table, pos<131072");
+                fails += check(label, &n, OMNIC_DTYPE_F32);
+                bufs_free();
+            }
+        }
+    }
+    assert_int_equal(fails, 0);
+}
+
+static void test_attention(void **state)
+{
+    (void)state;
+    /* T, S, H, Hkv, D */
+    static const int64_t shapes[][5] = {
+        {1, 1, 1, 1, 8},   {1, 33, 4, 4, 64},  {1, 67, 8, 2, 64},  {3, 5, 2, 1, 8},     {17, 17, 4, 1, 80},
+        {5, 67, 6, 3, 64}, {17, 33, 2, 2, 17}, {7, 20, 8, 2, 128}, {33, 300, 8, 2, 64}, {1, 300, 16, 4, 128},
+    };
+    int fails = 0, id = 0;
+    char label[200];
+    for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; k++) {
+        int64_t T_ = shapes[k][0], S = shapes[k][1], H = shapes[k][2], Hkv = shapes[k][3], D = shapes[k][4];
+        for (int kvi = 0; kvi < 2; kvi++) {
+            omnic_dtype kvdt = kvi ? OMNIC_DTYPE_F16 : OMNIC_DTYPE_F32;
+            /* variants: 0 causal; 1 causal + window 4; 2 bidirectional + bias;
+             * 3 causal + softcap 5 + bias; 4 bidirectional, scattered qpos;
+             * 5 causal + window 17 + softcap 50, scattered qpos */
+            for (int v = 0; v < 6; v++) {
+                rng_seed(6000 + (uint64_t)id++);
+                tbuf *q = T(OMNIC_DTYPE_F32, T_, H, D), *kk = T(kvdt, S, Hkv, D), *vv = T(kvdt, S, Hkv, D);
+                tbuf *qpos = T(OMNIC_DTYPE_I32, T_), *dst = T(OMNIC_DTYPE_F32, T_, H, D);
+                tbuf *bias = (v == 2 || v == 3) ? T(OMNIC_DTYPE_F32, T_, S) : NULL;
+                fill_uniform(q, -3, 3);
+                fill_uniform(kk, -1, 1);
+                fill_uniform(vv, -1, 1);
+                int32_t *qp = qpos->t.data;
+                for (int64_t t = 0; t < T_; t++)
+                    qp[t] = (int32_t)(v >= 4 ? rng_int(S) : S - T_ + t);
+                if (bias) {
+                    fill_uniform(bias, -2, 0);
+                    for (int64_t i = 0; i < T_ * S; i++)
+                        if (rng_int(5) == 0) F(bias)[i] = -1e9f; /* a large finite negative masks */
+                }
+                omnic__node n = mknode(OMNIC_OP_ATTENTION, dst, q, kk, vv, qpos, bias);
+                n.fp[0] = (float)(1.0 / sqrt((double)D));
+                n.fp[1] = v == 3 ? 5.0f : v == 5 ? 50.0f : 0.0f;
+                n.ip[0] = v <= 1 || v == 3 || v == 5;
+                n.ip[1] = v == 1 ? 4 : v == 5 ? 17 : 0;
+                static const char *const vn[] = {"causal",
+                                                 "causal window=4",
+                                                 "bidirectional bias",
+                                                 "causal softcap=5 bias",
+                                                 "bidirectional random qpos",
+                                                 "causal window=17 softcap=50 random qpos"};
+                snprintf(label, sizeof label, "attention T=%lld S=%lld H=%lld Hkv=%lld D=%lld kv=%s %s",
+                         (long long)T_, (long long)S, (long long)H, (long long)Hkv, (long long)D, dtn(kvdt),
+                         vn[v]);
+                fails += check(label, &n, kvdt);
+                bufs_free();
+            }
+        }
+    }
+    assert_int_equal(fails, 0);
+}
+
+static void test_activations(void **state)
+{
+    (void)state;
+    static const int64_t RC[][2] = {{1, 1}, {3, 17}, {17, 33}, {67, 257}};
+    static const omnic__op unary[] = {OMNIC_OP_SILU, OMNIC_OP_GELU, OMNIC_OP_GELU_TANH, OMNIC_OP_GELU_QUICK,
+                                      OMNIC_OP_SOFTCAP};
+    int fails = 0, id = 0;
+    char label[160];
+    for (size_t k = 0; k < sizeof RC / sizeof RC[0]; k++) {
+        int64_t R = RC[k][0], C = RC[k][1];
+        for (size_t u = 0; u < sizeof unary / sizeof unary[0]; u++) {
+            rng_seed(7000 + (uint64_t)id++);
+            tbuf *x = T(OMNIC_DTYPE_F32, R, C), *dst = T(OMNIC_DTYPE_F32, R, C);
+            bool cap = unary[u] == OMNIC_OP_SOFTCAP;
+            fill_uniform(x, cap ? -100 : -8, cap ? 100 : 8);
+            omnic__node n = mknode(unary[u], dst, x, NULL, NULL, NULL, NULL);
+            if (cap) n.fp[0] = 30.0f;
+            snprintf(label, sizeof label, "%s R=%lld C=%lld", omnic__op_names[unary[u]], (long long)R,
+                     (long long)C);
+            fails += check(label, &n, OMNIC_DTYPE_F32);
+            bufs_free();
+        }
+        for (int g = 0; g < 3; g++) {
+            rng_seed(7500 + (uint64_t)id++);
+            tbuf *gate = T(OMNIC_DTYPE_F32, R, C), *up = T(OMNIC_DTYPE_F32, R, C),
+                 *dst = T(OMNIC_DTYPE_F32, R, C);
+            fill_uniform(gate, -8, 8);
+            fill_uniform(up, -2, 2);
+            omnic__node n = mknode(g ? OMNIC_OP_GEGLU : OMNIC_OP_SWIGLU, dst, gate, up, NULL, NULL, NULL);
+            n.ip[0] = g == 2;
+            snprintf(label, sizeof label, "%s%s R=%lld C=%lld", omnic__op_names[n.op],
+                     g == 2 ? " (tanh)" : "", (long long)R, (long long)C);
+            fails += check(label, &n, OMNIC_DTYPE_F32);
+            bufs_free();
+        }
+    }
+    assert_int_equal(fails, 0);
+}
+
+static void test_get_rows_patch_embed(void **state)
+{
+    (void)state;
+    static const int64_t VHT[][3] = {{1, 1, 1}, {17, 3, 5}, {257, 67, 17}, {33, 257, 3}};
+    int fails = 0, id = 0;
+    char label[160];
+    for (int d = 0; d < 3; d++) {
+        for (size_t k = 0; k < sizeof VHT / sizeof VHT[0]; k++) {
+            int64_t V = VHT[k][0], H = VHT[k][1], T_ = VHT[k][2];
+            rng_seed(8000 + (uint64_t)id++);
+            tbuf *tbl = T(wdtypes[d], V, H), *ids = T(OMNIC_DTYPE_I32, T_), *dst = T(OMNIC_DTYPE_F32, T_, H);
+            fill_uniform(tbl, -1, 1);
+            fill_i32(ids, 0, V);
+            omnic__node n = mknode(OMNIC_OP_GET_ROWS, dst, tbl, ids, NULL, NULL, NULL);
+            snprintf(label, sizeof label, "get_rows table=%s V=%lld H=%lld T=%lld", dtn(wdtypes[d]),
+                     (long long)V, (long long)H, (long long)T_);
+            fails += check(label, &n, wdtypes[d]);
+            bufs_free();
+        }
+        /* C, Hi, Wi, O, ph, pw */
+        static const int64_t pe[][6] = {
+            {3, 28, 42, 17, 14, 14}, {1, 4, 9, 5, 2, 3}, {3, 32, 16, 64, 16, 16}, {2, 3, 3, 1, 3, 3}};
+        for (size_t k = 0; k < sizeof pe / sizeof pe[0]; k++) {
+            int64_t C = pe[k][0], Hi = pe[k][1], Wi = pe[k][2], O = pe[k][3], ph = pe[k][4], pw = pe[k][5];
+            int64_t P = (Hi / ph) * (Wi / pw);
+            bool bias = k % 2 == 0;
+            rng_seed(8500 + (uint64_t)id++);
+            tbuf *img = T(OMNIC_DTYPE_F32, C, Hi, Wi), *w = T(wdtypes[d], O, C, ph, pw);
+            tbuf *b = bias ? T(OMNIC_DTYPE_F32, O) : NULL, *dst = T(OMNIC_DTYPE_F32, P, O);
+            fill_uniform(img, -1, 1);
+            fill_uniform(w, -0.2, 0.2);
+            if (b) fill_uniform(b, -1, 1);
+            omnic__node n = mknode(OMNIC_OP_PATCH_EMBED, dst, img, w, b, NULL, NULL);
+            snprintf(label, sizeof label, "patch_embed w=%s C=%lld %lldx%lld O=%lld patch %lldx%lld bias=%d",
+                     dtn(wdtypes[d]), (long long)C, (long long)Hi, (long long)Wi, (long long)O, (long long)ph,
+                     (long long)pw, bias);
+            fails += check(label, &n, wdtypes[d]);
+            bufs_free();
+        }
+    }
+    assert_int_equal(fails, 0);
+}
+
+static void test_layout(void **state)
+{
+    (void)state;
+    static const omnic_dtype dts[] = {OMNIC_DTYPE_F32, OMNIC_DTYPE_F16, OMNIC_DTYPE_I32};
+    /* shapes of a (ndim, dims) with the concat/slice dim */
+    static const struct {
+        int nd;
+        int64_t dims[4];
+        int axis;
+        int64_t other; /* concat: b's size along axis; slice: start */
+    } cs[] = {
+        {2, {3, 17}, 0, 5},        {2, {3, 17}, 1, 1}, {3, {2, 5, 7}, 1, 3},
+        {4, {2, 3, 4, 33}, 3, 16}, {1, {67}, 0, 66},
+    };
+    int fails = 0, id = 0;
+    char label[160];
+    for (size_t di = 0; di < sizeof dts / sizeof dts[0]; di++) {
+        omnic_dtype dt = dts[di];
+        for (size_t k = 0; k < sizeof cs / sizeof cs[0]; k++) {
+            int nd = cs[k].nd, ax = cs[k].axis;
+            int64_t bd[4], dd[4];
+            memcpy(bd, cs[k].dims, sizeof bd);
+            memcpy(dd, cs[k].dims, sizeof dd);
+            bd[ax] = cs[k].other;
+            dd[ax] = cs[k].dims[ax] + cs[k].other;
+            rng_seed(9000 + (uint64_t)id++);
+            tbuf *a = tnew(dt, nd, cs[k].dims), *b = tnew(dt, nd, bd), *dst = tnew(dt, nd, dd);
+            fill_any(a);
+            fill_any(b);
+            omnic__node n = mknode(OMNIC_OP_CONCAT, dst, a, b, NULL, NULL, NULL);
+            n.ip[0] = ax;
+            snprintf(label, sizeof label, "concat %s nd=%d axis=%d", dtn(dt), nd, ax);
+            fails += check(label, &n, OMNIC_DTYPE_F32);
+            bufs_free();
+
+            /* slice the same shape: from start s, length dims[ax] - s (at least 1) */
+            int64_t start = cs[k].other % cs[k].dims[ax];
+            memcpy(dd, cs[k].dims, sizeof dd);
+            dd[ax] = cs[k].dims[ax] - start;
+            a = tnew(dt, nd, cs[k].dims);
+            dst = tnew(dt, nd, dd);
+            fill_any(a);
+            n = mknode(OMNIC_OP_SLICE, dst, a, NULL, NULL, NULL, NULL);
+            n.ip[0] = ax;
+            n.ip[1] = (int32_t)start;
+            snprintf(label, sizeof label, "slice %s nd=%d axis=%d start=%lld len=%lld", dtn(dt), nd, ax,
+                     (long long)start, (long long)dd[ax]);
+            fails += check(label, &n, OMNIC_DTYPE_F32);
+            bufs_free();
+            if (dd[ax] > 1) { /* and a middle piece */
+                dd[ax] = dd[ax] / 2;
+                a = tnew(dt, nd, cs[k].dims);
+                dst = tnew(dt, nd, dd);
+                fill_any(a);
+                n = mknode(OMNIC_OP_SLICE, dst, a, NULL, NULL, NULL, NULL);
+                n.ip[0] = ax;
+                n.ip[1] = (int32_t)start;
+                snprintf(label, sizeof label, "slice %s nd=%d axis=%d start=%lld len=%lld", dtn(dt), nd, ax,
+                         (long long)start, (long long)dd[ax]);
+                fails += check(label, &n, OMNIC_DTYPE_F32);
+                bufs_free();
+            }
+        }
+        static const struct {
+            int nd;
+            int64_t dims[5];
+            int perm[5];
+        } ps[] = {
+            {2, {3, 17}, {1, 0}},
+            {3, {5, 3, 7}, {1, 0, 2}},
+            {3, {4, 6, 33}, {2, 0, 1}},
+            {4, {2, 3, 5, 7}, {0, 2, 1, 3}},
+            {4, {2, 3, 5, 7}, {3, 1, 0, 2}},
+            {5, {2, 1, 3, 4, 5}, {4, 2, 0, 3, 1}},
+            {3, {1, 67, 1}, {2, 1, 0}},
+        };
+        for (size_t k = 0; k < sizeof ps / sizeof ps[0]; k++) {
+            int nd = ps[k].nd;
+            int64_t dd[5];
+            for (int i = 0; i < nd; i++)
+                dd[i] = ps[k].dims[ps[k].perm[i]];
+            rng_seed(9500 + (uint64_t)id++);
+            tbuf *a = tnew(dt, nd, ps[k].dims), *dst = tnew(dt, nd, dd);
+            fill_any(a);
+            omnic__node n = mknode(OMNIC_OP_PERMUTE, dst, a, NULL, NULL, NULL, NULL);
+            for (int i = 0; i < nd; i++)
+                n.ip[i] = ps[k].perm[i];
+            snprintf(label, sizeof label, "permute %s nd=%d perm=%d%d%d%d%d", dtn(dt), nd, ps[k].perm[0],
+                     ps[k].perm[1], nd > 2 ? ps[k].perm[2] : 0, nd > 3 ? ps[k].perm[3] : 0,
+                     nd > 4 ? ps[k].perm[4] : 0);
+            fails += check(label, &n, OMNIC_DTYPE_F32);
+            bufs_free();
+        }
+    }
+    assert_int_equal(fails, 0);
+}
+
+/* Values that exercise f16/bf16 rounding: ties, subnormals, overflow, infinities. */
+static float cpy_value(int64_t i)
+{
+    static const float special[] = {0.0f,
+                                    -0.0f,
+                                    1.0f + 0x1p-11f,
+                                    1.0f + 3 * 0x1p-11f,
+                                    65504.0f,
+                                    65520.0f,
+                                    1e6f,
+                                    -1e6f,
+                                    0x1p-24f,
+                                    0x1p-25f,
+                                    0x1.8p-25f,
+                                    3e-8f,
+                                    1e-40f,
+                                    INFINITY,
+                                    -INFINITY,
+                                    1.0f + 0x1p-8f,
+                                    1.0f + 0x1.8p-8f,
+                                    3.4e38f};
+    int64_t ns = (int64_t)(sizeof special / sizeof special[0]);
+    if (i < ns) return special[i];
+    double mag = pow(2.0, rng_uniform(-30, 20));
+    return (float)(rng_int(2) ? mag : -mag);
+}
+
+static void test_argmax_cpy(void **state)
+{
+    (void)state;
+    static const int64_t RC[][2] = {{1, 1}, {3, 17}, {17, 33}, {67, 257}, {2, 50021}};
+    int fails = 0, id = 0;
+    char label[160];
+    for (size_t k = 0; k < sizeof RC / sizeof RC[0]; k++) {
+        int64_t R = RC[k][0], C = RC[k][1];
+        for (int v = 0; v < 2; v++) {
+            rng_seed(10000 + (uint64_t)id++);
+            tbuf *x = T(OMNIC_DTYPE_F32, R, C), *dst = T(OMNIC_DTYPE_I32, R);
+            if (v == 0) {
+                fill_uniform(x, -1, 1);
+            } else { /* few levels (many ties), NaNs, an all-NaN row, a -inf row */
+                for (int64_t i = 0; i < R * C; i++) {
+                    int64_t r = rng_int(8);
+                    F(x)[i] = r == 0 ? NAN : (float)(r % 3);
+                }
+                for (int64_t c = 0; c < C; c++)
+                    F(x)[c] = NAN;
+                if (R > 1)
+                    for (int64_t c = 0; c < C; c++)
+                        F(x)[C + c] = -INFINITY;
+            }
+            omnic__node n = mknode(OMNIC_OP_ARGMAX, dst, x, NULL, NULL, NULL, NULL);
+            snprintf(label, sizeof label, "argmax R=%lld C=%lld %s", (long long)R, (long long)C,
+                     v ? "ties/NaN/-inf" : "uniform");
+            fails += check(label, &n, OMNIC_DTYPE_F32);
+            bufs_free();
+        }
+    }
+    for (int s = 0; s < 3; s++) {
+        for (int d = 0; d < 3; d++) {
+            for (int shape = 0; shape < 3; shape++) {
+                static const int64_t sh[][2] = {{1, 1}, {3, 17}, {67, 257}};
+                rng_seed(10500 + (uint64_t)id++);
+                tbuf *x = T(wdtypes[s], sh[shape][0], sh[shape][1]);
+                tbuf *dst = T(wdtypes[d], sh[shape][0] * sh[shape][1]); /* same count, other shape */
+                for (int64_t i = 0; i < sh[shape][0] * sh[shape][1]; i++)
+                    tset(x, i, cpy_value(i));
+                omnic__node n = mknode(OMNIC_OP_CPY, dst, x, NULL, NULL, NULL, NULL);
+                snprintf(label, sizeof label, "cpy %s->%s %lldx%lld", dtn(wdtypes[s]), dtn(wdtypes[d]),
+                         (long long)sh[shape][0], (long long)sh[shape][1]);
+                fails += check(label, &n, OMNIC_DTYPE_F32);
+                bufs_free();
+            }
+        }
+    }
+    assert_int_equal(fails, 0);
+}
+
+/* ---- batch invariance (DESIGN.md 6) ------------------------------------------------------ */
+
+/* Largest decode batch whose matmul rows the cpu backend keeps bit-identical to a lone row
+ * (its decode kernel's limit, OMNIC_CPU_MV_MAX_M in cpu/matmul.c; above it sgemm blocking
+ * depends on M). */
+#define DECODE_MAX_M 16
+
+/* Runs proto on cpu (nth threads) and then each of its rows alone: row r of src[0] (and of
+ * src[1] when row_src1, and pos/qpos rows) as a one-row batch. Every row must come out
+ * bit-identical. rows = dims[0] of src[0] and dst. */
+static int check_rows_alone(const char *label, const omnic__node *proto, bool row_src1, int nth)
+{
+    const omnic__tensor *dt = proto->dst;
+    tbuf *full = tnew(dt->dtype, dt->ndim, dt->dims);
+    int fails = run_on(cpu_b, proto, nth, full, label) ? 0 : 1;
+    int64_t rows = dt->dims[0];
+    size_t drow = full->nbytes / (size_t)rows;
+    for (int64_t r = 0; r < rows; r++) {
+        omnic__tensor s0 = *proto->src[0], s1, dst1 = *dt;
+        size_t srow = omnic__tensor_bytes(&s0) / (size_t)s0.dims[0];
+        s0.dims[0] = 1;
+        s0.data = (uint8_t *)proto->src[0]->data + (size_t)r * srow;
+        omnic__node n = *proto;
+        n.src[0] = &s0;
+        if (row_src1) {
+            s1 = *proto->src[1];
+            size_t s1row = omnic__tensor_bytes(&s1) / (size_t)s1.dims[0];
+            s1.dims[0] = 1;
+            s1.data = (uint8_t *)proto->src[1]->data + (size_t)r * s1row;
+            n.src[1] = &s1;
+        }
+        dst1.dims[0] = 1;
+        tbuf *one = tnew(dst1.dtype, dst1.ndim, dst1.dims);
+        if (!run_on(cpu_b, &n, 1, one, label)) fails++;
+        if (memcmp(one->t.data, (uint8_t *)full->t.data + (size_t)r * drow, drow) != 0) {
+            print_error("%s: row %lld computed alone differs from the batch of %lld\n", label, (long long)r,
+                        (long long)rows);
+            fails++;
+        }
+    }
+    return fails;
+}
+
+static void test_batch_invariance(void **state)
+{
+    (void)state;
+    static const int64_t Ms[] = {2, 5, DECODE_MAX_M};
+    int fails = 0, id = 0;
+    char label[160];
+    for (int d = 0; d < 3; d++) {
+        for (size_t mi = 0; mi < sizeof Ms / sizeof Ms[0]; mi++) {
+            int64_t M = Ms[mi], N = 37, K = 67;
+            rng_seed(11000 + (uint64_t)id++);
+            tbuf *a = T(OMNIC_DTYPE_F32, M, K), *w = T(wdtypes[d], N, K), *b = T(OMNIC_DTYPE_F32, N);
+            tbuf *dst = T(OMNIC_DTYPE_F32, M, N);
+            fill_uniform(a, -1, 1);
+            fill_uniform(w, -1, 1);
+            fill_uniform(b, -1, 1);
+            omnic__node n = mknode(OMNIC_OP_MATMUL, dst, a, w, b, NULL, NULL);
+            snprintf(label, sizeof label, "batch invariance: matmul w=%s M=%lld", dtn(wdtypes[d]),
+                     (long long)M);
+            fails += check_rows_alone(label, &n, false, 3);
+            bufs_free();
+        }
+    }
+    /* Row-wise ops: rmsnorm, layernorm, softmax, silu, swiglu, rope. */
+    static const omnic__op rowwise[] = {OMNIC_OP_RMSNORM, OMNIC_OP_LAYERNORM, OMNIC_OP_SOFTMAX,
+                                        OMNIC_OP_SILU,    OMNIC_OP_SWIGLU,    OMNIC_OP_ROPE};
+    for (size_t k = 0; k < sizeof rowwise / sizeof rowwise[0]; k++) {
+        omnic__op op = rowwise[k];
+        rng_seed(11500 + (uint64_t)id++);
+        tbuf *x, *src1 = NULL, *dst;
+        if (op == OMNIC_OP_ROPE) {
+            x = T(OMNIC_DTYPE_F32, 7, 4, 64);
+            dst = T(OMNIC_DTYPE_F32, 7, 4, 64);
+            src1 = T(OMNIC_DTYPE_I32, 7);
+            fill_i32(src1, 0, 8192);
+        } else {
+            x = T(OMNIC_DTYPE_F32, 7, 257);
+            dst = T(OMNIC_DTYPE_F32, 7, 257);
+            if (op == OMNIC_OP_SWIGLU) {
+                src1 = T(OMNIC_DTYPE_F32, 7, 257);
+                fill_uniform(src1, -2, 2);
+            } else if (op == OMNIC_OP_RMSNORM || op == OMNIC_OP_LAYERNORM) {
+                src1 = T(OMNIC_DTYPE_BF16, 257);
+                fill_uniform(src1, 0.5, 1.5);
+            }
+        }
+        fill_uniform(x, -3, 3);
+        omnic__node n = mknode(op, dst, x, src1, NULL, NULL, NULL);
+        n.fp[0] = op == OMNIC_OP_ROPE ? 1e4f : op == OMNIC_OP_SOFTMAX ? 1.0f : 1e-6f;
+        n.fp[1] = 1.0f;
+        n.ip[0] = op == OMNIC_OP_ROPE ? 64 : 0;
+        snprintf(label, sizeof label, "batch invariance: %s rows=7", omnic__op_names[op]);
+        fails += check_rows_alone(label, &n, op == OMNIC_OP_SWIGLU || op == OMNIC_OP_ROPE, 3);
+        bufs_free();
+    }
+    assert_int_equal(fails, 0);
+}
+
+/* ---- kernel tables ------------------------------------------------------------------ */
+
+static void test_tables(void **state)
+{
+    (void)state;
+    const omnic__backend_ops *bs[2] = {omnic__backend_ref(), omnic__backend_cpu()};
+    const char *names[2] = {"ref", "cpu"};
+    for (int i = 0; i < 2; i++) {
+        assert_non_null(bs[i]);
+        assert_int_equal(bs[i]->version, OMNIC_BACKEND_OPS_VERSION);
+        assert_string_equal(bs[i]->name, names[i]);
+        assert_ptr_equal(omnic__backend_by_name(names[i]), bs[i]);
+        assert_null(bs[i]->kernel[OMNIC_OP_NONE]);
+        for (int op = 1; op < OMNIC_OP_COUNT; op++) {
+            if (!bs[i]->kernel[op])
+                fail_msg("backend %s: no kernel for op %d (%s)", names[i], op, omnic__op_names[op]);
+        }
+    }
+    assert_true(omnic__backend_ref()->single_threaded);
+    assert_null(omnic__backend_by_name("cuda"));
+    assert_null(omnic__backend_by_name(""));
+    assert_null(omnic__backend_by_name(NULL));
+    for (int op = 0; op < OMNIC_OP_COUNT; op++) {
+        if (!omnic__op_names[op] || !omnic__op_names[op][0]) fail_msg("op %d has no name", op);
+        for (int o2 = 0; o2 < op; o2++)
+            if (!strcmp(omnic__op_names[op], omnic__op_names[o2]))
+                fail_msg("ops %d and %d share a name", o2, op);
+        if (tolerances[op].nmse[OMNIC_DTYPE_F32] <= 0 && !tolerances[op].exact)
+            fail_msg("op %d: no tolerance", op);
+    }
+    /* An op without a work buffer reports 0 bytes. */
+    omnic__node n = {.op = OMNIC_OP_SILU};
+    assert_int_equal(omnic__backend_wsize(omnic__backend_ref(), &n, 1), 0);
+}
+
+/* ---- ref against hand-computed values ---------------------------------------------- */
+
+static void run_ref(omnic__node *n)
+{
+    size_t ws = omnic__backend_wsize(ref_b, n, 1);
+    uint8_t *w = guarded_alloc(ws);
+    assert_non_null(w);
+    ref_b->kernel[n->op](n, 0, 1, w + GUARD);
+    assert_true(guarded_ok(w, ws));
+    free(w);
+}
+
+static void expect_near(const char *what, int i, double got, double want, double tol)
+{
+    if (!(fabs(got - want) <= tol * (fabs(want) > 1 ? fabs(want) : 1)))
+        fail_msg("%s[%d]: got %.9g, want %.9g (tol %g)", what, i, got, want, tol);
+}
+
+static void expect_vec(const char *what, const float *got, const double *want, int n, double tol)
+{
+    for (int i = 0; i < n; i++)
+        expect_near(what, i, got[i], want[i], tol);
+}
+
+static void set_f32(tbuf *b, const float *v, int n)
+{
+    memcpy(b->t.data, v, (size_t)n * sizeof(float));
+}
+
+static void test_ref_hand_norms(void **state)
+{
+    (void)state;
+    static const float x4[] = {1, 2, 3, 4};
+    tbuf *x = T(OMNIC_DTYPE_F32, 1, 4), *w = T(OMNIC_DTYPE_F16, 4), *b = T(OMNIC_DTYPE_BF16, 4);
+    tbuf *y = T(OMNIC_DTYPE_F32, 1, 4);
+    set_f32(x, x4, 4);
+    /* rmsnorm: mean(x^2) = 7.5, x / sqrt(7.5) */
+    omnic__node n = mknode(OMNIC_OP_RMSNORM, y, x, NULL, NULL, NULL, NULL);
+    run_ref(&n);
+    const double r = 1.0 / sqrt(7.5);
+    expect_vec("rmsnorm", F(y), (const double[]){r, 2 * r, 3 * r, 4 * r}, 4, 1e-7);
+    for (int i = 0; i < 4; i++)
+        tset(w, i, (float)i * 0.5f); /* w = 0, .5, 1, 1.5 */
+    n = mknode(OMNIC_OP_RMSNORM, y, x, w, NULL, NULL, NULL);
+    run_ref(&n);
+    expect_vec("rmsnorm w", F(y), (const double[]){0, 2 * r * 0.5, 3 * r, 4 * r * 1.5}, 4, 1e-7);
+    n.ip[0] = 1; /* Gemma: (1 + w) */
+    run_ref(&n);
+    expect_vec("rmsnorm 1+w", F(y), (const double[]){r, 2 * r * 1.5, 3 * r * 2, 4 * r * 2.5}, 4, 1e-7);
+    n.fp[0] = 0.5f; /* eps: mean 7.5 + 0.5 = 8 */
+    n.ip[0] = 0;
+    n.src[1] = NULL;
+    run_ref(&n);
+    const double r8 = 1.0 / sqrt(8.0);
+    expect_vec("rmsnorm eps", F(y), (const double[]){r8, 2 * r8, 3 * r8, 4 * r8}, 4, 1e-7);
+
+    /* layernorm: mean 2.5, var 1.25 */
+    const double s = 1.0 / sqrt(1.25);
+    n = mknode(OMNIC_OP_LAYERNORM, y, x, NULL, NULL, NULL, NULL);
+    run_ref(&n);
+    expect_vec("layernorm", F(y), (const double[]){-1.5 * s, -0.5 * s, 0.5 * s, 1.5 * s}, 4, 1e-7);
+    for (int i = 0; i < 4; i++) {
+        tset(w, i, 2.0f);
+        tset(b, i, 1.0f);
+    }
+    n = mknode(OMNIC_OP_LAYERNORM, y, x, w, b, NULL, NULL);
+    run_ref(&n);
+    expect_vec("layernorm w b", F(y), (const double[]){1 - 3 * s, 1 - s, 1 + s, 1 + 3 * s}, 4, 1e-7);
+    /* a large common offset must not disturb the variance (two-pass) */
+    static const float xo[] = {10001, 10002, 10003, 10004};
+    set_f32(x, xo, 4);
+    n = mknode(OMNIC_OP_LAYERNORM, y, x, NULL, NULL, NULL, NULL);
+    run_ref(&n);
+    expect_vec("layernorm offset", F(y), (const double[]){-1.5 * s, -0.5 * s, 0.5 * s, 1.5 * s}, 4, 1e-7);
+
+    /* softmax [1, 2, 3]; with scale 2 equals softmax [2, 4, 6]; a -inf entry gets 0 */
+    tbuf *x3 = T(OMNIC_DTYPE_F32, 3, 3), *y3 = T(OMNIC_DTYPE_F32, 3, 3);
+    set_f32(x3, (const float[]){1, 2, 3, 1, 2, 3, -INFINITY, 0, 0}, 9);
+    n = mknode(OMNIC_OP_SOFTMAX, y3, x3, NULL, NULL, NULL, NULL);
+    n.fp[0] = 1.0f;
+    run_ref(&n);
+    expect_vec("softmax", F(y3),
+               (const double[]){0.09003057317038046, 0.24472847105479767, 0.6652409557748219,
+                                0.09003057317038046, 0.24472847105479767, 0.6652409557748219, 0, 0.5, 0.5},
+               9, 1e-7);
+    n.fp[0] = 2.0f;
+    run_ref(&n);
+    const double e2 = exp(2), e4 = exp(4), e6 = exp(6), z = e2 + e4 + e6;
+    expect_vec("softmax scale", F(y3), (const double[]){e2 / z, e4 / z, e6 / z}, 3, 1e-7);
+    /* ref-only convention: an all -inf row yields zeros, not NaN */
+    set_f32(x3, (const float[]){-INFINITY, -INFINITY, -INFINITY}, 3);
+    run_ref(&n);
+    expect_vec("softmax all -inf", F(y3), (const double[]){0, 0, 0}, 3, 0);
+    bufs_free();
+}
+
+static void test_ref_hand_activations(void **state)
+{
+    (void)state;
+    tbuf *x = T(OMNIC_DTYPE_F32, 4), *y = T(OMNIC_DTYPE_F32, 4), *up = T(OMNIC_DTYPE_F32, 4);
+    set_f32(x, (const float[]){1.0f, -1.0f, 2.5f, -3.0f}, 4);
+    set_f32(up, (const float[]){2.0f, 2.0f, 2.0f, 2.0f}, 4);
+    omnic__node n = mknode(OMNIC_OP_GELU, y, x, NULL, NULL, NULL, NULL);
+    run_ref(&n);
+    const double gelu[] = {0.8413447460685429, -0.15865525393145707, 2.4844758366855597,
+                           -0.00404969409489031};
+    expect_vec("gelu", F(y), gelu, 4, 1e-7);
+    n.op = OMNIC_OP_GELU_TANH;
+    run_ref(&n);
+    expect_vec("gelu_tanh", F(y),
+               (const double[]){0.8411919906082768, -0.15880800939172324, 2.484915733910001}, 3, 1e-7);
+    n.op = OMNIC_OP_SILU;
+    run_ref(&n);
+    expect_vec("silu", F(y), (const double[]){0.7310585786300049, -0.2689414213699951}, 2, 1e-7);
+    n.op = OMNIC_OP_GELU_QUICK;
+    run_ref(&n);
+    expect_vec("gelu_quick", F(y), (const double[]){0.8457957659328212, -0.15420423406717886}, 2, 1e-7);
+    n.op = OMNIC_OP_SOFTCAP;
+    n.fp[0] = 2.0f;
+    run_ref(&n);
+    expect_vec("softcap", F(y), (const double[]){2 * tanh(0.5), 2 * tanh(-0.5), 2 * tanh(1.25)}, 3, 1e-7);
+    n = mknode(OMNIC_OP_GEGLU, y, x, up, NULL, NULL, NULL);
+    run_ref(&n);
+    expect_vec("geglu", F(y), (const double[]){2 * gelu[0], 2 * gelu[1], 2 * gelu[2], 2 * gelu[3]}, 4, 1e-7);
+    n.op = OMNIC_OP_SWIGLU;
+    run_ref(&n);
+    expect_vec("swiglu", F(y), (const double[]){2 * 0.7310585786300049, 2 * -0.2689414213699951}, 2, 1e-7);
+
+    /* scale and the three broadcast forms of add/mul */
+    n = mknode(OMNIC_OP_SCALE, y, x, NULL, NULL, NULL, NULL);
+    n.fp[0] = 2.0f;
+    n.fp[1] = 1.0f;
+    run_ref(&n);
+    expect_vec("scale", F(y), (const double[]){3, -1, 6, -5}, 4, 0);
+    tbuf *a = T(OMNIC_DTYPE_F32, 2, 2), *bc = T(OMNIC_DTYPE_BF16, 2), *br = T(OMNIC_DTYPE_F32, 2, 1);
+    tbuf *y2 = T(OMNIC_DTYPE_F32, 2, 2);
+    set_f32(a, (const float[]){1, 2, 3, 4}, 4);
+    tset(bc, 0, 10);
+    tset(bc, 1, 20);
+    set_f32(br, (const float[]){100, 200}, 2);
+    n = mknode(OMNIC_OP_ADD, y2, a, bc, NULL, NULL, NULL);
+    run_ref(&n);
+    expect_vec("add [C]", F(y2), (const double[]){11, 22, 13, 24}, 4, 0);
+    n = mknode(OMNIC_OP_MUL, y2, a, br, NULL, NULL, NULL);
+    run_ref(&n);
+    expect_vec("mul [R,1]", F(y2), (const double[]){100, 200, 600, 800}, 4, 0);
+    n = mknode(OMNIC_OP_MUL, y2, a, a, NULL, NULL, NULL);
+    run_ref(&n);
+    expect_vec("mul [R,C]", F(y2), (const double[]){1, 4, 9, 16}, 4, 0);
+    bufs_free();
+}
+
+static void test_ref_hand_matmul_layout(void **state)
+{
+    (void)state;
+    /* [1,2,3] . [[1,0,-1],[.5,.5,.5]]^T + [1,-1] = [-1, 2] */
+    tbuf *a = T(OMNIC_DTYPE_F32, 1, 3), *w = T(OMNIC_DTYPE_F16, 2, 3), *b = T(OMNIC_DTYPE_F32, 2);
+    tbuf *y = T(OMNIC_DTYPE_F32, 1, 2);
+    set_f32(a, (const float[]){1, 2, 3}, 3);
+    const float wv[] = {1, 0, -1, 0.5f, 0.5f, 0.5f};
+    for (int i = 0; i < 6; i++)
+        tset(w, i, wv[i]);
+    set_f32(b, (const float[]){1, -1}, 2);
+    omnic__node n = mknode(OMNIC_OP_MATMUL, y, a, w, b, NULL, NULL);
+    run_ref(&n);
+    expect_vec("matmul", F(y), (const double[]){-1, 2}, 2, 0);
+
+    /* patch_embed: 1 channel 2x4 image, 2x2 patches, one output channel of ones: patch sums */
+    tbuf *img = T(OMNIC_DTYPE_F32, 1, 2, 4), *pw = T(OMNIC_DTYPE_BF16, 1, 1, 2, 2),
+         *pe = T(OMNIC_DTYPE_F32, 2, 1);
+    set_f32(img, (const float[]){1, 2, 3, 4, 5, 6, 7, 8}, 8);
+    for (int i = 0; i < 4; i++)
+        tset(pw, i, 1.0f);
+    n = mknode(OMNIC_OP_PATCH_EMBED, pe, img, pw, NULL, NULL, NULL);
+    run_ref(&n);
+    expect_vec("patch_embed", F(pe), (const double[]){1 + 2 + 5 + 6, 3 + 4 + 7 + 8}, 2, 0);
+
+    /* get_rows from a bf16 table */
+    tbuf *tbl = T(OMNIC_DTYPE_BF16, 3, 2), *ids = T(OMNIC_DTYPE_I32, 2), *g = T(OMNIC_DTYPE_F32, 2, 2);
+    for (int i = 0; i < 6; i++)
+        tset(tbl, i, (float)i);
+    tset(ids, 0, 2);
+    tset(ids, 1, 0);
+    n = mknode(OMNIC_OP_GET_ROWS, g, tbl, ids, NULL, NULL, NULL);
+    run_ref(&n);
+    expect_vec("get_rows", F(g), (const double[]){4, 5, 0, 1}, 4, 0);
+
+    /* permute [2,3] -> [3,2] is a transpose; concat and slice along dim 1 */
+    tbuf *m = T(OMNIC_DTYPE_F32, 2, 3), *mt = T(OMNIC_DTYPE_F32, 3, 2), *cc = T(OMNIC_DTYPE_F32, 2, 6);
+    tbuf *sl = T(OMNIC_DTYPE_F32, 2, 2);
+    set_f32(m, (const float[]){1, 2, 3, 4, 5, 6}, 6);
+    n = mknode(OMNIC_OP_PERMUTE, mt, m, NULL, NULL, NULL, NULL);
+    n.ip[0] = 1;
+    n.ip[1] = 0;
+    run_ref(&n);
+    expect_vec("permute", F(mt), (const double[]){1, 4, 2, 5, 3, 6}, 6, 0);
+    n = mknode(OMNIC_OP_CONCAT, cc, m, m, NULL, NULL, NULL);
+    n.ip[0] = 1;
+    run_ref(&n);
+    expect_vec("concat", F(cc), (const double[]){1, 2, 3, 1, 2, 3, 4, 5, 6, 4, 5, 6}, 12, 0);
+    n = mknode(OMNIC_OP_SLICE, sl, m, NULL, NULL, NULL, NULL);
+    n.ip[0] = 1;
+    n.ip[1] = 1;
+    run_ref(&n);
+    expect_vec("slice", F(sl), (const double[]){2, 3, 5, 6}, 4, 0);
+
+    /* argmax: ties take the lowest index; NaN never wins unless the row is all NaN */
+    tbuf *ax = T(OMNIC_DTYPE_F32, 5, 4), *am = T(OMNIC_DTYPE_I32, 5);
+    set_f32(ax,
+            (const float[]){1,   3,   3,         2,         NAN,       2,         NAN, 5,         NAN, NAN,
+                            NAN, NAN, -INFINITY, -INFINITY, -INFINITY, -INFINITY, NAN, -INFINITY, NAN, NAN},
+            20);
+    n = mknode(OMNIC_OP_ARGMAX, am, ax, NULL, NULL, NULL, NULL);
+    run_ref(&n);
+    const int32_t want[] = {1, 3, 0, 0, 1};
+    for (int i = 0; i < 5; i++)
+        assert_int_equal(((int32_t *)am->t.data)[i], want[i]);
+
+    /* cpy f32 -> f16 / bf16: round to nearest even, overflow to inf */
+    tbuf *cs = T(OMNIC_DTYPE_F32, 5), *ch = T(OMNIC_DTYPE_F16, 5), *cb = T(OMNIC_DTYPE_BF16, 5);
+    set_f32(cs, (const float[]){1.0f / 3.0f, 1.0f + 0x1p-11f, 1.0f + 3 * 0x1p-11f, 65520.0f, -2.0f}, 5);
+    n = mknode(OMNIC_OP_CPY, ch, cs, NULL, NULL, NULL, NULL);
+    run_ref(&n);
+    const uint16_t wh[] = {0x3555, 0x3c00, 0x3c02, 0x7c00, 0xc000};
+    for (int i = 0; i < 5; i++)
+        assert_int_equal(((uint16_t *)ch->t.data)[i], wh[i]);
+    n = mknode(OMNIC_OP_CPY, cb, cs, NULL, NULL, NULL, NULL);
+    run_ref(&n);
+    const uint16_t wb[] = {0x3eab, 0x3f80, 0x3f80, 0x4780, 0xc000};
+    for (int i = 0; i < 5; i++)
+        assert_int_equal(((uint16_t *)cb->t.data)[i], wb[i]);
+    bufs_free();
+}
+
+static void test_ref_hand_rope(void **state)
+{
+    (void)state;
+    tbuf *x = T(OMNIC_DTYPE_F32, 1, 1, 4), *pos = T(OMNIC_DTYPE_I32, 1), *y = T(OMNIC_DTYPE_F32, 1, 1, 4);
+    set_f32(x, (const float[]){1, 2, 3, 4}, 4);
+    tset(pos, 0, 1);
+    /* base 1e4, n_rot 4: inv_freq = {1, 0.01f}; pos 1. Values computed with f32 angles. */
+    omnic__node n = mknode(OMNIC_OP_ROPE, y, x, pos, NULL, NULL, NULL);
+    n.ip[0] = 4;
+    n.fp[0] = 10000.0f;
+    n.fp[1] = 1.0f;
+    run_ref(&n); /* rotate-half: pairs (0,2), (1,3) */
+    expect_vec("rope neox", F(y),
+               (const double[]){-1.9841105937957764, 1.9599006511271, 2.4623777866363525, 4.019799632951617},
+               4, 1e-6);
+    n.ip[1] = 1; /* interleaved: pairs (0,1), (2,3) */
+    run_ref(&n);
+    expect_vec(
+        "rope gptj", F(y),
+        (const double[]){-1.1426396369934082, 1.9220755100250244, 2.9598506428301334, 4.029799466021359}, 4,
+        1e-6);
+    n.ip[0] = 2; /* partial rotary: only dims 0,1 rotate (inv_freq {1}), 2,3 pass through */
+    run_ref(&n);
+    expect_vec("rope partial", F(y), (const double[]){-1.1426396369934082, 1.9220755100250244, 3, 4}, 4,
+               1e-6);
+    n.ip[0] = 4;
+    n.ip[1] = 0;
+    n.fp[1] = 0.5f; /* attention factor halves cos and sin */
+    run_ref(&n);
+    expect_vec("rope factor", F(y),
+               (const double[]){-1.9841105937957764 / 2, 1.9599006511271 / 2, 2.4623777866363525 / 2,
+                                4.019799632951617 / 2},
+               4, 1e-6);
+    tset(pos, 0, 0); /* position 0 is the identity */
+    n.fp[1] = 1.0f;
+    run_ref(&n);
+    expect_vec("rope pos 0", F(y), (const double[]){1, 2, 3, 4}, 4, 0);
+
+    /* f32 angle: pos 100000 * 0.1f = 10000.000149 in exact arithmetic, 10000 in f32.
+     * HF (and ref) rotate by exactly 10000 rad: cos = -0.95215537, whereas the exact
+     * angle would give -0.95210982. */
+    tbuf *x2 = T(OMNIC_DTYPE_F32, 1, 1, 2), *y2 = T(OMNIC_DTYPE_F32, 1, 1, 2), *tbl = T(OMNIC_DTYPE_F32, 1);
+    set_f32(x2, (const float[]){1, 0}, 2);
+    tset(pos, 0, 100000);
+    set_f32(tbl, (const float[]){0.1f}, 1);
+    n = mknode(OMNIC_OP_ROPE, y2, x2, pos, tbl, NULL, NULL);
+    n.ip[0] = 2;
+    n.fp[0] = 10000.0f;
+    n.fp[1] = 1.0f;
+    run_ref(&n);
+    expect_vec("rope f32 angle", F(y2), (const double[]){-0.9521553682590148, -0.30561438888825215}, 2, 1e-7);
+    bufs_free();
+}
+
+static void test_ref_hand_attention(void **state)
+{
+    (void)state;
+    /* H=1, D=2, S=2: q=[1,0], k=[[1,0],[0,0]], v=[[1,2],[3,4]]; scores [1, 0];
+     * p = [e/(1+e), 1/(1+e)], out = v0 + p1 (v1 - v0) = [1 + 2 p1, 2 + 2 p1]. */
+    tbuf *q = T(OMNIC_DTYPE_F32, 1, 1, 2), *k = T(OMNIC_DTYPE_F16, 2, 1, 2), *v = T(OMNIC_DTYPE_F32, 2, 1, 2);
+    tbuf *qpos = T(OMNIC_DTYPE_I32, 1), *o = T(OMNIC_DTYPE_F32, 1, 1, 2), *bias = T(OMNIC_DTYPE_F32, 1, 2);
+    set_f32(q, (const float[]){1, 0}, 2);
+    const float kv[] = {1, 0, 0, 0};
+    for (int i = 0; i < 4; i++)
+        tset(k, i, kv[i]);
+    set_f32(v, (const float[]){1, 2, 3, 4}, 4);
+    tset(qpos, 0, 1);
+    omnic__node n = mknode(OMNIC_OP_ATTENTION, o, q, k, v, qpos, NULL);
+    n.fp[0] = 1.0f;
+    run_ref(&n);
+    const double p1 = 1.0 / (1.0 + exp(1.0));
+    expect_vec("attn", F(o), (const double[]){1 + 2 * p1, 2 + 2 * p1}, 2, 1e-7);
+    n.ip[0] = 1; /* causal, qpos 1: both keys visible, same result */
+    run_ref(&n);
+    expect_vec("attn causal", F(o), (const double[]){1 + 2 * p1, 2 + 2 * p1}, 2, 1e-7);
+    tset(qpos, 0, 0); /* causal, qpos 0: only key 0 */
+    run_ref(&n);
+    expect_vec("attn causal qpos 0", F(o), (const double[]){1, 2}, 2, 0);
+    tset(qpos, 0, 1);
+    n.ip[1] = 1; /* window 1: only key qpos itself */
+    run_ref(&n);
+    expect_vec("attn window", F(o), (const double[]){3, 4}, 2, 0);
+    n.ip[1] = 0;
+    n.fp[0] = 2.0f; /* scale 2: scores [2, 0] */
+    run_ref(&n);
+    const double p1s = 1.0 / (1.0 + exp(2.0));
+    expect_vec("attn scale", F(o), (const double[]){1 + 2 * p1s, 2 + 2 * p1s}, 2, 1e-7);
+    n.fp[1] = 1.0f; /* softcap 1 after scaling: scores [tanh(2), 0] */
+    run_ref(&n);
+    const double p1c = 1.0 / (1.0 + exp(tanh(2.0)));
+    expect_vec("attn softcap", F(o), (const double[]){1 + 2 * p1c, 2 + 2 * p1c}, 2, 1e-7);
+    set_f32(bias, (const float[]){0.0f, (float)tanh(2.0)}, 2); /* bias after softcap: equal scores */
+    n.src[4] = &bias->t;
+    run_ref(&n);
+    expect_vec("attn softcap bias", F(o), (const double[]){2, 3}, 2, 1e-6);
+    set_f32(bias, (const float[]){-1e30f, 0.0f}, 2); /* large finite negative masks key 0 */
+    n.fp[1] = 0.0f;
+    run_ref(&n);
+    expect_vec("attn bias mask", F(o), (const double[]){3, 4}, 2, 0);
+    set_f32(bias, (const float[]){-INFINITY, -INFINITY}, 2); /* nothing visible: zeros */
+    run_ref(&n);
+    expect_vec("attn no key", F(o), (const double[]){0, 0}, 2, 0);
+
+    /* GQA 4 query heads over 2 kv heads: heads 0,1 read kv 0; heads 2,3 read kv 1.
+     * q = 0 gives uniform weights, so each head returns the mean of its kv head's values. */
+    tbuf *q4 = T(OMNIC_DTYPE_F32, 1, 4, 1), *k2 = T(OMNIC_DTYPE_F32, 2, 2, 1),
+         *v2 = T(OMNIC_DTYPE_F32, 2, 2, 1);
+    tbuf *o4 = T(OMNIC_DTYPE_F32, 1, 4, 1);
+    set_f32(q4, (const float[]){0, 0, 0, 0}, 4);
+    set_f32(k2, (const float[]){1, 2, 3, 4}, 4);
+    set_f32(v2, (const float[]){10, 20, 30, 40}, 4); /* [s][kvh]: kv0 = {10, 30}, kv1 = {20, 40} */
+    tset(qpos, 0, 1);
+    n = mknode(OMNIC_OP_ATTENTION, o4, q4, k2, v2, qpos, NULL);
+    n.fp[0] = 1.0f;
+    run_ref(&n);
+    expect_vec("attn gqa", F(o4), (const double[]){20, 20, 30, 30}, 4, 1e-7);
+    bufs_free();
+}
+
+/* ---- main --------------------------------------------------------------------------- */
+
+static int group_setup(void **state)
+{
+    (void)state;
+    ref_b = omnic__backend_ref();
+    cpu_b = omnic__backend_cpu();
+    if (ref_b->init) ref_b->init();
+    if (cpu_b->init) cpu_b->init();
+    return omnic__threadpool_create(&pool, 3, NULL) == OMNIC_OK ? 0 : -1;
+}
+
+static int group_teardown(void **state)
+{
+    (void)state;
+    omnic__threadpool_destroy(pool);
+    print_message("op           cases  worst NMSE  worst MAXERR  (cpu vs ref)\n");
+    for (int op = 1; op < OMNIC_OP_COUNT; op++)
+        print_message("%-12s %5d  %10.3g  %12.3g%s\n", omnic__op_names[op], cases_run[op], worst_nmse[op],
+                      worst_maxerr[op], tolerances[op].exact ? "  (exact)" : "");
+    return 0;
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_tables),
+        cmocka_unit_test(test_ref_hand_norms),
+        cmocka_unit_test(test_ref_hand_activations),
+        cmocka_unit_test(test_ref_hand_matmul_layout),
+        cmocka_unit_test(test_ref_hand_rope),
+        cmocka_unit_test(test_ref_hand_attention),
+        cmocka_unit_test(test_matmul),
+        cmocka_unit_test(test_add_mul_scale),
+        cmocka_unit_test(test_norms),
+        cmocka_unit_test(test_rope),
+        cmocka_unit_test(test_attention),
+        cmocka_unit_test(test_activations),
+        cmocka_unit_test(test_get_rows_patch_embed),
+        cmocka_unit_test(test_layout),
+        cmocka_unit_test(test_argmax_cpy),
+        cmocka_unit_test(test_batch_invariance),
+    };
+    return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}
