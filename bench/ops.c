@@ -8,7 +8,7 @@
  *        with the widest vector ISA; best of -r runs). The matvec cycles through 16 distinct
  *        weight matrices (1 GiB) so the weights come from DRAM, not from the (large) L3.
  *
- * Usage: bench_ops [-t max_threads (2)] [-r repetitions (5)]
+ * Usage: bench_ops [-t max_threads (2)] [-r repetitions (5)] [-s all|gemm|mv]
  * Threads 1..max_threads are measured; mean ± sd over the repetitions (one warm-up run). */
 #include <cblas.h>
 #include <math.h>
@@ -154,18 +154,13 @@ static void bw_task(void *ctx, int ith, int nth)
                                                     : sum_scalar(p, n);
 }
 
-/* Best-of-reps read bandwidth in GB/s (1e9 bytes). */
-static stats bandwidth(omnic__threadpool *pool, int nth, const void *buf, int reps)
+/* One read-bandwidth sample in GB/s (1e9 bytes). */
+static double bandwidth_once(omnic__threadpool *pool, int nth, const void *buf)
 {
     bw_ctx c = {.buf = buf, .n = BW_BYTES / sizeof(float)};
-    double v[MAX_REPS];
-    omnic__threadpool_run_n(pool, nth, bw_task, &c); /* warm-up */
-    for (int r = 0; r < reps; r++) {
-        double t0 = now_s();
-        omnic__threadpool_run_n(pool, nth, bw_task, &c);
-        v[r] = (double)BW_BYTES / (now_s() - t0) * 1e-9;
-    }
-    return stats_of(v, reps);
+    double t0 = now_s();
+    omnic__threadpool_run_n(pool, nth, bw_task, &c);
+    return (double)BW_BYTES / (now_s() - t0) * 1e-9;
 }
 
 /* ---- GEMM: cpu backend vs OpenBLAS, measured alternately so both see the same load ---- */
@@ -217,10 +212,11 @@ static void gemm_pair(omnic__threadpool *pool, int nth, int64_t M, float *a, flo
     *sb = stats_of(vb, reps);
 }
 
-/* ---- matvec: weight-read GB/s ---- */
+/* ---- matvec: weight-read GB/s, alternating with the bandwidth probe ---- */
 
-static stats matvec_cpu(omnic__threadpool *pool, int nth, omnic_dtype dt, uint16_t *wpool, float *x,
-                        float *y, int reps)
+/* Samples of the matvec's weight-read GB/s (sm) and of the probe (sb), taken alternately. */
+static void matvec_pair(omnic__threadpool *pool, int nth, omnic_dtype dt, uint16_t *wpool, float *x, float *y,
+                        int reps, stats *sm, stats *sb)
 {
     const omnic__backend_ops *cpu = omnic__backend_cpu();
     omnic__tensor ta, tw[MV_MATS], td;
@@ -233,33 +229,102 @@ static stats matvec_cpu(omnic__threadpool *pool, int nth, omnic_dtype dt, uint16
         n[m] = (omnic__node){.op = OMNIC_OP_MATMUL, .src = {&ta, &tw[m]}, .dst = &td};
         j[m] = (job){.fn = cpu->kernel[OMNIC_OP_MATMUL], .n = &n[m], .wdata = NULL};
     }
-    double v[MAX_REPS], bytes = (double)MV_MATS * MV_N * MV_K * 2.0;
+    double vm[MAX_REPS], vb[MAX_REPS], bytes = (double)MV_MATS * MV_N * MV_K * 2.0;
     for (int m = 0; m < MV_MATS; m++) omnic__threadpool_run_n(pool, nth, job_run, &j[m]);
+    (void)bandwidth_once(pool, nth, wpool);
     for (int r = 0; r < reps; r++) {
         double t0 = now_s();
         for (int m = 0; m < MV_MATS; m++) omnic__threadpool_run_n(pool, nth, job_run, &j[m]);
-        v[r] = bytes / (now_s() - t0) * 1e-9;
+        vm[r] = bytes / (now_s() - t0) * 1e-9;
+        vb[r] = bandwidth_once(pool, nth, wpool);
     }
-    return stats_of(v, reps);
+    *sm = stats_of(vm, reps);
+    *sb = stats_of(vb, reps);
+}
+
+/* ---- sections ---- */
+
+static bool section_gemm(omnic__threadpool *pool, int max_t, int reps)
+{
+    static const int64_t Ms[] = {1, 8, 64, 512};
+    float *a = xalloc(sizeof(float) * 512 * GEMM_K), *w = xalloc(sizeof(float) * GEMM_N * GEMM_K);
+    float *c = xalloc(sizeof(float) * 512 * GEMM_N);
+    for (size_t i = 0; i < (size_t)512 * GEMM_K; i++) a[i] = frand();
+    for (size_t i = 0; i < (size_t)GEMM_N * GEMM_K; i++) w[i] = frand();
+    printf("## f32 matmul, K = N = %d (GFLOP/s, mean ± sd; cpu and BLAS samples alternate)\n\n", GEMM_K);
+    printf("| M | threads | omnic cpu | OpenBLAS sgemm | cpu / BLAS (means) | cpu / BLAS (best) |\n");
+    printf("|---:|---:|---:|---:|---:|---:|\n");
+    bool ok = true;
+    for (size_t mi = 0; mi < sizeof Ms / sizeof Ms[0]; mi++) {
+        for (int t = 1; t <= max_t; t++) {
+            stats sc, sb;
+            gemm_pair(pool, t, Ms[mi], a, w, c, reps, &sc, &sb);
+            double ratio = sc.mean / sb.mean, rbest = sc.best / sb.best;
+            if (Ms[mi] >= 64 && rbest < 0.90) ok = false;
+            printf("| %lld | %d | %.1f ± %.1f | %.1f ± %.1f | %.2f | %.2f |\n", (long long)Ms[mi], t, sc.mean, sc.sd,
+                   sb.mean, sb.sd, ratio, rbest);
+        }
+    }
+    free(a);
+    free(w);
+    free(c);
+    return ok;
+}
+
+static bool section_mv(omnic__threadpool *pool, int max_t, int reps)
+{
+    /* One 1 GiB buffer serves both: its 16-bit values are finite as bf16 and as f16
+     * (exponent bits kept small), and its f32 view is finite for the probe. */
+    uint16_t *wpool = xalloc(BW_BYTES);
+    for (size_t i = 0; i < BW_BYTES / 2; i++) wpool[i] = (uint16_t)(0x3800u | (i * 2654435761u >> 22 & 0x3ffu));
+    float *x = xalloc(sizeof(float) * MV_K), *y = xalloc(sizeof(float) * MV_N);
+    for (int i = 0; i < MV_K; i++) x[i] = frand();
+    printf("\n## Matvec M = 1, w [%d, %d], %d matrices (1 GiB) cycled: weight-read GB/s vs read bandwidth\n\n",
+           MV_N, MV_K, MV_MATS);
+    printf("Read bandwidth probe: each thread sums its share of a 1 GiB f32 buffer with %s loads; probe and\n"
+           "matvec samples alternate.\n\n",
+           omnic__cpu_isa_name(omnic__cpu_isa_level()));
+    printf("| weights | threads | matvec GB/s | matvec best | probe GB/s | probe best | matvec / probe (best) |\n");
+    printf("|---|---:|---:|---:|---:|---:|---:|\n");
+    bool ok = true;
+    static const omnic_dtype dts[] = {OMNIC_DTYPE_BF16, OMNIC_DTYPE_F16};
+    for (int d = 0; d < 2; d++) {
+        for (int t = 1; t <= max_t; t++) {
+            stats sm, sb;
+            matvec_pair(pool, t, dts[d], wpool, x, y, reps, &sm, &sb);
+            double ratio = sm.best / sb.best;
+            if (t == 2 && ratio < 0.85) ok = false;
+            printf("| %s | %d | %.1f ± %.1f | %.1f | %.1f ± %.1f | %.1f | %.2f |\n", omnic_dtype_name(dts[d]), t,
+                   sm.mean, sm.sd, sm.best, sb.mean, sb.sd, sb.best, ratio);
+        }
+    }
+    free(wpool);
+    free(x);
+    free(y);
+    return ok;
 }
 
 /* ---- main ---- */
 
 static void usage(void)
 {
-    fprintf(stderr, "usage: bench_ops [-t max_threads] [-r repetitions]\n");
+    fprintf(stderr, "usage: bench_ops [-t max_threads] [-r repetitions] [-s all|gemm|mv]\n");
     exit(2);
 }
 
 int main(int argc, char **argv)
 {
     int max_t = 2, reps = 5;
+    const char *sect = "all";
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "-t") && i + 1 < argc) max_t = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "-s") && i + 1 < argc) sect = argv[++i];
         else if (!strcmp(argv[i], "-r") && i + 1 < argc) reps = atoi(argv[++i]);
         else usage();
     }
     if (max_t < 1 || max_t > OMNIC_MAX_THREADS || reps < 1 || reps > MAX_REPS) usage();
+    bool do_gemm = !strcmp(sect, "all") || !strcmp(sect, "gemm"), do_mv = !strcmp(sect, "all") || !strcmp(sect, "mv");
+    if (!do_gemm && !do_mv) usage();
 
     omnic__cpu_isa isa = omnic__cpu_isa_level(); /* also sets OpenBLAS to 1 thread */
     omnic__threadpool *pool = NULL;
@@ -272,64 +337,12 @@ int main(int argc, char **argv)
     printf("# bench_ops: cpu backend isa %s, OpenBLAS %s (%s), threads 1..%d, %d reps\n\n", omnic__cpu_isa_name(isa),
            openblas_get_config(), openblas_get_corename(), max_t, reps);
 
-    /* (i) f32 GEMM */
-    static const int64_t Ms[] = {1, 8, 64, 512};
-    float *a = xalloc(sizeof(float) * 512 * GEMM_K), *w = xalloc(sizeof(float) * GEMM_N * GEMM_K);
-    float *c = xalloc(sizeof(float) * 512 * GEMM_N);
-    for (size_t i = 0; i < (size_t)512 * GEMM_K; i++) a[i] = frand();
-    for (size_t i = 0; i < (size_t)GEMM_N * GEMM_K; i++) w[i] = frand();
-    printf("## f32 matmul, K = N = %d (GFLOP/s, mean ± sd)\n\n", GEMM_K);
-    printf("| M | threads | omnic cpu | OpenBLAS sgemm | cpu / BLAS (means) | cpu / BLAS (best) |\n");
-    printf("|---:|---:|---:|---:|---:|---:|\n");
-    bool gemm_ok = true;
-    for (size_t mi = 0; mi < sizeof Ms / sizeof Ms[0]; mi++) {
-        for (int t = 1; t <= max_t; t++) {
-            stats sc, sb;
-            gemm_pair(pool, t, Ms[mi], a, w, c, reps, &sc, &sb);
-            double ratio = sc.mean / sb.mean, rbest = sc.best / sb.best;
-            if (Ms[mi] >= 64 && rbest < 0.90) gemm_ok = false;
-            printf("| %lld | %d | %.1f ± %.1f | %.1f ± %.1f | %.2f | %.2f |\n", (long long)Ms[mi], t, sc.mean, sc.sd,
-                   sb.mean, sb.sd, ratio, rbest);
-        }
-    }
-    free(a);
-    free(w);
-    free(c);
-
-    /* (ii) matvec vs read bandwidth. One 1 GiB buffer serves both: its 16-bit values are
-     * finite as bf16 and as f16 (exponent bits kept small), and as f32 for the probe. */
-    uint16_t *wpool = xalloc(BW_BYTES);
-    for (size_t i = 0; i < BW_BYTES / 2; i++) wpool[i] = (uint16_t)(0x3800u | (i * 2654435761u >> 22 & 0x3ffu));
-    float *x = xalloc(sizeof(float) * MV_K), *y = xalloc(sizeof(float) * MV_N);
-    for (int i = 0; i < MV_K; i++) x[i] = frand();
-    stats bw[OMNIC_MAX_THREADS + 1];
-    printf("\n## Memory read bandwidth probe (sum of a 1 GiB f32 buffer, GB/s)\n\n");
-    printf("| threads | best | mean ± sd |\n|---:|---:|---:|\n");
-    for (int t = 1; t <= max_t; t++) {
-        bw[t] = bandwidth(pool, t, wpool, reps);
-        printf("| %d | %.1f | %.1f ± %.1f |\n", t, bw[t].best, bw[t].mean, bw[t].sd);
-    }
-    printf("\n## Matvec M = 1, w [%d, %d], %d matrices cycled (weight-read GB/s)\n\n", MV_N, MV_K, MV_MATS);
-    printf("| weights | threads | omnic cpu (mean ± sd) | omnic cpu (best) | read BW (best) | cpu / BW (best) |\n");
-    printf("|---|---:|---:|---:|---:|---:|\n");
-    bool mv_ok = true;
-    static const omnic_dtype dts[] = {OMNIC_DTYPE_BF16, OMNIC_DTYPE_F16};
-    for (int d = 0; d < 2; d++) {
-        for (int t = 1; t <= max_t; t++) {
-            stats s = matvec_cpu(pool, t, dts[d], wpool, x, y, reps);
-            double ratio = s.best / bw[t].best;
-            if (t == 2 && ratio < 0.85) mv_ok = false;
-            printf("| %s | %d | %.1f ± %.1f | %.1f | %.1f | %.2f |\n", omnic_dtype_name(dts[d]), t, s.mean, s.sd, s.best,
-                   bw[t].best, ratio);
-        }
-    }
-    free(wpool);
-    free(x);
-    free(y);
-
+    bool gemm_ok = do_gemm ? section_gemm(pool, max_t, reps) : false;
+    bool mv_ok = do_mv ? section_mv(pool, max_t, reps) : false;
     printf("\n## Targets\n\n");
-    printf("- f32 GEMM >= 90%% of OpenBLAS for M >= 64 (best vs best): %s\n", gemm_ok ? "met" : "NOT met");
-    if (max_t >= 2) printf("- bf16/f16 matvec (M = 1) >= 85%% of read bandwidth at 2 threads (best vs best): %s\n",
+    if (do_gemm) printf("- f32 GEMM >= 90%% of OpenBLAS for M >= 64 (best vs best): %s\n", gemm_ok ? "met" : "NOT met");
+    if (do_mv && max_t >= 2)
+        printf("- bf16/f16 matvec (M = 1) >= 85%% of read bandwidth at 2 threads (best vs best): %s\n",
                mv_ok ? "met" : "NOT met");
     omnic__threadpool_destroy(pool);
     return 0;

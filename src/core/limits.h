@@ -30,4 +30,7 @@
 #define OMNIC_MAX_STOPS 16
 #define OMNIC_MAX_STOP_LEN 256
 
+/* Files listed for a checkpoint directory (regular files at the top level). */
+#define OMNIC_MAX_CHECKPOINT_FILES 65536
+
 #endif

@@ -9,10 +9,9 @@
 #include <stdint.h>
 
 #include "core/err.h"
+#include "core/limits.h"
 #include "io/safetensors.h"
 
-/* Files listed in omnic__checkpoint.files at most (regular files at the top level). */
-#define OMNIC_MAX_CHECKPOINT_FILES 65536
 
 typedef struct omnic__checkpoint_file {
     char *name;     /* owned; file name relative to dir */

@@ -1,6 +1,7 @@
 /* JSON loading (files, buffers) over jansson and typed getters for config fields.
  * Every error names its source (`what` or the path), the field, and the numbers. */
 #include <inttypes.h>
+#include <pthread.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -88,15 +89,31 @@ static void dup_key_at(const char *buf, size_t len, int position, char *key, siz
     json_decref(s);
 }
 
+/* jansson allocates through omnic_malloc/omnic_free, so the size cap and the
+ * fault-injection hook cover JSON too. Set once, before the first parse. */
+static _Thread_local bool json_oom; /* an allocation inside jansson failed on this thread */
+
+static void *json_alloc(size_t n)
+{
+    void *p = omnic_malloc(n);
+    if (!p) json_oom = true;
+    return p;
+}
+
+static void use_omnic_alloc(void) { json_set_alloc_funcs(json_alloc, omnic_free); }
+
 static omnic_status parse_impl(const char *buf, size_t len, const char *what, size_t flags, json_t **out,
                                omnic_err *err)
 {
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, use_omnic_alloc);
     what = src_name(what);
     json_error_t e;
+    json_oom = false;
     json_t *j = json_loadb(buf, len, flags, &e);
     if (!j) {
         enum json_error_code code = json_error_code(&e);
-        if (code == json_error_out_of_memory)
+        if (code == json_error_out_of_memory || json_oom)
             return OMNIC_FAIL(err, OMNIC_E_NOMEM, "%s: out of memory parsing %zu bytes of JSON", what, len);
         if (code == json_error_duplicate_key) {
             char key[160];

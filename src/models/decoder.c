@@ -64,8 +64,25 @@ omnic_status omnic__text_config_parse(const json_t *cfg, const char *what, omnic
 
 /* ---- weights ---- */
 
-static omnic_status bind(const omnic__safetensors *st, const char *name, int ndim, const int64_t *dims,
-                         omnic__tensor *out, omnic_err *err)
+/* safetensors does not promise aligned tensor data; kernels read elements through typed
+ * pointers, so a misaligned weight is copied once into owned, aligned memory. */
+static omnic_status align_weight(omnic__decoder *d, omnic__tensor *w, omnic_err *err)
+{
+    if ((uintptr_t)w->data % omnic_dtype_size(w->dtype) == 0) return OMNIC_OK;
+    omnic__tensor **grown = omnic_realloc(d->copies, (d->n_copies + 1) * sizeof *grown);
+    if (!grown) return OMNIC_FAIL(err, OMNIC_E_NOMEM, "out of memory copying weight %s", w->name);
+    d->copies = grown;
+    omnic__tensor *c;
+    OMNIC_TRY(omnic__tensor_create(&c, w->dtype, w->ndim, w->dims, err));
+    memcpy(c->data, w->data, omnic__tensor_bytes(w));
+    memcpy(c->name, w->name, sizeof c->name);
+    d->copies[d->n_copies++] = c;
+    w->data = c->data;
+    return OMNIC_OK;
+}
+
+static omnic_status bind(omnic__decoder *d, const omnic__safetensors *st, const char *name, int ndim,
+                         const int64_t *dims, omnic__tensor *out, omnic_err *err)
 {
     const omnic__st_tensor *t = omnic__st_find(st, name);
     if (!t) return OMNIC_FAIL(err, OMNIC_E_NOT_FOUND, "weights: tensor '%s' is missing", name);
@@ -80,15 +97,15 @@ static omnic_status bind(const omnic__safetensors *st, const char *name, int ndi
     }
     omnic__st_tensor_view(t, out);
     snprintf(out->name, sizeof out->name, "%.63s", name);
-    return OMNIC_OK;
+    return align_weight(d, out, err);
 }
 
 /* An owned f32 copy of a float vector weight (biases are f32 by the matmul contract). */
-static omnic_status bind_f32(const omnic__safetensors *st, const char *name, int64_t n, omnic__tensor **out,
+static omnic_status bind_f32(omnic__decoder *d, const omnic__safetensors *st, const char *name, int64_t n, omnic__tensor **out,
                              omnic_err *err)
 {
     omnic__tensor view;
-    OMNIC_TRY(bind(st, name, 1, &n, &view, err));
+    OMNIC_TRY(bind(d, st, name, 1, &n, &view, err));
     OMNIC_TRY(omnic__tensor_create(out, OMNIC_DTYPE_F32, 1, &n, err));
     float *dst = (*out)->data;
     for (int64_t i = 0; i < n; i++) {
@@ -135,11 +152,11 @@ omnic_status omnic__decoder_load(omnic__decoder *d, const omnic__text_config *c,
     char name[160];
     omnic_status s;
     int64_t emb[2] = {c->vocab, H};
-    if ((s = bind(st, "model.embed_tokens.weight", 2, emb, &d->embed, err)) != OMNIC_OK) goto fail;
-    if ((s = bind(st, "model.norm.weight", 1, &H, &d->norm, err)) != OMNIC_OK) goto fail;
+    if ((s = bind(d, st, "model.embed_tokens.weight", 2, emb, &d->embed, err)) != OMNIC_OK) goto fail;
+    if ((s = bind(d, st, "model.norm.weight", 1, &H, &d->norm, err)) != OMNIC_OK) goto fail;
     if (c->tie_embeddings) {
         d->lm_head = d->embed;
-    } else if ((s = bind(st, "lm_head.weight", 2, emb, &d->lm_head, err)) != OMNIC_OK) {
+    } else if ((s = bind(d, st, "lm_head.weight", 2, emb, &d->lm_head, err)) != OMNIC_OK) {
         goto fail;
     }
     d->layers = omnic_alloc_array((size_t)c->n_layers, sizeof *d->layers);
@@ -162,14 +179,14 @@ omnic_status omnic__decoder_load(omnic__decoder *d, const omnic__text_config *c,
         };
         for (size_t i = 0; i < sizeof w / sizeof w[0]; i++) {
             snprintf(name, sizeof name, "model.layers.%lld.%s", (long long)l, w[i].suffix);
-            if ((s = bind(st, name, w[i].ndim, w[i].dims, w[i].out, err)) != OMNIC_OK) goto fail;
+            if ((s = bind(d, st, name, w[i].ndim, w[i].dims, w[i].out, err)) != OMNIC_OK) goto fail;
         }
         if (c->qkv_bias) {
             struct { const char *p; int64_t n; omnic__tensor **out; } b[] = {
                 {"q", qd, &L->bq}, {"k", kvd, &L->bk}, {"v", kvd, &L->bv}};
             for (size_t i = 0; i < 3; i++) {
                 snprintf(name, sizeof name, "model.layers.%lld.self_attn.%s_proj.bias", (long long)l, b[i].p);
-                if ((s = bind_f32(st, name, b[i].n, b[i].out, err)) != OMNIC_OK) goto fail;
+                if ((s = bind_f32(d, st, name, b[i].n, b[i].out, err)) != OMNIC_OK) goto fail;
             }
         }
     }
@@ -189,6 +206,8 @@ void omnic__decoder_deinit(omnic__decoder *d)
     }
     omnic_free(d->layers);
     omnic__tensor_destroy(d->inv_freq);
+    for (size_t i = 0; i < d->n_copies; i++) omnic__tensor_destroy(d->copies[i]);
+    omnic_free(d->copies);
     memset(d, 0, sizeof *d);
 }
 

@@ -40,6 +40,8 @@ typedef struct omnic__decoder {
     omnic__tensor lm_head;            /* [V, H]; the embedding when tied */
     omnic__decoder_layer *layers;     /* owned [n_layers] */
     omnic__tensor *inv_freq;          /* owned f32 [head_dim/2] rope table */
+    omnic__tensor **copies;           /* owned: aligned copies of weights the file left misaligned */
+    size_t n_copies;
 } omnic__decoder;
 
 /* Parses the Llama-style keys of a config.json object (what: "config.json").

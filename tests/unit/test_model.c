@@ -259,6 +259,29 @@ static void test_bad_checkpoints(void **state)
     }
 }
 
+/* A file whose tensor data is misaligned (legal safetensors) loads and computes the same. */
+static void test_misaligned_weights(void **state)
+{
+    (void)state;
+    sh("rm -rf %s/odd && cp -r %s/llama %s/odd && " PY " -c \"import struct; p='%s/odd/model.safetensors'; "
+       "b=open(p,'rb').read(); n=struct.unpack('<Q',b[:8])[0]; h=b[8:8+n]+b' '; "
+       "open(p,'wb').write(struct.pack('<Q',n+1)+h+b[8+n:])\"",
+       tmp, tmp, tmp, tmp);
+    omnic__model *a = open_model("llama", "cpu", OMNIC_DTYPE_F32), *b = open_model("odd", "cpu", OMNIC_DTYPE_F32);
+    assert_true(b->dec.n_copies > 0);
+    int64_t V = a->dec.cfg.vocab;
+    float *la = malloc((size_t)V * sizeof *la), *lb = malloc((size_t)V * sizeof *lb);
+    omnic__kv_slot sa = new_slot(a), sb = new_slot(b);
+    prefill(a, &sa, T, T, la);
+    prefill(b, &sb, T, T, lb);
+    assert_memory_equal(la, lb, (size_t)V * sizeof *la);
+    omnic__kv_slot_deinit(&sa);
+    omnic__kv_slot_deinit(&sb);
+    free(la), free(lb);
+    omnic__model_close(a);
+    omnic__model_close(b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -267,6 +290,7 @@ int main(void)
         cmocka_unit_test(test_llama_f16_sharded),
         cmocka_unit_test(test_capacity),
         cmocka_unit_test(test_bad_checkpoints),
+        cmocka_unit_test(test_misaligned_weights),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -88,8 +88,10 @@ OMNIC_INLINE OMNIC_AVX512 void tile16(const float *a, int64_t K, const char *w, 
     UNROLL for (int j = 0; j < nr; j++) wr[j] = w + (size_t)j * ldw;
     UNROLL for (int i = 0; i < mr; i++) UNROLL for (int j = 0; j < nr; j++) acc[i][j] = _mm512_setzero_ps();
     int64_t k = 0;
+    size_t es = dt == DT_F32 ? 4 : 2, pf = (size_t)nr * ldw; /* same row of the next tile */
     for (; k + 16 <= K; k += 16) {
         __m512 wv[MV_NR];
+        UNROLL for (int j = 0; j < nr; j++) _mm_prefetch(wr[j] + pf + (size_t)k * es, _MM_HINT_T1);
         UNROLL for (int j = 0; j < nr; j++) wv[j] = ldw16(wr[j], k, dt);
         UNROLL for (int i = 0; i < mr; i++) {
             __m512 av = _mm512_loadu_ps(a + i * K + k);
