@@ -177,6 +177,31 @@ static void blas_gemm(int64_t M, const float *a, const float *w, float *c)
                 GEMM_N);
 }
 
+/* GFLOP/s samples of the cpu matmul alone, weights of dtype wdt. */
+static stats gemm_cpu(omnic__threadpool *pool, int nth, int64_t M, omnic_dtype wdt, float *a, void *w, float *c,
+                      int reps)
+{
+    const omnic__backend_ops *cpu = omnic__backend_cpu();
+    omnic__tensor ta, tw, td;
+    tensor2(&ta, OMNIC_DTYPE_F32, M, GEMM_K, a);
+    tensor2(&tw, wdt, GEMM_N, GEMM_K, w);
+    tensor2(&td, OMNIC_DTYPE_F32, M, GEMM_N, c);
+    omnic__node n = {.op = OMNIC_OP_MATMUL, .src = {&ta, &tw}, .dst = &td};
+    size_t ws = omnic__backend_wsize(cpu, &n, nth);
+    void *wd = ws ? xalloc(ws) : NULL;
+    job j = {.fn = cpu->kernel[OMNIC_OP_MATMUL], .n = &n, .wdata = wd};
+    double v[MAX_REPS], flops = 2.0 * (double)M * GEMM_N * GEMM_K;
+    int inner = M <= 8 ? 20 : M <= 64 ? 5 : 2;
+    omnic__threadpool_run_n(pool, nth, job_run, &j);
+    for (int r = 0; r < reps; r++) {
+        double t0 = now_s();
+        for (int i = 0; i < inner; i++) omnic__threadpool_run_n(pool, nth, job_run, &j);
+        v[r] = flops * inner / (now_s() - t0) * 1e-9;
+    }
+    free(wd);
+    return stats_of(v, reps);
+}
+
 /* GFLOP/s samples of the cpu matmul (sc) and of cblas_sgemm with OpenBLAS at nth threads (sb). */
 static void gemm_pair(omnic__threadpool *pool, int nth, int64_t M, float *a, float *w, float *c, int reps, stats *sc,
                       stats *sb)
@@ -265,6 +290,24 @@ static bool section_gemm(omnic__threadpool *pool, int max_t, int reps)
                    sb.mean, sb.sd, ratio, rbest);
         }
     }
+    /* Informational: the same shapes with f16/bf16 weights (widened per chunk, then sgemm). */
+    uint16_t *wh = xalloc(sizeof(uint16_t) * GEMM_N * GEMM_K);
+    printf("\n### Same matmul with f16 / bf16 weights (omnic cpu only; GFLOP/s)\n\n");
+    printf("| weights | M | threads | omnic cpu | best |\n|---|---:|---:|---:|---:|\n");
+    static const omnic_dtype hdts[] = {OMNIC_DTYPE_BF16, OMNIC_DTYPE_F16};
+    static const int64_t hMs[] = {1, 64, 512};
+    for (int d = 0; d < 2; d++) {
+        for (size_t i = 0; i < (size_t)GEMM_N * GEMM_K; i++)
+            wh[i] = hdts[d] == OMNIC_DTYPE_BF16 ? omnic__f32_to_bf16(w[i]) : omnic__f32_to_f16(w[i]);
+        for (size_t mi = 0; mi < sizeof hMs / sizeof hMs[0]; mi++) {
+            for (int t = 1; t <= max_t; t++) {
+                stats sc = gemm_cpu(pool, t, hMs[mi], hdts[d], a, wh, c, reps);
+                printf("| %s | %lld | %d | %.1f ± %.1f | %.1f |\n", omnic_dtype_name(hdts[d]), (long long)hMs[mi], t,
+                       sc.mean, sc.sd, sc.best);
+            }
+        }
+    }
+    free(wh);
     free(a);
     free(w);
     free(c);

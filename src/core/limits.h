@@ -33,4 +33,8 @@
 /* Files listed for a checkpoint directory (regular files at the top level). */
 #define OMNIC_MAX_CHECKPOINT_FILES 65536
 
+/* Decoder layers and head size a text config may declare. */
+#define OMNIC_MAX_LAYERS 512
+#define OMNIC_MAX_HEAD_DIM 1024
+
 #endif

@@ -9,21 +9,87 @@
 
 #define TRYJ(expr) OMNIC_TRY(expr)
 
+/* rope_scaling (or its absence) into c; longrope factors need n_rot first. */
+static omnic_status parse_rope_scaling(const json_t *cfg, const char *what, omnic__text_config *c, omnic_err *err)
+{
+    const int64_t big = (int64_t)1 << 31;
+    const json_t *rs;
+    OMNIC_TRY(omnic__json_get_obj(cfg, "rope_scaling", false, what, &rs, err));
+    c->rope_type = OMNIC_ROPE_DEFAULT;
+    c->rope_attn_factor = 1.0f;
+    if (!rs) return OMNIC_OK;
+    const char *w = "config.json rope_scaling", *type = NULL;
+    OMNIC_TRY(omnic__json_get_str(rs, "rope_type", false, NULL, w, &type, err));
+    if (!type) OMNIC_TRY(omnic__json_get_str(rs, "type", true, NULL, w, &type, err));
+    if (!strcmp(type, "default")) return OMNIC_OK;
+    if (!strcmp(type, "llama3")) {
+        c->rope_type = OMNIC_ROPE_LLAMA3;
+        TRYJ(omnic__json_get_f64(rs, "factor", true, 0, 1e-6, 1e6, w, &c->rope_factor, err));
+        TRYJ(omnic__json_get_f64(rs, "low_freq_factor", true, 0, 1e-6, 1e6, w, &c->rope_low_freq_factor, err));
+        TRYJ(omnic__json_get_f64(rs, "high_freq_factor", true, 0, 1e-6, 1e6, w, &c->rope_high_freq_factor, err));
+        TRYJ(omnic__json_get_i64(rs, "original_max_position_embeddings", true, 0, 1, big, w, &c->rope_original_max_pos,
+                                 err));
+        if (!(c->rope_high_freq_factor > c->rope_low_freq_factor))
+            return OMNIC_FAIL(err, OMNIC_E_INVALID, "%s: high_freq_factor %g must exceed low_freq_factor %g", w,
+                              c->rope_high_freq_factor, c->rope_low_freq_factor);
+        return OMNIC_OK;
+    }
+    if (!strcmp(type, "linear")) {
+        c->rope_type = OMNIC_ROPE_LINEAR;
+        TRYJ(omnic__json_get_f64(rs, "factor", true, 0, 1e-6, 1e6, w, &c->rope_factor, err));
+        return OMNIC_OK;
+    }
+    if (!strcmp(type, "longrope") || !strcmp(type, "su")) {
+        c->rope_type = OMNIC_ROPE_LONGROPE;
+        int64_t orig;
+        TRYJ(omnic__json_get_i64(cfg, "original_max_position_embeddings", false, 0, 0, big, what, &orig, err));
+        TRYJ(omnic__json_get_i64(rs, "original_max_position_embeddings", orig == 0, orig, 1, big, w, &orig, err));
+        c->rope_original_max_pos = orig;
+        const char *names[2] = {"short_factor", "long_factor"};
+        float *dst[2] = {c->longrope_short, c->longrope_long};
+        for (int k = 0; k < 2; k++) {
+            const json_t *a;
+            TRYJ(omnic__json_get_array(rs, names[k], true, w, &a, err));
+            if ((int64_t)json_array_size(a) != c->n_rot / 2)
+                return OMNIC_FAIL(err, OMNIC_E_INVALID, "%s: %s has %zu entries, expected %lld (rotary dims / 2)", w,
+                                  names[k], json_array_size(a), (long long)(c->n_rot / 2));
+            for (size_t i = 0; i < json_array_size(a); i++) {
+                const json_t *x = json_array_get(a, i);
+                double v = json_is_number(x) ? json_number_value(x) : -1;
+                if (!(v > 0) || !isfinite(v))
+                    return OMNIC_FAIL(err, OMNIC_E_INVALID, "%s: %s[%zu] must be a positive number", w, names[k], i);
+                dst[k][i] = (float)v;
+            }
+        }
+        double af = 0;
+        TRYJ(omnic__json_get_f64(rs, "attention_factor", false, 0, 0, 1e3, w, &af, err));
+        if (af == 0) { /* HF: sqrt(1 + log(factor) / log(original max)) when the context was extended */
+            double factor = (double)c->max_pos / (double)orig;
+            af = factor <= 1.0 ? 1.0 : sqrt(1.0 + log(factor) / log((double)orig));
+        }
+        c->rope_attn_factor = (float)af;
+        return OMNIC_OK;
+    }
+    return OMNIC_FAIL(err, OMNIC_E_UNSUPPORTED, "%s: rope_scaling type '%s' is not supported", what, type);
+}
+
 omnic_status omnic__text_config_parse(const json_t *cfg, const char *what, omnic__text_config *c, omnic_err *err)
 {
     memset(c, 0, sizeof *c);
     const int64_t big = (int64_t)1 << 31;
     TRYJ(omnic__json_get_i64(cfg, "vocab_size", true, 0, 1, big, what, &c->vocab, err));
     TRYJ(omnic__json_get_i64(cfg, "hidden_size", true, 0, 1, 1 << 20, what, &c->hidden, err));
-    TRYJ(omnic__json_get_i64(cfg, "num_hidden_layers", true, 0, 1, 4096, what, &c->n_layers, err));
+    TRYJ(omnic__json_get_i64(cfg, "num_hidden_layers", true, 0, 1, OMNIC_MAX_LAYERS, what, &c->n_layers, err));
     TRYJ(omnic__json_get_i64(cfg, "num_attention_heads", true, 0, 1, 4096, what, &c->n_heads, err));
     TRYJ(omnic__json_get_i64(cfg, "num_key_value_heads", false, c->n_heads, 1, 4096, what, &c->n_kv_heads, err));
     TRYJ(omnic__json_get_i64(cfg, "intermediate_size", true, 0, 1, 1 << 22, what, &c->intermediate, err));
     TRYJ(omnic__json_get_i64(cfg, "max_position_embeddings", false, 4096, 1, big - 1, what, &c->max_pos, err));
-    if (c->hidden % c->n_heads)
+    const json_t *hd = json_object_get(cfg, "head_dim");
+    if ((!hd || json_is_null(hd)) && c->hidden % c->n_heads)
         return OMNIC_FAIL(err, OMNIC_E_INVALID, "%s: hidden_size %lld is not a multiple of num_attention_heads %lld",
                           what, (long long)c->hidden, (long long)c->n_heads);
-    TRYJ(omnic__json_get_i64(cfg, "head_dim", false, c->hidden / c->n_heads, 2, 4096, what, &c->head_dim, err));
+    TRYJ(omnic__json_get_i64(cfg, "head_dim", false, c->hidden / c->n_heads, 2, OMNIC_MAX_HEAD_DIM, what,
+                             &c->head_dim, err));
     if (c->head_dim % 2)
         return OMNIC_FAIL(err, OMNIC_E_INVALID, "%s: head_dim %lld is odd (RoPE rotates pairs)", what,
                           (long long)c->head_dim);
@@ -31,6 +97,12 @@ omnic_status omnic__text_config_parse(const json_t *cfg, const char *what, omnic
         return OMNIC_FAIL(err, OMNIC_E_INVALID,
                           "%s: num_attention_heads %lld is not a multiple of num_key_value_heads %lld", what,
                           (long long)c->n_heads, (long long)c->n_kv_heads);
+    double partial;
+    TRYJ(omnic__json_get_f64(cfg, "partial_rotary_factor", false, 1.0, 1e-6, 1.0, what, &partial, err));
+    c->n_rot = (int64_t)((double)c->head_dim * partial); /* HF: int(head_dim * factor) */
+    if (c->n_rot < 2 || c->n_rot % 2)
+        return OMNIC_FAIL(err, OMNIC_E_INVALID, "%s: partial_rotary_factor %g gives %lld rotary dims (must be even, >= 2)",
+                          what, partial, (long long)c->n_rot);
     TRYJ(omnic__json_get_f64(cfg, "rms_norm_eps", false, 1e-6, 0, 1, what, &c->rms_eps, err));
     TRYJ(omnic__json_get_f64(cfg, "rope_theta", false, 10000.0, 1e-3, 1e12, what, &c->rope_theta, err));
     TRYJ(omnic__json_get_bool(cfg, "tie_word_embeddings", false, false, what, &c->tie_embeddings, err));
@@ -38,28 +110,10 @@ omnic_status omnic__text_config_parse(const json_t *cfg, const char *what, omnic
     TRYJ(omnic__json_get_str(cfg, "hidden_act", false, "silu", what, &act, err));
     if (strcmp(act, "silu") != 0)
         return OMNIC_FAIL(err, OMNIC_E_UNSUPPORTED, "%s: hidden_act '%s' is not supported (silu only)", what, act);
-    const json_t *rs;
-    TRYJ(omnic__json_get_obj(cfg, "rope_scaling", false, what, &rs, err));
-    if (rs) {
-        const char *type;
-        if (omnic__json_get_str(rs, "rope_type", false, NULL, what, &type, NULL) != OMNIC_OK || !type)
-            TRYJ(omnic__json_get_str(rs, "type", true, NULL, "config.json rope_scaling", &type, err));
-        if (!strcmp(type, "llama3")) {
-            const char *w = "config.json rope_scaling";
-            c->rope_type = OMNIC_ROPE_LLAMA3;
-            TRYJ(omnic__json_get_f64(rs, "factor", true, 0, 1e-6, 1e6, w, &c->rope_factor, err));
-            TRYJ(omnic__json_get_f64(rs, "low_freq_factor", true, 0, 1e-6, 1e6, w, &c->rope_low_freq_factor, err));
-            TRYJ(omnic__json_get_f64(rs, "high_freq_factor", true, 0, 1e-6, 1e6, w, &c->rope_high_freq_factor, err));
-            TRYJ(omnic__json_get_i64(rs, "original_max_position_embeddings", true, 0, 1, big, w,
-                                     &c->rope_original_max_pos, err));
-            if (!(c->rope_high_freq_factor > c->rope_low_freq_factor))
-                return OMNIC_FAIL(err, OMNIC_E_INVALID, "%s: high_freq_factor %g must exceed low_freq_factor %g", w,
-                                  c->rope_high_freq_factor, c->rope_low_freq_factor);
-        } else if (strcmp(type, "default") != 0) {
-            return OMNIC_FAIL(err, OMNIC_E_UNSUPPORTED, "%s: rope_scaling type '%s' is not supported", what, type);
-        }
-    }
-    return OMNIC_OK;
+    c->act = OMNIC_ACT_SILU;
+    c->attn_scale = (float)(1.0 / sqrt((double)c->head_dim)); /* python float, then f32 */
+    c->prefix = "model.";
+    return parse_rope_scaling(cfg, what, c, err);
 }
 
 /* ---- weights ---- */
@@ -100,6 +154,15 @@ static omnic_status bind(omnic__decoder *d, const omnic__safetensors *st, const 
     return align_weight(d, out, err);
 }
 
+/* rows [r0, r0 + n) of a 2-D weight, sharing its storage (fused projections). */
+static void row_view(const omnic__tensor *w, int64_t r0, int64_t n, omnic__tensor *out)
+{
+    *out = *w;
+    out->dims[0] = n;
+    out->data = (uint8_t *)w->data + (size_t)(r0 * w->dims[1]) * omnic_dtype_size(w->dtype);
+    out->owns_data = false;
+}
+
 /* An owned f32 copy of a float vector weight (biases are f32 by the matmul contract). */
 static omnic_status bind_f32(omnic__decoder *d, const omnic__safetensors *st, const char *name, int64_t n, omnic__tensor **out,
                              omnic_err *err)
@@ -117,16 +180,23 @@ static omnic_status bind_f32(omnic__decoder *d, const omnic__safetensors *st, co
     return OMNIC_OK;
 }
 
-/* RoPE inverse frequencies [head_dim/2] in f32, as HF computes them (float32 tensor ops). */
-static omnic_status rope_table(const omnic__text_config *c, omnic__tensor **out, omnic_err *err)
+/* RoPE inverse frequencies [n_rot/2] in f32, as HF computes them (float32 tensor ops):
+ * base table 1 / base^(2i/n_rot), then the scaling of `type`; ext: LongRoPE factors. */
+static omnic_status rope_table(const omnic__text_config *c, double theta, omnic__rope_type type, const float *ext,
+                               const char *name, omnic__tensor **out, omnic_err *err)
 {
-    int64_t half = c->head_dim / 2;
+    int64_t half = c->n_rot / 2;
     OMNIC_TRY(omnic__tensor_create(out, OMNIC_DTYPE_F32, 1, &half, err));
-    snprintf((*out)->name, sizeof (*out)->name, "rope_inv_freq");
+    snprintf((*out)->name, sizeof (*out)->name, "%s", name);
     float *f = (*out)->data;
-    const float base = (float)c->rope_theta;
-    for (int64_t i = 0; i < half; i++) f[i] = 1.0f / powf(base, (float)(2 * i) / (float)c->head_dim);
-    if (c->rope_type == OMNIC_ROPE_LLAMA3) {
+    const float base = (float)theta;
+    for (int64_t i = 0; i < half; i++) {
+        float expo = (float)(2 * i) / (float)c->n_rot;
+        f[i] = type == OMNIC_ROPE_LONGROPE ? 1.0f / (ext[i] * powf(base, expo)) : 1.0f / powf(base, expo);
+    }
+    if (type == OMNIC_ROPE_LINEAR)
+        for (int64_t i = 0; i < half; i++) f[i] /= (float)c->rope_factor;
+    if (type == OMNIC_ROPE_LLAMA3) {
         const float factor = (float)c->rope_factor, lo = (float)c->rope_low_freq_factor,
                     hi = (float)c->rope_high_freq_factor, old = (float)c->rope_original_max_pos;
         const float lo_wavelen = old / lo, hi_wavelen = old / hi;
@@ -148,16 +218,23 @@ omnic_status omnic__decoder_load(omnic__decoder *d, const omnic__text_config *c,
 {
     memset(d, 0, sizeof *d);
     d->cfg = *c;
-    const int64_t H = c->hidden, hd = c->head_dim, qd = c->n_heads * hd, kvd = c->n_kv_heads * hd;
-    char name[160];
+    const int64_t H = c->hidden, hd = c->head_dim, qd = c->n_heads * hd, kvd = c->n_kv_heads * hd,
+                  I = c->intermediate;
+    const char *P = c->prefix;
+    char name[192];
     omnic_status s;
     int64_t emb[2] = {c->vocab, H};
-    if ((s = bind(d, st, "model.embed_tokens.weight", 2, emb, &d->embed, err)) != OMNIC_OK) goto fail;
-    if ((s = bind(d, st, "model.norm.weight", 1, &H, &d->norm, err)) != OMNIC_OK) goto fail;
+#define NAME(...) (snprintf(name, sizeof name, __VA_ARGS__), name)
+    if ((s = bind(d, st, NAME("%sembed_tokens.weight", P), 2, emb, &d->embed, err)) != OMNIC_OK) goto fail;
+    if ((s = bind(d, st, NAME("%snorm.weight", P), 1, &H, &d->norm, err)) != OMNIC_OK) goto fail;
     if (c->tie_embeddings) {
         d->lm_head = d->embed;
     } else if ((s = bind(d, st, "lm_head.weight", 2, emb, &d->lm_head, err)) != OMNIC_OK) {
         goto fail;
+    }
+    if (c->embed_scale > 0) { /* HF casts the scale to the embedding dtype before multiplying */
+        if (d->embed.dtype == OMNIC_DTYPE_BF16) d->cfg.embed_scale = omnic__bf16_to_f32(omnic__f32_to_bf16(c->embed_scale));
+        if (d->embed.dtype == OMNIC_DTYPE_F16) d->cfg.embed_scale = omnic__f16_to_f32(omnic__f32_to_f16(c->embed_scale));
     }
     d->layers = omnic_alloc_array((size_t)c->n_layers, sizeof *d->layers);
     if (!d->layers) {
@@ -166,31 +243,70 @@ omnic_status omnic__decoder_load(omnic__decoder *d, const omnic__text_config *c,
     }
     for (int64_t l = 0; l < c->n_layers; l++) {
         omnic__decoder_layer *L = &d->layers[l];
-        struct { const char *suffix; int ndim; int64_t dims[2]; omnic__tensor *out; } w[] = {
-            {"input_layernorm.weight", 1, {H, 0}, &L->attn_norm},
-            {"self_attn.q_proj.weight", 2, {qd, H}, &L->wq},
-            {"self_attn.k_proj.weight", 2, {kvd, H}, &L->wk},
-            {"self_attn.v_proj.weight", 2, {kvd, H}, &L->wv},
-            {"self_attn.o_proj.weight", 2, {H, qd}, &L->wo},
-            {"post_attention_layernorm.weight", 1, {H, 0}, &L->mlp_norm},
-            {"mlp.gate_proj.weight", 2, {c->intermediate, H}, &L->w_gate},
-            {"mlp.up_proj.weight", 2, {c->intermediate, H}, &L->w_up},
-            {"mlp.down_proj.weight", 2, {H, c->intermediate}, &L->w_down},
+        struct w { const char *suffix; int ndim; int64_t dims[2]; omnic__tensor *out; bool want; };
+        const struct w ws[] = {
+            {"input_layernorm.weight", 1, {H, 0}, &L->attn_norm, true},
+            {"self_attn.q_proj.weight", 2, {qd, H}, &L->wq, !c->fused_qkv},
+            {"self_attn.k_proj.weight", 2, {kvd, H}, &L->wk, !c->fused_qkv},
+            {"self_attn.v_proj.weight", 2, {kvd, H}, &L->wv, !c->fused_qkv},
+            {"self_attn.o_proj.weight", 2, {H, qd}, &L->wo, true},
+            {"self_attn.q_norm.weight", 1, {hd, 0}, &L->q_norm, c->qk_norm},
+            {"self_attn.k_norm.weight", 1, {hd, 0}, &L->k_norm, c->qk_norm},
+            {"post_attention_layernorm.weight", 1, {H, 0}, c->sandwich_norms ? &L->post_attn_norm : &L->mlp_norm, true},
+            {"pre_feedforward_layernorm.weight", 1, {H, 0}, &L->mlp_norm, c->sandwich_norms},
+            {"post_feedforward_layernorm.weight", 1, {H, 0}, &L->post_mlp_norm, c->sandwich_norms},
+            {"mlp.gate_proj.weight", 2, {I, H}, &L->w_gate, !c->fused_gate_up},
+            {"mlp.up_proj.weight", 2, {I, H}, &L->w_up, !c->fused_gate_up},
+            {"mlp.down_proj.weight", 2, {H, I}, &L->w_down, true},
         };
-        for (size_t i = 0; i < sizeof w / sizeof w[0]; i++) {
-            snprintf(name, sizeof name, "model.layers.%lld.%s", (long long)l, w[i].suffix);
-            if ((s = bind(d, st, name, w[i].ndim, w[i].dims, w[i].out, err)) != OMNIC_OK) goto fail;
+        for (size_t i = 0; i < sizeof ws / sizeof ws[0]; i++) {
+            if (!ws[i].want) continue;
+            NAME("%slayers.%lld.%s", P, (long long)l, ws[i].suffix);
+            if ((s = bind(d, st, name, ws[i].ndim, ws[i].dims, ws[i].out, err)) != OMNIC_OK) goto fail;
+        }
+        if (c->fused_qkv) { /* q, k, v are consecutive row blocks of qkv_proj */
+            omnic__tensor qkv;
+            int64_t dims[2] = {qd + 2 * kvd, H};
+            if ((s = bind(d, st, NAME("%slayers.%lld.self_attn.qkv_proj.weight", P, (long long)l), 2, dims, &qkv,
+                          err)) != OMNIC_OK)
+                goto fail;
+            row_view(&qkv, 0, qd, &L->wq);
+            row_view(&qkv, qd, kvd, &L->wk);
+            row_view(&qkv, qd + kvd, kvd, &L->wv);
+        }
+        if (c->fused_gate_up) { /* gate is the first half of gate_up_proj, up the second */
+            omnic__tensor gu;
+            int64_t dims[2] = {2 * I, H};
+            if ((s = bind(d, st, NAME("%slayers.%lld.mlp.gate_up_proj.weight", P, (long long)l), 2, dims, &gu, err)) !=
+                OMNIC_OK)
+                goto fail;
+            row_view(&gu, 0, I, &L->w_gate);
+            row_view(&gu, I, I, &L->w_up);
         }
         if (c->qkv_bias) {
             struct { const char *p; int64_t n; omnic__tensor **out; } b[] = {
                 {"q", qd, &L->bq}, {"k", kvd, &L->bk}, {"v", kvd, &L->bv}};
             for (size_t i = 0; i < 3; i++) {
-                snprintf(name, sizeof name, "model.layers.%lld.self_attn.%s_proj.bias", (long long)l, b[i].p);
+                NAME("%slayers.%lld.self_attn.%s_proj.bias", P, (long long)l, b[i].p);
                 if ((s = bind_f32(d, st, name, b[i].n, b[i].out, err)) != OMNIC_OK) goto fail;
             }
         }
     }
-    if ((s = rope_table(c, &d->inv_freq, err)) != OMNIC_OK) goto fail;
+#undef NAME
+    if (c->rope_type == OMNIC_ROPE_LONGROPE) {
+        if ((s = rope_table(c, c->rope_theta, c->rope_type, c->longrope_short, "rope_inv_freq", &d->rope_global, err)) !=
+                OMNIC_OK ||
+            (s = rope_table(c, c->rope_theta, c->rope_type, c->longrope_long, "rope_inv_freq_long", &d->rope_long,
+                            err)) != OMNIC_OK)
+            goto fail;
+    } else if ((s = rope_table(c, c->rope_theta, c->rope_type, NULL, "rope_inv_freq", &d->rope_global, err)) !=
+               OMNIC_OK) {
+        goto fail;
+    }
+    if (c->rope_local_theta > 0 &&
+        (s = rope_table(c, c->rope_local_theta, OMNIC_ROPE_DEFAULT, NULL, "rope_inv_freq_local", &d->rope_local,
+                        err)) != OMNIC_OK)
+        goto fail;
     return OMNIC_OK;
 fail:
     omnic__decoder_deinit(d);
@@ -205,7 +321,9 @@ void omnic__decoder_deinit(omnic__decoder *d)
         omnic__tensor_destroy(d->layers[l].bv);
     }
     omnic_free(d->layers);
-    omnic__tensor_destroy(d->inv_freq);
+    omnic__tensor_destroy(d->rope_global);
+    omnic__tensor_destroy(d->rope_long);
+    omnic__tensor_destroy(d->rope_local);
     for (size_t i = 0; i < d->n_copies; i++) omnic__tensor_destroy(d->copies[i]);
     omnic_free(d->copies);
     memset(d, 0, sizeof *d);
@@ -224,8 +342,11 @@ void omnic__decoder_param_stats(const omnic__decoder *d, int64_t *params, int64_
     if (!d->cfg.tie_embeddings) COUNT(&d->lm_head);
     for (int64_t l = 0; l < d->cfg.n_layers; l++) {
         const omnic__decoder_layer *L = &d->layers[l];
+        const bool c_qk = d->cfg.qk_norm, c_sw = d->cfg.sandwich_norms;
         const omnic__tensor *ws[] = {&L->attn_norm, &L->wq, &L->wk, &L->wv, &L->wo,
-                                     &L->mlp_norm, &L->w_gate, &L->w_up, &L->w_down, L->bq, L->bk, L->bv};
+                                     &L->mlp_norm, &L->w_gate, &L->w_up, &L->w_down, L->bq, L->bk, L->bv,
+                                     c_qk ? &L->q_norm : NULL, c_qk ? &L->k_norm : NULL,
+                                     c_sw ? &L->post_attn_norm : NULL, c_sw ? &L->post_mlp_norm : NULL};
         for (size_t i = 0; i < sizeof ws / sizeof ws[0]; i++)
             if (ws[i]) COUNT(ws[i]);
     }
@@ -235,6 +356,12 @@ void omnic__decoder_param_stats(const omnic__decoder *d, int64_t *params, int64_
 }
 
 /* ---- graphs ---- */
+
+/* RMSNorm with this decoder's flavour (plain w or 1 + w). */
+static omnic__tensor *norm(omnic__graph *g, const omnic__decoder *d, omnic__tensor *x, const omnic__tensor *w)
+{
+    return omnic__g_rmsnorm(g, x, omnic__g_weight(g, w), (float)d->cfg.rms_eps, d->cfg.norm_one_plus);
+}
 
 omnic_status omnic__decoder_build_token_prefill(const omnic__decoder *d, omnic__module *m, omnic_dtype kv_dtype,
                                                 omnic_err *err)
@@ -246,36 +373,66 @@ omnic_status omnic__decoder_build_token_prefill(const omnic__decoder *d, omnic__
     omnic__tensor *tokens = omnic__g_input(g, "tokens", OMNIC_DTYPE_I32, 1, one, OMNIC_VAR_T);
     omnic__tensor *pos = omnic__g_input(g, "positions", OMNIC_DTYPE_I32, 1, one, OMNIC_VAR_T);
     omnic__tensor *kvi = omnic__g_kv_index(g);
-    omnic__tensor *inv_freq = omnic__g_weight(g, d->inv_freq);
+    omnic__tensor *rope_global = omnic__g_weight(g, d->rope_global);
+    omnic__tensor *rope_local = d->rope_local ? omnic__g_weight(g, d->rope_local) : NULL;
     omnic__tensor *x = omnic__g_get_rows(g, omnic__g_weight(g, &d->embed), tokens);
-    const float scale = 1.0f / sqrtf((float)hd);
+    if (c->embed_scale > 0) x = omnic__g_scale(g, x, c->embed_scale, 0.0f);
     for (int64_t l = 0; l < c->n_layers; l++) {
         const omnic__decoder_layer *L = &d->layers[l];
-        omnic__tensor *h = omnic__g_rmsnorm(g, x, omnic__g_weight(g, &L->attn_norm), (float)c->rms_eps, false);
+        const bool sliding = c->layer_sliding[l] != 0;
+        omnic__tensor *h = norm(g, d, x, &L->attn_norm);
         omnic__tensor *q = omnic__g_matmul(g, h, omnic__g_weight(g, &L->wq), L->bq ? omnic__g_weight(g, L->bq) : NULL);
         omnic__tensor *k = omnic__g_matmul(g, h, omnic__g_weight(g, &L->wk), L->bk ? omnic__g_weight(g, L->bk) : NULL);
         omnic__tensor *v = omnic__g_matmul(g, h, omnic__g_weight(g, &L->wv), L->bv ? omnic__g_weight(g, L->bv) : NULL);
         int64_t qs[3] = {T, c->n_heads, hd}, ks[3] = {T, c->n_kv_heads, hd};
-        q = omnic__g_rope(g, omnic__g_reshape(g, q, 3, qs), pos, (int)hd, 0, (float)c->rope_theta, inv_freq, 1.0f);
-        k = omnic__g_rope(g, omnic__g_reshape(g, k, 3, ks), pos, (int)hd, 0, (float)c->rope_theta, inv_freq, 1.0f);
+        q = omnic__g_reshape(g, q, 3, qs);
+        k = omnic__g_reshape(g, k, 3, ks);
         v = omnic__g_reshape(g, v, 3, ks);
+        if (c->qk_norm) {
+            q = norm(g, d, q, &L->q_norm);
+            k = norm(g, d, k, &L->k_norm);
+        }
+        omnic__tensor *table = sliding && rope_local ? rope_local : rope_global;
+        float theta = (float)(sliding && rope_local ? c->rope_local_theta : c->rope_theta);
+        float af = sliding && rope_local ? 1.0f : c->rope_attn_factor;
+        q = omnic__g_rope(g, q, pos, (int)c->n_rot, 0, theta, table, af);
+        k = omnic__g_rope(g, k, pos, (int)c->n_rot, 0, theta, table, af);
         omnic__tensor *kc = omnic__g_slot_kv(g, false, (int)l, kv_dtype, c->n_kv_heads, hd);
         omnic__tensor *vc = omnic__g_slot_kv(g, true, (int)l, kv_dtype, c->n_kv_heads, hd);
         omnic__g_cpy(g, k, omnic__g_view_rows(g, kc, 0, true, OMNIC_VAR_T, 0));
         omnic__g_cpy(g, v, omnic__g_view_rows(g, vc, 0, true, OMNIC_VAR_T, 0));
         omnic__tensor *a = omnic__g_attention(g, q, omnic__g_view_rows(g, kc, 0, false, OMNIC_VAR_KV, 0),
-                                              omnic__g_view_rows(g, vc, 0, false, OMNIC_VAR_KV, 0), kvi, NULL, scale,
-                                              true, 0, 0.0f);
+                                              omnic__g_view_rows(g, vc, 0, false, OMNIC_VAR_KV, 0), kvi, NULL,
+                                              c->attn_scale, true, sliding ? (int)c->sliding_window : 0,
+                                              c->attn_softcap);
         int64_t flat[2] = {T, c->n_heads * hd};
-        x = omnic__g_add(g, x, omnic__g_matmul(g, omnic__g_reshape(g, a, 2, flat), omnic__g_weight(g, &L->wo), NULL));
-        h = omnic__g_rmsnorm(g, x, omnic__g_weight(g, &L->mlp_norm), (float)c->rms_eps, false);
-        omnic__tensor *act = omnic__g_glu(g, OMNIC_OP_SWIGLU, omnic__g_matmul(g, h, omnic__g_weight(g, &L->w_gate), NULL),
-                                          omnic__g_matmul(g, h, omnic__g_weight(g, &L->w_up), NULL), 0);
-        x = omnic__g_add(g, x, omnic__g_matmul(g, act, omnic__g_weight(g, &L->w_down), NULL));
+        omnic__tensor *o = omnic__g_matmul(g, omnic__g_reshape(g, a, 2, flat), omnic__g_weight(g, &L->wo), NULL);
+        if (c->sandwich_norms) o = norm(g, d, o, &L->post_attn_norm);
+        x = omnic__g_add(g, x, o);
+        h = norm(g, d, x, &L->mlp_norm);
+        omnic__tensor *gate = omnic__g_matmul(g, h, omnic__g_weight(g, &L->w_gate), NULL);
+        omnic__tensor *up = omnic__g_matmul(g, h, omnic__g_weight(g, &L->w_up), NULL);
+        omnic__tensor *act = c->act == OMNIC_ACT_SILU ? omnic__g_glu(g, OMNIC_OP_SWIGLU, gate, up, 0)
+                                                      : omnic__g_glu(g, OMNIC_OP_GEGLU, gate, up, 1);
+        omnic__tensor *down = omnic__g_matmul(g, act, omnic__g_weight(g, &L->w_down), NULL);
+        if (c->sandwich_norms) down = norm(g, d, down, &L->post_mlp_norm);
+        x = omnic__g_add(g, x, down);
     }
-    omnic__tensor *last = omnic__g_rmsnorm(g, omnic__g_slice_last_rows(g, x, 1), omnic__g_weight(g, &d->norm),
-                                           (float)c->rms_eps, false);
-    omnic__g_mark_output(g, omnic__g_matmul(g, last, omnic__g_weight(g, &d->lm_head), NULL), "logits");
+    omnic__tensor *last = norm(g, d, omnic__g_slice_last_rows(g, x, 1), &d->norm);
+    omnic__tensor *logits = omnic__g_matmul(g, last, omnic__g_weight(g, &d->lm_head), NULL);
+    if (c->final_softcap > 0) logits = omnic__g_softcap(g, logits, c->final_softcap);
+    omnic__g_mark_output(g, logits, "logits");
     OMNIC_TRY(omnic__graph_status(g, err));
     return OMNIC_OK;
+}
+
+void omnic__decoder_select_rope(const omnic__decoder *d, omnic__module *m, int64_t max_pos)
+{
+    if (!d->rope_long) return;
+    const omnic__tensor *want = max_pos + 1 > d->cfg.rope_original_max_pos ? d->rope_long : d->rope_global;
+    omnic__graph *g = &m->graph;
+    for (int i = 0; i < g->n_tensors; i++) {
+        omnic__gtensor *t = g->tensors[i];
+        if (t->kind == OMNIC_GT_WEIGHT && !strcmp(t->t.name, "rope_inv_freq")) t->t.data = want->data;
+    }
 }

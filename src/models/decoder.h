@@ -1,36 +1,63 @@
-/* The text decoder shared by the Llama-style families (llama, qwen2, and later qwen3,
- * phi3, gemma3_text): its configuration, its weights, and the graph of each module.
- * A family file parses its config.json into omnic__text_config and names its weights;
- * everything after that is here. */
+/* The text decoder shared by the Llama-style families (llama, qwen2, qwen3, phi3,
+ * gemma3_text): its configuration, its weights, and the graph of each module. A family
+ * file parses its config.json into omnic__text_config (the switches below) and the
+ * decoder does the rest: one graph builder, feature by feature. */
 #ifndef OMNIC_MODELS_DECODER_H
 #define OMNIC_MODELS_DECODER_H
 
 #include <jansson.h>
 
+#include "core/limits.h"
 #include "io/safetensors.h"
 #include "runtime/module.h"
 
 typedef enum omnic__rope_type {
     OMNIC_ROPE_DEFAULT = 0, /* inv_freq[i] = theta^(-2i/n_rot) */
-    OMNIC_ROPE_LLAMA3 = 1,  /* Llama 3.1 wavelength-banded scaling of the default table */
+    OMNIC_ROPE_LLAMA3,      /* Llama 3.1 wavelength-banded scaling of the default table */
+    OMNIC_ROPE_LINEAR,      /* inv_freq / factor (Gemma3 global layers) */
+    OMNIC_ROPE_LONGROPE,    /* Phi-3 / Phi-4: per-dim short/long factors and an attention factor */
 } omnic__rope_type;
+
+typedef enum omnic__act {
+    OMNIC_ACT_SILU = 0,     /* SwiGLU MLP */
+    OMNIC_ACT_GELU_TANH,    /* GeGLU with gelu_pytorch_tanh (Gemma) */
+} omnic__act;
 
 typedef struct omnic__text_config {
     int64_t vocab, hidden, n_layers, n_heads, n_kv_heads, head_dim, intermediate, max_pos;
+    int64_t n_rot;              /* rotary dims per head (head_dim unless partial rotary) */
     double rms_eps, rope_theta;
     omnic__rope_type rope_type;
-    double rope_factor, rope_low_freq_factor, rope_high_freq_factor; /* llama3 */
-    int64_t rope_original_max_pos;                                   /* llama3 */
+    double rope_factor, rope_low_freq_factor, rope_high_freq_factor; /* llama3; factor also linear */
+    int64_t rope_original_max_pos;                                   /* llama3, longrope */
+    float longrope_short[OMNIC_MAX_HEAD_DIM / 2], longrope_long[OMNIC_MAX_HEAD_DIM / 2]; /* [n_rot/2] */
+    float rope_attn_factor;     /* cos/sin multiplier (LongRoPE); 1 otherwise */
+    double rope_local_theta;    /* sliding layers' base (Gemma3); 0: same as rope_theta, no scaling */
     bool tie_embeddings;
-    bool qkv_bias; /* q/k/v projections carry biases (qwen2) */
+    bool qkv_bias;              /* q/k/v projections carry biases (qwen2) */
+    bool qk_norm;               /* per-head RMSNorm of q and k before RoPE (qwen3, gemma3) */
+    bool norm_one_plus;         /* RMSNorm scales by (1 + w) (gemma) */
+    bool sandwich_norms;        /* post-attention and pre/post-feedforward norms (gemma3) */
+    bool fused_qkv, fused_gate_up; /* phi3 storage: one qkv_proj, one gate_up_proj */
+    omnic__act act;
+    float embed_scale;          /* 0: none; else embeddings are multiplied by it (gemma: sqrt(H)) */
+    float attn_scale;           /* softmax scale: head_dim^-1/2, or query_pre_attn_scalar^-1/2 */
+    float attn_softcap, final_softcap; /* 0: none */
+    int64_t sliding_window;     /* 0: none */
+    uint8_t layer_sliding[OMNIC_MAX_LAYERS]; /* 1: layer uses the sliding window and local RoPE */
+    const char *prefix;         /* weight-name prefix of the text model ("model.") */
 } omnic__text_config;
 
 typedef struct omnic__decoder_layer {
-    omnic__tensor attn_norm;          /* [H] */
-    omnic__tensor wq, wk, wv, wo;     /* [n_heads*hd, H], [n_kv*hd, H] x2, [H, n_heads*hd] */
-    omnic__tensor *bq, *bk, *bv;      /* f32 [out] converted at load, or NULL */
-    omnic__tensor mlp_norm;           /* [H] */
-    omnic__tensor w_gate, w_up, w_down; /* [I, H], [I, H], [H, I] */
+    omnic__tensor attn_norm;              /* [H] input_layernorm */
+    omnic__tensor wq, wk, wv, wo;         /* [n_heads*hd, H], [n_kv*hd, H] x2, [H, n_heads*hd] (row views
+                                           * of qkv_proj when fused) */
+    omnic__tensor *bq, *bk, *bv;          /* f32 [out] converted at load, or NULL */
+    omnic__tensor q_norm, k_norm;         /* [head_dim] when qk_norm */
+    omnic__tensor post_attn_norm;         /* [H] sandwich only */
+    omnic__tensor mlp_norm;               /* [H] post_attention_layernorm (llama) / pre_feedforward (gemma) */
+    omnic__tensor post_mlp_norm;          /* [H] sandwich only */
+    omnic__tensor w_gate, w_up, w_down;   /* [I, H], [I, H], [H, I] (row views of gate_up_proj when fused) */
 } omnic__decoder_layer;
 
 typedef struct omnic__decoder {
@@ -39,17 +66,20 @@ typedef struct omnic__decoder {
     omnic__tensor norm;               /* [H] */
     omnic__tensor lm_head;            /* [V, H]; the embedding when tied */
     omnic__decoder_layer *layers;     /* owned [n_layers] */
-    omnic__tensor *inv_freq;          /* owned f32 [head_dim/2] rope table */
+    omnic__tensor *rope_global;       /* owned f32 [n_rot/2]: full-attention layers (short factors for LongRoPE) */
+    omnic__tensor *rope_long;         /* owned f32 [n_rot/2]: LongRoPE long factors, else NULL */
+    omnic__tensor *rope_local;        /* owned f32 [n_rot/2]: sliding layers, or NULL */
     omnic__tensor **copies;           /* owned: aligned copies of weights the file left misaligned */
     size_t n_copies;
 } omnic__decoder;
 
-/* Parses the Llama-style keys of a config.json object (what: "config.json").
- * Every dimension is range-checked and cross-checked (heads divide, head_dim even). */
+/* Parses the Llama-style keys of a config.json object (what: "config.json") with
+ * defaults for the plain Llama decoder; families then switch features on. Every
+ * dimension is range-checked and cross-checked (heads divide, head_dim even). */
 omnic_status omnic__text_config_parse(const json_t *cfg, const char *what, omnic__text_config *out,
                                       omnic_err *err);
 
-/* Binds and checks HF weight names (model.embed_tokens.weight, model.layers.{i}.*, ...)
+/* Binds and checks HF weight names (prefix + embed_tokens.weight, layers.{i}.*, ...)
  * against the config: every tensor present with the expected shape and a float dtype. */
 omnic_status omnic__decoder_load(omnic__decoder *d, const omnic__text_config *cfg, const omnic__safetensors *st,
                                  omnic_err *err);
@@ -60,6 +90,11 @@ void omnic__decoder_deinit(omnic__decoder *d);
  * the slot (kv_dtype); output logits f32 [1, V] of the last row. */
 omnic_status omnic__decoder_build_token_prefill(const omnic__decoder *d, omnic__module *m, omnic_dtype kv_dtype,
                                                 omnic_err *err);
+
+/* LongRoPE: the graph reads the short table; before a call whose largest position is
+ * at or past original_max_position_embeddings, point it at the long one (as HF does per
+ * forward pass). No-op for other rope types. */
+void omnic__decoder_select_rope(const omnic__decoder *d, omnic__module *m, int64_t max_pos);
 
 /* Parameter count and bytes of the bound weights (tied head counted once). */
 void omnic__decoder_param_stats(const omnic__decoder *d, int64_t *params, int64_t *bytes);

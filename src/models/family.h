@@ -14,6 +14,9 @@ typedef struct omnic__family {
 
 extern const omnic__family omnic__family_llama;
 extern const omnic__family omnic__family_qwen2;
+extern const omnic__family omnic__family_qwen3;
+extern const omnic__family omnic__family_phi3;
+extern const omnic__family omnic__family_gemma3_text;
 
 /* The family for config's model_type; E_UNSUPPORTED naming the model_type and the
  * supported list when none matches. */

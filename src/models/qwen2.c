@@ -9,8 +9,6 @@ static omnic_status parse(const json_t *cfg, const char *what, omnic__text_confi
     OMNIC_TRY(omnic__json_get_bool(cfg, "use_sliding_window", false, false, what, &sliding, err));
     if (sliding)
         return OMNIC_FAIL(err, OMNIC_E_UNSUPPORTED, "%s: qwen2 use_sliding_window=true is not supported", what);
-    if (out->rope_type != OMNIC_ROPE_DEFAULT)
-        return OMNIC_FAIL(err, OMNIC_E_UNSUPPORTED, "%s: qwen2 rope_scaling is not supported", what);
     out->qkv_bias = true;
     return OMNIC_OK;
 }

@@ -232,7 +232,7 @@ static void test_bad_checkpoints(void **state)
         const char *expect;
     } cases[] = {
         {"del c['hidden_size']", "missing field 'hidden_size'"},
-        {"c['num_attention_heads'] = 5", "hidden_size 64 is not a multiple of num_attention_heads 5"},
+        {"c['num_attention_heads'] = 5; c.pop('head_dim', None)", "hidden_size 64 is not a multiple of num_attention_heads 5"},
         {"c['num_key_value_heads'] = 3", "num_attention_heads 4 is not a multiple of num_key_value_heads 3"},
         {"c['model_type'] = 'mamba'", "model_type 'mamba' is not supported"},
         {"c['vocab_size'] = 9999", "model.embed_tokens.weight' is f32 [523, 64], expected a float [9999, 64]"},

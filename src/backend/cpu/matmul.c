@@ -79,7 +79,9 @@ OMNIC_INLINE OMNIC_AVX512 __m512 ldw16_m(const void *w, int64_t k, __mmask16 m, 
     return omnic__ld_bf16x16_m((const uint16_t *)w + k, m);
 }
 
-/* out[i*ldo + j] = a_i . w_j for i < mr, j < nr (mr <= 4, nr <= 4). */
+/* out[i*ldo + j] = a_i . w_j for i < mr, j < nr (mr <= 4, nr <= 4). While a tile streams,
+ * the same rows of the next tile are prefetched (the hardware prefetcher restarts on every
+ * short row otherwise): ~0.90 -> ~0.98 of the 1-thread read bandwidth for bf16 M = 1. */
 OMNIC_INLINE OMNIC_AVX512 void tile16(const float *a, int64_t K, const char *w, size_t ldw, float *out,
                                       int64_t ldo, int mr, int nr, int dt)
 {
@@ -91,7 +93,7 @@ OMNIC_INLINE OMNIC_AVX512 void tile16(const float *a, int64_t K, const char *w, 
     size_t es = dt == DT_F32 ? 4 : 2, pf = (size_t)nr * ldw; /* same row of the next tile */
     for (; k + 16 <= K; k += 16) {
         __m512 wv[MV_NR];
-        UNROLL for (int j = 0; j < nr; j++) _mm_prefetch(wr[j] + pf + (size_t)k * es, _MM_HINT_T1);
+        UNROLL for (int j = 0; j < nr; j++) _mm_prefetch(wr[j] + pf + (size_t)k * es, _MM_HINT_T0);
         UNROLL for (int j = 0; j < nr; j++) wv[j] = ldw16(wr[j], k, dt);
         UNROLL for (int i = 0; i < mr; i++) {
             __m512 av = _mm512_loadu_ps(a + i * K + k);
@@ -176,8 +178,10 @@ OMNIC_INLINE OMNIC_AVX2 void tile8(const float *a, int64_t K, const char *w, siz
     UNROLL for (int j = 0; j < nr; j++) wr[j] = w + (size_t)j * ldw;
     UNROLL for (int i = 0; i < mr; i++) UNROLL for (int j = 0; j < nr; j++) acc[i][j] = _mm256_setzero_ps();
     int64_t k = 0;
+    size_t es = dt == DT_F32 ? 4 : 2, pf = (size_t)nr * ldw; /* same row of the next tile */
     for (; k + 8 <= K; k += 8) {
         __m256 wv[MV_NR];
+        UNROLL for (int j = 0; j < nr; j++) _mm_prefetch(wr[j] + pf + (size_t)k * es, _MM_HINT_T0);
         UNROLL for (int j = 0; j < nr; j++) wv[j] = ldw8(wr[j], k, dt);
         UNROLL for (int i = 0; i < mr; i++) {
             __m256 av = _mm256_loadu_ps(a + i * K + k);
