@@ -105,7 +105,7 @@ bool omnic__stop_push(omnic__stop_matcher *m, const char *text, size_t len, cons
 
 void omnic__stop_flush(omnic__stop_matcher *m, const char **emit, size_t *emit_len)
 {
-    *emit = m->buf;
+    *emit = m->buf ? m->buf : "";
     *emit_len = m->stopped ? 0 : m->held;
     m->held = 0;
 }

@@ -1,0 +1,458 @@
+#!/usr/bin/python3
+"""Independent numpy reference of the Hugging Face text decoders omnic supports.
+
+Families (config.json `model_type`):
+  llama   LlamaForCausalLM: RMSNorm, RoPE (default or llama3 `rope_scaling`), GQA,
+          SiLU-gated MLP; optional `attention_bias` (q/k/v/o) and `mlp_bias`.
+  qwen2   Qwen2ForCausalLM: as llama with biases on q/k/v (none on o_proj);
+          sliding-window attention is refused unless the sequence fits the window.
+
+Written from the semantics of transformers' modeling_llama.py, modeling_qwen2.py
+and modeling_rope_utils.py (eager attention path):
+
+  RMSNorm      x32 = float32(x); x32 * rsqrt(mean(x32^2) + eps); weight * x32.to(in_dtype)
+  RoPE         inv_freq = 1 / base ** (arange(0, hd, 2).float() / hd)          float32 buffer
+               llama3: _compute_llama3_parameters on that float32 tensor
+               angle = float32(position) * inv_freq (float32); cos/sin of the angle,
+               emb = cat(angle, angle); x*cos + rotate_half(x)*sin, rotate_half(x) = cat(-x2, x1)
+  attention    repeat_kv (query head h reads kv head h // (n_heads / n_kv));
+               softmax(q k^T * hd**-0.5 + causal mask, float32) @ v; the mask is
+               by row index (cache position), RoPE by the given positions
+  MLP          down(silu(gate(x)) * up(x))
+  layer        h += o_proj(attn(input_layernorm(h))); h += mlp(post_attention_layernorm(h))
+  head         logits = lm_head(norm(h)); lm_head = embed_tokens when tie_word_embeddings
+
+Precision (--precision):
+  f32  mirrors HF running a checkpoint loaded with torch_dtype=float32: weights
+       widened to float32 (exact for bf16/f16), every activation float32.
+  f64  the same model evaluated in float64 (weights widened exactly). The RoPE
+       table and angles stay HF's float32 values in both modes: they are model
+       buffers HF computes in float32, and at large positions the rounding of the
+       float32 angle is part of what HF computes. cos/sin are then evaluated in
+       float64 of that float32 angle.
+
+Stages (forward() dict, --dump names, in order):
+  tokens [T] int32, positions [T] int32, inputs_embeds [T,H],
+  per layer i: kv_l{i}_k [T,n_kv,hd] (after RoPE), kv_l{i}_v [T,n_kv,hd], hidden_l{i} [T,H]
+  (the layer's output, before the final norm), final_norm [T,H], logits [T,V],
+  prefill_logits [1,V] (last row; omnic's name).
+
+CLI:
+  decoder.py --model DIR --tokens 1,2,3 [--positions 0,1,2] [--precision f32|f64]
+             [--kv-round none|f16|bf16] [--dump OUTDIR]
+             [--compare DIR_OR_FILE [--atol 2e-3] [--rtol 1e-4]]
+"""
+
+import argparse
+import dataclasses
+import json
+import math
+import os
+import sys
+from typing import Dict, List, Optional, Sequence
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from safetensors_np import Checkpoint  # noqa: E402
+
+SUPPORTED = ("llama", "qwen2")
+
+
+# =============================================================================
+# Config
+# =============================================================================
+
+@dataclasses.dataclass
+class DecoderConfig:
+    model_type: str
+    vocab: int
+    hidden: int
+    n_layers: int
+    n_heads: int
+    n_kv_heads: int
+    head_dim: int
+    intermediate: int
+    rms_eps: float
+    rope_theta: float
+    rope_scaling: Optional[dict]
+    tie: bool
+    qkv_bias: bool
+    o_bias: bool
+    mlp_bias: bool
+    hidden_act: str
+    sliding_window: Optional[int]   # only set when the config enables it
+
+
+def load_config(model_dir: str) -> DecoderConfig:
+    """Read config.json with the defaults of LlamaConfig / Qwen2Config."""
+    with open(os.path.join(model_dir, "config.json"), encoding="utf-8") as f:
+        c = json.load(f)
+    mt = c.get("model_type")
+    if mt not in SUPPORTED:
+        raise SystemExit(f"{model_dir}: model_type {mt!r} not supported (have {', '.join(SUPPORTED)})")
+    heads = c["num_attention_heads"]
+    hidden = c["hidden_size"]
+    head_dim = c.get("head_dim") or hidden // heads
+    if mt == "llama":
+        qkv_bias = o_bias = bool(c.get("attention_bias", False))
+        mlp_bias = bool(c.get("mlp_bias", False))
+    else:  # qwen2: nn.Linear(..., bias=True) for q/k/v, bias=False for o and the MLP
+        qkv_bias, o_bias, mlp_bias = True, False, False
+    sw = c.get("sliding_window") if c.get("use_sliding_window", False) else None
+    rs = c.get("rope_scaling")
+    if rs is not None:
+        rtype = rs.get("rope_type", rs.get("type", "default"))
+        if rtype not in ("default", "llama3"):
+            raise SystemExit(f"{model_dir}: rope_scaling type {rtype!r} not implemented in the reference")
+        rs = dict(rs, rope_type=rtype)
+    act = c.get("hidden_act", "silu")
+    if act != "silu":
+        raise SystemExit(f"{model_dir}: hidden_act {act!r} not implemented in the reference")
+    return DecoderConfig(
+        model_type=mt, vocab=c["vocab_size"], hidden=hidden, n_layers=c["num_hidden_layers"],
+        n_heads=heads, n_kv_heads=c.get("num_key_value_heads") or heads, head_dim=head_dim,
+        intermediate=c["intermediate_size"], rms_eps=float(c.get("rms_norm_eps", 1e-6)),
+        rope_theta=float(c.get("rope_theta", 10000.0)), rope_scaling=rs,
+        tie=bool(c.get("tie_word_embeddings", False)), qkv_bias=qkv_bias, o_bias=o_bias,
+        mlp_bias=mlp_bias, hidden_act=act, sliding_window=sw)
+
+
+# =============================================================================
+# RoPE tables (float32, as HF builds them)
+# =============================================================================
+
+def _f32(x) -> np.float32:
+    return np.float32(x)
+
+
+def rope_inv_freq(cfg: DecoderConfig) -> np.ndarray:
+    """inv_freq [hd/2] float32, as `_compute_default_rope_parameters` (+ llama3) compute it.
+
+    Every step is a float32 tensor op in HF; `scalar / tensor` is torch's
+    __rtruediv__, i.e. tensor.reciprocal() * scalar, reproduced as such.
+    """
+    dim = cfg.head_dim
+    expo = np.arange(0, dim, 2, dtype=np.int64).astype(np.float32) / _f32(dim)
+    inv_freq = np.reciprocal(np.power(_f32(cfg.rope_theta), expo)) * _f32(1.0)
+    rs = cfg.rope_scaling
+    if rs is None or rs["rope_type"] == "default":
+        return inv_freq.astype(np.float32)
+    return llama3_scale(inv_freq, float(rs["factor"]), float(rs["low_freq_factor"]),
+                        float(rs["high_freq_factor"]), float(rs["original_max_position_embeddings"]))
+
+
+def llama3_scale(inv_freq: np.ndarray, factor: float, low: float, high: float, old_ctx: float) -> np.ndarray:
+    """`_compute_llama3_parameters` on a float32 inv_freq [n] -> float32 [n].
+
+    Wavelengths above old_ctx/low are divided by `factor`, below old_ctx/high kept,
+    in between blended by smooth = (old_ctx / wavelen - low) / (high - low).
+    """
+    low_wavelen = old_ctx / low            # python floats, compared against float32 tensors
+    high_wavelen = old_ctx / high
+    wavelen = np.reciprocal(inv_freq) * _f32(2 * math.pi)
+    inv_llama = np.where(wavelen > low_wavelen, inv_freq / _f32(factor), inv_freq)
+    smooth = (np.reciprocal(wavelen) * _f32(old_ctx) - _f32(low)) / _f32(high - low)
+    smoothed = (_f32(1) - smooth) * inv_llama / _f32(factor) + smooth * inv_llama
+    medium = ~(wavelen < high_wavelen) & ~(wavelen > low_wavelen)
+    return np.where(medium, smoothed, inv_llama).astype(np.float32)
+
+
+def rope_cos_sin(inv_freq: np.ndarray, positions: np.ndarray, dtype) -> tuple:
+    """cos, sin [T, hd] in `dtype` for rotate-half RoPE.
+
+    The angle float32(pos) * inv_freq is rounded to float32 (HF's float32 matmul
+    with inner size 1); cos/sin are taken of that angle in `dtype`.
+    """
+    angle = positions.astype(np.float32)[:, None] * inv_freq[None, :]   # [T, hd/2] float32
+    emb = np.concatenate([angle, angle], axis=-1).astype(dtype)
+    return np.cos(emb), np.sin(emb)
+
+
+def rotate_half(x: np.ndarray) -> np.ndarray:
+    """[..., hd] -> cat(-x[..., hd/2:], x[..., :hd/2])."""
+    h = x.shape[-1] // 2
+    return np.concatenate([-x[..., h:], x[..., :h]], axis=-1)
+
+
+def apply_rope(x: np.ndarray, cos: np.ndarray, sin: np.ndarray) -> np.ndarray:
+    """x [T, n, hd]; cos/sin [T, hd] -> x*cos + rotate_half(x)*sin."""
+    return x * cos[:, None, :] + rotate_half(x) * sin[:, None, :]
+
+
+# =============================================================================
+# Blocks
+# =============================================================================
+
+def rms_norm(x: np.ndarray, w: np.ndarray, eps: float) -> np.ndarray:
+    """x [T, H], w [H] -> [T, H]. Computed in x's dtype (float32 in HF for f32 models)."""
+    dt = x.dtype
+    var = np.mean(x * x, axis=-1, keepdims=True)
+    return w * (x * (dt.type(1) / np.sqrt(var + dt.type(eps))))
+
+
+def linear(x: np.ndarray, w: np.ndarray, b: Optional[np.ndarray] = None) -> np.ndarray:
+    """x [T, in], w [out, in], b [out] -> x @ w.T + b  [T, out]."""
+    y = x @ w.T
+    return y if b is None else y + b
+
+
+def silu(x: np.ndarray) -> np.ndarray:
+    return x / (x.dtype.type(1) + np.exp(-x))
+
+
+def softmax(x: np.ndarray) -> np.ndarray:
+    """Softmax over the last axis; rows fully masked with -inf are not expected."""
+    m = np.max(x, axis=-1, keepdims=True)
+    e = np.exp(x - m)
+    return e / np.sum(e, axis=-1, keepdims=True)
+
+
+def causal_attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, window: Optional[int] = None) -> np.ndarray:
+    """q [T, n_heads, hd], k/v [T, n_kv, hd] -> [T, n_heads*hd].
+
+    Query head h reads kv head h // (n_heads // n_kv) (repeat_kv). Row i attends
+    to rows j <= i (and j > i - window when a sliding window is given).
+    """
+    T, nh, hd = q.shape
+    rep = nh // k.shape[1]
+    kk = np.repeat(k, rep, axis=1)                       # [T, nh, hd]
+    vv = np.repeat(v, rep, axis=1)
+    scale = q.dtype.type(hd ** -0.5)
+    scores = np.einsum("ihd,jhd->hij", q, kk) * scale    # [nh, T, T]
+    i, j = np.arange(T)[:, None], np.arange(T)[None, :]
+    allowed = j <= i
+    if window is not None:
+        allowed &= j > i - window
+    scores = np.where(allowed[None], scores, -np.inf)
+    p = softmax(scores)
+    out = np.einsum("hij,jhd->ihd", p, vv)               # [T, nh, hd]
+    return out.reshape(T, nh * hd)
+
+
+def round_to(x: np.ndarray, kind: str) -> np.ndarray:
+    """Round to f16 or bf16 (nearest even) and back to x.dtype; 'none' returns x."""
+    if kind == "none":
+        return x
+    if kind == "f16":
+        return x.astype(np.float16).astype(x.dtype)
+    u = x.astype(np.float32).view(np.uint32)
+    r = ((u + np.uint32(0x7FFF) + ((u >> 16) & 1)) & np.uint32(0xFFFF0000)).view(np.float32)
+    return r.astype(x.dtype)
+
+
+class Weights:
+    """Tensors of one checkpoint, fetched by HF name and widened to the compute dtype."""
+
+    def __init__(self, ckpt: Checkpoint, dtype):
+        self.ck, self.dtype = ckpt, dtype
+
+    def __call__(self, name: str) -> np.ndarray:
+        return self.ck.get(name, self.dtype)
+
+    def opt(self, name: str, present: bool) -> Optional[np.ndarray]:
+        """Bias `name` when the config says it exists (then it must be in the checkpoint)."""
+        return self(name) if present else None
+
+
+def attention_block(h: np.ndarray, W: Weights, p: str, cfg: DecoderConfig, cos, sin, kv_round: str):
+    """Normed input h [T, H] -> (attention output [T, H], K [T,n_kv,hd] after RoPE, V)."""
+    T = h.shape[0]
+    hd = cfg.head_dim
+    q = linear(h, W(p + "q_proj.weight"), W.opt(p + "q_proj.bias", cfg.qkv_bias)).reshape(T, cfg.n_heads, hd)
+    k = linear(h, W(p + "k_proj.weight"), W.opt(p + "k_proj.bias", cfg.qkv_bias)).reshape(T, cfg.n_kv_heads, hd)
+    v = linear(h, W(p + "v_proj.weight"), W.opt(p + "v_proj.bias", cfg.qkv_bias)).reshape(T, cfg.n_kv_heads, hd)
+    q, k = apply_rope(q, cos, sin), apply_rope(k, cos, sin)
+    k, v = round_to(k, kv_round), round_to(v, kv_round)
+    o = causal_attention(q, k, v, cfg.sliding_window)
+    return linear(o, W(p + "o_proj.weight"), W.opt(p + "o_proj.bias", cfg.o_bias)), k, v
+
+
+def mlp_block(h: np.ndarray, W: Weights, p: str, cfg: DecoderConfig) -> np.ndarray:
+    """Normed input h [T, H] -> down(silu(gate(h)) * up(h)) [T, H]."""
+    g = linear(h, W(p + "gate_proj.weight"), W.opt(p + "gate_proj.bias", cfg.mlp_bias))
+    u = linear(h, W(p + "up_proj.weight"), W.opt(p + "up_proj.bias", cfg.mlp_bias))
+    return linear(silu(g) * u, W(p + "down_proj.weight"), W.opt(p + "down_proj.bias", cfg.mlp_bias))
+
+
+# =============================================================================
+# Forward
+# =============================================================================
+
+def forward(model_dir: str, tokens: Sequence[int], positions: Optional[Sequence[int]] = None,
+            precision: str = "f64", kv_round: str = "none") -> Dict[str, np.ndarray]:
+    """Prefill `tokens` from an empty cache; returns every stage (see the module docstring).
+
+    tokens [T]; positions [T] (RoPE coordinates, default 0..T-1; the causal mask
+    always uses the row index). precision 'f32' or 'f64'. kv_round rounds K and V
+    to f16/bf16 before attention, to model a reduced-precision KV cache (not HF).
+    """
+    dtype = {"f32": np.float32, "f64": np.float64}[precision]
+    cfg = load_config(model_dir)
+    W = Weights(Checkpoint(model_dir), dtype)
+    tokens = np.asarray(tokens, dtype=np.int64)
+    T = len(tokens)
+    positions = np.arange(T) if positions is None else np.asarray(positions, dtype=np.int64)
+    if T == 0 or positions.shape != (T,):
+        raise SystemExit(f"need T >= 1 tokens and as many positions (got {T} tokens, {positions.size} positions)")
+    if tokens.min() < 0 or tokens.max() >= cfg.vocab:
+        raise SystemExit(f"token id out of range [0, {cfg.vocab})")
+    if cfg.sliding_window is not None and T <= cfg.sliding_window:
+        window = None            # the window cannot mask anything
+    elif cfg.sliding_window is not None:
+        raise SystemExit("use_sliding_window with a sequence longer than the window is not implemented")
+    else:
+        window = None
+    cfg.sliding_window = window
+
+    out: Dict[str, np.ndarray] = {"tokens": tokens.astype(np.int32), "positions": positions.astype(np.int32)}
+    embed = W("model.embed_tokens.weight")                        # [V, H]
+    h = embed[tokens]
+    out["inputs_embeds"] = h
+    cos, sin = rope_cos_sin(rope_inv_freq(cfg), positions, dtype)
+    for i in range(cfg.n_layers):
+        p = f"model.layers.{i}."
+        a, k, v = attention_block(rms_norm(h, W(p + "input_layernorm.weight"), cfg.rms_eps),
+                                  W, p + "self_attn.", cfg, cos, sin, kv_round)
+        h = h + a
+        h = h + mlp_block(rms_norm(h, W(p + "post_attention_layernorm.weight"), cfg.rms_eps), W, p + "mlp.", cfg)
+        out[f"kv_l{i}_k"], out[f"kv_l{i}_v"], out[f"hidden_l{i}"] = k, v, h
+    hn = rms_norm(h, W("model.norm.weight"), cfg.rms_eps)
+    out["final_norm"] = hn
+    head = embed if cfg.tie else W("lm_head.weight")
+    logits = linear(hn, head)
+    out["logits"] = logits
+    out["prefill_logits"] = logits[-1:]
+    return out
+
+
+def stage_order(n_layers: int) -> List[str]:
+    names = ["tokens", "positions", "inputs_embeds"]
+    for i in range(n_layers):
+        names += [f"kv_l{i}_k", f"kv_l{i}_v", f"hidden_l{i}"]
+    return names + ["final_norm", "logits", "prefill_logits"]
+
+
+# =============================================================================
+# Comparison against omnic's --dump files
+# =============================================================================
+
+# Extra relative slack for a file stored in a narrow float type: its own rounding
+# (half an ulp relative to the value, bounded by the stage's max |ref|).
+STORAGE_SLACK = {np.dtype(np.float16): 2.0 ** -11}
+
+
+@dataclasses.dataclass
+class StageResult:
+    name: str
+    ok: bool
+    max_abs: float = 0.0
+    rel: float = 0.0         # max_abs / max|ref|
+    limit: float = 0.0       # the max_abs allowed
+    note: str = ""
+
+
+def compare_stage(name: str, ref: np.ndarray, got: np.ndarray, atol: float, rtol: float) -> StageResult:
+    """Compare omnic's array with the reference; shapes equal up to leading 1s.
+
+    Integer stages (tokens, positions) must be equal. Float stages pass when
+    max|got - ref| <= atol + (rtol + slack) * max|ref|, slack being the file's
+    own storage rounding (2^-11 for float16 files, 0 otherwise).
+    """
+    gs, rs = tuple(got.shape), tuple(ref.shape)
+    if gs != rs and tuple(d for d in gs if d != 1) != tuple(d for d in rs if d != 1) \
+            or got.size != ref.size:
+        return StageResult(name, False, math.inf, math.inf, 0.0, f"shape {list(gs)} != reference {list(rs)}")
+    got = got.reshape(rs)
+    if np.issubdtype(ref.dtype, np.integer):
+        diff = int(np.max(np.abs(got.astype(np.int64) - ref.astype(np.int64))))
+        return StageResult(name, diff == 0, float(diff), 0.0, 0.0, "" if diff == 0 else "integer values differ")
+    g = got.astype(np.float64)
+    r = ref.astype(np.float64)
+    if not np.isfinite(g).all():
+        return StageResult(name, False, math.inf, math.inf, 0.0, f"{int((~np.isfinite(g)).sum())} non-finite values")
+    scale = float(np.max(np.abs(r))) if r.size else 0.0
+    max_abs = float(np.max(np.abs(g - r))) if r.size else 0.0
+    slack = STORAGE_SLACK.get(got.dtype, 0.0)
+    limit = atol + (rtol + slack) * scale
+    note = f"stored {got.dtype}" if slack else ""
+    return StageResult(name, max_abs <= limit, max_abs, max_abs / scale if scale else max_abs, limit, note)
+
+
+def load_compare_files(path: str) -> Dict[str, np.ndarray]:
+    """{stage name: array} from a dump directory or a single .npy file."""
+    if os.path.isdir(path):
+        files = sorted(f for f in os.listdir(path) if f.endswith(".npy"))
+        return {f[:-4]: np.load(os.path.join(path, f)) for f in files}
+    name = os.path.basename(path)
+    if not name.endswith(".npy"):
+        raise SystemExit(f"--compare {path}: not a directory or .npy file")
+    return {name[:-4]: np.load(path)}
+
+
+def compare(stages: Dict[str, np.ndarray], path: str, n_layers: int, atol: float, rtol: float) -> int:
+    """Print one line per stage in model order; return 0 if all pass, 1 otherwise."""
+    files = load_compare_files(path)
+    order = [n for n in stage_order(n_layers) if n in files and n in stages]
+    ignored = sorted(set(files) - set(stages))
+    if not order:
+        print(f"compare: no stage of {path} is one the reference produces ({', '.join(sorted(files)) or 'none'})")
+        return 1
+    print(f"compare {path}: tolerance max|d| <= {atol:g} + {rtol:g}*max|ref| (+2^-11*max|ref| for f16 files)")
+    results = [compare_stage(n, stages[n], files[n], atol, rtol) for n in order]
+    for r in results:
+        print(f"  {'ok  ' if r.ok else 'FAIL'} {r.name:16s} max_abs {r.max_abs:.3e}  rel {r.rel:.3e}  "
+              f"limit {r.limit:.3e}{'  ' + r.note if r.note else ''}")
+    for n in ignored:
+        print(f"  skip {n:16s} (no reference stage)")
+    if "prefill_logits" in order:
+        a = int(np.argmax(files["prefill_logits"].reshape(-1)))
+        b = int(np.argmax(stages["prefill_logits"].reshape(-1)))
+        print(f"  greedy token: omnic {a}, reference {b}{'' if a == b else '  (DIFFER)'}")
+    bad = [r for r in results if not r.ok]
+    if bad:
+        print(f"compare: FIRST DIVERGENCE at {bad[0].name} (max_abs {bad[0].max_abs:.3e} > {bad[0].limit:.3e}"
+              f"{'; ' + bad[0].note if bad[0].note else ''}); {len(bad)} of {len(results)} stages fail")
+        return 1
+    print(f"compare: all {len(results)} stages within tolerance")
+    return 0
+
+
+# =============================================================================
+# CLI
+# =============================================================================
+
+def int_list(s: str) -> List[int]:
+    return [int(x) for x in s.split(",") if x.strip() != ""]
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    ap = argparse.ArgumentParser(description="numpy reference forward of a llama/qwen2 HF checkpoint")
+    ap.add_argument("--model", required=True, help="checkpoint directory (config.json + safetensors)")
+    ap.add_argument("--tokens", required=True, type=int_list, help="comma-separated token ids")
+    ap.add_argument("--positions", type=int_list, default=None, help="RoPE positions (default 0..T-1)")
+    ap.add_argument("--precision", choices=["f32", "f64"], default="f32")
+    ap.add_argument("--kv-round", choices=["none", "f16", "bf16"], default="none",
+                    help="round K/V to this type before attention (models a reduced-precision cache; not HF)")
+    ap.add_argument("--dump", metavar="OUTDIR", help="write every stage as OUTDIR/<name>.npy")
+    ap.add_argument("--compare", metavar="DIR_OR_FILE", help="compare omnic's <name>.npy files stage by stage")
+    ap.add_argument("--atol", type=float, default=2e-3)
+    ap.add_argument("--rtol", type=float, default=1e-4, help="relative to the stage's max |ref|")
+    args = ap.parse_args(argv)
+
+    stages = forward(args.model, args.tokens, args.positions, args.precision, args.kv_round)
+    if args.dump:
+        os.makedirs(args.dump, exist_ok=True)
+        for name, a in stages.items():
+            np.save(os.path.join(args.dump, name + ".npy"), a)
+    last = stages["prefill_logits"].reshape(-1)
+    print(f"reference ({args.precision}): T={len(args.tokens)} argmax(last logits) = {int(np.argmax(last))} "
+          f"(logit {float(np.max(last)):.6f})")
+    if args.compare:
+        n_layers = sum(1 for n in stages if n.startswith("hidden_l"))
+        return compare(stages, args.compare, n_layers, args.atol, args.rtol)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
