@@ -41,13 +41,15 @@ typedef enum omnic__op {
      * angle = (float)pos[t] * inv_freq[i] (one f32 rounding); c = cos(angle) * fp[1] and
      * s = sin(angle) * fp[1] rounded to f32 (ref: correctly rounded cos/sin of the f32 angle). */
     OMNIC_OP_ROPE,
-    /* Scaled dot-product attention over one slot's KV.
-     * q [T, n_heads, head_dim] f32; k, v [S, n_kv_heads, head_dim] f32 or f16 (the KV
-     * cache rows 0..S-1); qpos i32 [T] (src[3]: KV index of each query row);
-     * optional additive bias f32 [T, S] (src[4]; 0 allowed, a large finite negative masks).
+    /* Scaled dot-product attention, each query row over its own range of KV rows.
+     * q [T, n_heads, head_dim] f32; k, v [S, n_kv_heads, head_dim] f32 or f16 (a KV pool
+     * layer: rows of every slot); qpos i32 [T] (src[3]: KV index of each query row);
+     * optional additive bias f32 [T, S] (src[4]; 0 allowed, a large finite negative masks);
+     * optional kv_begin i32 [T] (src[5]: first KV row query i may see, its slot's start;
+     * absent: 0). Keys j < kv_begin[i] are never visited, so cost follows the visible range.
      * GQA: head h reads kv head h / (n_heads / n_kv_heads).
      * fp[0] = scale (usually 1/sqrt(head_dim)); fp[1] = logit softcap (0 none: tanh(x/c)*c).
-     * ip[0] = causal (key j visible to query i only when j <= qpos[i]);
+     * ip[0] = causal (key j visible to query i only when j <= qpos[i]; non-causal: j < S);
      * ip[1] = sliding window W (0 none; else also require qpos[i] - j < W).
      * Score order (as HF Gemma2/3 eager): s = (q . k) * scale; softcap; + bias; mask.
      * Masked keys get -inf before softmax; a row with no visible key yields zeros.
@@ -81,10 +83,14 @@ typedef enum omnic__op {
     OMNIC_OP_CPY,
     /* dst = tanh(x / fp[0]) * fp[0] (final-logit soft capping). */
     OMNIC_OP_SOFTCAP,
+    /* Scatter rows: dst row idx[t] = src row t converted to dst's dtype, for t < rows(src).
+     * src[0] f32 [T, ...], src[1] idx i32 [T]; dst (any float dtype, same row size) is
+     * updated in place (KV pool writes); other rows of dst are untouched. */
+    OMNIC_OP_SET_ROWS,
     OMNIC_OP_COUNT
 } omnic__op;
 
-#define OMNIC_MAX_SRC 5      /* attention: q, k, v, qpos, bias */
+#define OMNIC_MAX_SRC 6      /* attention: q, k, v, qpos, bias, kv_begin */
 #define OMNIC_OP_NPARAMS 8
 
 typedef struct omnic__node {

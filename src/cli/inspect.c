@@ -101,13 +101,15 @@ int omnic__cli_inspect(int argc, char **argv)
     }
     printf("chat template: %s\n", ck->chat_template_source ? ck->chat_template_source : "none");
     printf("backend:    %s, %d thread%s\n", m->backend->name, m->prefill.nth, m->prefill.nth == 1 ? "" : "s");
-    printf("modules (capacity %lld):\n", (long long)m->capacity);
+    printf("modules (context %lld rows per slot, %d slot%s, prefill chunk %lld):\n", (long long)m->capacity,
+           m->n_slots, m->n_slots == 1 ? "" : "s", (long long)m->chunk);
     omnic__module_print(&m->prefill, stdout);
+    omnic__module_print(&m->decode, stdout);
     human(b1, sizeof b1, (double)omnic__model_planned_bytes(m));
-    human(b2, sizeof b2, (double)omnic__model_kv_slot_bytes(m));
-    human(b3, sizeof b3, (double)(omnic__model_planned_bytes(m) + omnic__model_kv_slot_bytes(m)));
-    printf("memory:     modules %s + KV slot (%s, %lld rows) %s = %s beyond the mapped weights\n", b1,
-           omnic_dtype_name(m->kv_dtype), (long long)m->capacity, b2, b3);
+    human(b2, sizeof b2, (double)omnic__model_kv_bytes(m));
+    human(b3, sizeof b3, (double)(omnic__model_planned_bytes(m) + omnic__model_kv_bytes(m)));
+    printf("memory:     modules %s + KV cache (%s, %d slot%s x %lld rows) %s = %s beyond the mapped weights\n", b1,
+           omnic_dtype_name(m->kv_dtype), m->n_slots, m->n_slots == 1 ? "" : "s", (long long)m->capacity, b2, b3);
     printf("identity:   %s\n", m->identity);
     omnic__model_close(m);
     return 0;

@@ -41,6 +41,7 @@ void omnic__arena_deinit(omnic__arena *a)
 void *omnic__arena_alloc(omnic__arena *a, size_t n)
 {
     size_t r, end;
+    if (!a->base) return NULL; /* empty arena: base + 0 would be NULL + 0 (UB) */
     if (!omnic__align_up(&r, n) || !omnic_size_add(&end, a->used, r) || end > a->cap) return NULL;
     void *p = a->base + a->used;
     a->used = end;

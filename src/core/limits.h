@@ -37,4 +37,21 @@
 #define OMNIC_MAX_LAYERS 512
 #define OMNIC_MAX_HEAD_DIM 1024
 
+/* tokenizer.json: entries in the model vocabulary, and the largest token id (model or added). */
+#define OMNIC_MAX_VOCAB (1 << 24)
+/* tokenizer.json: BPE merges. */
+#define OMNIC_MAX_MERGES (1 << 24)
+/* tokenizer.json: added_tokens entries. */
+#define OMNIC_MAX_ADDED_TOKENS (1 << 20)
+/* tokenizer.json: bytes of one token string (vocabulary entry, added token, merge part). */
+#define OMNIC_MAX_TOKEN_BYTES 65536
+/* tokenizer.json: bytes of one regex pattern (normalizer, pre-tokenizer, decoder). */
+#define OMNIC_MAX_TOKENIZER_REGEX 65536
+/* tokenizer.json: nesting depth of Sequence normalizers/pre-tokenizers/decoders/processors. */
+#define OMNIC_MAX_TOKENIZER_NESTING 32
+/* Text bytes one tokenizer encode call accepts. */
+#define OMNIC_MAX_ENCODE_BYTES ((size_t)64 << 20)
+/* Token ids one tokenizer decode call accepts. */
+#define OMNIC_MAX_DECODE_IDS ((size_t)1 << 24)
+
 #endif

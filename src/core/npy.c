@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "core/dtype.h"
 #include "core/npy.h"
@@ -208,6 +209,12 @@ omnic_status omnic__npy_read(const char *path, omnic__tensor **out, omnic_err *e
     uint8_t *buf = NULL;
     omnic_status s = OMNIC_OK;
     long size;
+    struct stat sb;
+    /* a directory or device has no meaningful size (ftell can say LONG_MAX) */
+    if (fstat(fileno(f), &sb) != 0 || !S_ISREG(sb.st_mode)) {
+        s = OMNIC_FAIL(err, OMNIC_E_IO, "%s: not a regular file", path);
+        goto out;
+    }
     if (fseek(f, 0, SEEK_END) != 0 || (size = ftell(f)) < 0 || fseek(f, 0, SEEK_SET) != 0) {
         s = OMNIC_FAIL(err, OMNIC_E_IO, "%s: cannot size the file", path);
         goto out;

@@ -48,6 +48,7 @@ void omnic__sha256_init(omnic__sha256 *s)
 void omnic__sha256_update(omnic__sha256 *s, const void *data, size_t n)
 {
     const uint8_t *p = data;
+    if (n == 0) return; /* data may be NULL then (an empty tensor); memcpy must not see it */
     s->len += n;
     if (s->buf_len) {
         size_t take = 64 - s->buf_len < n ? 64 - s->buf_len : n;

@@ -363,8 +363,8 @@ static omnic__tensor *norm(omnic__graph *g, const omnic__decoder *d, omnic__tens
     return omnic__g_rmsnorm(g, x, omnic__g_weight(g, w), (float)d->cfg.rms_eps, d->cfg.norm_one_plus);
 }
 
-omnic_status omnic__decoder_build_token_prefill(const omnic__decoder *d, omnic__module *m, omnic_dtype kv_dtype,
-                                                omnic_err *err)
+omnic_status omnic__decoder_build(const omnic__decoder *d, omnic__module *m, omnic_dtype kv_dtype, int64_t kv_rows,
+                                  bool all_rows, omnic_err *err)
 {
     const omnic__text_config *c = &d->cfg;
     omnic__graph *g = &m->graph;
@@ -372,7 +372,7 @@ omnic_status omnic__decoder_build_token_prefill(const omnic__decoder *d, omnic__
     int64_t one[1] = {cap};
     omnic__tensor *tokens = omnic__g_input(g, "tokens", OMNIC_DTYPE_I32, 1, one, OMNIC_VAR_T);
     omnic__tensor *pos = omnic__g_input(g, "positions", OMNIC_DTYPE_I32, 1, one, OMNIC_VAR_T);
-    omnic__tensor *kvi = omnic__g_kv_index(g);
+    omnic__tensor *kvi = omnic__g_kv_index(g), *kvb = omnic__g_kv_begin(g);
     omnic__tensor *rope_global = omnic__g_weight(g, d->rope_global);
     omnic__tensor *rope_local = d->rope_local ? omnic__g_weight(g, d->rope_local) : NULL;
     omnic__tensor *x = omnic__g_get_rows(g, omnic__g_weight(g, &d->embed), tokens);
@@ -397,14 +397,12 @@ omnic_status omnic__decoder_build_token_prefill(const omnic__decoder *d, omnic__
         float af = sliding && rope_local ? 1.0f : c->rope_attn_factor;
         q = omnic__g_rope(g, q, pos, (int)c->n_rot, 0, theta, table, af);
         k = omnic__g_rope(g, k, pos, (int)c->n_rot, 0, theta, table, af);
-        omnic__tensor *kc = omnic__g_slot_kv(g, false, (int)l, kv_dtype, c->n_kv_heads, hd);
-        omnic__tensor *vc = omnic__g_slot_kv(g, true, (int)l, kv_dtype, c->n_kv_heads, hd);
-        omnic__g_cpy(g, k, omnic__g_view_rows(g, kc, 0, true, OMNIC_VAR_T, 0));
-        omnic__g_cpy(g, v, omnic__g_view_rows(g, vc, 0, true, OMNIC_VAR_T, 0));
-        omnic__tensor *a = omnic__g_attention(g, q, omnic__g_view_rows(g, kc, 0, false, OMNIC_VAR_KV, 0),
-                                              omnic__g_view_rows(g, vc, 0, false, OMNIC_VAR_KV, 0), kvi, NULL,
-                                              c->attn_scale, true, sliding ? (int)c->sliding_window : 0,
-                                              c->attn_softcap);
+        omnic__tensor *kc = omnic__g_kv_layer(g, false, (int)l, kv_dtype, kv_rows, c->n_kv_heads, hd);
+        omnic__tensor *vc = omnic__g_kv_layer(g, true, (int)l, kv_dtype, kv_rows, c->n_kv_heads, hd);
+        kc = omnic__g_set_rows(g, kc, k, kvi);
+        vc = omnic__g_set_rows(g, vc, v, kvi);
+        omnic__tensor *a = omnic__g_attention(g, q, kc, vc, kvi, NULL, kvb, c->attn_scale, true,
+                                              sliding ? (int)c->sliding_window : 0, c->attn_softcap);
         int64_t flat[2] = {T, c->n_heads * hd};
         omnic__tensor *o = omnic__g_matmul(g, omnic__g_reshape(g, a, 2, flat), omnic__g_weight(g, &L->wo), NULL);
         if (c->sandwich_norms) o = norm(g, d, o, &L->post_attn_norm);
@@ -418,7 +416,7 @@ omnic_status omnic__decoder_build_token_prefill(const omnic__decoder *d, omnic__
         if (c->sandwich_norms) down = norm(g, d, down, &L->post_mlp_norm);
         x = omnic__g_add(g, x, down);
     }
-    omnic__tensor *last = norm(g, d, omnic__g_slice_last_rows(g, x, 1), &d->norm);
+    omnic__tensor *last = norm(g, d, all_rows ? x : omnic__g_slice_last_rows(g, x, 1), &d->norm);
     omnic__tensor *logits = omnic__g_matmul(g, last, omnic__g_weight(g, &d->lm_head), NULL);
     if (c->final_softcap > 0) logits = omnic__g_softcap(g, logits, c->final_softcap);
     omnic__g_mark_output(g, logits, "logits");

@@ -85,11 +85,13 @@ omnic_status omnic__decoder_load(omnic__decoder *d, const omnic__text_config *cf
                                  omnic_err *err);
 void omnic__decoder_deinit(omnic__decoder *d);
 
-/* Builds text.token_prefill into m (initialized with the capacity): inputs tokens i32 [n],
- * positions i32 [n] (rope coordinates); K/V of rows [kv_start, kv_start+n) written to
- * the slot (kv_dtype); output logits f32 [1, V] of the last row. */
-omnic_status omnic__decoder_build_token_prefill(const omnic__decoder *d, omnic__module *m, omnic_dtype kv_dtype,
-                                                omnic_err *err);
+/* Builds the decoder into m (initialized with its row capacity): inputs tokens i32 [n]
+ * and positions i32 [n] (rope coordinates); each row's K/V goes to its KV pool row
+ * (pool of kv_rows rows, kv_dtype) and it attends over its slot's history.
+ * all_rows false: text.token_prefill, output logits f32 [1, V] of the last row (one
+ * sequence per call). all_rows true: text.decode, logits f32 [n, V] (one row per slot). */
+omnic_status omnic__decoder_build(const omnic__decoder *d, omnic__module *m, omnic_dtype kv_dtype, int64_t kv_rows,
+                                  bool all_rows, omnic_err *err);
 
 /* LongRoPE: the graph reads the short table; before a call whose largest position is
  * at or past original_max_position_embeddings, point it at the long one (as HF does per

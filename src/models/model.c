@@ -23,7 +23,8 @@ static omnic_status compute_identity(omnic__model *m, omnic_err *err)
         w[i] = (omnic__weight_desc){t->name, t->dtype, t->ndim, t->dims, "as-stored"};
     }
     char modules[256];
-    snprintf(modules, sizeof modules, "%s:%s", m->prefill.name, m->prefill.contract);
+    snprintf(modules, sizeof modules, "%s:%s;%s:%s", m->prefill.name, m->prefill.contract, m->decode.name,
+             m->decode.contract);
     omnic__bundle_desc d = {
         .arch_config = arch,
         .weights = w,
@@ -32,7 +33,7 @@ static omnic_status compute_identity(omnic__model *m, omnic_err *err)
         .capacity = m->capacity,
         .position_mode = "1d",
         .mask_mode = "causal",
-        .kv_layout = "slot[cap,n_kv,head_dim]",
+        .kv_layout = "pool[slots*cap,n_kv,head_dim]",
         .kv_dtype = m->kv_dtype,
         .modules = modules,
     };
@@ -61,15 +62,27 @@ omnic_status omnic__model_open(const char *dir, const omnic__model_opts *opts, o
     if ((s = m->family->parse_config(m->ckpt->config, "config.json", &cfg, err)) != OMNIC_OK) goto fail;
     if ((s = omnic__decoder_load(&m->dec, &cfg, m->ckpt->weights, err)) != OMNIC_OK) goto fail;
     m->capacity = opts && opts->ctx > 0 ? opts->ctx : (cfg.max_pos < 4096 ? cfg.max_pos : 4096);
+    m->n_slots = opts && opts->slots > 0 ? opts->slots : 1;
+    m->chunk = opts && opts->chunk > 0 ? opts->chunk : 512;
+    if (m->chunk > m->capacity) m->chunk = m->capacity;
     int threads = opts && opts->threads > 0 ? opts->threads : omnic__cpu_count();
     if ((s = omnic__threadpool_create(&m->pool, threads, err)) != OMNIC_OK) goto fail;
-    if ((s = omnic__module_init(&m->prefill, "text.token_prefill", "omnic.text.token_prefill/1", m->capacity, err)) !=
-            OMNIC_OK ||
-        (s = omnic__decoder_build_token_prefill(&m->dec, &m->prefill, m->kv_dtype, err)) != OMNIC_OK ||
-        (s = omnic__module_finalize(&m->prefill, m->backend, m->pool, err)) != OMNIC_OK ||
-        (s = omnic__module_constrain(&m->prefill, "tokens", cfg.vocab, false, err)) != OMNIC_OK ||
-        (s = omnic__module_constrain(&m->prefill, "positions", INT32_MAX, false, err)) != OMNIC_OK)
+    if ((s = omnic__kv_pool_init(&m->kv, (int)cfg.n_layers, m->n_slots, m->capacity, cfg.n_kv_heads, cfg.head_dim,
+                                 m->kv_dtype, err)) != OMNIC_OK)
         goto fail;
+    const int64_t kv_rows = (int64_t)m->n_slots * m->capacity;
+    struct { omnic__module *mod; const char *name, *contract; int64_t rows; bool all; } mods[2] = {
+        {&m->prefill, "text.token_prefill", "omnic.text.token_prefill/1", m->chunk, false},
+        {&m->decode, "text.decode", "omnic.text.decode/1", m->n_slots, true}};
+    for (int i = 0; i < 2; i++) {
+        omnic__module *mod = mods[i].mod;
+        if ((s = omnic__module_init(mod, mods[i].name, mods[i].contract, mods[i].rows, err)) != OMNIC_OK ||
+            (s = omnic__decoder_build(&m->dec, mod, m->kv_dtype, kv_rows, mods[i].all, err)) != OMNIC_OK ||
+            (s = omnic__module_finalize(mod, m->backend, m->pool, err)) != OMNIC_OK ||
+            (s = omnic__module_constrain(mod, "tokens", cfg.vocab, false, err)) != OMNIC_OK ||
+            (s = omnic__module_constrain(mod, "positions", INT32_MAX, false, err)) != OMNIC_OK)
+            goto fail;
+    }
     if ((s = compute_identity(m, err)) != OMNIC_OK) goto fail;
     *out = m;
     return OMNIC_OK;
@@ -82,18 +95,24 @@ void omnic__model_close(omnic__model *m)
 {
     if (!m) return;
     omnic__module_deinit(&m->prefill);
+    omnic__module_deinit(&m->decode);
+    omnic__kv_pool_deinit(&m->kv);
     omnic__threadpool_destroy(m->pool);
     omnic__decoder_deinit(&m->dec);
     omnic__checkpoint_close(m->ckpt);
     omnic_free(m);
 }
 
-size_t omnic__model_planned_bytes(const omnic__model *m) { return m->prefill.plan.total_bytes; }
+size_t omnic__model_planned_bytes(const omnic__model *m)
+{
+    return m->prefill.plan.total_bytes + m->decode.plan.total_bytes;
+}
 
-size_t omnic__model_kv_slot_bytes(const omnic__model *m)
+size_t omnic__model_kv_bytes(const omnic__model *m)
 {
     size_t n = 0;
     const omnic__text_config *c = &m->dec.cfg;
-    omnic__kv_slot_bytes((int)c->n_layers, m->capacity, c->n_kv_heads, c->head_dim, m->kv_dtype, &n, NULL);
+    omnic__kv_pool_bytes((int)c->n_layers, m->n_slots, m->capacity, c->n_kv_heads, c->head_dim, m->kv_dtype, &n,
+                         NULL);
     return n;
 }

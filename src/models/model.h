@@ -9,7 +9,9 @@
 typedef struct omnic__model_opts {
     const char *backend;  /* "cpu" (default) or "ref" */
     int threads;          /* 0: all available cores */
-    int64_t ctx;          /* slot capacity; 0: min(max_position_embeddings, 4096) */
+    int64_t ctx;          /* rows per slot; 0: min(max_position_embeddings, 4096) */
+    int slots;            /* sequences decoded together; 0: 1 */
+    int64_t chunk;        /* prefill rows per call; 0: min(ctx, 512) */
     omnic_dtype kv_dtype; /* f16 (default) or f32 */
 } omnic__model_opts;
 
@@ -19,9 +21,13 @@ typedef struct omnic__model {
     omnic__decoder dec;
     const omnic__backend_ops *backend;
     omnic__threadpool *pool;          /* owned */
-    int64_t capacity;
+    int64_t capacity;                 /* rows per slot */
+    int n_slots;
+    int64_t chunk;                    /* prefill rows per call */
     omnic_dtype kv_dtype;
-    omnic__module prefill;            /* text.token_prefill */
+    omnic__kv_pool kv;                /* every slot's KV cache */
+    omnic__module prefill;            /* text.token_prefill: one sequence, <= chunk rows */
+    omnic__module decode;             /* text.decode: one row per slot, <= n_slots rows */
     char identity[65];
 } omnic__model;
 
@@ -30,9 +36,9 @@ omnic_status omnic__model_open(const char *dir, const omnic__model_opts *opts, o
 /* NULL ok. */
 void omnic__model_close(omnic__model *m);
 
-/* Memory the model needs beyond its mapped weights: planned module memory plus one
- * slot's KV cache (bytes). */
+/* Memory the model needs beyond its mapped weights: planned module memory, and the KV
+ * pool (bytes). */
 size_t omnic__model_planned_bytes(const omnic__model *m);
-size_t omnic__model_kv_slot_bytes(const omnic__model *m);
+size_t omnic__model_kv_bytes(const omnic__model *m);
 
 #endif

@@ -151,44 +151,44 @@ omnic__tensor *omnic__g_weight(omnic__graph *g, const omnic__tensor *w)
     return &gt->t;
 }
 
-omnic__tensor *omnic__g_slot_kv(omnic__graph *g, bool is_v, int layer, omnic_dtype dt, int64_t n_kv,
-                                int64_t head_dim)
+omnic__tensor *omnic__g_kv_layer(omnic__graph *g, bool is_v, int layer, omnic_dtype dt, int64_t pool_rows,
+                                 int64_t n_kv, int64_t head_dim)
 {
-    int64_t dims[3] = {g->capacity, n_kv, head_dim};
-    omnic__gtensor *gt = new_tensor(g, is_v ? OMNIC_GT_SLOT_V : OMNIC_GT_SLOT_K, dt, 3, dims, OMNIC_VAR_NONE);
+    int64_t dims[3] = {pool_rows, n_kv, head_dim};
+    omnic__gtensor *gt = new_tensor(g, is_v ? OMNIC_GT_KV_V : OMNIC_GT_KV_K, dt, 3, dims, OMNIC_VAR_NONE);
     if (!gt) return NULL;
     gt->layer = layer;
     snprintf(gt->t.name, sizeof gt->t.name, "kv_l%d_%c", layer, is_v ? 'v' : 'k');
     return &gt->t;
 }
 
-omnic__tensor *omnic__g_kv_index(omnic__graph *g)
+static omnic__tensor *kv_rows(omnic__graph *g, omnic__gkind kind, const char *name)
 {
     int64_t dims[1] = {g->capacity};
-    omnic__gtensor *gt = new_tensor(g, OMNIC_GT_KV_INDEX, OMNIC_DTYPE_I32, 1, dims, OMNIC_VAR_T);
+    omnic__gtensor *gt = new_tensor(g, kind, OMNIC_DTYPE_I32, 1, dims, OMNIC_VAR_T);
     if (!gt) return NULL;
-    snprintf(gt->t.name, sizeof gt->t.name, "kv_index");
+    snprintf(gt->t.name, sizeof gt->t.name, "%s", name);
     return &gt->t;
 }
 
-omnic__tensor *omnic__g_view_rows(omnic__graph *g, omnic__tensor *x, int64_t row0, bool at_kv_start,
-                                  omnic__var var, int64_t n_rows)
+omnic__tensor *omnic__g_kv_index(omnic__graph *g) { return kv_rows(g, OMNIC_GT_KV_INDEX, "kv_index"); }
+omnic__tensor *omnic__g_kv_begin(omnic__graph *g) { return kv_rows(g, OMNIC_GT_KV_BEGIN, "kv_begin"); }
+
+omnic__tensor *omnic__g_view_rows(omnic__graph *g, omnic__tensor *x, int64_t row0, int64_t n_rows)
 {
     if (!x) return NULL;
     omnic__gtensor *bx = omnic__g_of(g, x);
     if (bx->var != OMNIC_VAR_NONE) return gfail(g, "a row view of variable-length %s", tname(x));
-    int64_t need = row0 + (var == OMNIC_VAR_NONE ? n_rows : g->capacity);
-    if (row0 < 0 || (var == OMNIC_VAR_NONE && n_rows < 0) || need > x->dims[0])
-        return gfail(g, "row view [%lld, +%lld) outside %s's %lld rows", (long long)row0,
-                     (long long)(var == OMNIC_VAR_NONE ? n_rows : g->capacity), tname(x), (long long)x->dims[0]);
+    if (x->ndim < 1 || row0 < 0 || n_rows < 0 || row0 + n_rows > x->dims[0])
+        return gfail(g, "row view [%lld, +%lld) outside %s's %lld rows", (long long)row0, (long long)n_rows,
+                     tname(x), (long long)(x->ndim ? x->dims[0] : 0));
     int64_t dims[OMNIC_MAX_DIMS];
     memcpy(dims, x->dims, sizeof dims);
-    dims[0] = var == OMNIC_VAR_NONE ? n_rows : g->capacity;
-    omnic__gtensor *gt = new_tensor(g, OMNIC_GT_VIEW, x->dtype, x->ndim, dims, var);
+    dims[0] = n_rows;
+    omnic__gtensor *gt = new_tensor(g, OMNIC_GT_VIEW, x->dtype, x->ndim, dims, OMNIC_VAR_NONE);
     if (!gt) return NULL;
     gt->base = bx->id;
     gt->view_row = row0;
-    gt->view_at_kv_start = at_kv_start;
     snprintf(gt->t.name, sizeof gt->t.name, "%.40s[rows]", x->name);
     return &gt->t;
 }
@@ -340,8 +340,8 @@ omnic__tensor *omnic__g_rope(omnic__graph *g, omnic__tensor *x, omnic__tensor *p
 }
 
 omnic__tensor *omnic__g_attention(omnic__graph *g, omnic__tensor *q, omnic__tensor *k, omnic__tensor *v,
-                                  omnic__tensor *qpos, omnic__tensor *bias, float scale, bool causal, int window,
-                                  float softcap)
+                                  omnic__tensor *qpos, omnic__tensor *bias, omnic__tensor *kv_begin, float scale,
+                                  bool causal, int window, float softcap)
 {
     if (!q || !k || !v || !qpos || !need_f32(g, q, "attention")) return NULL;
     if (q->ndim != 3 || k->ndim != 3 || !omnic__tensor_same_shape(k, v))
@@ -354,12 +354,14 @@ omnic__tensor *omnic__g_attention(omnic__graph *g, omnic__tensor *q, omnic__tens
     if (qpos->dtype != OMNIC_DTYPE_I32 || qpos->ndim != 1 || qpos->dims[0] != q->dims[0])
         return gfail(g, "attention: qpos %s must be i32 [%lld]", tname(qpos), (long long)q->dims[0]);
     if (bias && (bias->dtype != OMNIC_DTYPE_F32 || bias->ndim != 2 || omnic__g_of(g, bias)->var != OMNIC_VAR_NONE ||
-                 omnic__g_of(g, q)->var != OMNIC_VAR_NONE || omnic__g_of(g, k)->var != OMNIC_VAR_NONE ||
-                 bias->dims[0] != q->dims[0] || bias->dims[1] != k->dims[0]))
-        return gfail(g, "attention: bias %s must be fixed-shape f32 [T, S] with fixed q and k", tname(bias));
+                 omnic__g_of(g, q)->var != OMNIC_VAR_NONE || bias->dims[0] != q->dims[0] ||
+                 bias->dims[1] != k->dims[0]))
+        return gfail(g, "attention: bias %s must be fixed-shape f32 [T, S] with fixed q", tname(bias));
+    if (kv_begin && (kv_begin->dtype != OMNIC_DTYPE_I32 || kv_begin->ndim != 1 || kv_begin->dims[0] != q->dims[0]))
+        return gfail(g, "attention: kv_begin %s must be i32 [%lld]", tname(kv_begin), (long long)q->dims[0]);
     omnic__tensor *d = result(g, q, OMNIC_DTYPE_F32, 3, q->dims);
-    omnic__tensor *src[5] = {q, k, v, qpos, bias};
-    omnic__gnode *n = new_node(g, OMNIC_OP_ATTENTION, d, 5, src);
+    omnic__tensor *src[6] = {q, k, v, qpos, bias, kv_begin};
+    omnic__gnode *n = new_node(g, OMNIC_OP_ATTENTION, d, 6, src);
     if (!n) return NULL;
     n->node.fp[0] = scale;
     n->node.fp[1] = softcap;
@@ -451,4 +453,21 @@ omnic__tensor *omnic__g_cpy(omnic__graph *g, omnic__tensor *src, omnic__tensor *
         return gfail(g, "cpy: %s does not fit %s", tname(src), tname(dst));
     omnic__gnode *n = new_node(g, OMNIC_OP_CPY, dst, 1, &src);
     return n ? dst : NULL;
+}
+
+omnic__tensor *omnic__g_set_rows(omnic__graph *g, omnic__tensor *dst, omnic__tensor *src, omnic__tensor *idx)
+{
+    if (!dst || !src || !idx) return NULL;
+    omnic__gtensor *gd = omnic__g_of(g, dst);
+    if (gd->kind != OMNIC_GT_KV_K && gd->kind != OMNIC_GT_KV_V && gd->kind != OMNIC_GT_WEIGHT)
+        return gfail(g, "set_rows: destination %s must be a leaf updated in place", tname(dst));
+    if (!need_f32(g, src, "set_rows") || !is_float_w(dst->dtype)) return NULL;
+    if (idx->dtype != OMNIC_DTYPE_I32 || idx->ndim != 1 || idx->dims[0] != src->dims[0] ||
+        omnic__g_of(g, idx)->var != omnic__g_of(g, src)->var)
+        return gfail(g, "set_rows: idx %s must be i32 [%lld] like %s's rows", tname(idx), (long long)src->dims[0],
+                     tname(src));
+    if (omnic__tensor_nelem(src) / src->dims[0] != omnic__tensor_nelem(dst) / dst->dims[0])
+        return gfail(g, "set_rows: rows of %s and %s differ in size", tname(src), tname(dst));
+    omnic__tensor *s2[2] = {src, idx};
+    return new_node(g, OMNIC_OP_SET_ROWS, dst, 2, s2) ? dst : NULL;
 }

@@ -3,8 +3,9 @@
  * (module.c) sets the real lengths, so a graph planned for capacity C runs n <= C rows
  * at the cost of n.
  *
- * Variable lengths: only dims[0] of a tensor may vary, and it follows one of two
- * call-time values: T (rows in this call) or KV (kv_start + T: cache rows visible).
+ * Variable lengths: only dims[0] of a tensor may vary, and it follows the call's row
+ * count n (<= capacity). KV caches are leaves bound per call to a KV pool's layers;
+ * the runtime fills each row's KV index and first visible KV row.
  * Errors while building are sticky: a constructor that fails records the error in the
  * graph and returns NULL, and every constructor passes NULL through, so family code
  * checks omnic__graph_status() once at the end. */
@@ -15,8 +16,7 @@
 
 typedef enum omnic__var {
     OMNIC_VAR_NONE = 0, /* fixed shape */
-    OMNIC_VAR_T,        /* dims[0] = T, the call's row count (<= capacity) */
-    OMNIC_VAR_KV,       /* dims[0] = kv_start + T (cache rows a query may see) */
+    OMNIC_VAR_T,        /* dims[0] = n, the call's row count (<= capacity) */
 } omnic__var;
 
 typedef enum omnic__gkind {
@@ -24,9 +24,10 @@ typedef enum omnic__gkind {
     OMNIC_GT_INPUT,            /* module input; planned in the input region, filled per call */
     OMNIC_GT_WEIGHT,           /* borrowed read-only data (mapped checkpoint or owned by the model) */
     OMNIC_GT_VIEW,             /* rows of another tensor; shares its storage */
-    OMNIC_GT_SLOT_K,           /* a KV-cache layer's K / V [cap, n_kv, head_dim], bound per call */
-    OMNIC_GT_SLOT_V,
-    OMNIC_GT_KV_INDEX,         /* i32 [T]: row i holds kv_start + i; filled by the runtime per call */
+    OMNIC_GT_KV_K,             /* a KV pool layer's K / V [n_slots * capacity, n_kv, head_dim], bound per call */
+    OMNIC_GT_KV_V,
+    OMNIC_GT_KV_INDEX,         /* i32 [n]: pool row each call row's K/V goes to; filled per call */
+    OMNIC_GT_KV_BEGIN,         /* i32 [n]: first pool row of each call row's slot; filled per call */
 } omnic__gkind;
 
 typedef struct omnic__gtensor {
@@ -37,9 +38,8 @@ typedef struct omnic__gtensor {
     omnic__var var;       /* which call-time length dims[0] follows */
     int64_t cap_rows;     /* dims[0] at capacity */
     int base;             /* views: index of the tensor viewed; -1 otherwise */
-    int64_t view_row;     /* views: first row viewed (fixed part) */
-    bool view_at_kv_start;/* views: add the call's kv_start to view_row */
-    int layer;            /* SLOT_K/V: layer index */
+    int64_t view_row;     /* views: first row viewed */
+    int layer;            /* KV_K/V: layer index */
     bool is_output;
     /* planning */
     int def, last_use;    /* node indices; -1 when none */
@@ -58,7 +58,7 @@ typedef struct omnic__graph {
     int n_tensors, cap_tensors;
     omnic__gnode *nodes;     /* owned */
     int n_nodes, cap_nodes;
-    int64_t capacity;        /* rows at capacity (T <= capacity, kv_start + T <= capacity) */
+    int64_t capacity;        /* rows a call may have at most */
     omnic_status status;     /* sticky build error */
     omnic_err err;
 } omnic__graph;
@@ -73,15 +73,16 @@ omnic_status omnic__graph_status(const omnic__graph *g, omnic_err *err);
 omnic__tensor *omnic__g_input(omnic__graph *g, const char *name, omnic_dtype dt, int ndim, const int64_t *dims,
                               omnic__var var);
 omnic__tensor *omnic__g_weight(omnic__graph *g, const omnic__tensor *w); /* borrows w's data */
-omnic__tensor *omnic__g_slot_kv(omnic__graph *g, bool is_v, int layer, omnic_dtype dt, int64_t n_kv,
-                                int64_t head_dim);
-/* The KV index of each row of the call (i32 [T], values kv_start + i): what causal
- * masks compare, as opposed to rope coordinates. */
+/* KV pool layer (K or V) of pool_rows rows; bound to the call's pool. */
+omnic__tensor *omnic__g_kv_layer(omnic__graph *g, bool is_v, int layer, omnic_dtype dt, int64_t pool_rows,
+                                 int64_t n_kv, int64_t head_dim);
+/* The KV pool row of each call row (i32 [n]): where its K/V is written and what causal
+ * masks compare (as opposed to rope coordinates). */
 omnic__tensor *omnic__g_kv_index(omnic__graph *g);
-/* A view of rows of x (x contiguous, so rows are a prefix-free slice): starting at row0
- * (+ kv_start when at_kv_start), dims[0] following var (or n_rows when var is NONE). */
-omnic__tensor *omnic__g_view_rows(omnic__graph *g, omnic__tensor *x, int64_t row0, bool at_kv_start,
-                                  omnic__var var, int64_t n_rows);
+/* The first pool row of each call row's slot (i32 [n]): attention never looks below it. */
+omnic__tensor *omnic__g_kv_begin(omnic__graph *g);
+/* Rows [row0, row0 + n_rows) of a fixed-shape x, sharing its storage. */
+omnic__tensor *omnic__g_view_rows(omnic__graph *g, omnic__tensor *x, int64_t row0, int64_t n_rows);
 /* Same storage, new shape; dims[0] keeps x's variability (dims[0] of the new shape must
  * be x's dims[0] when x varies). */
 omnic__tensor *omnic__g_reshape(omnic__graph *g, omnic__tensor *x, int ndim, const int64_t *dims);
@@ -99,8 +100,8 @@ omnic__tensor *omnic__g_softmax(omnic__graph *g, omnic__tensor *x, float scale);
 omnic__tensor *omnic__g_rope(omnic__graph *g, omnic__tensor *x, omnic__tensor *pos, int n_rot, int mode,
                              float theta, omnic__tensor *inv_freq, float attn_factor);
 omnic__tensor *omnic__g_attention(omnic__graph *g, omnic__tensor *q, omnic__tensor *k, omnic__tensor *v,
-                                  omnic__tensor *qpos, omnic__tensor *bias, float scale, bool causal,
-                                  int window, float softcap);
+                                  omnic__tensor *qpos, omnic__tensor *bias, omnic__tensor *kv_begin, float scale,
+                                  bool causal, int window, float softcap);
 omnic__tensor *omnic__g_unary(omnic__graph *g, omnic__op op, omnic__tensor *x); /* SILU, GELU* */
 omnic__tensor *omnic__g_glu(omnic__graph *g, omnic__op op, omnic__tensor *gate, omnic__tensor *up, int variant);
 omnic__tensor *omnic__g_get_rows(omnic__graph *g, omnic__tensor *table, omnic__tensor *ids);
@@ -109,6 +110,9 @@ omnic__tensor *omnic__g_argmax(omnic__graph *g, omnic__tensor *x);
 omnic__tensor *omnic__g_softcap(omnic__graph *g, omnic__tensor *x, float cap);
 /* Writes src (converted) into dst, a view; returns dst so later reads order after it. */
 omnic__tensor *omnic__g_cpy(omnic__graph *g, omnic__tensor *src, omnic__tensor *dst);
+/* dst row idx[t] = src row t (converted); dst is a leaf updated in place (a KV pool
+ * layer); returns dst so later reads order after the write. */
+omnic__tensor *omnic__g_set_rows(omnic__graph *g, omnic__tensor *dst, omnic__tensor *src, omnic__tensor *idx);
 
 /* The gtensor behind a graph tensor pointer (t must belong to g). */
 omnic__gtensor *omnic__g_of(omnic__graph *g, const omnic__tensor *t);

@@ -52,7 +52,7 @@ omnic_status omnic__module_finalize(omnic__module *m, const omnic__backend_ops *
     omnic__graph *g = &m->graph;
     OMNIC_TRY(omnic__graph_status(g, err));
     m->n_in = m->n_out = 0;
-    m->slot_layers = 0;
+    m->kv_layers = 0;
     for (int i = 0; i < g->n_tensors; i++) {
         omnic__gtensor *t = g->tensors[i];
         if (t->kind == OMNIC_GT_INPUT || t->is_output) {
@@ -62,8 +62,16 @@ omnic_status omnic__module_finalize(omnic__module *m, const omnic__backend_ops *
                                   OMNIC_MODULE_MAX_IO);
             fill_entry(t->kind == OMNIC_GT_INPUT ? &m->in[(*n)++] : &m->out[(*n)++], t);
         }
-        if ((t->kind == OMNIC_GT_SLOT_K || t->kind == OMNIC_GT_SLOT_V) && t->layer + 1 > m->slot_layers)
-            m->slot_layers = t->layer + 1;
+        if (t->kind == OMNIC_GT_KV_K || t->kind == OMNIC_GT_KV_V) {
+            if (m->kv_layers && (t->t.dims[0] != m->kv_rows || t->t.dtype != m->kv_dtype ||
+                                 t->t.dims[1] != m->kv_heads || t->t.dims[2] != m->kv_head_dim))
+                return OMNIC_FAIL(err, OMNIC_E_INVALID, "module %s: KV layers of different layouts", m->name);
+            if (t->layer + 1 > m->kv_layers) m->kv_layers = t->layer + 1;
+            m->kv_rows = t->t.dims[0];
+            m->kv_dtype = t->t.dtype;
+            m->kv_heads = t->t.dims[1];
+            m->kv_head_dim = t->t.dims[2];
+        }
     }
     m->backend = b;
     m->pool = pool;
@@ -83,14 +91,12 @@ omnic_status omnic__module_finalize(omnic__module *m, const omnic__backend_ops *
     for (int i = 0; i < g->n_tensors; i++) {
         omnic__gtensor *t = g->tensors[i];
         if (t->kind == OMNIC_GT_INTERMEDIATE) t->t.data = m->mem + t->offset;
-        if (t->kind == OMNIC_GT_INPUT || t->kind == OMNIC_GT_KV_INDEX)
+        if (t->kind == OMNIC_GT_INPUT || t->kind == OMNIC_GT_KV_INDEX || t->kind == OMNIC_GT_KV_BEGIN)
             t->t.data = m->mem + m->plan.inter_bytes + t->offset;
     }
     m->finalized = true;
     return OMNIC_OK;
 }
-
-static const char *var_name(omnic__var v) { return v == OMNIC_VAR_T ? "n" : v == OMNIC_VAR_KV ? "kv" : ""; }
 
 static omnic_status check_input(const omnic__module *m, const omnic__sig_entry *e, const omnic__tensor *x,
                                 int64_t rows, omnic_err *err)
@@ -127,6 +133,16 @@ static omnic_status check_input(const omnic__module *m, const omnic__sig_entry *
     return OMNIC_OK;
 }
 
+/* Pool row of call row r, and the first row of its slot. */
+static void kv_row(const omnic__call *c, int64_t r, int32_t *index, int32_t *begin)
+{
+    const int64_t cap = c->kv->capacity;
+    int64_t slot = c->row_slots ? c->row_slots[r] : c->slot;
+    int64_t pos = c->row_slots ? c->kv->len[slot] : c->kv_start + r;
+    *begin = (int32_t)(slot * cap);
+    *index = (int32_t)(slot * cap + pos);
+}
+
 /* Sets every tensor's call-time dims and data pointers. */
 static void bind(omnic__module *m, const omnic__call *c)
 {
@@ -134,23 +150,66 @@ static void bind(omnic__module *m, const omnic__call *c)
     for (int i = 0; i < g->n_tensors; i++) {
         omnic__gtensor *t = g->tensors[i];
         if (t->var == OMNIC_VAR_T) t->t.dims[0] = c->n;
-        else if (t->var == OMNIC_VAR_KV) t->t.dims[0] = c->kv_start + c->n;
-        if (t->kind == OMNIC_GT_KV_INDEX)
-            for (int64_t r = 0; r < c->n; r++) ((int32_t *)t->t.data)[r] = (int32_t)(c->kv_start + r);
-        if (t->kind == OMNIC_GT_SLOT_K) t->t.data = c->slot->k[t->layer].data;
-        if (t->kind == OMNIC_GT_SLOT_V) t->t.data = c->slot->v[t->layer].data;
+        if (t->kind == OMNIC_GT_KV_INDEX || t->kind == OMNIC_GT_KV_BEGIN)
+            for (int64_t r = 0; r < c->n; r++) {
+                int32_t index, begin;
+                kv_row(c, r, &index, &begin);
+                ((int32_t *)t->t.data)[r] = t->kind == OMNIC_GT_KV_INDEX ? index : begin;
+            }
+        if (t->kind == OMNIC_GT_KV_K) t->t.data = c->kv->k[t->layer].data;
+        if (t->kind == OMNIC_GT_KV_V) t->t.data = c->kv->v[t->layer].data;
         if (t->kind == OMNIC_GT_VIEW) { /* bases have lower ids, so they are bound already */
             const omnic__tensor *b = &g->tensors[t->base]->t;
-            int64_t row = t->view_row + (t->view_at_kv_start ? c->kv_start : 0);
             size_t row_bytes = (size_t)(omnic__tensor_nelem(b) / (b->dims[0] ? b->dims[0] : 1)) *
                                omnic_dtype_size(b->dtype);
-            t->t.data = (uint8_t *)b->data + (size_t)row * row_bytes;
+            t->t.data = (uint8_t *)b->data + (size_t)t->view_row * row_bytes;
         }
     }
     for (int n = 0; n < g->n_nodes; n++) {
         omnic__gnode *nd = &g->nodes[n];
         if (nd->slice_from_end) nd->node.ip[1] = (int32_t)(nd->node.src[0]->dims[0] - nd->node.dst->dims[0]);
     }
+}
+
+/* The KV side of a call: pool layout, slot indices, capacity (E_CAPACITY names the numbers). */
+static omnic_status check_kv(const omnic__module *m, const omnic__call *c, omnic_err *err)
+{
+    const omnic__kv_pool *p = c->kv;
+    if (!p) return OMNIC_FAIL(err, OMNIC_E_INVALID, "%s: needs a KV pool", m->name);
+    if (p->n_layers < m->kv_layers || (int64_t)p->n_slots * p->capacity != m->kv_rows || p->dtype != m->kv_dtype ||
+        p->n_kv != m->kv_heads || p->head_dim != m->kv_head_dim)
+        return OMNIC_FAIL(err, OMNIC_E_INVALID,
+                          "%s: KV pool %d layers x %lld rows %s [%lld, %lld] does not match the module's %d x %lld %s "
+                          "[%lld, %lld]",
+                          m->name, p->n_layers, (long long)p->n_slots * p->capacity, omnic_dtype_name(p->dtype),
+                          (long long)p->n_kv, (long long)p->head_dim, m->kv_layers, (long long)m->kv_rows,
+                          omnic_dtype_name(m->kv_dtype), (long long)m->kv_heads, (long long)m->kv_head_dim);
+    if (!c->row_slots) {
+        if (c->slot < 0 || c->slot >= p->n_slots)
+            return OMNIC_FAIL(err, OMNIC_E_INVALID, "%s: slot %d outside 0..%d", m->name, c->slot, p->n_slots - 1);
+        int64_t end;
+        if (c->kv_start < 0 || c->kv_start > p->len[c->slot])
+            return OMNIC_FAIL(err, OMNIC_E_INVALID, "%s: kv_start %lld is past slot %d's %lld cached rows", m->name,
+                              (long long)c->kv_start, c->slot, (long long)p->len[c->slot]);
+        if (__builtin_add_overflow(c->kv_start, c->n, &end) || end > p->capacity)
+            return OMNIC_FAIL(err, OMNIC_E_CAPACITY, "%s: %lld cached + %lld new rows exceed the capacity of %lld",
+                              m->name, (long long)c->kv_start, (long long)c->n, (long long)p->capacity);
+        return OMNIC_OK;
+    }
+    for (int64_t r = 0; r < c->n; r++) {
+        int32_t s = c->row_slots[r];
+        if (s < 0 || s >= p->n_slots)
+            return OMNIC_FAIL(err, OMNIC_E_INVALID, "%s: row %lld names slot %d outside 0..%d", m->name, (long long)r,
+                              s, p->n_slots - 1);
+        for (int64_t q = 0; q < r; q++)
+            if (c->row_slots[q] == s)
+                return OMNIC_FAIL(err, OMNIC_E_INVALID, "%s: rows %lld and %lld both name slot %d", m->name,
+                                  (long long)q, (long long)r, s);
+        if (p->len[s] + 1 > p->capacity)
+            return OMNIC_FAIL(err, OMNIC_E_CAPACITY, "%s: slot %d: %lld cached + 1 new row exceed the capacity of %lld",
+                              m->name, s, (long long)p->len[s], (long long)p->capacity);
+    }
+    return OMNIC_OK;
 }
 
 typedef struct exec_ctx {
@@ -177,37 +236,13 @@ static void exec_task(void *arg, int ith, int nth)
 omnic_status omnic__module_call(omnic__module *m, const omnic__call *c, omnic_err *err)
 {
     OMNIC_CHECK(m->finalized);
-    int64_t cap = m->graph.capacity, end;
-    if (c->n < 1 || c->kv_start < 0 || __builtin_add_overflow(c->kv_start, c->n, &end) || end > cap)
-        return OMNIC_FAIL(err, OMNIC_E_CAPACITY,
-                          "%s: %lld cached + %lld new rows exceed the capacity of %lld", m->name,
-                          (long long)c->kv_start, (long long)c->n, (long long)cap);
-    if (m->slot_layers > 0) {
-        const omnic__kv_slot *s = c->slot;
-        if (!s) return OMNIC_FAIL(err, OMNIC_E_INVALID, "%s: needs a KV slot", m->name);
-        if (s->n_layers < m->slot_layers || s->capacity < cap)
-            return OMNIC_FAIL(err, OMNIC_E_INVALID, "%s: slot has %d layers x %lld rows, module needs %d x %lld",
-                              m->name, s->n_layers, (long long)s->capacity, m->slot_layers, (long long)cap);
-        if (c->kv_start > s->len)
-            return OMNIC_FAIL(err, OMNIC_E_INVALID, "%s: kv_start %lld is past the slot's %lld cached rows", m->name,
-                              (long long)c->kv_start, (long long)s->len);
-        for (int i = 0; i < m->graph.n_tensors; i++) {
-            const omnic__gtensor *t = m->graph.tensors[i];
-            if ((t->kind == OMNIC_GT_SLOT_K || t->kind == OMNIC_GT_SLOT_V) &&
-                (s->dtype != t->t.dtype || s->n_kv != t->t.dims[1] || s->head_dim != t->t.dims[2]))
-                return OMNIC_FAIL(err, OMNIC_E_INVALID, "%s: slot layout %s [%lld, %lld] does not match %s %s [%lld, %lld]",
-                                  m->name, omnic_dtype_name(s->dtype), (long long)s->n_kv, (long long)s->head_dim,
-                                  t->t.name, omnic_dtype_name(t->t.dtype), (long long)t->t.dims[1],
-                                  (long long)t->t.dims[2]);
-        }
-    }
+    if (c->n < 1 || c->n > m->graph.capacity)
+        return OMNIC_FAIL(err, OMNIC_E_CAPACITY, "%s: %lld rows in one call, the module takes 1..%lld", m->name,
+                          (long long)c->n, (long long)m->graph.capacity);
+    if (m->kv_layers > 0) OMNIC_TRY(check_kv(m, c, err));
     if (c->n_inputs != m->n_in)
         return OMNIC_FAIL(err, OMNIC_E_INVALID, "%s: %d inputs given, signature has %d", m->name, c->n_inputs, m->n_in);
-    for (int i = 0; i < m->n_in; i++) {
-        const omnic__sig_entry *e = &m->in[i];
-        int64_t rows = e->var == OMNIC_VAR_KV ? end : c->n;
-        OMNIC_TRY(check_input(m, e, c->inputs[i], rows, err));
-    }
+    for (int i = 0; i < m->n_in; i++) OMNIC_TRY(check_input(m, &m->in[i], c->inputs[i], c->n, err));
     bind(m, c);
     for (int i = 0; i < m->n_in; i++) {
         omnic__tensor *dst = &m->graph.tensors[m->in[i].tensor]->t;
@@ -220,7 +255,12 @@ omnic_status omnic__module_call(omnic__module *m, const omnic__call *c, omnic_er
     if (m->nth > 1) omnic__threadpool_run_n(m->pool, m->nth, exec_task, &x);
     else exec_task(&x, 0, 1);
     if (atomic_load(&x.stop)) return OMNIC_FAIL(err, OMNIC_E_CANCELLED, "%s: cancelled", m->name);
-    if (c->slot && m->slot_layers > 0) c->slot->len = end;
+    if (m->kv_layers > 0) {
+        if (c->row_slots)
+            for (int64_t r = 0; r < c->n; r++) c->kv->len[c->row_slots[r]]++;
+        else
+            c->kv->len[c->slot] = c->kv_start + c->n;
+    }
     return OMNIC_OK;
 }
 
@@ -235,7 +275,7 @@ static void print_entry(const omnic__sig_entry *e, FILE *f)
     fprintf(f, "%s %s [", e->name, omnic_dtype_name(e->dtype));
     for (int d = 0; d < e->ndim; d++) {
         if (d == 0 && e->var != OMNIC_VAR_NONE)
-            fprintf(f, "%s<=%lld", var_name(e->var), (long long)e->dims[0]);
+            fprintf(f, "n<=%lld", (long long)e->dims[0]);
         else
             fprintf(f, "%lld", (long long)e->dims[d]);
         if (d + 1 < e->ndim) fprintf(f, ", ");
@@ -251,7 +291,8 @@ void omnic__module_print(const omnic__module *m, FILE *f)
         print_entry(&m->in[i], f);
         fprintf(f, i + 1 < m->n_in ? "; " : "");
     }
-    if (m->slot_layers) fprintf(f, "; slot: KV of %d layers", m->slot_layers);
+    if (m->kv_layers) fprintf(f, "; KV pool: %d layers x %lld rows %s", m->kv_layers, (long long)m->kv_rows,
+                              omnic_dtype_name(m->kv_dtype));
     fprintf(f, "\n    out: ");
     for (int i = 0; i < m->n_out; i++) {
         print_entry(&m->out[i], f);

@@ -16,7 +16,7 @@
 #define OMNIC_MODULE_MAX_IO 16
 
 /* One named tensor of a signature. dims are the largest allowed; dims[0] of a VAR_T
- * entry must equal the call's n, of a VAR_KV entry kv_start + n. */
+ * entry must equal the call's n. */
 typedef struct omnic__sig_entry {
     char name[64];
     omnic_dtype dtype;
@@ -34,7 +34,10 @@ typedef struct omnic__module {
     omnic__graph graph;
     omnic__sig_entry in[OMNIC_MODULE_MAX_IO], out[OMNIC_MODULE_MAX_IO];
     int n_in, n_out;
-    int slot_layers;          /* layers of KV the module reads/writes; 0: uses no slot */
+    int kv_layers;            /* KV pool layers the module reads/writes; 0: uses no KV */
+    int64_t kv_rows;          /* pool rows (n_slots * capacity) it was built for */
+    omnic_dtype kv_dtype;
+    int64_t kv_heads, kv_head_dim;
     const omnic__backend_ops *backend; /* borrowed */
     omnic__threadpool *pool;  /* borrowed; NULL: one thread */
     int nth;                  /* threads kernels run with */
@@ -43,13 +46,19 @@ typedef struct omnic__module {
     bool finalized;
 } omnic__module;
 
-/* A call: n rows starting at cache row kv_start. */
+/* A call of n rows. With a KV pool, rows map to cache rows in one of two ways:
+ * - one sequence (row_slots NULL): row i is position kv_start + i of slot `slot`
+ *   (prefill, chunk by chunk; kv_start <= the slot's length);
+ * - one row per slot (row_slots given): row b appends to slot row_slots[b] at its
+ *   current length (batched decode; slots distinct). */
 typedef struct omnic__call {
     int64_t n;                            /* rows in this call, 1..capacity */
-    int64_t kv_start;                     /* cache rows already in the slot (0 without a slot) */
     const omnic__tensor *const *inputs;   /* [n_in] in signature order; borrowed */
     int n_inputs;
-    omnic__kv_slot *slot;                 /* required when slot_layers > 0; rows [kv_start, kv_start+n) written */
+    omnic__kv_pool *kv;                   /* required when the module uses KV */
+    int slot;                             /* one-sequence calls */
+    int64_t kv_start;
+    const int32_t *row_slots;             /* [n] per-row calls, or NULL */
     const atomic_bool *cancel;            /* optional: checked between nodes */
 } omnic__call;
 
@@ -67,8 +76,9 @@ omnic_status omnic__module_constrain(omnic__module *m, const char *name, int64_t
 
 /* Checks the call against the signature (dtype, rank, every dim, data present, value
  * ranges, finiteness, capacity), copies inputs, runs every node. On success output i
- * is readable through omnic__module_output until the next call, and the slot's len is
- * kv_start + n. On failure nothing in the slot beyond row kv_start has meaning. */
+ * is readable through omnic__module_output until the next call and the slots' lengths
+ * are advanced (one sequence: len = kv_start + n; per row: len + 1). On failure no
+ * length changes (cache rows past a slot's length may have been written). */
 omnic_status omnic__module_call(omnic__module *m, const omnic__call *c, omnic_err *err);
 /* Output i (borrowed, valid until the next call). */
 const omnic__tensor *omnic__module_output(const omnic__module *m, int i);

@@ -95,7 +95,7 @@ omnic_status omnic__plan_graph(omnic__graph *g, const omnic__backend_ops *b, int
     size_t in_off = 0;
     for (int i = 0; i < g->n_tensors; i++) {
         omnic__gtensor *t = g->tensors[i];
-        if (t->kind != OMNIC_GT_INPUT && t->kind != OMNIC_GT_KV_INDEX) continue;
+        if (t->kind != OMNIC_GT_INPUT && t->kind != OMNIC_GT_KV_INDEX && t->kind != OMNIC_GT_KV_BEGIN) continue;
         size_t bytes;
         if (!omnic__align_up(&bytes, omnic__tensor_bytes(&t->t)))
             return OMNIC_FAIL(err, OMNIC_E_TOO_LARGE, "plan: input %s too large", t->t.name);

@@ -93,10 +93,11 @@ static const op_tol tolerances[OMNIC_OP_COUNT] = {
     [OMNIC_OP_ARGMAX] = EXACT,
     [OMNIC_OP_CPY] = EXACT,
     [OMNIC_OP_SOFTCAP] = ACT(1e-11, 1e-6),
+    [OMNIC_OP_SET_ROWS] = EXACT,
 };
 _Static_assert(sizeof tolerances / sizeof tolerances[0] == OMNIC_OP_COUNT,
                "tolerances out of step with omnic__op");
-_Static_assert(OMNIC_OP_SOFTCAP + 1 == OMNIC_OP_COUNT, "new op: add its tolerance and its cases here");
+_Static_assert(OMNIC_OP_SET_ROWS + 1 == OMNIC_OP_COUNT, "new op: add its tolerance and its cases here");
 
 /* Worst values seen per op (printed at the end) and cases run per op. */
 static double worst_nmse[OMNIC_OP_COUNT], worst_maxerr[OMNIC_OP_COUNT];
@@ -666,8 +667,9 @@ static void test_attention(void **state)
             omnic_dtype kvdt = kvi ? OMNIC_DTYPE_F16 : OMNIC_DTYPE_F32;
             /* variants: 0 causal; 1 causal + window 4; 2 bidirectional + bias;
              * 3 causal + softcap 5 + bias; 4 bidirectional, scattered qpos;
-             * 5 causal + window 17 + softcap 50, scattered qpos */
-            for (int v = 0; v < 6; v++) {
+             * 5 causal + window 17 + softcap 50, scattered qpos;
+             * 6 causal, scattered qpos, each row from its own kv_begin (KV pool slots) */
+            for (int v = 0; v < 7; v++) {
                 rng_seed(6000 + (uint64_t)id++);
                 tbuf *q = T(OMNIC_DTYPE_F32, T_, H, D), *kk = T(kvdt, S, Hkv, D), *vv = T(kvdt, S, Hkv, D);
                 tbuf *qpos = T(OMNIC_DTYPE_I32, T_), *dst = T(OMNIC_DTYPE_F32, T_, H, D);
@@ -684,16 +686,25 @@ static void test_attention(void **state)
                         if (rng_int(5) == 0) F(bias)[i] = -1e9f; /* a large finite negative masks */
                 }
                 omnic__node n = mknode(OMNIC_OP_ATTENTION, dst, q, kk, vv, qpos, bias);
+                tbuf *kvb = v == 6 ? T(OMNIC_DTYPE_I32, T_) : NULL;
+                if (kvb) {
+                    for (int64_t t = 0; t < T_; t++) {
+                        int32_t *b = kvb->t.data;
+                        b[t] = (int32_t)rng_int(qp[t] + 1); /* 0 <= kv_begin <= qpos */
+                    }
+                    n.src[5] = &kvb->t;
+                }
                 n.fp[0] = (float)(1.0 / sqrt((double)D));
                 n.fp[1] = v == 3 ? 5.0f : v == 5 ? 50.0f : 0.0f;
-                n.ip[0] = v <= 1 || v == 3 || v == 5;
+                n.ip[0] = v <= 1 || v == 3 || v >= 5;
                 n.ip[1] = v == 1 ? 4 : v == 5 ? 17 : 0;
                 static const char *const vn[] = {"causal",
                                                  "causal window=4",
                                                  "bidirectional bias",
                                                  "causal softcap=5 bias",
                                                  "bidirectional random qpos",
-                                                 "causal window=17 softcap=50 random qpos"};
+                                                 "causal window=17 softcap=50 random qpos",
+                                                 "causal random qpos kv_begin"};
                 snprintf(label, sizeof label, "attention T=%lld S=%lld H=%lld Hkv=%lld D=%lld kv=%s %s",
                          (long long)T_, (long long)S, (long long)H, (long long)Hkv, (long long)D, dtn(kvdt),
                          vn[v]);
@@ -957,6 +968,38 @@ static void test_argmax_cpy(void **state)
                 fails += check(label, &n, OMNIC_DTYPE_F32);
                 bufs_free();
             }
+        }
+    }
+    assert_int_equal(fails, 0);
+}
+
+/* set_rows scatters f32 rows into a KV-pool-like tensor of each float dtype. */
+static void test_set_rows(void **state)
+{
+    (void)state;
+    static const int64_t shapes[][3] = {{1, 1, 1}, {3, 10, 17}, {17, 40, 64}, {5, 300, 2 * 67}}; /* T, R, C */
+    int fails = 0, id = 0;
+    char label[160];
+    for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; k++) {
+        int64_t T_ = shapes[k][0], R = shapes[k][1], C = shapes[k][2];
+        for (int d = 0; d < 3; d++) {
+            rng_seed(11000 + (uint64_t)id++);
+            tbuf *src = T(OMNIC_DTYPE_F32, T_, C), *idx = T(OMNIC_DTYPE_I32, T_), *dst = T(wdtypes[d], R, C);
+            fill_uniform(src, -4, 4);
+            int32_t *ix = idx->t.data;
+            for (int64_t t = 0; t < T_; t++) { /* distinct rows */
+                bool dup;
+                do {
+                    ix[t] = (int32_t)rng_int(R);
+                    dup = false;
+                    for (int64_t u = 0; u < t; u++) dup |= ix[u] == ix[t];
+                } while (dup);
+            }
+            omnic__node n = mknode(OMNIC_OP_SET_ROWS, dst, src, idx, NULL, NULL, NULL);
+            snprintf(label, sizeof label, "set_rows T=%lld into %lldx%lld %s", (long long)T_, (long long)R,
+                     (long long)C, dtn(wdtypes[d]));
+            fails += check(label, &n, OMNIC_DTYPE_F32);
+            bufs_free();
         }
     }
     assert_int_equal(fails, 0);
@@ -1491,6 +1534,7 @@ int main(void)
         cmocka_unit_test(test_get_rows_patch_embed),
         cmocka_unit_test(test_layout),
         cmocka_unit_test(test_argmax_cpy),
+        cmocka_unit_test(test_set_rows),
         cmocka_unit_test(test_batch_invariance),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);

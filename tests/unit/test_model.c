@@ -55,11 +55,11 @@ static int teardown(void **state)
     return system(cmd) == 0 ? 0 : -1;
 }
 
-static omnic__model *open_model(const char *name, const char *backend, omnic_dtype kv)
+static omnic__model *open_model_opts(const char *name, const char *backend, omnic_dtype kv, int slots, int64_t chunk)
 {
     char dir[300];
     snprintf(dir, sizeof dir, "%s/%s", tmp, name);
-    omnic__model_opts o = {.backend = backend, .threads = 2, .ctx = CTX, .kv_dtype = kv};
+    omnic__model_opts o = {.backend = backend, .threads = 2, .ctx = CTX, .kv_dtype = kv, .slots = slots, .chunk = chunk};
     omnic__model *m = NULL;
     omnic_err err;
     omnic_status s = omnic__model_open(dir, &o, &m, &err);
@@ -68,11 +68,16 @@ static omnic__model *open_model(const char *name, const char *backend, omnic_dty
     return m;
 }
 
-/* Prefills TOKENS[0..n) in chunks of `chunk` rows into slot; copies the last logits to out. */
-static void prefill(omnic__model *m, omnic__kv_slot *slot, int n, int chunk, float *out)
+static omnic__model *open_model(const char *name, const char *backend, omnic_dtype kv)
+{
+    return open_model_opts(name, backend, kv, 1, 0);
+}
+
+/* Prefills toks[0..n) into slot in calls of at most `chunk` rows; copies the last logits to out. */
+static void prefill_toks(omnic__model *m, int slot, const int32_t *toks, int n, int chunk, float *out)
 {
     omnic_err err;
-    int32_t pos[T];
+    int32_t pos[CTX];
     for (int i = 0; i < n; i++) pos[i] = i;
     for (int start = 0; start < n; start += chunk) {
         int len = n - start < chunk ? n - start : chunk;
@@ -80,10 +85,10 @@ static void prefill(omnic__model *m, omnic__kv_slot *slot, int n, int chunk, flo
         int64_t d[1] = {len};
         omnic__tensor_init(&tok, OMNIC_DTYPE_I32, 1, d, &err);
         omnic__tensor_init(&p, OMNIC_DTYPE_I32, 1, d, &err);
-        tok.data = (void *)(uintptr_t)(TOKENS + start);
+        tok.data = (void *)(uintptr_t)(toks + start);
         p.data = pos + start;
         const omnic__tensor *in[2] = {&tok, &p};
-        omnic__call c = {.n = len, .kv_start = start, .inputs = in, .n_inputs = 2, .slot = slot};
+        omnic__call c = {.n = len, .inputs = in, .n_inputs = 2, .kv = &m->kv, .slot = slot, .kv_start = start};
         omnic_status s = omnic__module_call(&m->prefill, &c, &err);
         if (s != OMNIC_OK) fprintf(stderr, "prefill: %s\n", err.msg);
         assert_int_equal(s, OMNIC_OK);
@@ -93,14 +98,30 @@ static void prefill(omnic__model *m, omnic__kv_slot *slot, int n, int chunk, flo
     memcpy(out, logits->data, (size_t)m->dec.cfg.vocab * sizeof(float));
 }
 
-static omnic__kv_slot new_slot(const omnic__model *m)
+static void prefill(omnic__model *m, int n, int chunk, float *out)
 {
-    omnic__kv_slot s;
+    prefill_toks(m, 0, TOKENS, n, chunk, out);
+}
+
+/* One batched decode step: row b feeds tok[b] to slot slots[b] at its current length;
+ * logits [n, V] copied to out. */
+static void decode_step(omnic__model *m, const int32_t *slots, const int32_t *tok, int n, float *out)
+{
     omnic_err err;
-    const omnic__text_config *c = &m->dec.cfg;
-    assert_int_equal(omnic__kv_slot_init(&s, (int)c->n_layers, CTX, c->n_kv_heads, c->head_dim, m->kv_dtype, &err),
-                     OMNIC_OK);
-    return s;
+    int32_t pos[16];
+    for (int b = 0; b < n; b++) pos[b] = (int32_t)m->kv.len[slots[b]];
+    omnic__tensor t, p;
+    int64_t d[1] = {n};
+    omnic__tensor_init(&t, OMNIC_DTYPE_I32, 1, d, &err);
+    omnic__tensor_init(&p, OMNIC_DTYPE_I32, 1, d, &err);
+    t.data = (void *)(uintptr_t)tok;
+    p.data = pos;
+    const omnic__tensor *in[2] = {&t, &p};
+    omnic__call c = {.n = n, .inputs = in, .n_inputs = 2, .kv = &m->kv, .row_slots = slots};
+    omnic_status s = omnic__module_call(&m->decode, &c, &err);
+    if (s != OMNIC_OK) fprintf(stderr, "decode: %s\n", err.msg);
+    assert_int_equal(s, OMNIC_OK);
+    memcpy(out, omnic__module_output(&m->decode, 0)->data, (size_t)(n * m->dec.cfg.vocab) * sizeof(float));
 }
 
 static double max_rel(const float *a, const float *b, int64_t n)
@@ -121,37 +142,58 @@ static int argmax(const float *x, int64_t n)
     return best;
 }
 
-/* cpu and ref agree; chunking does not change the result; KV rows land in the slot. */
+/* Greedy continuation of TOKENS[0..T) by n_gen tokens (prefill, then decode steps). */
+static void greedy(omnic__model *m, int n_gen, int32_t *out)
+{
+    int64_t V = m->dec.cfg.vocab;
+    float *l = malloc((size_t)V * sizeof *l);
+    omnic__kv_pool_clear_slot(&m->kv, 0);
+    prefill(m, T, T, l);
+    int32_t slot = 0;
+    for (int i = 0; i < n_gen; i++) {
+        out[i] = argmax(l, V);
+        if (i + 1 < n_gen) decode_step(m, &slot, &out[i], 1, l);
+    }
+    free(l);
+}
+
+/* cpu and ref agree; chunking does not change the result; KV rows land in the pool. */
 static void check_family(const char *name)
 {
     omnic__model *cpu = open_model(name, "cpu", OMNIC_DTYPE_F32);
     omnic__model *ref = open_model(name, "ref", OMNIC_DTYPE_F32);
     int64_t V = cpu->dec.cfg.vocab;
     float *a = malloc((size_t)V * sizeof *a), *b = malloc((size_t)V * sizeof *b), *c = malloc((size_t)V * sizeof *c);
-    omnic__kv_slot s1 = new_slot(cpu), s2 = new_slot(ref);
-    prefill(cpu, &s1, T, T, a);
-    prefill(ref, &s2, T, T, b);
-    assert_int_equal(s1.len, T);
+    prefill(cpu, T, T, a);
+    prefill(ref, T, T, b);
+    assert_int_equal(cpu->kv.len[0], T);
     double r = max_rel(a, b, V);
     fprintf(stderr, "%s: cpu vs ref logits max rel diff %.3g\n", name, r);
     assert_true(r < 1e-4);
     assert_int_equal(argmax(a, V), argmax(b, V));
     /* KV rows written match between backends */
-    double kr = max_rel(s1.k[0].data, s2.k[0].data, T * cpu->dec.cfg.n_kv_heads * cpu->dec.cfg.head_dim);
+    double kr = max_rel(cpu->kv.k[0].data, ref->kv.k[0].data, T * cpu->dec.cfg.n_kv_heads * cpu->dec.cfg.head_dim);
     assert_true(kr < 1e-4);
     int chunks[] = {1, 3, 7};
     for (size_t i = 0; i < sizeof chunks / sizeof chunks[0]; i++) {
-        omnic__kv_slot_clear(&s1);
-        prefill(cpu, &s1, T, chunks[i], c);
+        omnic__kv_pool_clear_slot(&cpu->kv, 0);
+        prefill(cpu, T, chunks[i], c);
         double rc = max_rel(c, a, V);
         fprintf(stderr, "%s: chunk %d vs whole max rel diff %.3g\n", name, chunks[i], rc);
         assert_true(rc < 1e-5);
         assert_int_equal(argmax(c, V), argmax(a, V));
     }
+    /* greedy 32-token continuations are token-identical between ref and cpu */
+    int32_t gc[32], gr[32];
+    greedy(cpu, 32, gc);
+    greedy(ref, 32, gr);
+    assert_memory_equal(gc, gr, sizeof gc);
     /* dump for the numpy reference: last-row logits and every layer's K/V */
     char dir[400], path[500];
     snprintf(dir, sizeof dir, "%s/%s-dump", tmp, name);
     sh("mkdir -p %s", dir);
+    omnic__kv_pool_clear_slot(&cpu->kv, 0);
+    prefill(cpu, T, T, a);
     omnic__tensor lt;
     omnic_err err;
     int64_t ld[2] = {1, V};
@@ -159,25 +201,18 @@ static void check_family(const char *name)
     lt.data = a;
     snprintf(path, sizeof path, "%s/prefill_logits.npy", dir);
     assert_int_equal(omnic__npy_write(path, &lt, &err), OMNIC_OK);
-    omnic__kv_slot_clear(&s1);
-    prefill(cpu, &s1, T, T, a);
-    for (int l = 0; l < s1.n_layers; l++) {
+    for (int l = 0; l < cpu->kv.n_layers; l++) {
         for (int kv = 0; kv < 2; kv++) {
-            omnic__tensor view = kv ? s1.v[l] : s1.k[l];
+            omnic__tensor view = kv ? cpu->kv.v[l] : cpu->kv.k[l];
             view.dims[0] = T;
+            view.owns_data = false;
             snprintf(path, sizeof path, "%s/kv_l%d_%c.npy", dir, l, kv ? 'v' : 'k');
             assert_int_equal(omnic__npy_write(path, &view, &err), OMNIC_OK);
         }
     }
-    FILE *f = fopen("tools/ref/decoder.py", "r");
-    if (f) {
-        fclose(f);
-        char toks[128] = "";
-        for (int i = 0; i < T; i++) snprintf(toks + strlen(toks), sizeof toks - strlen(toks), i ? ",%d" : "%d", TOKENS[i]);
-        sh(PY " tools/ref/decoder.py --model %s/%s --tokens %s --compare %s", tmp, name, toks, dir);
-    }
-    omnic__kv_slot_deinit(&s1);
-    omnic__kv_slot_deinit(&s2);
+    char toks[128] = "";
+    for (int i = 0; i < T; i++) snprintf(toks + strlen(toks), sizeof toks - strlen(toks), i ? ",%d" : "%d", TOKENS[i]);
+    sh(PY " tools/ref/decoder.py --model %s/%s --tokens %s --compare %s >/dev/null", tmp, name, toks, dir);
     free(a), free(b), free(c);
     omnic__model_close(cpu);
     omnic__model_close(ref);
@@ -187,14 +222,68 @@ static void test_llama_f32(void **state) { (void)state; check_family("llama"); }
 static void test_qwen2_bf16(void **state) { (void)state; check_family("qwen2"); }
 static void test_llama_f16_sharded(void **state) { (void)state; check_family("llama-f16"); }
 
+/* Decode steps give the logits a full prefill of the same tokens gives. */
+static void test_decode_matches_prefill(void **state)
+{
+    (void)state;
+    omnic__model *m = open_model_opts("qwen2", "cpu", OMNIC_DTYPE_F32, 1, 0);
+    int64_t V = m->dec.cfg.vocab;
+    float *a = malloc((size_t)V * sizeof *a), *b = malloc((size_t)V * sizeof *b);
+    prefill(m, T - 3, T, a);
+    int32_t slot = 0;
+    for (int i = T - 3; i < T; i++) decode_step(m, &slot, &TOKENS[i], 1, a);
+    omnic__kv_pool_clear_slot(&m->kv, 0);
+    prefill(m, T, T, b);
+    double r = max_rel(a, b, V);
+    fprintf(stderr, "decode vs prefill max rel diff %.3g\n", r);
+    assert_true(r < 1e-5);
+    free(a), free(b);
+    omnic__model_close(m);
+}
+
+/* Batch invariance: 4 prompts decoded together give bit-identical logits to each alone. */
+static void test_batch_invariance(void **state)
+{
+    (void)state;
+    omnic__model *m = open_model_opts("llama", "cpu", OMNIC_DTYPE_F16, 4, 0);
+    int64_t V = m->dec.cfg.vocab;
+    enum { B = 4, STEPS = 8 };
+    static const int lens[B] = {11, 3, 7, 1};
+    float *batch = malloc((size_t)(B * V) * sizeof *batch), *alone = malloc((size_t)V * sizeof *alone);
+    float *first = malloc((size_t)(B * V) * sizeof *first);
+    int32_t cur[B], slots[B] = {0, 1, 2, 3}, hist[B][STEPS];
+    for (int b = 0; b < B; b++) {
+        prefill_toks(m, b, TOKENS + b, lens[b], T, first + b * V);
+        cur[b] = argmax(first + b * V, V);
+    }
+    float *steps = malloc((size_t)(STEPS * B * V) * sizeof *steps);
+    for (int s = 0; s < STEPS; s++) {
+        decode_step(m, slots, cur, B, batch);
+        memcpy(steps + (size_t)s * B * V, batch, (size_t)(B * V) * sizeof *batch);
+        for (int b = 0; b < B; b++) hist[b][s] = cur[b], cur[b] = argmax(batch + b * V, V);
+    }
+    /* each alone, in slot 0 */
+    for (int b = 0; b < B; b++) {
+        omnic__kv_pool_clear_slot(&m->kv, 0);
+        prefill_toks(m, 0, TOKENS + b, lens[b], T, alone);
+        assert_memory_equal(alone, first + b * V, (size_t)V * sizeof *alone);
+        int32_t slot = 0;
+        for (int s = 0; s < STEPS; s++) {
+            decode_step(m, &slot, &hist[b][s], 1, alone);
+            assert_memory_equal(alone, steps + ((size_t)s * B + (size_t)b) * V, (size_t)V * sizeof *alone);
+        }
+    }
+    free(batch), free(alone), free(first), free(steps);
+    omnic__model_close(m);
+}
+
 /* Admission: rows past the capacity are refused with the three numbers; nothing changes. */
 static void test_capacity(void **state)
 {
     (void)state;
-    omnic__model *m = open_model("qwen2", "cpu", OMNIC_DTYPE_F16);
-    omnic__kv_slot s = new_slot(m);
+    omnic__model *m = open_model_opts("qwen2", "cpu", OMNIC_DTYPE_F16, 2, 0);
     float *logits = malloc((size_t)m->dec.cfg.vocab * sizeof *logits);
-    prefill(m, &s, T, T, logits);
+    prefill(m, T, T, logits);
     omnic_err err;
     static int32_t toks[CTX];
     omnic__tensor tok, pos;
@@ -204,22 +293,41 @@ static void test_capacity(void **state)
     tok.data = toks;
     pos.data = toks;
     const omnic__tensor *in[2] = {&tok, &pos};
-    omnic__call c = {.n = CTX - T + 1, .kv_start = T, .inputs = in, .n_inputs = 2, .slot = &s};
+    omnic__call c = {.n = CTX - T + 1, .inputs = in, .n_inputs = 2, .kv = &m->kv, .slot = 0, .kv_start = T};
     assert_int_equal(omnic__module_call(&m->prefill, &c, &err), OMNIC_E_CAPACITY);
     assert_non_null(strstr(err.msg, "11 cached + 54 new rows exceed the capacity of 64"));
-    assert_int_equal(s.len, T);
+    assert_int_equal(m->kv.len[0], T);
     /* token id past the vocabulary */
     toks[0] = (int32_t)m->dec.cfg.vocab;
     c.n = 1;
     tok.dims[0] = pos.dims[0] = 1;
     assert_int_equal(omnic__module_call(&m->prefill, &c, &err), OMNIC_E_INVALID);
     assert_non_null(strstr(err.msg, "tokens"));
-    /* kv_start past the slot's history */
+    /* kv_start past the slot's history, slot out of range */
     toks[0] = 1;
     c.kv_start = T + 1;
     assert_int_equal(omnic__module_call(&m->prefill, &c, &err), OMNIC_E_INVALID);
+    c.kv_start = 0;
+    c.slot = 2;
+    assert_int_equal(omnic__module_call(&m->prefill, &c, &err), OMNIC_E_INVALID);
+    /* decode: the same slot twice, a full slot */
+    int32_t rows[2] = {0, 0}, tk[2] = {1, 2};
+    omnic__tensor t2, p2;
+    int64_t d2[1] = {2};
+    omnic__tensor_init(&t2, OMNIC_DTYPE_I32, 1, d2, &err);
+    omnic__tensor_init(&p2, OMNIC_DTYPE_I32, 1, d2, &err);
+    t2.data = tk;
+    p2.data = tk;
+    const omnic__tensor *in2[2] = {&t2, &p2};
+    omnic__call dc = {.n = 2, .inputs = in2, .n_inputs = 2, .kv = &m->kv, .row_slots = rows};
+    assert_int_equal(omnic__module_call(&m->decode, &dc, &err), OMNIC_E_INVALID);
+    assert_non_null(strstr(err.msg, "both name slot 0"));
+    m->kv.len[1] = CTX;
+    rows[1] = 1;
+    assert_int_equal(omnic__module_call(&m->decode, &dc, &err), OMNIC_E_CAPACITY);
+    assert_non_null(strstr(err.msg, "slot 1: 64 cached + 1 new row exceed the capacity of 64"));
+    assert_int_equal(m->kv.len[0], T);
     free(logits);
-    omnic__kv_slot_deinit(&s);
     omnic__model_close(m);
 }
 
@@ -271,12 +379,9 @@ static void test_misaligned_weights(void **state)
     assert_true(b->dec.n_copies > 0);
     int64_t V = a->dec.cfg.vocab;
     float *la = malloc((size_t)V * sizeof *la), *lb = malloc((size_t)V * sizeof *lb);
-    omnic__kv_slot sa = new_slot(a), sb = new_slot(b);
-    prefill(a, &sa, T, T, la);
-    prefill(b, &sb, T, T, lb);
+    prefill(a, T, T, la);
+    prefill(b, T, T, lb);
     assert_memory_equal(la, lb, (size_t)V * sizeof *la);
-    omnic__kv_slot_deinit(&sa);
-    omnic__kv_slot_deinit(&sb);
     free(la), free(lb);
     omnic__model_close(a);
     omnic__model_close(b);
@@ -288,6 +393,8 @@ int main(void)
         cmocka_unit_test(test_llama_f32),
         cmocka_unit_test(test_qwen2_bf16),
         cmocka_unit_test(test_llama_f16_sharded),
+        cmocka_unit_test(test_decode_matches_prefill),
+        cmocka_unit_test(test_batch_invariance),
         cmocka_unit_test(test_capacity),
         cmocka_unit_test(test_bad_checkpoints),
         cmocka_unit_test(test_misaligned_weights),

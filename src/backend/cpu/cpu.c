@@ -87,7 +87,7 @@ const omnic__cpu_vec *omnic__cpu_vec_get(void) { return vec_tables[omnic__cpu_is
 
 static void cpu_init(void) { (void)omnic__cpu_isa_level(); }
 
-_Static_assert(OMNIC_OP_COUNT == OMNIC_OP_SOFTCAP + 1, "new op: add its cpu kernel below");
+_Static_assert(OMNIC_OP_COUNT == OMNIC_OP_SET_ROWS + 1, "new op: add its cpu kernel below");
 
 static const omnic__backend_ops cpu_ops = {
     .version = OMNIC_BACKEND_OPS_VERSION,
@@ -118,6 +118,7 @@ static const omnic__backend_ops cpu_ops = {
             [OMNIC_OP_ARGMAX] = omnic__cpu_argmax,
             [OMNIC_OP_CPY] = omnic__cpu_cpy,
             [OMNIC_OP_SOFTCAP] = omnic__cpu_unary,
+            [OMNIC_OP_SET_ROWS] = omnic__cpu_set_rows,
         },
     .wsize =
         {

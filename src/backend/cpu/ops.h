@@ -41,6 +41,9 @@ void omnic__cpu_permute(const omnic__node *n, int ith, int nth, void *wdata);
 void omnic__cpu_argmax(const omnic__node *n, int ith, int nth, void *wdata);
 void omnic__cpu_cpy(const omnic__node *n, int ith, int nth, void *wdata);
 
+/* kv.c */
+void omnic__cpu_set_rows(const omnic__node *n, int ith, int nth, void *wdata);
+
 /* Widens n elements of a f32/f16/bf16 row to f32 (a copy for f32). */
 void omnic__cpu_to_f32(omnic_dtype dt, const void *src, float *dst, int64_t n);
 

@@ -29,8 +29,8 @@ const char *omnic__cpu_isa_name(omnic__cpu_isa isa);
 
 /* ---- exp ----
  * Cephes expf: exp(x) = 2^n e^r with n = round(x log2 e), r = x - n ln2 (ln2 split in two),
- * e^r by a degree-6 polynomial on |r| <= ln2/2. Max error ~1 ulp over the f32 range
- * (checked against expf in the bench's self-test). exp(-inf) = 0, exp(+inf) = inf, NaN stays
+ * e^r by a degree-6 polynomial on |r| <= ln2/2. Max error 1 ulp against the correctly
+ * rounded result (every 61st float of [-87, 88] checked, both forms). exp(-inf) = 0, exp(+inf) = inf, NaN stays
  * NaN. The AVX-512 form is 0 below x = -103.97 (subnormals kept above); the AVX2 form
  * flushes results below about 2^-125 to 0. */
 #define OMNIC_EXP_HI 88.7228394f
@@ -92,7 +92,7 @@ OMNIC_INLINE OMNIC_AVX2 __m256 omnic__exp256(__m256 x)
 
 /* ---- tanh ----
  * Cephes tanhf: |x| < 0.625: x + x^3 P(x^2); else sign(x) (1 - 2 / (exp(2|x|) + 1)).
- * Max error ~2 ulp. */
+ * Max error 1 ulp (every 61st float of [-10, 10] checked, both forms). */
 #define OMNIC_TANH_Q0 (-5.70498872745e-3f)
 #define OMNIC_TANH_Q1 2.06390887954e-2f
 #define OMNIC_TANH_Q2 (-5.37397155531e-2f)

@@ -27,6 +27,14 @@ typedef struct omnic__cpu_vec {
     void (*mul1)(const float *a, float b, float *y, int64_t n);         /* y = a * b */
     void (*scale)(const float *x, float s, float b, float *y, int64_t n); /* y = x * s + b (no FMA) */
     void (*axpy)(float a, const float *x, float *y, int64_t n);         /* y += a * x */
+    /* Blocked attention products (per element, the order never depends on nq or nk):
+     * s[u*lds + j] = q[u] . k[j*ldk ..] (D floats each), one accumulator chain per pair;
+     * acc[u*lda + d] += sum_j p[u*ldp + j] * v[j*ldv + d], j ascending, one multiply-add
+     * per term exactly as axpy does it, so a row blocked with others equals it alone. */
+    void (*dot_rows)(const float *const *q, int64_t nq, const float *k, int64_t ldk, int64_t nk, int64_t D, float *s,
+                     int64_t lds);
+    void (*pv_rows)(const float *p, int64_t ldp, int64_t nq, const float *v, int64_t ldv, int64_t nk, int64_t Dv,
+                    float *acc, int64_t lda);
     /* y = exp(x - m); returns the sum of y (fixed lane order). */
     float (*exp_sum)(const float *x, float m, float *y, int64_t n);
     void (*silu)(const float *x, float *y, int64_t n);       /* x / (1 + exp(-x)) */

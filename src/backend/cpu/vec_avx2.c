@@ -6,7 +6,7 @@
 #include "backend/cpu/vec.h"
 #include "core/dtype.h"
 
-/* Lanes [0, r) set, r in 1..7. */
+/* Lanes [0, r) set, r in 0..8. */
 OMNIC_INLINE OMNIC_AVX2 __m256i tail8(int64_t r)
 {
     return _mm256_cmpgt_epi32(_mm256_set1_epi32((int)r), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
@@ -131,6 +131,95 @@ static OMNIC_AVX2 float max_v(const float *x, int64_t n)
     return omnic__hmax256(mx);
 }
 
+#if defined(__clang__)
+#define UNROLL _Pragma("unroll")
+#else
+#define UNROLL _Pragma("GCC unroll 8")
+#endif
+
+/* s[u*lds + j] = q[u] . k_j for u < mr (<= 2), j < nr (<= 4); one 8-lane chain per pair. */
+OMNIC_INLINE OMNIC_AVX2 void dot_tile(const float *const *q, const float *k, int64_t ldk, int64_t D, float *s,
+                                      int64_t lds, int mr, int nr)
+{
+    __m256 acc[2][4];
+    UNROLL for (int u = 0; u < mr; u++) UNROLL for (int j = 0; j < nr; j++) acc[u][j] = _mm256_setzero_ps();
+    int64_t d = 0;
+    for (; d + 8 <= D; d += 8) {
+        __m256 kv[4];
+        UNROLL for (int j = 0; j < nr; j++) kv[j] = _mm256_loadu_ps(k + j * ldk + d);
+        UNROLL for (int u = 0; u < mr; u++) {
+            __m256 qv = _mm256_loadu_ps(q[u] + d);
+            UNROLL for (int j = 0; j < nr; j++) acc[u][j] = _mm256_fmadd_ps(qv, kv[j], acc[u][j]);
+        }
+    }
+    if (d < D) {
+        __m256i m = tail8(D - d);
+        __m256 kv[4];
+        UNROLL for (int j = 0; j < nr; j++) kv[j] = _mm256_maskload_ps(k + j * ldk + d, m);
+        UNROLL for (int u = 0; u < mr; u++) {
+            __m256 qv = _mm256_maskload_ps(q[u] + d, m);
+            UNROLL for (int j = 0; j < nr; j++) acc[u][j] = _mm256_fmadd_ps(qv, kv[j], acc[u][j]);
+        }
+    }
+    UNROLL for (int u = 0; u < mr; u++) UNROLL for (int j = 0; j < nr; j++) s[u * lds + j] = omnic__hsum256(acc[u][j]);
+}
+
+#define DOT_TILE_CASES(q, k, mr)                                                                            \
+    do {                                                                                                    \
+        int64_t j = 0;                                                                                      \
+        for (; j + 4 <= nk; j += 4) dot_tile(q, k + j * ldk, ldk, D, s + j, lds, mr, 4);                   \
+        for (; j < nk; j++) dot_tile(q, k + j * ldk, ldk, D, s + j, lds, mr, 1);                           \
+    } while (0)
+
+static OMNIC_AVX2 void dot_rows_v(const float *const *q, int64_t nq, const float *k, int64_t ldk, int64_t nk,
+                                  int64_t D, float *s0, int64_t lds)
+{
+    int64_t u = 0;
+    for (; u + 2 <= nq; u += 2) {
+        float *s = s0 + u * lds;
+        DOT_TILE_CASES(q + u, k, 2);
+    }
+    for (; u < nq; u++) {
+        float *s = s0 + u * lds;
+        DOT_TILE_CASES(q + u, k, 1);
+    }
+}
+
+/* acc rows u < mr (<= 4), columns [d, d + 16) under masks m0, m1: += p[u][j] * v_j, j ascending. */
+OMNIC_INLINE OMNIC_AVX2 void pv_tile(const float *p, int64_t ldp, const float *v, int64_t ldv, int64_t nk, float *acc,
+                                     int64_t lda, __m256i m0, __m256i m1, int mr)
+{
+    __m256 a0[4], a1[4];
+    UNROLL for (int u = 0; u < mr; u++) {
+        a0[u] = _mm256_maskload_ps(acc + u * lda, m0);
+        a1[u] = _mm256_maskload_ps(acc + u * lda + 8, m1);
+    }
+    for (int64_t j = 0; j < nk; j++) {
+        __m256 v0 = _mm256_maskload_ps(v + j * ldv, m0), v1 = _mm256_maskload_ps(v + j * ldv + 8, m1);
+        UNROLL for (int u = 0; u < mr; u++) {
+            __m256 pb = _mm256_set1_ps(p[u * ldp + j]);
+            a0[u] = _mm256_fmadd_ps(pb, v0, a0[u]);
+            a1[u] = _mm256_fmadd_ps(pb, v1, a1[u]);
+        }
+    }
+    UNROLL for (int u = 0; u < mr; u++) {
+        _mm256_maskstore_ps(acc + u * lda, m0, a0[u]);
+        _mm256_maskstore_ps(acc + u * lda + 8, m1, a1[u]);
+    }
+}
+
+static OMNIC_AVX2 void pv_rows_v(const float *p, int64_t ldp, int64_t nq, const float *v, int64_t ldv, int64_t nk,
+                                 int64_t Dv, float *acc, int64_t lda)
+{
+    for (int64_t d = 0; d < Dv; d += 16) {
+        __m256i m0 = tail8(Dv - d >= 8 ? 8 : Dv - d);
+        __m256i m1 = tail8(Dv - d > 8 ? (Dv - d - 8 >= 8 ? 8 : Dv - d - 8) : 0);
+        int64_t u = 0;
+        for (; u + 4 <= nq; u += 4) pv_tile(p + u * ldp, ldp, v + d, ldv, nk, acc + u * lda + d, lda, m0, m1, 4);
+        for (; u < nq; u++) pv_tile(p + u * ldp, ldp, v + d, ldv, nk, acc + u * lda + d, lda, m0, m1, 1);
+    }
+}
+
 static OMNIC_AVX2 float exp_sum_v(const float *x, float mval, float *y, int64_t n)
 {
     __m256 vm = _mm256_set1_ps(mval), s = _mm256_setzero_ps();
@@ -188,6 +277,8 @@ const omnic__cpu_vec omnic__cpu_vec_avx2 = {
     .mul1 = mul1_v,
     .scale = scale_v,
     .axpy = axpy_v,
+    .dot_rows = dot_rows_v,
+    .pv_rows = pv_rows_v,
     .exp_sum = exp_sum_v,
     .silu = silu_v,
     .gelu_tanh = gelu_tanh_v,

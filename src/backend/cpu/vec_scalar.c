@@ -60,6 +60,21 @@ static void axpy_s(float a, const float *x, float *y, int64_t n)
     for (int64_t i = 0; i < n; i++) y[i] += a * x[i];
 }
 
+/* One pair: 8 partial sums, lane l takes d = l mod 8 (as dot_s). */
+static void dot_rows_s(const float *const *q, int64_t nq, const float *k, int64_t ldk, int64_t nk, int64_t D, float *s,
+                       int64_t lds)
+{
+    for (int64_t u = 0; u < nq; u++)
+        for (int64_t j = 0; j < nk; j++) s[u * lds + j] = dot_s(q[u], k + j * ldk, D);
+}
+
+static void pv_rows_s(const float *p, int64_t ldp, int64_t nq, const float *v, int64_t ldv, int64_t nk, int64_t Dv,
+                      float *acc, int64_t lda)
+{
+    for (int64_t u = 0; u < nq; u++)
+        for (int64_t j = 0; j < nk; j++) axpy_s(p[u * ldp + j], v + j * ldv, acc + u * lda, Dv);
+}
+
 static float exp_sum_s(const float *x, float m, float *y, int64_t n)
 {
     for (int64_t i = 0; i < n; i++) y[i] = expf(x[i] - m);
@@ -109,6 +124,8 @@ const omnic__cpu_vec omnic__cpu_vec_scalar = {
     .mul1 = mul1_s,
     .scale = scale_s,
     .axpy = axpy_s,
+    .dot_rows = dot_rows_s,
+    .pv_rows = pv_rows_s,
     .exp_sum = exp_sum_s,
     .silu = silu_s,
     .gelu_tanh = gelu_tanh_s,

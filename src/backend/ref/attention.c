@@ -1,4 +1,4 @@
-/* Reference scaled dot-product attention over one slot's KV: scores, softmax and the
+/* Reference scaled dot-product attention, each query over its visible KV range: scores, softmax and the
  * weighted sum of values all in double, each output rounded to f32 once. */
 #include <math.h>
 
@@ -8,6 +8,7 @@
  *   s_j = q[t,h,:] . k[j,g,:] * scale        (g = h / (H / Hkv), GQA)
  *   s_j = tanh(s_j / cap) * cap              (when cap = fp[1] != 0)
  *   s_j += bias[t, j]                        (when src[4])
+ *   keys j < kv_begin[t] (src[5]) are not visited; causal rows stop at j = qpos[t]
  *   key j masked (s_j = -inf) when causal and j > qpos[t], or when a window W is set
  *   and qpos[t] - j >= W; a bias of -inf masks too.
  *   dst[t,h,:] = sum_j softmax(s)_j v[j,g,:], or zeros when every key is masked.
@@ -19,6 +20,7 @@ void omnic__ref_attention(const omnic__node *n, int ith, int nth, void *wdata)
     const omnic__tensor *v = n->src[2];                                    /* [S, Hkv, Dv] f32 or f16 */
     const int32_t *qpos = n->src[3]->data;                                 /* [T] i32 */
     const float *bias = n->src[4] ? (const float *)n->src[4]->data : NULL; /* [T, S] f32 */
+    const int32_t *kv_begin = n->src[5] ? (const int32_t *)n->src[5]->data : NULL; /* [T] i32 */
     int64_t T = q->dims[0], H = q->dims[1], D = q->dims[2];
     int64_t S = k->dims[0], Hkv = k->dims[1], Dv = v->dims[2];
     int64_t group = H / Hkv;
@@ -36,9 +38,10 @@ void omnic__ref_attention(const omnic__node *n, int ith, int nth, void *wdata)
         int64_t t = row / H, h = row % H, g = h / group;
         int64_t p = qpos[t];
         const float *qr = Q + row * D;
+        const int64_t j0 = kv_begin ? kv_begin[t] : 0, j1 = causal && p + 1 < S ? p + 1 : S;
         double mx = -INFINITY;
-        for (int64_t j = 0; j < S; j++) {
-            bool visible = (!causal || j <= p) && (window == 0 || p - j < window);
+        for (int64_t j = j0; j < j1; j++) {
+            bool visible = window == 0 || p - j < window;
             if (!visible) {
                 s[j] = -INFINITY;
                 continue;
@@ -61,7 +64,7 @@ void omnic__ref_attention(const omnic__node *n, int ith, int nth, void *wdata)
         double sum = 0.0;
         for (int64_t d = 0; d < Dv; d++)
             acc[d] = 0.0;
-        for (int64_t j = 0; j < S; j++) {
+        for (int64_t j = j0; j < j1; j++) {
             if (s[j] == -INFINITY) continue;
             double e = exp(s[j] - mx);
             sum += e;

@@ -141,3 +141,33 @@ void omnic__ref_cpy(const omnic__node *n, int ith, int nth, void *wdata)
         }
     }
 }
+
+/* dst row idx[t] = src row t (f32) converted to dst's dtype; rows of src split across threads. */
+void omnic__ref_set_rows(const omnic__node *n, int ith, int nth, void *wdata)
+{
+    (void)wdata;
+    const omnic__tensor *src = n->src[0]; /* [T, ...] f32 */
+    const int32_t *idx = n->src[1]->data; /* [T] i32 */
+    omnic__tensor *dst = n->dst;          /* [R, ...] f32/f16/bf16, updated in place */
+    int64_t T = src->dims[0], C = omnic__tensor_nelem(src) / (T ? T : 1);
+    const float *S = src->data;
+    int64_t lo, hi;
+    omnic__split_rows(T, ith, nth, &lo, &hi);
+    for (int64_t t = lo; t < hi; t++) {
+        int64_t r = idx[t];
+        for (int64_t c = 0; c < C; c++) {
+            float f = S[t * C + c];
+            switch (dst->dtype) {
+            case OMNIC_DTYPE_F16:
+                ((uint16_t *)dst->data)[r * C + c] = omnic__f32_to_f16(f);
+                break;
+            case OMNIC_DTYPE_BF16:
+                ((uint16_t *)dst->data)[r * C + c] = omnic__f32_to_bf16(f);
+                break;
+            default:
+                ((float *)dst->data)[r * C + c] = f;
+                break;
+            }
+        }
+    }
+}

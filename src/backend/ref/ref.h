@@ -60,5 +60,6 @@ void omnic__ref_concat(const omnic__node *n, int ith, int nth, void *wdata);
 void omnic__ref_slice(const omnic__node *n, int ith, int nth, void *wdata);
 void omnic__ref_permute(const omnic__node *n, int ith, int nth, void *wdata);
 void omnic__ref_cpy(const omnic__node *n, int ith, int nth, void *wdata);
+void omnic__ref_set_rows(const omnic__node *n, int ith, int nth, void *wdata);
 
 #endif
