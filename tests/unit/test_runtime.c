@@ -105,7 +105,7 @@ static void test_signature_checks(void **state)
     x.dims[0] = CAP + 1;
     c.n = CAP + 1;
     assert_int_equal(omnic__module_call(&m, &c, &err), OMNIC_E_CAPACITY);
-    assert_non_null(strstr(err.msg, "65 new rows exceed the capacity of 64"));
+    assert_non_null(strstr(err.msg, "65 rows in one call, the module takes 1..64"));
     /* wrong dtype */
     x.dims[0] = 3;
     c.n = 3;
