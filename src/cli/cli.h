@@ -4,5 +4,6 @@
 #define OMNIC_CLI_CLI_H
 
 int omnic__cli_inspect(int argc, char **argv);
+int omnic__cli_bench(int argc, char **argv);
 
 #endif

@@ -13,6 +13,7 @@ static void usage(FILE *f)
                "usage: omnic <command> [options]\n"
                "commands:\n"
                "  inspect -m DIR     family, dimensions, dtypes, parameters, files, modules, memory, identity\n"
+               "  bench -m DIR       prompt-processing and generation throughput (llama-bench style)\n"
                "  version            print the version\n"
                "run `omnic <command> --help` for a command's options\n",
             OMNIC_VERSION);
@@ -26,6 +27,7 @@ int main(int argc, char **argv)
     }
     const char *cmd = argv[1];
     if (!strcmp(cmd, "inspect")) return omnic__cli_inspect(argc - 1, argv + 1);
+    if (!strcmp(cmd, "bench")) return omnic__cli_bench(argc - 1, argv + 1);
     if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) {
         printf("omnic %s\n", OMNIC_VERSION);
         return 0;

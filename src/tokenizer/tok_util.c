@@ -111,6 +111,32 @@ omnic_status omnic__tsegs_push(omnic__tsegs *s, size_t st, size_t e, bool match,
     return OMNIC_OK;
 }
 
+void omnic__ivec_free(omnic__ivec *v)
+{
+    if (!v) return;
+    omnic_free(v->v);
+    v->v = NULL;
+    v->n = v->cap = 0;
+}
+
+omnic_status omnic__ivec_reserve(omnic__ivec *v, size_t extra, omnic_err *err)
+{
+    size_t need;
+    if (!omnic_size_add(&need, v->n, extra))
+        return OMNIC_FAIL(err, OMNIC_E_TOO_LARGE, "tokenizer: id list of %zu + %zu entries overflows", v->n, extra);
+    if (need <= v->cap) return OMNIC_OK;
+    size_t cap = v->cap ? v->cap : 64;
+    while (cap < need) cap = cap > SIZE_MAX / 2 ? need : cap * 2;
+    size_t bytes;
+    if (!omnic_size_mul(&bytes, cap, sizeof *v->v))
+        return OMNIC_FAIL(err, OMNIC_E_TOO_LARGE, "tokenizer: id list of %zu entries overflows", cap);
+    int32_t *p = omnic_realloc(v->v, bytes);
+    if (!p) return OMNIC_FAIL(err, OMNIC_E_NOMEM, "tokenizer: out of memory for %zu token ids", cap);
+    v->v = p;
+    v->cap = cap;
+    return OMNIC_OK;
+}
+
 /* ---- UTF-8 ---- */
 
 /* Length of the valid sequence at s[i..len), 0 when invalid; *sub gets the length of the maximal

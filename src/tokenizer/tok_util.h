@@ -65,6 +65,22 @@ typedef struct omnic__tsegs {
 void omnic__tsegs_free(omnic__tsegs *s);
 omnic_status omnic__tsegs_push(omnic__tsegs *s, size_t st, size_t e, bool match, omnic_err *err);
 
+/* ---- growable int32 vector (token ids) ---- */
+typedef struct omnic__ivec {
+    int32_t *v; /* owned, [cap] */
+    size_t n;
+    size_t cap;
+} omnic__ivec;
+
+void omnic__ivec_free(omnic__ivec *v);
+omnic_status omnic__ivec_reserve(omnic__ivec *v, size_t extra, omnic_err *err);
+static inline omnic_status omnic__ivec_push(omnic__ivec *v, int32_t x, omnic_err *err)
+{
+    if (v->n == v->cap) OMNIC_TRY(omnic__ivec_reserve(v, 1, err));
+    v->v[v->n++] = x;
+    return OMNIC_OK;
+}
+
 /* ---- UTF-8 ---- */
 /* Returns len when s[0..len) is valid UTF-8 (no surrogates, no overlongs, <= U+10FFFF), else the byte
  * offset of the first byte that starts an invalid or truncated sequence. */

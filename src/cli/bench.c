@@ -1,0 +1,244 @@
+/* `omnic bench`: llama-bench-style throughput of prompt processing (ppN: one N-token
+ * prefill) and text generation (tgN: N single-token decode steps from an empty cache),
+ * optionally with B sequences decoded together (total tok/s). Token ids are random,
+ * as in llama-bench; no tokenizer is needed. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cli/args.h"
+#include "cli/cli.h"
+#include "models/model.h"
+
+#define MAX_LIST 8
+
+typedef struct bench_opts {
+    const char *dir, *backend, *format;
+    int64_t pp[MAX_LIST], tg[MAX_LIST], batch[MAX_LIST];
+    int n_pp, n_tg, n_batch;
+    int threads, reps;
+    omnic_dtype kv;
+} bench_opts;
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* "512,1024" into out (at most MAX_LIST values in [lo, hi]); -1 after printing an error. */
+static int parse_list(const char *opt, const char *s, int64_t lo, int64_t hi, int64_t *out)
+{
+    int n = 0;
+    while (*s) {
+        char *end;
+        long long v = strtoll(s, &end, 10);
+        if (end == s || v < lo || v > hi || n == MAX_LIST || (*end && *end != ',')) {
+            fprintf(stderr, "omnic bench: %s needs up to %d comma-separated integers in %lld..%lld\n", opt, MAX_LIST,
+                    (long long)lo, (long long)hi);
+            return -1;
+        }
+        out[n++] = v;
+        s = *end ? end + 1 : end;
+    }
+    return n;
+}
+
+static uint32_t rnd(uint64_t *s)
+{
+    *s = *s * 6364136223846793005u + 1442695040888963407u;
+    return (uint32_t)(*s >> 33);
+}
+
+/* One prefill of n random tokens into slot 0 from an empty cache, in chunks. */
+static omnic_status run_pp(omnic__model *m, int64_t n, uint64_t *seed, omnic_err *err)
+{
+    omnic__kv_pool_clear_slot(&m->kv, 0);
+    int32_t *tok = omnic_alloc_array((size_t)m->chunk, sizeof *tok), *pos = omnic_alloc_array((size_t)m->chunk, sizeof *pos);
+    omnic_status s = OMNIC_OK;
+    if (!tok || !pos) {
+        s = OMNIC_FAIL(err, OMNIC_E_NOMEM, "out of memory");
+        goto out;
+    }
+    for (int64_t start = 0; start < n && s == OMNIC_OK; start += m->chunk) {
+        int64_t len = n - start < m->chunk ? n - start : m->chunk;
+        for (int64_t i = 0; i < len; i++) tok[i] = (int32_t)(rnd(seed) % (uint32_t)m->dec.cfg.vocab), pos[i] = (int32_t)(start + i);
+        omnic__tensor t, p;
+        int64_t d[1] = {len};
+        omnic__tensor_init(&t, OMNIC_DTYPE_I32, 1, d, err);
+        omnic__tensor_init(&p, OMNIC_DTYPE_I32, 1, d, err);
+        t.data = tok;
+        p.data = pos;
+        const omnic__tensor *in[2] = {&t, &p};
+        omnic__call c = {.n = len, .inputs = in, .n_inputs = 2, .kv = &m->kv, .slot = 0, .kv_start = start};
+        s = omnic__module_call(&m->prefill, &c, err);
+    }
+out:
+    omnic_free(tok);
+    omnic_free(pos);
+    return s;
+}
+
+/* n decode steps over B slots (each from an empty cache). */
+static omnic_status run_tg(omnic__model *m, int64_t n, int B, uint64_t *seed, omnic_err *err)
+{
+    int32_t slots[64], tok[64], pos[64];
+    for (int b = 0; b < B; b++) {
+        omnic__kv_pool_clear_slot(&m->kv, b);
+        slots[b] = b;
+    }
+    for (int64_t step = 0; step < n; step++) {
+        for (int b = 0; b < B; b++) tok[b] = (int32_t)(rnd(seed) % (uint32_t)m->dec.cfg.vocab), pos[b] = (int32_t)step;
+        omnic__tensor t, p;
+        int64_t d[1] = {B};
+        omnic__tensor_init(&t, OMNIC_DTYPE_I32, 1, d, err);
+        omnic__tensor_init(&p, OMNIC_DTYPE_I32, 1, d, err);
+        t.data = tok;
+        p.data = pos;
+        const omnic__tensor *in[2] = {&t, &p};
+        omnic__call c = {.n = B, .inputs = in, .n_inputs = 2, .kv = &m->kv, .row_slots = slots};
+        OMNIC_TRY(omnic__module_call(&m->decode, &c, err));
+    }
+    return OMNIC_OK;
+}
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: omnic bench -m DIR [-p 512] [-n 128] [-t THREADS] [-r 3] [-o md|json] [--batch 1,4]\n"
+               "                   [--backend cpu|ref] [--kv f16|f32]\n"
+               "  -p and -n take comma-separated lists (0 skips); --batch runs tg with B sequences at once\n");
+}
+
+int omnic__cli_bench(int argc, char **argv)
+{
+    bench_opts o = {.format = "md", .pp = {512}, .n_pp = 1, .tg = {128}, .n_tg = 1, .batch = {1}, .n_batch = 1,
+                    .reps = 3, .kv = OMNIC_DTYPE_F16};
+    for (int i = 1; i < argc; i++) {
+        const char *v;
+        int64_t x;
+        int r;
+        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+            usage(stdout);
+            return 0;
+        }
+        if (omnic__arg_str(argc, argv, &i, "-m", "--model", &o.dir)) continue;
+        if (omnic__arg_str(argc, argv, &i, NULL, "--backend", &o.backend)) continue;
+        if (omnic__arg_str(argc, argv, &i, "-o", "--output", &o.format)) continue;
+        if ((r = omnic__arg_str(argc, argv, &i, "-p", "--n-prompt", &v)) != 0) {
+            if (r < 0 || (o.n_pp = parse_list("-p", v, 0, 1 << 20, o.pp)) < 0) return 2;
+            continue;
+        }
+        if ((r = omnic__arg_str(argc, argv, &i, "-n", "--n-gen", &v)) != 0) {
+            if (r < 0 || (o.n_tg = parse_list("-n", v, 0, 1 << 20, o.tg)) < 0) return 2;
+            continue;
+        }
+        if ((r = omnic__arg_str(argc, argv, &i, NULL, "--batch", &v)) != 0) {
+            if (r < 0 || (o.n_batch = parse_list("--batch", v, 1, 64, o.batch)) < 0) return 2;
+            continue;
+        }
+        if ((r = omnic__arg_i64(argc, argv, &i, "-t", "--threads", 1, 256, &x)) != 0) {
+            if (r < 0) return 2;
+            o.threads = (int)x;
+            continue;
+        }
+        if ((r = omnic__arg_i64(argc, argv, &i, "-r", "--repetitions", 1, 1000, &x)) != 0) {
+            if (r < 0) return 2;
+            o.reps = (int)x;
+            continue;
+        }
+        if ((r = omnic__arg_str(argc, argv, &i, NULL, "--kv", &v)) != 0) {
+            if (r < 0 || (strcmp(v, "f16") && strcmp(v, "f32"))) {
+                fprintf(stderr, "omnic bench: --kv must be f16 or f32\n");
+                return 2;
+            }
+            o.kv = strcmp(v, "f32") ? OMNIC_DTYPE_F16 : OMNIC_DTYPE_F32;
+            continue;
+        }
+        fprintf(stderr, "omnic bench: unknown option '%s'\n", argv[i]);
+        usage(stderr);
+        return 2;
+    }
+    if (!o.dir) {
+        fprintf(stderr, "omnic bench: -m DIR is required\n");
+        usage(stderr);
+        return 2;
+    }
+    if (strcmp(o.format, "md") && strcmp(o.format, "json")) {
+        fprintf(stderr, "omnic bench: -o must be md or json, got '%s'\n", o.format);
+        return 2;
+    }
+    int64_t ctx = 1, max_b = 1;
+    for (int i = 0; i < o.n_pp; i++) ctx = o.pp[i] > ctx ? o.pp[i] : ctx;
+    for (int i = 0; i < o.n_tg; i++) ctx = o.tg[i] > ctx ? o.tg[i] : ctx;
+    for (int i = 0; i < o.n_batch; i++) max_b = o.batch[i] > max_b ? o.batch[i] : max_b;
+    int64_t chunk = 1;
+    for (int i = 0; i < o.n_pp; i++) chunk = o.pp[i] > chunk ? o.pp[i] : chunk;
+    omnic__model_opts mo = {.backend = o.backend, .threads = o.threads, .ctx = ctx, .slots = (int)max_b,
+                            .chunk = chunk, .kv_dtype = o.kv};
+    omnic_err err;
+    omnic_err_clear(&err);
+    omnic__model *m;
+    if (omnic__model_open(o.dir, &mo, &m, &err) != OMNIC_OK) {
+        fprintf(stderr, "omnic bench: %s: %s\n", o.dir, err.msg);
+        return 1;
+    }
+    int64_t params, bytes;
+    omnic__decoder_param_stats(&m->dec, &params, &bytes);
+    const char *wdt = omnic_dtype_name(m->dec.layers[0].wq.dtype);
+    bool json = !strcmp(o.format, "json");
+    if (json) printf("[\n");
+    else
+        printf("| model | size | params | backend | threads | test | t/s |\n"
+               "| ----- | ---: | -----: | ------- | ------: | ---: | --: |\n");
+    uint64_t seed = 1234;
+    int rc = 0, rows = 0;
+    for (int kind = 0; kind < 2 && rc == 0; kind++) {
+        int n_sizes = kind == 0 ? o.n_pp : o.n_tg, n_b = kind == 0 ? 1 : o.n_batch;
+        for (int si = 0; si < n_sizes && rc == 0; si++) {
+            int64_t size = kind == 0 ? o.pp[si] : o.tg[si];
+            if (size == 0) continue;
+            for (int bi = 0; bi < n_b && rc == 0; bi++) {
+                int B = kind == 0 ? 1 : (int)o.batch[bi];
+                double ts[1000], sum = 0, sq = 0;
+                for (int r = -1; r < o.reps; r++) { /* r = -1: warm-up, not counted */
+                    double t0 = now_s();
+                    omnic_status s = kind == 0 ? run_pp(m, size, &seed, &err) : run_tg(m, size, B, &seed, &err);
+                    double dt = now_s() - t0;
+                    if (s != OMNIC_OK) {
+                        fprintf(stderr, "omnic bench: %s\n", err.msg);
+                        rc = 1;
+                        break;
+                    }
+                    if (r >= 0) ts[r] = (double)(size * B) / dt;
+                }
+                if (rc) break;
+                for (int r = 0; r < o.reps; r++) sum += ts[r];
+                double mean = sum / o.reps;
+                for (int r = 0; r < o.reps; r++) sq += (ts[r] - mean) * (ts[r] - mean);
+                double sd = o.reps > 1 ? sqrt(sq / (o.reps - 1)) : 0;
+                char test[48];
+                snprintf(test, sizeof test, B > 1 ? "%s%lld x%d" : "%s%lld", kind == 0 ? "pp" : "tg", (long long)size,
+                         B);
+                if (json)
+                    printf("%s  {\"model\": \"%s %s\", \"model_size\": %lld, \"model_n_params\": %lld, "
+                           "\"backend\": \"%s\", \"n_threads\": %d, \"test\": \"%s\", \"n_prompt\": %lld, "
+                           "\"n_gen\": %lld, \"n_batch\": %d, \"avg_ts\": %.4f, \"stddev_ts\": %.4f}",
+                           rows ? ",\n" : "", m->family->name, wdt, (long long)bytes, (long long)params,
+                           m->backend->name, m->prefill.nth, test, (long long)(kind == 0 ? size : 0),
+                           (long long)(kind == 1 ? size : 0), B, mean, sd);
+                else
+                    printf("| %s %s | %.2f GiB | %.2f B | %s | %d | %s | %.2f ± %.2f |\n", m->family->name, wdt,
+                           (double)bytes / (1 << 30), (double)params / 1e9, m->backend->name, m->prefill.nth, test,
+                           mean, sd);
+                fflush(stdout);
+                rows++;
+            }
+        }
+    }
+    if (json) printf("\n]\n");
+    omnic__model_close(m);
+    return rc;
+}
