@@ -149,7 +149,7 @@ beginning of the next one is not the end of this one. Thank you for reading!
 """
 
 # =============================================================================
-# 2. Byte-level BPE: byte map, pre-tokenizer regexes, trainer, encoder
+# 2. BPE tokenizers: byte map, pre-tokenizer regexes, trainers, encoders
 # =============================================================================
 
 # The pre-tokenizer patterns as they appear in tokenizer.json (Oniguruma syntax).
@@ -161,6 +161,13 @@ LLAMA3_SPLIT_PATTERN = (
     r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}"
     r"| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"
 )
+# tiktoken's o200k_base split (GPT-4o; Phi-4-mini's tokenizer): case-aware letter runs,
+# contraction suffix glued to the word, "/" allowed after a punctuation run.
+O200K_SPLIT_PATTERN = (
+    r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?"
+    r"|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?"
+    r"|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+"
+)
 
 
 def to_python_regex(pattern: str) -> "re.Pattern":
@@ -169,6 +176,8 @@ def to_python_regex(pattern: str) -> "re.Pattern":
     \\p{L} -> [^\\W\\d_] (letters), \\p{N} -> \\d, and the negated classes
     [^\\r\\n\\p{L}\\p{N}] / [^\\s\\p{L}\\p{N}] -> "not \\w, or underscore". Close
     enough for training and for the self-check; tokenizer.json keeps the real one.
+    (Kept as is so the qwen2/llama3 tokenizers stay byte-identical; new styles use
+    `to_python_regex_exact`.)
     """
     p = pattern
     p = p.replace(r"[^\r\n\p{L}\p{N}]", r"(?:[^\r\n\w]|_)")
@@ -176,6 +185,59 @@ def to_python_regex(pattern: str) -> "re.Pattern":
     p = p.replace(r"\p{L}", r"[^\W\d_]")
     p = p.replace(r"\p{N}", r"\d")
     return re.compile(p)
+
+
+_CATEGORY_RANGES: Dict[str, str] = {}
+
+
+def _category_ranges(cat: str) -> str:
+    """Python char-class body (no brackets) for a Unicode general category or a
+    one-letter major class ("L", "N", "M", "Lu", ...), built from `unicodedata`."""
+    if not _CATEGORY_RANGES:
+        runs: Dict[str, List[List[int]]] = {}
+        for cp in range(sys.maxunicode + 1):
+            c = unicodedata.category(chr(cp))
+            for key in (c, c[0]):
+                r = runs.setdefault(key, [])
+                if r and r[-1][1] == cp - 1:
+                    r[-1][1] = cp
+                else:
+                    r.append([cp, cp])
+
+        def esc(cp: int) -> str:
+            return "\\U%08x" % cp
+
+        for key, r in runs.items():
+            _CATEGORY_RANGES[key] = "".join(esc(a) if a == b else esc(a) + "-" + esc(b) for a, b in r)
+    return _CATEGORY_RANGES[cat]
+
+
+def to_python_regex_exact(pattern: str) -> "re.Pattern":
+    """Translate \\p{X} classes of an Oniguruma pattern into explicit Python ranges.
+
+    Exact up to Python's `\\s` (str.isspace) vs Oniguruma's and the Unicode version
+    of `unicodedata`; used for styles whose pattern has \\p{Lu}/\\p{Ll}/\\p{M}...
+    """
+    out, i, in_class = [], 0, False
+    while i < len(pattern):
+        ch = pattern[i]
+        if ch == "\\":
+            m = re.match(r"\\p\{(\w+)\}", pattern[i:])
+            if m:
+                body = _category_ranges(m.group(1))
+                out.append(body if in_class else "[" + body + "]")
+                i += m.end()
+                continue
+            out.append(pattern[i:i + 2])
+            i += 2
+            continue
+        if ch == "[" and not in_class:
+            in_class = True
+        elif ch == "]" and in_class:
+            in_class = False
+        out.append(ch)
+        i += 1
+    return re.compile("".join(out))
 
 
 def bytes_to_unicode() -> Dict[int, str]:
@@ -204,16 +266,21 @@ def _word_symbols(piece: str) -> Tuple[str, ...]:
 
 
 def train_bpe(text: str, split_re: "re.Pattern", n_merges: int) -> List[Tuple[str, str]]:
-    """Deterministic byte-level BPE training; returns merges in rank order.
+    """Deterministic byte-level BPE training; returns merges in rank order."""
+    from collections import Counter
+    return train_bpe_words(Counter(_word_symbols(m.group(0)) for m in split_re.finditer(text)), n_merges)
+
+
+def train_bpe_words(word_freq: "Dict[Tuple[str, ...], int]", n_merges: int) -> List[Tuple[str, str]]:
+    """BPE over words given as symbol tuples with counts; returns merges in rank order.
 
     Each step merges the most frequent adjacent pair (ties: smallest pair in
     string order); stops early when no pair occurs twice. Pair counts are kept
     incrementally with a lazy max-heap, so a few hundred merges take ~0.1 s.
     """
     import heapq
-    from collections import Counter, defaultdict
+    from collections import defaultdict
 
-    word_freq = Counter(_word_symbols(m.group(0)) for m in split_re.finditer(text))
     words = [list(w) for w in word_freq]
     freqs = [word_freq[w] for w in word_freq]
 
@@ -266,31 +333,45 @@ def train_bpe(text: str, split_re: "re.Pattern", n_merges: int) -> List[Tuple[st
 
 @dataclasses.dataclass
 class BpeTokenizer:
-    """In-memory form of the trained tokenizer (what tokenizer.json describes)."""
+    """In-memory form of the trained tokenizer (what tokenizer.json describes).
+
+    kind "bytelevel": GPT-2 byte symbols, regex Split pre-tokenizer, added tokens
+    after the vocab. kind "spm": SentencePiece-style BPE (Gemma): characters plus
+    <0xNN> byte-fallback tokens, spaces as "▁", no effective pre-tokenizer, control
+    tokens inside the vocab (ids 0..) and possibly added tokens after it.
+    """
     style: str                      # key of TOKENIZER_STYLES
-    vocab: Dict[str, int]           # BPE vocab: 256 byte symbols + one per merge
+    vocab: Dict[str, int]           # model vocab (tokenizer.json model.vocab)
     merges: List[Tuple[str, str]]   # rank order
-    specials: Dict[str, int]        # added tokens (all special), ids after the vocab
-    split_pattern: str              # Oniguruma pattern written to tokenizer.json
+    specials: Dict[str, int]        # every added token -> id (in or after the vocab)
+    split_pattern: str              # Oniguruma pattern written to tokenizer.json ("" for spm)
     nfc: bool                       # NFC normalizer
     ignore_merges: bool
     add_bos: Optional[str]          # special token prepended by the post-processor
+    kind: str = "bytelevel"         # "bytelevel" | "spm"
+    nonspecial: frozenset = frozenset()  # added tokens written with "special": false
 
     @property
     def size(self) -> int:
-        return len(self.vocab) + len(self.specials)
+        return max(max(self.vocab.values()), max(self.specials.values(), default=-1)) + 1
 
     def id(self, token: str) -> int:
         return self.specials[token] if token in self.specials else self.vocab[token]
+
+    def is_special(self, token: str) -> bool:
+        return token in self.specials and token not in self.nonspecial
 
 
 def train_tokenizer(style: str, n_merges: int = 256, extra_specials: Sequence[str] = ()) -> BpeTokenizer:
     """Train the built-in sample for a tokenizer style (see TOKENIZER_STYLES)."""
     st = TOKENIZER_STYLES[style]
+    if st.get("kind") == "spm":
+        return _train_spm_tokenizer(style, st, n_merges, extra_specials)
     text = SAMPLE_TEXT
     if st["nfc"]:
         text = unicodedata.normalize("NFC", text)
-    merges = train_bpe(text, to_python_regex(st["pattern"]), n_merges)
+    split_re = to_python_regex_exact(st["pattern"]) if st.get("exact_regex") else to_python_regex(st["pattern"])
+    merges = train_bpe(text, split_re, n_merges)
     vocab = {sym: i for i, sym in enumerate(BYTE_TO_SYM.values())}
     for a, b in merges:
         if a + b not in vocab:  # two merges can spell the same token; it keeps one id
@@ -299,13 +380,56 @@ def train_tokenizer(style: str, n_merges: int = 256, extra_specials: Sequence[st
     for s in list(st["specials"]) + list(extra_specials):
         specials[s] = len(vocab) + len(specials)
     return BpeTokenizer(style, vocab, merges, specials, st["pattern"], st["nfc"],
-                        st["ignore_merges"], st.get("add_bos"))
+                        st["ignore_merges"], st.get("add_bos"),
+                        nonspecial=frozenset(st.get("nonspecial", ())))
 
 
-def _bpe_word(tok: BpeTokenizer, ranks: Dict[Tuple[str, str], int], word: str) -> List[int]:
-    if tok.ignore_merges and word in tok.vocab:
-        return [tok.vocab[word]]
-    syms = list(word)
+SPM_SPACE = "\u2581"  # "▁", SentencePiece's whitespace symbol
+# Training-only word split for the spm style (SentencePiece splits by whitespace,
+# script and digit before it counts pairs); encoding runs BPE over the whole text.
+_SPM_TRAIN_SPLIT = re.compile(
+    "\u2581?[^\\W\\d_]+|\u2581?[^\\w\\s\u2581]+|\u2581?_+|\\d|\\n+|\\t+|\u2581+?(?=\u2581[^\u2581\\s\\d])|\u2581+")
+
+
+def _spm_byte_token(b: int) -> str:
+    # HF's GemmaConverter writes the tab byte piece as a literal "\t" token.
+    return "\t" if b == 0x09 else "<0x%02X>" % b
+
+
+def _train_spm_tokenizer(style: str, st: dict, n_merges: int, extra_specials: Sequence[str]) -> BpeTokenizer:
+    """Gemma-style vocab: control tokens, 256 byte-fallback tokens, the characters
+    seen at least twice (others fall back to bytes), then one token per merge."""
+    from collections import Counter
+    text = SAMPLE_TEXT.replace(" ", SPM_SPACE)
+    vocab: Dict[str, int] = {}
+    for s in st["specials"]:
+        vocab[s] = len(vocab)
+    for b in range(256):
+        vocab[_spm_byte_token(b)] = len(vocab)
+    counts = Counter(text)
+    for ch, c in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])):
+        if c >= 2 and ch not in vocab:
+            vocab[ch] = len(vocab)
+    word_freq: Counter = Counter()
+    for m in _SPM_TRAIN_SPLIT.finditer(text):
+        # characters outside the alphabet become byte tokens and never merge: cut there
+        for part in re.split("([^" + re.escape("".join(ch for ch in counts if ch in vocab)) + "])", m.group(0)):
+            if len(part) > 1 or (part and part in vocab):
+                word_freq[tuple(part)] += 1
+    merges = train_bpe_words(word_freq, n_merges)
+    for a, b in merges:
+        if a + b not in vocab:
+            vocab[a + b] = len(vocab)
+    specials = {s: vocab[s] for s in st["specials"]}
+    for s in list(st.get("added_specials", ())) + list(extra_specials):
+        specials[s] = len(vocab) + len(specials) - len(st["specials"])
+    return BpeTokenizer(style, vocab, merges, specials, "", False, st["ignore_merges"], st.get("add_bos"),
+                        kind="spm", nonspecial=frozenset(st.get("nonspecial", ())))
+
+
+def _bpe_merge(syms: List[str], ranks: Dict[Tuple[str, str], int]) -> List[str]:
+    """Apply merges lowest rank first (all occurrences of a pair, left to right),
+    which is what HF's BPE model does for merges learned in rank order."""
     while len(syms) > 1:
         best = min(range(len(syms) - 1), key=lambda j: ranks.get((syms[j], syms[j + 1]), 1 << 30))
         if (syms[best], syms[best + 1]) not in ranks:
@@ -320,13 +444,36 @@ def _bpe_word(tok: BpeTokenizer, ranks: Dict[Tuple[str, str], int], word: str) -
                 out.append(syms[j])
                 j += 1
         syms = out
-    return [tok.vocab[s] for s in syms]
+    return syms
+
+
+def _bpe_word(tok: BpeTokenizer, ranks: Dict[Tuple[str, str], int], word: str) -> List[int]:
+    if tok.ignore_merges and word in tok.vocab:
+        return [tok.vocab[word]]
+    return [tok.vocab[s] for s in _bpe_merge(list(word), ranks)]
+
+
+def _spm_segment(tok: BpeTokenizer, ranks: Dict[Tuple[str, str], int], seg: str) -> List[int]:
+    """Normalizer Replace(" " -> "▁"), then BPE with byte_fallback over the whole segment
+    (the Split(" ") pre-tokenizer runs on the normalized text, so it never splits)."""
+    syms: List[str] = []
+    for ch in seg.replace(" ", SPM_SPACE):
+        if ch in tok.vocab:
+            syms.append(ch)
+        else:
+            syms.extend(_spm_byte_token(b) for b in ch.encode("utf-8"))
+    return [tok.vocab[s] for s in _bpe_merge(syms, ranks)]
 
 
 def encode(tok: BpeTokenizer, text: str, add_special_tokens: bool = True) -> List[int]:
-    """Reference encoder (Python-regex pre-tokenizer, so exact for ASCII/Latin text)."""
+    """Reference encoder. Byte-level styles: Python-regex pre-tokenizer (exact for
+    ASCII/Latin text with the approximated qwen2/llama3 regexes, exact up to the
+    Unicode tables for `exact_regex` styles). spm: exact."""
     ranks = {m: r for r, m in enumerate(tok.merges)}
-    split_re = to_python_regex(tok.split_pattern)
+    split_re = None
+    if tok.kind == "bytelevel":
+        exact = TOKENIZER_STYLES[tok.style].get("exact_regex")
+        split_re = to_python_regex_exact(tok.split_pattern) if exact else to_python_regex(tok.split_pattern)
     ids: List[int] = []
     if add_special_tokens and tok.add_bos:
         ids.append(tok.specials[tok.add_bos])
@@ -338,6 +485,11 @@ def encode(tok: BpeTokenizer, text: str, add_special_tokens: bool = True) -> Lis
         if k % 2 == 1:
             ids.append(tok.specials[part])
             continue
+        if not part:
+            continue
+        if tok.kind == "spm":
+            ids.extend(_spm_segment(tok, ranks, part))
+            continue
         if tok.nfc:
             part = unicodedata.normalize("NFC", part)
         for m in split_re.finditer(part):
@@ -348,14 +500,31 @@ def encode(tok: BpeTokenizer, text: str, add_special_tokens: bool = True) -> Lis
 def decode(tok: BpeTokenizer, ids: Sequence[int], skip_special_tokens: bool = False) -> str:
     inv = {i: t for t, i in tok.vocab.items()}
     inv_sp = {i: t for t, i in tok.specials.items()}
-    out = bytearray()
+    if tok.kind == "spm":  # decoder: Replace("▁", " "), ByteFallback, Fuse
+        out, pending = [], bytearray()
+        for i in ids:
+            t = inv_sp[i] if i in inv_sp else inv[i]
+            if skip_special_tokens and tok.is_special(t):
+                continue
+            m = re.fullmatch(r"<0x([0-9A-F]{2})>", t)
+            if m and i not in inv_sp:
+                pending.append(int(m.group(1), 16))
+                continue
+            if pending:
+                out.append(pending.decode("utf-8", errors="replace"))
+                pending = bytearray()
+            out.append(t.replace(SPM_SPACE, " "))
+        if pending:
+            out.append(pending.decode("utf-8", errors="replace"))
+        return "".join(out)
+    out_b = bytearray()
     for i in ids:
         if i in inv_sp:
-            if not skip_special_tokens:
-                out += inv_sp[i].encode("utf-8")
+            if not (skip_special_tokens and tok.is_special(inv_sp[i])):
+                out_b += inv_sp[i].encode("utf-8")
         else:
-            out += bytes(SYM_TO_BYTE[c] for c in inv[i])
-    return out.decode("utf-8", errors="replace")
+            out_b += bytes(SYM_TO_BYTE[c] for c in inv[i])
+    return out_b.decode("utf-8", errors="replace")
 
 
 # =============================================================================
@@ -378,8 +547,163 @@ LLAMA3_CHAT_TEMPLATE = (
     "{% if add_generation_prompt %}{{ '<|start_header_id|>assistant<|end_header_id|>\n\n' }}{% endif %}"
 )
 
-# Per style: pattern, specials (in id order), normalizer, BOS handling, which
+# Qwen3 (Qwen3-0.6B ... -32B, first release) template: tools, <think> handling,
+# enable_thinking=false appends an empty think block. "\n" inside the Jinja string
+# literals is a Jinja escape (backslash + n), as in the real tokenizer_config.json.
+QWEN3_CHAT_TEMPLATE = r'''{%- if tools %}
+    {{- '<|im_start|>system\n' }}
+    {%- if messages[0].role == 'system' %}
+        {{- messages[0].content + '\n\n' }}
+    {%- endif %}
+    {{- "# Tools\n\nYou may call one or more functions to assist with the user query.\n\nYou are provided with function signatures within <tools></tools> XML tags:\n<tools>" }}
+    {%- for tool in tools %}
+        {{- "\n" }}
+        {{- tool | tojson }}
+    {%- endfor %}
+    {{- "\n</tools>\n\nFor each function call, return a json object with function name and arguments within <tool_call></tool_call> XML tags:\n<tool_call>\n{\"name\": <function-name>, \"arguments\": <args-json-object>}\n</tool_call><|im_end|>\n" }}
+{%- else %}
+    {%- if messages[0].role == 'system' %}
+        {{- '<|im_start|>system\n' + messages[0].content + '<|im_end|>\n' }}
+    {%- endif %}
+{%- endif %}
+{%- set ns = namespace(multi_step_tool=true, last_query_index=messages|length - 1) %}
+{%- for message in messages[::-1] %}
+    {%- set index = (messages|length - 1) - loop.index0 %}
+    {%- if ns.multi_step_tool and message.role == "user" and not(message.content.startswith('<tool_response>') and message.content.endswith('</tool_response>')) %}
+        {%- set ns.multi_step_tool = false %}
+        {%- set ns.last_query_index = index %}
+    {%- endif %}
+{%- endfor %}
+{%- for message in messages %}
+    {%- if (message.role == "user") or (message.role == "system" and not loop.first) %}
+        {{- '<|im_start|>' + message.role + '\n' + message.content + '<|im_end|>' + '\n' }}
+    {%- elif message.role == "assistant" %}
+        {%- set content = message.content %}
+        {%- set reasoning_content = '' %}
+        {%- if message.reasoning_content is defined and message.reasoning_content is not none %}
+            {%- set reasoning_content = message.reasoning_content %}
+        {%- else %}
+            {%- if '</think>' in message.content %}
+                {%- set content = message.content.split('</think>')[-1].lstrip('\n') %}
+                {%- set reasoning_content = message.content.split('</think>')[0].rstrip('\n').split('<think>')[-1].lstrip('\n') %}
+            {%- endif %}
+        {%- endif %}
+        {%- if loop.index0 > ns.last_query_index %}
+            {%- if loop.last or (not loop.last and reasoning_content) %}
+                {{- '<|im_start|>' + message.role + '\n<think>\n' + reasoning_content.strip('\n') + '\n</think>\n\n' + content.lstrip('\n') }}
+            {%- else %}
+                {{- '<|im_start|>' + message.role + '\n' + content }}
+            {%- endif %}
+        {%- else %}
+            {{- '<|im_start|>' + message.role + '\n' + content }}
+        {%- endif %}
+        {%- if message.tool_calls %}
+            {%- for tool_call in message.tool_calls %}
+                {%- if (loop.first and content) or (not loop.first) %}
+                    {{- '\n' }}
+                {%- endif %}
+                {%- if tool_call.function %}
+                    {%- set tool_call = tool_call.function %}
+                {%- endif %}
+                {{- '<tool_call>\n{"name": "' }}
+                {{- tool_call.name }}
+                {{- '", "arguments": ' }}
+                {%- if tool_call.arguments is string %}
+                    {{- tool_call.arguments }}
+                {%- else %}
+                    {{- tool_call.arguments | tojson }}
+                {%- endif %}
+                {{- '}\n</tool_call>' }}
+            {%- endfor %}
+        {%- endif %}
+        {{- '<|im_end|>\n' }}
+    {%- elif message.role == "tool" %}
+        {%- if loop.first or (messages[loop.index0 - 1].role != "tool") %}
+            {{- '<|im_start|>user' }}
+        {%- endif %}
+        {{- '\n<tool_response>\n' }}
+        {{- message.content }}
+        {{- '\n</tool_response>' }}
+        {%- if loop.last or (messages[loop.index0 + 1].role != "tool") %}
+            {{- '<|im_end|>\n' }}
+        {%- endif %}
+    {%- endif %}
+{%- endfor %}
+{%- if add_generation_prompt %}
+    {{- '<|im_start|>assistant\n' }}
+    {%- if enable_thinking is defined and enable_thinking is false %}
+        {{- '<think>\n\n</think>\n\n' }}
+    {%- endif %}
+{%- endif %}'''
+
+# Phi-3-mini-4k-instruct's template (Phi-4-mini's is the same without the "\n" after
+# the role tags and with tool support; see tools/README.md).
+PHI3_CHAT_TEMPLATE = (
+    "{% for message in messages %}{% if message['role'] == 'system' %}"
+    "{{'<|system|>\n' + message['content'] + '<|end|>\n'}}"
+    "{% elif message['role'] == 'user' %}{{'<|user|>\n' + message['content'] + '<|end|>\n'}}"
+    "{% elif message['role'] == 'assistant' %}{{'<|assistant|>\n' + message['content'] + '<|end|>\n'}}"
+    "{% endif %}{% endfor %}{% if add_generation_prompt %}{{ '<|assistant|>\n' }}"
+    "{% else %}{{ eos_token }}{% endif %}"
+)
+
+# gemma-3-*-it's template: BOS from the template (so render, then encode without
+# special tokens), system text folded into the first user turn, "assistant" -> "model".
+# Newlines inside its string literals are real newline characters, as in the file.
+GEMMA3_CHAT_TEMPLATE = """{{ bos_token }}
+{%- if messages[0]['role'] == 'system' -%}
+    {%- if messages[0]['content'] is string -%}
+        {%- set first_user_prefix = messages[0]['content'] + '
+
+' -%}
+    {%- else -%}
+        {%- set first_user_prefix = messages[0]['content'][0]['text'] + '
+
+' -%}
+    {%- endif -%}
+    {%- set loop_messages = messages[1:] -%}
+{%- else -%}
+    {%- set first_user_prefix = "" -%}
+    {%- set loop_messages = messages -%}
+{%- endif -%}
+{%- for message in loop_messages -%}
+    {%- if (message['role'] == 'user') != (loop.index0 % 2 == 0) -%}
+        {{ raise_exception("Conversation roles must alternate user/assistant/user/assistant/...") }}
+    {%- endif -%}
+    {%- if (message['role'] == 'assistant') -%}
+        {%- set role = "model" -%}
+    {%- else -%}
+        {%- set role = message['role'] -%}
+    {%- endif -%}
+    {{ '<start_of_turn>' + role + '
+' + (first_user_prefix if loop.first else "") }}
+    {%- if message['content'] is string -%}
+        {{ message['content'] | trim }}
+    {%- elif message['content'] is iterable -%}
+        {%- for item in message['content'] -%}
+            {%- if item['type'] == 'image' -%}
+                {{ '<start_of_image>' }}
+            {%- elif item['type'] == 'text' -%}
+                {{ item['text'] | trim }}
+            {%- endif -%}
+        {%- endfor -%}
+    {%- else -%}
+        {{ raise_exception("Invalid content type") }}
+    {%- endif -%}
+    {{ '<end_of_turn>
+' }}
+{%- endfor -%}
+{%- if add_generation_prompt -%}
+    {{'<start_of_turn>model
+'}}
+{%- endif -%}
+"""
+
+HF_VERY_LARGE_INTEGER = int(1e30)  # tokenizer_config model_max_length when unset (Gemma's files carry it)
+
+# Per style: kind, pattern, specials (in id order), normalizer, BOS handling, which
 # specials are bos/eos/pad, chat template, and the ByteLevel flags HF uses.
+# eos_ids -> config.json eos_token_id; gen_eos_ids (default eos_ids) -> generation_config.
 TOKENIZER_STYLES = {
     "qwen2": {
         "pattern": QWEN2_SPLIT_PATTERN,
@@ -394,6 +718,26 @@ TOKENIZER_STYLES = {
         "pad": "<|endoftext|>",
         "chat_template": QWEN2_CHAT_TEMPLATE,
         "model_max_length": 32768,
+    },
+    "qwen3": {
+        "pattern": QWEN2_SPLIT_PATTERN,
+        # Qwen3 ids 151643-151645, then <tool_call> 151657 ... </think> 151668; the
+        # tool/think tokens are added tokens with "special": false.
+        "specials": ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<tool_call>", "</tool_call>",
+                     "<tool_response>", "</tool_response>", "<think>", "</think>"],
+        "nonspecial": ["<tool_call>", "</tool_call>", "<tool_response>", "</tool_response>",
+                       "<think>", "</think>"],
+        "nfc": True,
+        "ignore_merges": False,
+        "add_bos": None,
+        "bos": None,
+        "bos_id_token": "<|endoftext|>",
+        "eos": "<|im_end|>",
+        "eos_ids": ["<|im_end|>"],
+        "gen_eos_ids": ["<|im_end|>", "<|endoftext|>"],
+        "pad": "<|endoftext|>",
+        "chat_template": QWEN3_CHAT_TEMPLATE,
+        "model_max_length": 131072,
     },
     "llama3": {
         "pattern": LLAMA3_SPLIT_PATTERN,
@@ -412,23 +756,79 @@ TOKENIZER_STYLES = {
         "chat_template": LLAMA3_CHAT_TEMPLATE,
         "model_max_length": 131072,
     },
+    "phi3": {
+        # Phi-4-mini: tiktoken o200k-style byte-level BPE (HF's TikTokenConverter
+        # layout: Split(o200k) + ByteLevel, ignore_merges), no BOS added. Phi-4-mini ids:
+        # <|endoftext|> 199999, <|assistant|> 200019, <|end|> 200020, <|user|> 200021,
+        # <|system|> 200022.
+        "pattern": O200K_SPLIT_PATTERN,
+        "exact_regex": True,
+        "specials": ["<|endoftext|>", "<|assistant|>", "<|end|>", "<|user|>", "<|system|>"],
+        "nfc": False,
+        "ignore_merges": True,
+        "add_bos": None,
+        "bos": "<|endoftext|>",
+        "bos_id_token": "<|endoftext|>",
+        "eos": "<|endoftext|>",
+        "eos_ids": ["<|end|>"],
+        "gen_eos_ids": ["<|end|>", "<|endoftext|>"],
+        "pad": "<|endoftext|>",
+        "unk": "<|endoftext|>",
+        "chat_template": PHI3_CHAT_TEMPLATE,
+        "model_max_length": 131072,
+    },
+    "gemma": {
+        # Gemma 3 (HF GemmaConverter layout): BPE with byte_fallback, normalizer
+        # Replace(" " -> "▁"), Split(" ") pre-tokenizer (a no-op after the normalizer),
+        # <bos> added by the post-processor. Real ids: <pad> 0, <eos> 1, <bos> 2, <unk> 3,
+        # <mask> 4, <start_of_turn> 105, <end_of_turn> 106, <start_of_image> 255999,
+        # <end_of_image> 256000 (all in the SentencePiece vocab), <image_soft_token> 262144
+        # (an added token after it).
+        "kind": "spm",
+        "pattern": "",
+        "specials": ["<pad>", "<eos>", "<bos>", "<unk>", "<mask>", "<start_of_turn>", "<end_of_turn>",
+                     "<start_of_image>", "<end_of_image>"],
+        "added_specials": ["<image_soft_token>"],
+        "nfc": False,
+        "ignore_merges": False,
+        "add_bos": "<bos>",
+        "bos": "<bos>",
+        "bos_id_token": "<bos>",
+        "eos": "<eos>",
+        "eos_ids": ["<eos>", "<end_of_turn>"],
+        "pad": "<pad>",
+        "unk": "<unk>",
+        "chat_template": GEMMA3_CHAT_TEMPLATE,
+        "model_max_length": HF_VERY_LARGE_INTEGER,
+    },
 }
 
 
-def _added_token(tid: int, content: str) -> dict:
+def _added_token(tid: int, content: str, special: bool = True) -> dict:
     return {"id": tid, "content": content, "single_word": False, "lstrip": False,
-            "rstrip": False, "normalized": False, "special": True}
+            "rstrip": False, "normalized": False, "special": special}
+
+
+def _bos_template(bos: str, bos_id: int) -> dict:
+    return {"type": "TemplateProcessing",
+            "single": [{"SpecialToken": {"id": bos, "type_id": 0}},
+                       {"Sequence": {"id": "A", "type_id": 0}}],
+            "pair": [{"SpecialToken": {"id": bos, "type_id": 0}},
+                     {"Sequence": {"id": "A", "type_id": 0}},
+                     {"SpecialToken": {"id": bos, "type_id": 1}},
+                     {"Sequence": {"id": "B", "type_id": 1}}],
+            "special_tokens": {bos: {"id": bos, "ids": [bos_id], "tokens": [bos]}}}
 
 
 def tokenizer_json(tok: BpeTokenizer, merges_style: str = "str") -> dict:
     """tokenizer.json as HF `tokenizers` serializes it for this style."""
     merges = [f"{a} {b}" for a, b in tok.merges] if merges_style == "str" else [[a, b] for a, b in tok.merges]
     split = {"type": "Split", "pattern": {"Regex": tok.split_pattern}, "behavior": "Isolated", "invert": False}
-    added = [_added_token(i, s) for s, i in tok.specials.items()]
-    if tok.style == "qwen2":
+    added = [_added_token(i, s, tok.is_special(s)) for s, i in sorted(tok.specials.items(), key=lambda kv: kv[1])]
+    head = {"version": "1.0", "truncation": None, "padding": None, "added_tokens": added}
+    if tok.style in ("qwen2", "qwen3"):
         bl = {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": False, "use_regex": False}
-        return {
-            "version": "1.0", "truncation": None, "padding": None, "added_tokens": added,
+        return dict(head, **{
             "normalizer": {"type": "NFC"},
             "pre_tokenizer": {"type": "Sequence", "pretokenizers": [split, dict(bl)]},
             "post_processor": dict(bl),
@@ -437,32 +837,53 @@ def tokenizer_json(tok: BpeTokenizer, merges_style: str = "str") -> dict:
                       "continuing_subword_prefix": "", "end_of_word_suffix": "",
                       "fuse_unk": False, "byte_fallback": False, "ignore_merges": False,
                       "vocab": tok.vocab, "merges": merges},
-        }
+        })
     if tok.style == "llama3":
-        bos = tok.add_bos
-        bos_id = tok.specials[bos]
-        return {
-            "version": "1.0", "truncation": None, "padding": None, "added_tokens": added,
+        return dict(head, **{
             "normalizer": None,
             "pre_tokenizer": {"type": "Sequence", "pretokenizers": [
                 split,
                 {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": False}]},
             "post_processor": {"type": "Sequence", "processors": [
                 {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": False, "use_regex": True},
-                {"type": "TemplateProcessing",
-                 "single": [{"SpecialToken": {"id": bos, "type_id": 0}},
-                            {"Sequence": {"id": "A", "type_id": 0}}],
-                 "pair": [{"SpecialToken": {"id": bos, "type_id": 0}},
-                          {"Sequence": {"id": "A", "type_id": 0}},
-                          {"SpecialToken": {"id": bos, "type_id": 1}},
-                          {"Sequence": {"id": "B", "type_id": 1}}],
-                 "special_tokens": {bos: {"id": bos, "ids": [bos_id], "tokens": [bos]}}}]},
+                _bos_template(tok.add_bos, tok.specials[tok.add_bos])]},
             "decoder": {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": True, "use_regex": True},
             "model": {"type": "BPE", "dropout": None, "unk_token": None,
                       "continuing_subword_prefix": None, "end_of_word_suffix": None,
                       "fuse_unk": False, "byte_fallback": False, "ignore_merges": True,
                       "vocab": tok.vocab, "merges": merges},
-        }
+        })
+    if tok.style == "phi3":
+        # transformers' TikTokenConverter: Split + ByteLevel(use_regex False), ByteLevel
+        # post-processor (offsets only, no BOS), ByteLevel decoder, ignore_merges.
+        return dict(head, **{
+            "normalizer": None,
+            "pre_tokenizer": {"type": "Sequence", "pretokenizers": [
+                split,
+                {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": False}]},
+            "post_processor": {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": False,
+                               "use_regex": True},
+            "decoder": {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": True, "use_regex": True},
+            "model": {"type": "BPE", "dropout": None, "unk_token": None,
+                      "continuing_subword_prefix": None, "end_of_word_suffix": None,
+                      "fuse_unk": False, "byte_fallback": False, "ignore_merges": True,
+                      "vocab": tok.vocab, "merges": merges},
+        })
+    if tok.style == "gemma":
+        return dict(head, **{
+            "normalizer": {"type": "Replace", "pattern": {"String": " "}, "content": SPM_SPACE},
+            "pre_tokenizer": {"type": "Split", "pattern": {"String": " "}, "behavior": "MergedWithPrevious",
+                              "invert": False},
+            "post_processor": _bos_template(tok.add_bos, tok.specials[tok.add_bos]),
+            "decoder": {"type": "Sequence", "decoders": [
+                {"type": "Replace", "pattern": {"String": SPM_SPACE}, "content": " "},
+                {"type": "ByteFallback"},
+                {"type": "Fuse"}]},
+            "model": {"type": "BPE", "dropout": None, "unk_token": "<unk>",
+                      "continuing_subword_prefix": None, "end_of_word_suffix": None,
+                      "fuse_unk": True, "byte_fallback": True, "ignore_merges": False,
+                      "vocab": tok.vocab, "merges": merges},
+        })
     raise ValueError(f"no tokenizer.json writer for style {tok.style!r}")
 
 
@@ -471,7 +892,8 @@ def tokenizer_config_json(tok: BpeTokenizer) -> dict:
     cfg = {
         "added_tokens_decoder": {
             str(i): {"content": s, "lstrip": False, "normalized": False, "rstrip": False,
-                     "single_word": False, "special": True} for s, i in tok.specials.items()},
+                     "single_word": False, "special": tok.is_special(s)}
+            for s, i in sorted(tok.specials.items(), key=lambda kv: kv[1])},
         "bos_token": st["bos"],
         "chat_template": st["chat_template"],
         "clean_up_tokenization_spaces": False,
@@ -479,24 +901,41 @@ def tokenizer_config_json(tok: BpeTokenizer) -> dict:
         "model_max_length": st["model_max_length"],
         "pad_token": st["pad"],
     }
-    if tok.style == "qwen2":
+    if tok.style in ("qwen2", "qwen3"):
         cfg.update({"add_prefix_space": False,
                     "additional_special_tokens": ["<|im_start|>", "<|im_end|>"],
                     "errors": "replace", "split_special_tokens": False,
                     "tokenizer_class": "Qwen2Tokenizer", "unk_token": None})
-    else:
+        if tok.style == "qwen3":
+            cfg["add_bos_token"] = False
+    elif tok.style == "llama3":
         cfg.update({"add_bos_token": True, "clean_up_tokenization_spaces": True,
                     "model_input_names": ["input_ids", "attention_mask"],
                     "tokenizer_class": "PreTrainedTokenizerFast"})
+    elif tok.style == "phi3":
+        cfg.update({"add_bos_token": False, "add_eos_token": False,
+                    "tokenizer_class": "GPT2Tokenizer", "unk_token": st["unk"]})
+    elif tok.style == "gemma":
+        mm = {"boi_token": "<start_of_image>", "eoi_token": "<end_of_image>", "image_token": "<image_soft_token>"}
+        cfg.update(mm)
+        cfg.update({"add_bos_token": True, "add_eos_token": False, "extra_special_tokens": dict(mm),
+                    "sp_model_kwargs": {}, "spaces_between_special_tokens": False,
+                    "tokenizer_class": "GemmaTokenizer", "unk_token": st["unk"],
+                    "use_default_system_prompt": False})
     return cfg
 
 
 def special_ids(tok: BpeTokenizer) -> dict:
-    """bos/eos/pad ids for config.json and generation_config.json."""
+    """bos/eos/pad ids for config.json (eos) and generation_config.json (gen_eos)."""
     st = TOKENIZER_STYLES[tok.style]
-    eos = [tok.specials[s] for s in st["eos_ids"]]
+
+    def one_or_list(names):
+        v = [tok.specials[s] for s in names]
+        return v[0] if len(v) == 1 else v
+
     return {"bos": tok.specials[st["bos_id_token"]],
-            "eos": eos[0] if len(eos) == 1 else eos,
+            "eos": one_or_list(st["eos_ids"]),
+            "gen_eos": one_or_list(st.get("gen_eos_ids", st["eos_ids"])),
             "pad": tok.specials[st["pad"]] if st["pad"] else None}
 
 
@@ -505,32 +944,50 @@ def special_ids(tok: BpeTokenizer) -> dict:
 # =============================================================================
 
 # A weight entry: (hf_name, shape) or (hf_name, shape, init) where init is
-# "normal" (N(0, std)), "norm" (1 + N(0, NORM_NOISE)), "zeros" or "ones".
-# Without an explicit init, names ending in "norm.weight" get "norm".
+# "normal" (N(0, std)), "norm" (1 + N(0, NORM_NOISE)), "norm0" (N(0, NORM0_STD), for
+# Gemma's (1 + w) RMSNorms), "zeros" or "ones". Without an explicit init, names
+# ending in "norm.weight" get "norm".
 WeightSpec = Tuple
 
 
-def _decoder_weights(d: dict, *, qkv_bias: bool, tie: bool) -> List[WeightSpec]:
+def _decoder_weights(d: dict, *, qkv_bias: bool, tie: bool, qk_norm: bool = False, fused: bool = False,
+                     sandwich: bool = False, norm_init: Optional[str] = None) -> List[WeightSpec]:
     """Llama-style decoder weights, in HF module order.
 
-    embed [V,H]; per layer: q [nh*hd,H], k/v [nkv*hd,H] (+ biases [out]),
-    o [H,nh*hd], gate/up [I,H], down [H,I], input/post_attention norms [H];
-    final norm [H]; lm_head [V,H] unless tied.
+    embed [V,H]; per layer: q [nh*hd,H], k/v [nkv*hd,H] (+ biases [out]), or the fused
+    qkv_proj [(nh+2*nkv)*hd, H] (Phi-3); o [H,nh*hd]; q_norm/k_norm [hd] (Qwen3, Gemma3);
+    gate/up [I,H] or fused gate_up_proj [2I,H] (Phi-3), down [H,I]; input/post_attention
+    norms [H] (+ pre/post_feedforward norms for Gemma3); final norm [H]; lm_head [V,H]
+    unless tied.
     """
     H, V, I = d["hidden"], d["vocab"], d["intermediate"]
     nh, nkv, hd = d["heads"], d["kv_heads"], d["head_dim"]
+
+    def norm(name: str, n: int) -> WeightSpec:
+        return (name, (n,), norm_init) if norm_init else (name, (n,))
+
     w: List[WeightSpec] = [("model.embed_tokens.weight", (V, H))]
     for i in range(d["layers"]):
         p = f"model.layers.{i}."
-        for proj, out in (("q", nh * hd), ("k", nkv * hd), ("v", nkv * hd)):
-            w.append((f"{p}self_attn.{proj}_proj.weight", (out, H)))
-            if qkv_bias:
-                w.append((f"{p}self_attn.{proj}_proj.bias", (out,)))
+        if fused:
+            w.append((f"{p}self_attn.qkv_proj.weight", ((nh + 2 * nkv) * hd, H)))
+        else:
+            for proj, out in (("q", nh * hd), ("k", nkv * hd), ("v", nkv * hd)):
+                w.append((f"{p}self_attn.{proj}_proj.weight", (out, H)))
+                if qkv_bias:
+                    w.append((f"{p}self_attn.{proj}_proj.bias", (out,)))
         w.append((f"{p}self_attn.o_proj.weight", (H, nh * hd)))
-        w += [(f"{p}mlp.gate_proj.weight", (I, H)), (f"{p}mlp.up_proj.weight", (I, H)),
-              (f"{p}mlp.down_proj.weight", (H, I))]
-        w += [(f"{p}input_layernorm.weight", (H,)), (f"{p}post_attention_layernorm.weight", (H,))]
-    w.append(("model.norm.weight", (H,)))
+        if qk_norm:
+            w += [norm(f"{p}self_attn.q_norm.weight", hd), norm(f"{p}self_attn.k_norm.weight", hd)]
+        if fused:
+            w += [(f"{p}mlp.gate_up_proj.weight", (2 * I, H)), (f"{p}mlp.down_proj.weight", (H, I))]
+        else:
+            w += [(f"{p}mlp.gate_proj.weight", (I, H)), (f"{p}mlp.up_proj.weight", (I, H)),
+                  (f"{p}mlp.down_proj.weight", (H, I))]
+        w += [norm(f"{p}input_layernorm.weight", H), norm(f"{p}post_attention_layernorm.weight", H)]
+        if sandwich:
+            w += [norm(f"{p}pre_feedforward_layernorm.weight", H), norm(f"{p}post_feedforward_layernorm.weight", H)]
+    w.append(norm("model.norm.weight", H))
     if not tie:
         w.append(("lm_head.weight", (V, H)))
     return w
@@ -595,6 +1052,130 @@ def build_qwen2(d: dict, ids: dict, tie: bool) -> Tuple[dict, List[WeightSpec]]:
     return config, _decoder_weights(d, qkv_bias=True, tie=tie)
 
 
+def build_qwen3(d: dict, ids: dict, tie: bool) -> Tuple[dict, List[WeightSpec]]:
+    """Qwen3ForCausalLM: explicit head_dim (may differ from hidden / heads), no q/k/v
+    biases, per-head RMSNorm q_norm/k_norm [head_dim] on q and k before RoPE."""
+    config = {
+        "architectures": ["Qwen3ForCausalLM"],
+        "attention_bias": False,
+        "attention_dropout": 0.0,
+        "bos_token_id": ids["bos"],
+        "eos_token_id": ids["eos"],
+        "head_dim": d["head_dim"],
+        "hidden_act": "silu",
+        "hidden_size": d["hidden"],
+        "initializer_range": 0.02,
+        "intermediate_size": d["intermediate"],
+        "max_position_embeddings": d["max_pos"],
+        "max_window_layers": d["layers"],
+        "model_type": "qwen3",
+        "num_attention_heads": d["heads"],
+        "num_hidden_layers": d["layers"],
+        "num_key_value_heads": d["kv_heads"],
+        "rms_norm_eps": d["rms_eps"],
+        "rope_scaling": None,
+        "rope_theta": d["rope_theta"],
+        "sliding_window": None,
+        "tie_word_embeddings": tie,
+        "use_cache": True,
+        "use_sliding_window": False,
+        "vocab_size": d["vocab"],
+    }
+    return config, _decoder_weights(d, qkv_bias=False, tie=tie, qk_norm=True)
+
+
+def build_phi3(d: dict, ids: dict, tie: bool) -> Tuple[dict, List[WeightSpec]]:
+    """Phi3ForCausalLM (Phi-4-mini layout): fused qkv_proj and gate_up_proj, partial
+    rotary (first int(head_dim * partial_rotary_factor) dims), LongRoPE short/long
+    factors of length rotary_dim / 2 switched at original_max_position_embeddings.
+    No head_dim key: HF derives hidden / heads."""
+    assert d["hidden"] == d["heads"] * d["head_dim"], "phi3 needs hidden == heads * head_dim"
+    rot = int(d["head_dim"] * d["partial_rotary_factor"])
+    for k in ("short_factor", "long_factor"):
+        assert len(d[k]) == rot // 2, f"phi3 {k} needs {rot // 2} entries"
+    config = {
+        "architectures": ["Phi3ForCausalLM"],
+        "attention_bias": False,
+        "attention_dropout": 0.0,
+        "bos_token_id": ids["bos"],
+        "embd_pdrop": 0.0,
+        "eos_token_id": ids["eos"],
+        "full_attn_mod": 1,
+        "hidden_act": "silu",
+        "hidden_size": d["hidden"],
+        "initializer_range": 0.02,
+        "intermediate_size": d["intermediate"],
+        "interpolate_factor": 1,
+        "lm_head_bias": False,
+        "max_position_embeddings": d["max_pos"],
+        "mlp_bias": False,
+        "model_type": "phi3",
+        "num_attention_heads": d["heads"],
+        "num_hidden_layers": d["layers"],
+        "num_key_value_heads": d["kv_heads"],
+        "original_max_position_embeddings": d["orig_max_pos"],
+        "pad_token_id": ids["pad"],
+        "partial_rotary_factor": d["partial_rotary_factor"],
+        "resid_pdrop": 0.0,
+        "rms_norm_eps": d["rms_eps"],
+        # "type" (not "rope_type") as in the Phi-3/Phi-4 checkpoints
+        "rope_scaling": {"long_factor": list(d["long_factor"]), "short_factor": list(d["short_factor"]),
+                         "type": "longrope"},
+        "rope_theta": d["rope_theta"],
+        "sliding_window": d["sliding_window"],
+        "tie_word_embeddings": tie,
+        "use_cache": True,
+        "vocab_size": d["vocab"],
+    }
+    return config, _decoder_weights(d, qkv_bias=False, tie=tie, fused=True)
+
+
+def gemma3_layer_types(n_layers: int, pattern: int) -> List[str]:
+    """Layer i is global ("full_attention") iff (i + 1) % pattern == 0, as HF derives it."""
+    return ["sliding_attention" if (i + 1) % pattern else "full_attention" for i in range(n_layers)]
+
+
+def build_gemma3_text(d: dict, ids: dict, tie: bool) -> Tuple[dict, List[WeightSpec]]:
+    """Gemma3ForCausalLM: (1 + w) RMSNorms (stored near 0) incl. q_norm/k_norm and
+    pre/post feed-forward norms, embeddings scaled by sqrt(hidden) in the model,
+    gelu_pytorch_tanh MLP, attention scale query_pre_attn_scalar^-0.5, sliding-window
+    layers (rope_local_base_freq) and global layers (rope_theta)."""
+    config = {
+        "architectures": ["Gemma3ForCausalLM"],
+        "attention_bias": False,
+        "attention_dropout": 0.0,
+        "attn_logit_softcapping": None,
+        "bos_token_id": ids["bos"],
+        "cache_implementation": "hybrid",
+        "eos_token_id": ids["eos"],
+        "final_logit_softcapping": d["final_logit_softcapping"],
+        "head_dim": d["head_dim"],
+        "hidden_activation": "gelu_pytorch_tanh",
+        "hidden_size": d["hidden"],
+        "initializer_range": 0.02,
+        "intermediate_size": d["intermediate"],
+        # newer transformers read layer_types; 4.50-4.52 derive it from sliding_window_pattern
+        "layer_types": gemma3_layer_types(d["layers"], d["sliding_window_pattern"]),
+        "max_position_embeddings": d["max_pos"],
+        "model_type": "gemma3_text",
+        "num_attention_heads": d["heads"],
+        "num_hidden_layers": d["layers"],
+        "num_key_value_heads": d["kv_heads"],
+        "pad_token_id": ids["pad"],
+        "query_pre_attn_scalar": d["query_pre_attn_scalar"],
+        "rms_norm_eps": d["rms_eps"],
+        "rope_local_base_freq": d["rope_local_base_freq"],
+        "rope_scaling": d.get("rope_scaling"),
+        "rope_theta": d["rope_theta"],
+        "sliding_window": d["sliding_window"],
+        "sliding_window_pattern": d["sliding_window_pattern"],
+        "tie_word_embeddings": tie,
+        "use_cache": True,
+        "vocab_size": d["vocab"],
+    }
+    return config, _decoder_weights(d, qkv_bias=False, tie=tie, qk_norm=True, sandwich=True, norm_init="norm0")
+
+
 @dataclasses.dataclass
 class Family:
     build: Callable[[dict, dict, bool], Tuple[dict, List[WeightSpec]]]  # (dims, special ids, tie)
@@ -603,10 +1184,20 @@ class Family:
     tiny_tie: bool
     presets: Dict[str, dict]    # real dims (full dicts); first one is the default
     extra_specials: Tuple[str, ...] = ()
+    hf_version: str = "4.45.0"  # transformers_version written to the configs
 
 
 _TINY_COMMON = {"hidden": 64, "layers": 2, "heads": 4, "kv_heads": 2, "head_dim": 16,
                 "vocab": None, "max_pos": 2048}
+
+# Phi-4-mini-instruct's LongRoPE factors (48 = 96 rotary dims / 2).
+PHI4_MINI_LONG_FACTOR = [
+    1.0, 1.118320672, 1.250641126, 1.398617824, 1.564103225, 1.74916897, 1.956131817, 2.187582649,
+    2.446418898, 2.735880826, 3.059592084, 3.421605075, 3.826451687, 4.279200023, 4.785517845,
+    5.351743533, 5.984965424, 6.693110555, 7.485043894, 8.370679318, 9.36110372, 10.4687158,
+    11.70738129, 13.09260651, 14.64173252, 16.37415215, 18.31155283, 20.47818807, 22.90118105,
+    25.61086418, 28.64115884, 32.03, 32.1, 32.13, 32.23, 32.6, 32.61, 32.64, 32.66, 32.7, 32.71,
+    32.93, 32.97, 33.28, 33.49, 33.5, 44.16, 47.77]
 
 FAMILIES: Dict[str, Family] = {
     "llama": Family(
@@ -630,6 +1221,46 @@ FAMILIES: Dict[str, Family] = {
             "intermediate": 8960, "vocab": 151936, "max_pos": 32768, "rms_eps": 1e-6,
             "rope_theta": 1000000.0, "rope_scaling": None, "tie": True}},
     ),
+    "qwen3": Family(
+        build=build_qwen3, tokenizer="qwen3", tiny_tie=True, hf_version="4.51.0",
+        # head_dim 32 != hidden / heads = 16, as in the larger Qwen3 models (q_proj [128, 64])
+        tiny=dict(_TINY_COMMON, head_dim=32, intermediate=128, rms_eps=1e-6, rope_theta=1000000.0),
+        presets={"qwen3-0.6b": {  # Qwen3-0.6B (16 * 128 = 2048 != hidden 1024)
+            "hidden": 1024, "layers": 28, "heads": 16, "kv_heads": 8, "head_dim": 128,
+            "intermediate": 3072, "vocab": 151936, "max_pos": 40960, "rms_eps": 1e-6,
+            "rope_theta": 1000000.0, "tie": True}},
+    ),
+    "phi3": Family(
+        build=build_phi3, tokenizer="phi3", tiny_tie=False, hf_version="4.49.0",
+        # partial_rotary_factor 0.5 -> 8 of 16 head dims rotate (4 factors); LongRoPE with
+        # original 64 / max 256 (factor 4: attention factor sqrt(1 + ln 4 / ln 64)), so
+        # sequences longer than 64 switch to the long factors; both factor lists differ
+        # from 1 so a missing or swapped factor shows. sliding_window never binds.
+        tiny=dict(_TINY_COMMON, intermediate=96, rms_eps=1e-5, rope_theta=10000.0, max_pos=256,
+                  orig_max_pos=64, partial_rotary_factor=0.5, sliding_window=512,
+                  short_factor=[1.0, 1.1, 1.25, 1.5], long_factor=[1.0, 2.0, 4.0, 8.0]),
+        presets={"phi4-mini": {  # Phi-4-mini-instruct
+            "hidden": 3072, "layers": 32, "heads": 24, "kv_heads": 8, "head_dim": 128,
+            "intermediate": 8192, "vocab": 200064, "max_pos": 131072, "orig_max_pos": 4096,
+            "rms_eps": 1e-5, "rope_theta": 10000.0, "partial_rotary_factor": 0.75,
+            "sliding_window": 262144, "short_factor": [1.0] * 48, "long_factor": PHI4_MINI_LONG_FACTOR,
+            "tie": True}},
+    ),
+    "gemma3_text": Family(
+        build=build_gemma3_text, tokenizer="gemma", tiny_tie=True, hf_version="4.50.0",
+        # 4 layers, pattern 2: layers 0, 2 sliding (window 8, rope 1e4), 1, 3 global (rope 1e6);
+        # query_pre_attn_scalar 24 != head_dim 16; final softcap 30 (real 1b: null); MQA like 1b
+        tiny=dict(_TINY_COMMON, layers=4, kv_heads=1, intermediate=128, rms_eps=1e-6,
+                  rope_theta=1000000.0, rope_local_base_freq=10000.0, rope_scaling=None,
+                  sliding_window=8, sliding_window_pattern=2, query_pre_attn_scalar=24,
+                  final_logit_softcapping=30.0),
+        presets={"gemma3-1b": {  # gemma-3-1b-it
+            "hidden": 1152, "layers": 26, "heads": 4, "kv_heads": 1, "head_dim": 256,
+            "intermediate": 6912, "vocab": 262144, "max_pos": 32768, "rms_eps": 1e-6,
+            "rope_theta": 1000000.0, "rope_local_base_freq": 10000.0, "rope_scaling": None,
+            "sliding_window": 512, "sliding_window_pattern": 6, "query_pre_attn_scalar": 256,
+            "final_logit_softcapping": None, "tie": True}},
+    ),
 }
 
 # =============================================================================
@@ -646,6 +1277,7 @@ ST_ITEMSIZE = {"F32": 4, "F16": 2, "BF16": 2}
 STD_TINY = 0.2     # tiny dims: attention/MLP matter, logit std ~1.6, greedy output varies (tied too)
 STD_REAL = 0.02    # real dims: HF initializer_range
 NORM_NOISE = 0.05  # norm weights = 1 + N(0, NORM_NOISE)
+NORM0_STD = 0.1    # Gemma (1 + w) norm weights = N(0, NORM0_STD)
 CHUNK = 1 << 18    # elements generated per step (fixed, so values do not depend on memory)
 
 
@@ -697,6 +1329,9 @@ def tensor_chunks(spec: WeightSpec, seed: int, std: float, dtype: str, limit: Op
             a = rng.standard_normal(m, dtype=np.float32)
             a *= np.float32(NORM_NOISE)
             a += np.float32(1.0)
+        elif init == "norm0":
+            a = rng.standard_normal(m, dtype=np.float32)
+            a *= np.float32(NORM0_STD)
         elif init == "zeros":
             a = np.zeros(m, np.float32)
         elif init == "ones":
@@ -825,6 +1460,36 @@ def tensor_f32(path: str, start: int, info: dict, count: Optional[int] = None) -
     return bf16_bits_to_f32(np.frombuffer(raw, np.uint16))
 
 
+def check_family_config(cfg: dict, expect: Dict[str, WeightSpec]) -> None:
+    """Family-specific consistency of config.json with the weights written."""
+    def check(cond, msg):
+        if not cond:
+            raise AssertionError(msg)
+
+    mt, H, nh = cfg["model_type"], cfg["hidden_size"], cfg["num_attention_heads"]
+    hd = cfg.get("head_dim") or H // nh
+    nkv = cfg["num_key_value_heads"]
+    if mt in ("qwen3", "gemma3_text"):
+        check(expect["model.layers.0.self_attn.q_norm.weight"][1] == (hd,), "q_norm shape != [head_dim]")
+        check(expect["model.layers.0.self_attn.q_proj.weight"][1] == (nh * hd, H), "q_proj shape")
+    if mt == "phi3":
+        check("head_dim" not in cfg, "phi3 config must not carry head_dim")
+        rot = int(hd * cfg.get("partial_rotary_factor", 1.0))
+        rs = cfg["rope_scaling"]
+        check(rs["type"] == "longrope", "phi3 rope_scaling type")
+        check(len(rs["short_factor"]) == len(rs["long_factor"]) == rot // 2, "longrope factor length")
+        check(cfg["max_position_embeddings"] > cfg["original_max_position_embeddings"], "longrope never engages")
+        check(expect["model.layers.0.self_attn.qkv_proj.weight"][1] == ((nh + 2 * nkv) * hd, H), "qkv_proj shape")
+        check(expect["model.layers.0.mlp.gate_up_proj.weight"][1] == (2 * cfg["intermediate_size"], H),
+              "gate_up_proj shape")
+    if mt == "gemma3_text":
+        lt = cfg["layer_types"]
+        check(lt == gemma3_layer_types(cfg["num_hidden_layers"], cfg["sliding_window_pattern"]),
+              "layer_types disagree with sliding_window_pattern")
+        for n in ("pre_feedforward_layernorm", "post_feedforward_layernorm"):
+            check(f"model.layers.0.{n}.weight" in expect, f"missing {n}")
+
+
 def verify(out: str, specs: Sequence[WeightSpec], seed: int, std: float, dtype: str,
            shards: int, tok: BpeTokenizer, full: bool) -> None:
     """Re-read everything written and check it; raises AssertionError on a problem."""
@@ -871,6 +1536,9 @@ def verify(out: str, specs: Sequence[WeightSpec], seed: int, std: float, dtype: 
             check(np.isfinite(v).all(), f"{name}: non-finite values")
             if weight_init(expect[name]) == "norm":
                 check(abs(float(v.mean()) - 1.0) < 0.1, f"{name}: norm weights not near 1")
+            if weight_init(expect[name]) == "norm0":
+                check(abs(float(v.mean())) < 0.1 and float(np.abs(v).max()) < 1.0,
+                      f"{name}: (1 + w) norm weights not near 0")
         check(start + off == os.path.getsize(path), f"{fn}: file size != header + data")
     check(set(seen) == set(expect), f"missing tensors: {sorted(set(expect) - set(seen))[:5]}")
 
@@ -888,18 +1556,27 @@ def verify(out: str, specs: Sequence[WeightSpec], seed: int, std: float, dtype: 
     for m in tj["model"]["merges"]:
         a, b = m.split(" ") if isinstance(m, str) else m
         check(a in vocab and b in vocab and a + b in vocab, f"merge {m!r} not closed over vocab")
-    for k, t in enumerate(tj["added_tokens"]):
-        check(t["id"] == len(vocab) + k and t["content"] not in vocab, f"added token {t} id")
-        check(tc["added_tokens_decoder"][str(t["id"])]["content"] == t["content"], "added_tokens_decoder mismatch")
-    for key in ("bos_token_id", "eos_token_id"):
+    n_out = 0  # added tokens outside the model vocab get the ids right after it
+    for t in tj["added_tokens"]:
+        if t["content"] in vocab:
+            check(t["id"] == vocab[t["content"]], f"added token {t} id != its vocab id")
+        else:
+            check(t["id"] == len(vocab) + n_out, f"added token {t} id")
+            n_out += 1
+        check(t["special"] == tok.is_special(t["content"]), f"added token {t} special flag")
+        dec = tc["added_tokens_decoder"][str(t["id"])]
+        check(dec["content"] == t["content"] and dec["special"] == t["special"], "added_tokens_decoder mismatch")
+    special_ids_all = {i for s, i in tok.specials.items() if tok.is_special(s)}
+    for key in ("bos_token_id", "eos_token_id", "pad_token_id"):
         for d in (cfg, gen):
             v = d.get(key)
             for i in (v if isinstance(v, list) else [v]):
-                check(i is None or len(vocab) <= i < tok.size, f"{key} {i} is not a special token")
-    for s in ("bos_token", "eos_token", "pad_token"):
+                check(i is None or i in special_ids_all, f"{key} {i} is not a special token")
+    for s in ("bos_token", "eos_token", "pad_token", "unk_token"):
         check(tc.get(s) is None or tc[s] in tok.specials, f"tokenizer_config {s} not a special token")
     samples = ["Hello, world! The quick brown fox.", "int main(void) { return 0; }\n\n",
-               "Où est la gare ? 12345 über", "你好，世界！😀", "<|im_start|>user\nhi<|im_end|>"]
+               "Où est la gare ? 12345 über", "你好，世界！😀", "<|im_start|>user\nhi<|im_end|>",
+               "  two  spaces\tand a tab ", "<start_of_turn>user\nhi<end_of_turn>\n<think>x</think>"]
     for s in samples:
         ids = encode(tok, s, add_special_tokens=False)
         check(all(0 <= i < tok.size for i in ids), "encoded id out of range")
@@ -907,6 +1584,7 @@ def verify(out: str, specs: Sequence[WeightSpec], seed: int, std: float, dtype: 
         check(decode(tok, ids) == want, f"round trip failed: {s!r}")
         if tok.add_bos:
             check(encode(tok, s) == [tok.specials[tok.add_bos]] + ids, "post-processor BOS missing")
+    check_family_config(cfg, expect)
 
 
 # =============================================================================
@@ -936,7 +1614,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     ap.add_argument("--dtype", choices=sorted(DTYPES), default="bf16")
     ap.add_argument("--shards", type=int, default=1)
     ap.add_argument("--dims", choices=["tiny", "real"], default=None, help="default tiny (real with --preset)")
-    ap.add_argument("--preset", default=None, help="real-size dims, e.g. qwen2-1.5b, llama-1b")
+    ap.add_argument("--preset", default=None,
+                    help="real-size dims: " + ", ".join(p for f in FAMILIES.values() for p in f.presets))
     tie = ap.add_mutually_exclusive_group()
     tie.add_argument("--tie", dest="tie", action="store_true", default=None, help="tie lm_head to embeddings")
     tie.add_argument("--no-tie", dest="tie", action="store_false", help="write a separate lm_head.weight")
@@ -954,15 +1633,15 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     ids = special_ids(tok)
     config, specs = fam.build(d, ids, tie_flag)
     config["torch_dtype"] = DTYPES[args.dtype][2]
-    config["transformers_version"] = "4.45.0"
+    config["transformers_version"] = fam.hf_version
     std = STD_TINY if label == "tiny" else STD_REAL
     if not 1 <= args.shards <= len(specs):
         raise SystemExit(f"--shards {args.shards}: must be between 1 and the tensor count {len(specs)}")
 
     os.makedirs(args.out, exist_ok=True)
     write_json(os.path.join(args.out, "config.json"), config)
-    gen = {"bos_token_id": ids["bos"], "do_sample": False, "eos_token_id": ids["eos"],
-           "transformers_version": "4.45.0"}
+    gen = {"bos_token_id": ids["bos"], "do_sample": False, "eos_token_id": ids["gen_eos"],
+           "transformers_version": fam.hf_version}
     if ids["pad"] is not None:
         gen["pad_token_id"] = ids["pad"]
     write_json(os.path.join(args.out, "generation_config.json"), gen)

@@ -299,6 +299,28 @@ bool omnic__uc_is_word(uint32_t cp)
            c == UTF8PROC_CATEGORY_PC;
 }
 
+/* ---- byte-level alphabet ---- */
+
+static bool bl_printable(unsigned b) { return (b >= 0x21 && b <= 0x7E) || (b >= 0xA1 && b <= 0xAC) || b >= 0xAE; }
+
+uint32_t omnic__bytelevel_char(unsigned char b)
+{
+    if (bl_printable(b)) return b;
+    /* rank among the non-printable bytes: 0x00..0x20 (33), 0x7F..0xA0 (34), 0xAD (1) */
+    if (b <= 0x20) return 0x100u + b;
+    if (b <= 0xA0) return 0x100u + 33u + (b - 0x7Fu);
+    return 0x100u + 67u;
+}
+
+int omnic__bytelevel_byte(uint32_t cp)
+{
+    if (cp < 0x100) return bl_printable(cp) ? (int)cp : -1;
+    if (cp < 0x100 + 33) return (int)(cp - 0x100);
+    if (cp < 0x100 + 67) return (int)(cp - 0x100 - 33 + 0x7F);
+    if (cp == 0x100 + 67) return 0xAD;
+    return -1;
+}
+
 /* ---- hashing: 64-bit multiply-mix over 8-byte words ---- */
 
 uint64_t omnic__hash_bytes(const void *p, size_t n)

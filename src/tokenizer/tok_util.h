@@ -125,6 +125,13 @@ bool omnic__uc_is_numeric(uint32_t cp);    /* char::is_numeric (Nd, Nl, No) */
 bool omnic__uc_is_punct(uint32_t cp);      /* is_ascii_punctuation || general category P* */
 bool omnic__uc_is_word(uint32_t cp);       /* regex crate \w: Alphabetic, M, Nd, Pc, Join_Control */
 
+/* ---- GPT-2 byte-level alphabet ----
+ * Each byte maps to one printable character: bytes 0x21..0x7E, 0xA1..0xAC and 0xAE..0xFF to
+ * themselves, the other 68 to U+0100.. in byte order. */
+uint32_t omnic__bytelevel_char(unsigned char b);
+/* The byte a character stands for, or -1 when cp is not in the alphabet. */
+int omnic__bytelevel_byte(uint32_t cp);
+
 /* ---- hashing (not cryptographic) ---- */
 uint64_t omnic__hash_bytes(const void *p, size_t n);
 static inline uint64_t omnic__hash_u64(uint64_t x)

@@ -29,11 +29,12 @@
 
 /* Fails unless rc == code == err->code and err->msg contains every string of the
  * NULL-terminated list that follows code. */
-static void check_err(omnic_status rc, const omnic_err *err, const char *file, int line, omnic_status code, ...)
+static void check_err(omnic_status rc, const omnic_err *err, const char *file, int line, omnic_status code,
+                      ...)
 {
     if (rc != code || err->code != code) {
-        print_error("%s:%d: status %s (err.code %s), expected %s; msg: %s\n", file, line, omnic_status_name(rc),
-                    omnic_status_name(err->code), omnic_status_name(code), err->msg);
+        print_error("%s:%d: status %s (err.code %s), expected %s; msg: %s\n", file, line,
+                    omnic_status_name(rc), omnic_status_name(err->code), omnic_status_name(code), err->msg);
         _fail(file, line);
     }
     va_list ap;
@@ -50,13 +51,13 @@ static void check_err(omnic_status rc, const omnic_err *err, const char *file, i
 /* EXPECT_ERR(rc, err, code, "substring", ...) */
 #define EXPECT_ERR(rc, err, ...) check_err((rc), &(err), __FILE__, __LINE__, __VA_ARGS__, (const char *)NULL)
 
-#define EXPECT_OK(rc, err)                                                                                  \
-    do {                                                                                                    \
-        omnic_status rc_ = (rc);                                                                            \
-        if (rc_ != OMNIC_OK) {                                                                              \
-            print_error("%s:%d: %s: %s\n", __FILE__, __LINE__, omnic_status_name(rc_), (err).msg);          \
-            _fail(__FILE__, __LINE__);                                                                      \
-        }                                                                                                   \
+#define EXPECT_OK(rc, err)                                                                                   \
+    do {                                                                                                     \
+        omnic_status rc_ = (rc);                                                                             \
+        if (rc_ != OMNIC_OK) {                                                                               \
+            print_error("%s:%d: %s: %s\n", __FILE__, __LINE__, omnic_status_name(rc_), (err).msg);           \
+            _fail(__FILE__, __LINE__);                                                                       \
+        }                                                                                                    \
     } while (0)
 
 /* Scratch directory for file tests (mkdtemp), removed by the group teardown. */
@@ -102,7 +103,14 @@ static void write_file(const char *path, const void *bytes, size_t len)
     assert_int_equal(fclose(f), 0);
 }
 
-static bool have_numpy(void) { return system("/usr/bin/python3 -c 'import numpy' >/dev/null 2>&1") == 0; }
+/* The numpy tests need /usr/bin/python3 with numpy (as tools/mktiny.py does): fail, not skip. */
+static void require_numpy(void)
+{
+    if (system("/usr/bin/python3 -c 'import numpy' >/dev/null 2>&1") != 0) {
+        print_error("these tests need /usr/bin/python3 with numpy\n");
+        fail();
+    }
+}
 
 /* ---- status and errors ------------------------------------------------------------------ */
 
@@ -151,7 +159,11 @@ static void test_fail_and_prefix(void **state)
     assert_string_equal(err.msg, "");
     omnic_err_clear(NULL);
 
-    int line = __LINE__; omnic_status rc = OMNIC_FAIL(&err, OMNIC_E_CORRUPT, "tensor %s has %d dims", "w", 7);
+    /* __LINE__ in one macro expansion: the line OMNIC_FAIL records */
+#define FAIL_NOTING_LINE(line_out, ...) ((line_out) = __LINE__, OMNIC_FAIL(__VA_ARGS__))
+    int line = 0;
+    omnic_status rc = FAIL_NOTING_LINE(line, &err, OMNIC_E_CORRUPT, "tensor %s has %d dims", "w", 7);
+    assert_true(line > 0);
     assert_int_equal(rc, OMNIC_E_CORRUPT);
     assert_int_equal(err.code, OMNIC_E_CORRUPT);
     assert_string_equal(err.file, __FILE__);
@@ -244,7 +256,8 @@ static void test_alloc_limits(void **state)
 
     unsigned char *p = omnic_alloc_array(100, 3);
     assert_non_null(p);
-    for (int i = 0; i < 300; i++) assert_int_equal(p[i], 0); /* zeroed */
+    for (int i = 0; i < 300; i++)
+        assert_int_equal(p[i], 0); /* zeroed */
     p[299] = 9;
     unsigned char *q = omnic_realloc(p, 1000);
     assert_non_null(q);
@@ -290,7 +303,8 @@ static void test_alloc_fault_hook(void **state)
         }
         omnic__alloc_fail_after(-1);
         assert_int_equal(omnic__alloc_injected_failures(), 0);
-        for (long i = 0; i < n; i++) omnic_free(ok[i]);
+        for (long i = 0; i < n; i++)
+            omnic_free(ok[i]);
         void *m = omnic_malloc(16);
         assert_non_null(m);
         omnic_free(m);
@@ -323,10 +337,12 @@ static void test_tensor_init(void **state)
 
     EXPECT_OK(omnic__tensor_init(&t, OMNIC_DTYPE_I64, 5, d6, &err), err);
     assert_int_equal(t.ndim, 5);
-    for (int i = 0; i < 5; i++) assert_int_equal(t.dims[i], d6[i]);
+    for (int i = 0; i < 5; i++)
+        assert_int_equal(t.dims[i], d6[i]);
     EXPECT_OK(omnic__tensor_init(&t, OMNIC_DTYPE_BF16, 2, ok, &err), err);
     assert_int_equal(t.dtype, OMNIC_DTYPE_BF16);
-    for (int i = 2; i < OMNIC_MAX_DIMS; i++) assert_int_equal(t.dims[i], 1); /* trailing dims are 1 */
+    for (int i = 2; i < OMNIC_MAX_DIMS; i++)
+        assert_int_equal(t.dims[i], 1); /* trailing dims are 1 */
     assert_null(t.data);
     assert_false(t.owns_data);
     assert_string_equal(t.name, "");
@@ -417,8 +433,9 @@ static void test_tensor_create(void **state)
         size_t nb = omnic__tensor_bytes(t);
         assert_int_equal(nb, 30 * omnic_dtype_size((omnic_dtype)dt));
         const unsigned char *bytes = t->data;
-        for (size_t i = 0; i < nb; i++) assert_int_equal(bytes[i], 0); /* zeroed */
-        memset(t->data, 0xab, nb); /* the whole size is writable (ASan) */
+        for (size_t i = 0; i < nb; i++)
+            assert_int_equal(bytes[i], 0); /* zeroed */
+        memset(t->data, 0xab, nb);         /* the whole size is writable (ASan) */
         omnic__tensor *u = NULL;
         EXPECT_OK(omnic__tensor_create(&u, (omnic_dtype)dt, 3, d, &err), err);
         assert_true(omnic__tensor_same_shape(t, u));
@@ -587,7 +604,7 @@ static void test_arena(void **state)
 
 typedef struct job_ctx {
     _Atomic int calls[MAX_T];
-    _Atomic int bad;  /* set by a worker on any violated expectation */
+    _Atomic int bad; /* set by a worker on any violated expectation */
     int expect_nth;
     pthread_t caller;
 } job_ctx;
@@ -606,7 +623,8 @@ static void count_job(void *vctx, int ith, int nth)
 
 static void reset_ctx(job_ctx *c, int nth)
 {
-    for (int i = 0; i < MAX_T; i++) atomic_store(&c->calls[i], 0);
+    for (int i = 0; i < MAX_T; i++)
+        atomic_store(&c->calls[i], 0);
     atomic_store(&c->bad, 0);
     c->expect_nth = nth;
     c->caller = pthread_self();
@@ -632,29 +650,35 @@ static void test_threadpool_jobs(void **state)
         reset_ctx(&c, size);
         omnic__threadpool_run(p, count_job, &c);
         assert_int_equal(atomic_load(&c.bad), 0);
-        for (int i = 0; i < MAX_T; i++) assert_int_equal(atomic_load(&c.calls[i]), i < size ? 1 : 0);
+        for (int i = 0; i < MAX_T; i++)
+            assert_int_equal(atomic_load(&c.calls[i]), i < size ? 1 : 0);
         /* run_n on every prefix of the pool */
         for (int nth = 1; nth <= size; nth++) {
             reset_ctx(&c, nth);
             omnic__threadpool_run_n(p, nth, count_job, &c);
             assert_int_equal(atomic_load(&c.bad), 0);
-            for (int i = 0; i < MAX_T; i++) assert_int_equal(atomic_load(&c.calls[i]), i < nth ? 1 : 0);
+            for (int i = 0; i < MAX_T; i++)
+                assert_int_equal(atomic_load(&c.calls[i]), i < nth ? 1 : 0);
         }
         /* 1000 jobs in a row, alternating widths */
         reset_ctx(&c, size);
-        for (int j = 0; j < 1000; j++) omnic__threadpool_run(p, count_job, &c);
+        for (int j = 0; j < 1000; j++)
+            omnic__threadpool_run(p, count_job, &c);
         assert_int_equal(atomic_load(&c.bad), 0);
-        for (int i = 0; i < size; i++) assert_int_equal(atomic_load(&c.calls[i]), 1000);
+        for (int i = 0; i < size; i++)
+            assert_int_equal(atomic_load(&c.calls[i]), 1000);
         reset_ctx(&c, 0);
         int per[MAX_T] = {0};
         for (int j = 0; j < 1000; j++) {
             int nth = 1 + j % size;
             c.expect_nth = nth;
             omnic__threadpool_run_n(p, nth, count_job, &c);
-            for (int i = 0; i < nth; i++) per[i]++;
+            for (int i = 0; i < nth; i++)
+                per[i]++;
         }
         assert_int_equal(atomic_load(&c.bad), 0);
-        for (int i = 0; i < MAX_T; i++) assert_int_equal(atomic_load(&c.calls[i]), per[i]);
+        for (int i = 0; i < MAX_T; i++)
+            assert_int_equal(atomic_load(&c.calls[i]), per[i]);
         omnic__threadpool_destroy(p);
     }
     /* create and destroy without running anything */
@@ -684,7 +708,7 @@ static void test_split_rows(void **state)
                 if (hi - lo < min_len) min_len = hi - lo;
                 if (hi - lo > max_len) max_len = hi - lo;
             }
-            assert_int_equal(prev_hi, n); /* covers [0, n) exactly */
+            assert_int_equal(prev_hi, n);        /* covers [0, n) exactly */
             assert_true(max_len - min_len <= 1); /* balanced */
         }
     }
@@ -695,9 +719,11 @@ static void test_split_rows(void **state)
             for (int ith = 0; ith < nth; ith++) {
                 int64_t lo, hi;
                 omnic__split_rows(n, ith, nth, &lo, &hi);
-                for (int64_t r = lo; r < hi; r++) seen[r]++;
+                for (int64_t r = lo; r < hi; r++)
+                    seen[r]++;
             }
-            for (int64_t r = 0; r < n; r++) assert_int_equal(seen[r], 1);
+            for (int64_t r = 0; r < n; r++)
+                assert_int_equal(seen[r], 1);
         }
 }
 
@@ -786,8 +812,9 @@ static void test_sha256_vectors(void **state)
     const char *m448 = "abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq";
     sha_hex(m448, strlen(m448), hex);
     assert_string_equal(hex, "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
-    const char *m896 = "abcdefghbcdefghicdefghijdefghijkefghijklfghijklmghijklmnhijklmnoijklmnopjklmnopqklmnopqrlmnopqrs"
-                       "mnopqrstnopqrstu";
+    const char *m896 =
+        "abcdefghbcdefghicdefghijdefghijkefghijklfghijklmghijklmnhijklmnoijklmnopjklmnopqklmnopqrlmnopqrs"
+        "mnopqrstnopqrstu";
     sha_hex(m896, strlen(m896), hex);
     assert_string_equal(hex, "cf5b16a778af8380036ce59e7b0492370b249b11e8f07a51afac45037afee9d1");
 
@@ -810,7 +837,8 @@ static void test_sha256_vectors(void **state)
     assert_string_equal(hex, "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
     /* and in 1000-byte and 997-byte chunks */
     omnic__sha256_init(&s);
-    for (int i = 0; i < 1000; i++) omnic__sha256_update(&s, a, 1000);
+    for (int i = 0; i < 1000; i++)
+        omnic__sha256_update(&s, a, 1000);
     omnic__sha256_final(&s, d);
     omnic__sha256_hex(d, hex);
     assert_string_equal(hex, "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
@@ -850,7 +878,8 @@ static void test_sha256_boundaries(void **state)
         {1000, "1e9bc38cbf860b9ec31918b065f9b52476c549a782e0e7990bed8ce3868d2371"},
     };
     static uint8_t buf[1000];
-    for (int i = 0; i < 1000; i++) buf[i] = (uint8_t)((i * 7 + 3) & 255);
+    for (int i = 0; i < 1000; i++)
+        buf[i] = (uint8_t)((i * 7 + 3) & 255);
     for (size_t k = 0; k < sizeof v / sizeof v[0]; k++) {
         char hex[65];
         sha_hex(buf, v[k].n, hex);
@@ -897,7 +926,8 @@ static void test_sha256_field(void **state)
     assert_string_equal(h1, h2);
     /* hex: lowercase, 64 characters, NUL-terminated */
     uint8_t dg[32];
-    for (int i = 0; i < 32; i++) dg[i] = (uint8_t)(i * 8 + 7);
+    for (int i = 0; i < 32; i++)
+        dg[i] = (uint8_t)(i * 8 + 7);
     char hex[66];
     memset(hex, 'Z', sizeof hex);
     omnic__sha256_hex(dg, hex);
@@ -916,14 +946,29 @@ static void fill_pattern(omnic__tensor *t)
     for (size_t i = 0; i < n; i++) {
         double v = (double)i * 0.25 - 1.0;
         switch (t->dtype) {
-        case OMNIC_DTYPE_F32: ((float *)t->data)[i] = (float)v; break;
-        case OMNIC_DTYPE_F16: ((uint16_t *)t->data)[i] = omnic__f32_to_f16((float)v); break;
-        case OMNIC_DTYPE_BF16: ((uint16_t *)t->data)[i] = omnic__f32_to_bf16((float)v); break;
-        case OMNIC_DTYPE_I32: ((int32_t *)t->data)[i] = (int32_t)i * -3 + 7; break;
-        case OMNIC_DTYPE_I64: ((int64_t *)t->data)[i] = (int64_t)i * -3000000000LL + 7; break;
-        case OMNIC_DTYPE_U8: ((uint8_t *)t->data)[i] = (uint8_t)(i * 37); break;
-        case OMNIC_DTYPE_BOOL: ((uint8_t *)t->data)[i] = (uint8_t)(i % 3 == 0); break;
-        default: fail();
+        case OMNIC_DTYPE_F32:
+            ((float *)t->data)[i] = (float)v;
+            break;
+        case OMNIC_DTYPE_F16:
+            ((uint16_t *)t->data)[i] = omnic__f32_to_f16((float)v);
+            break;
+        case OMNIC_DTYPE_BF16:
+            ((uint16_t *)t->data)[i] = omnic__f32_to_bf16((float)v);
+            break;
+        case OMNIC_DTYPE_I32:
+            ((int32_t *)t->data)[i] = (int32_t)i * -3 + 7;
+            break;
+        case OMNIC_DTYPE_I64:
+            ((int64_t *)t->data)[i] = (int64_t)i * -3000000000LL + 7;
+            break;
+        case OMNIC_DTYPE_U8:
+            ((uint8_t *)t->data)[i] = (uint8_t)(i * 37);
+            break;
+        case OMNIC_DTYPE_BOOL:
+            ((uint8_t *)t->data)[i] = (uint8_t)(i % 3 == 0);
+            break;
+        default:
+            fail();
         }
     }
 }
@@ -947,7 +992,8 @@ static void test_npy_round_trip(void **state)
             EXPECT_OK(omnic__npy_write(path, t, &err), err);
             EXPECT_OK(omnic__npy_read(path, &r, &err), err);
             assert_int_equal(r->ndim, t->ndim);
-            for (int i = 0; i < t->ndim; i++) assert_int_equal(r->dims[i], t->dims[i]);
+            for (int i = 0; i < t->ndim; i++)
+                assert_int_equal(r->dims[i], t->dims[i]);
             size_t n = (size_t)omnic__tensor_nelem(t);
             if (dt == OMNIC_DTYPE_BF16) {
                 assert_int_equal(r->dtype, OMNIC_DTYPE_F32); /* widened */
@@ -972,7 +1018,8 @@ static void test_npy_round_trip(void **state)
     omnic__tensor *t = NULL;
     int64_t d[1] = {3};
     EXPECT_OK(omnic__tensor_create(&t, OMNIC_DTYPE_F32, 1, d, &err), err);
-    EXPECT_ERR(omnic__npy_write("/nonexistent-dir/x.npy", t, &err), err, OMNIC_E_IO, "/nonexistent-dir/x.npy");
+    EXPECT_ERR(omnic__npy_write("/nonexistent-dir/x.npy", t, &err), err, OMNIC_E_IO,
+               "/nonexistent-dir/x.npy");
     t->dtype = OMNIC_DTYPE_COUNT;
     EXPECT_ERR(omnic__npy_write(tmp_path("bad.npy"), t, &err), err, OMNIC_E_UNSUPPORTED, "dtype 7");
     t->dtype = OMNIC_DTYPE_F32;
@@ -986,7 +1033,7 @@ static void test_npy_round_trip(void **state)
 static void test_npy_numpy_reads_ours(void **state)
 {
     (void)state;
-    if (!have_numpy()) skip();
+    require_numpy();
     omnic_err err;
     int64_t d[3] = {2, 3, 4};
     for (int dt = 0; dt < OMNIC_DTYPE_COUNT; dt++) {
@@ -1031,7 +1078,7 @@ static void test_npy_numpy_reads_ours(void **state)
 static void test_npy_from_numpy(void **state)
 {
     (void)state;
-    if (!have_numpy()) skip();
+    require_numpy();
     static const char script[] =
         "import sys, numpy as np\n"
         "d = sys.argv[1]\n"
@@ -1063,7 +1110,8 @@ static void test_npy_from_numpy(void **state)
     assert_int_equal(t->dims[0], 2);
     assert_int_equal(t->dims[1], 3);
     assert_int_equal(t->dims[2], 4);
-    for (int i = 0; i < 24; i++) assert_true(((float *)t->data)[i] == (float)i * 0.5f - 3.0f);
+    for (int i = 0; i < 24; i++)
+        assert_true(((float *)t->data)[i] == (float)i * 0.5f - 3.0f);
     omnic__tensor_destroy(t);
 
     EXPECT_OK(omnic__npy_read(tmp_path("np_i64.npy"), &t, &err), err);
@@ -1119,12 +1167,14 @@ static void test_npy_from_numpy(void **state)
         EXPECT_OK(omnic__npy_read(tmp_path(name), &t, &err), err);
         assert_int_equal(t->ndim, 1);
         assert_int_equal(t->dims[0], 5);
-        for (int i = 0; i < 5; i++) assert_true(((float *)t->data)[i] == (float)i);
+        for (int i = 0; i < 5; i++)
+            assert_true(((float *)t->data)[i] == (float)i);
         omnic__tensor_destroy(t);
     }
 
     t = NULL;
-    EXPECT_ERR(omnic__npy_read(tmp_path("np_be.npy"), &t, &err), err, OMNIC_E_UNSUPPORTED, "'>f4'", "np_be.npy");
+    EXPECT_ERR(omnic__npy_read(tmp_path("np_be.npy"), &t, &err), err, OMNIC_E_UNSUPPORTED, "'>f4'",
+               "np_be.npy");
     EXPECT_ERR(omnic__npy_read(tmp_path("np_fortran.npy"), &t, &err), err, OMNIC_E_UNSUPPORTED, "fortran");
     EXPECT_ERR(omnic__npy_read(tmp_path("np_c8.npy"), &t, &err), err, OMNIC_E_UNSUPPORTED, "'<c8'");
     EXPECT_ERR(omnic__npy_read(tmp_path("np_f64.npy"), &t, &err), err, OMNIC_E_UNSUPPORTED, "'<f8'");
@@ -1145,7 +1195,8 @@ static uint8_t *make_npy(int version, const char *dict, size_t data_len, long hl
     b[6] = (uint8_t)version;
     b[7] = 0;
     size_t h = hlen_override >= 0 ? (size_t)hlen_override : hlen;
-    for (size_t i = 0; i < pre - 8; i++) b[8 + i] = (uint8_t)(h >> (8 * i));
+    for (size_t i = 0; i < pre - 8; i++)
+        b[8 + i] = (uint8_t)(h >> (8 * i));
     memcpy(b + pre, dict, dl);
     memset(b + pre + dl, ' ', hlen - dl - 1);
     b[total_hdr - 1] = '\n';
@@ -1167,8 +1218,10 @@ static omnic_status parse_buf(const uint8_t *b, size_t len, omnic_err *err)
 {
     omnic__tensor *t = (omnic__tensor *)0x1;
     omnic_status rc = omnic__npy_parse(b, len, &t, err);
-    if (rc == OMNIC_OK) omnic__tensor_destroy(t);
-    else assert_ptr_equal(t, (omnic__tensor *)0x1); /* out unchanged on failure */
+    if (rc == OMNIC_OK)
+        omnic__tensor_destroy(t);
+    else
+        assert_ptr_equal(t, (omnic__tensor *)0x1); /* out unchanged on failure */
     return rc;
 }
 
@@ -1254,8 +1307,8 @@ static void test_npy_malformed(void **state)
     EXPECT_ERR(parse_dict("hello", 0, &err), err, OMNIC_E_CORRUPT, "malformed", "byte 10");
     EXPECT_ERR(parse_dict("{'descr': '<f4', 'fortran_order': False}", 0, &err), err, OMNIC_E_CORRUPT);
     EXPECT_ERR(parse_dict("{'fortran_order': False, 'shape': (2,)}", 8, &err), err, OMNIC_E_CORRUPT);
-    EXPECT_ERR(parse_dict("{'descr': '<f4', 'fortran_order': False, 'shape': (2,), 'extra': 1}", 8, &err), err,
-               OMNIC_E_CORRUPT);
+    EXPECT_ERR(parse_dict("{'descr': '<f4', 'fortran_order': False, 'shape': (2,), 'extra': 1}", 8, &err),
+               err, OMNIC_E_CORRUPT);
     EXPECT_ERR(parse_dict("{'descr': '<f4', 'fortran_order': Maybe, 'shape': (2,)}", 8, &err), err,
                OMNIC_E_CORRUPT);
     EXPECT_ERR(parse_dict("{'descr': '<f4', 'fortran_order': False, 'shape': (-1,)}", 8, &err), err,
@@ -1265,16 +1318,20 @@ static void test_npy_malformed(void **state)
     EXPECT_ERR(parse_dict("{'descr': '<f4', 'fortran_order': False, 'shape': (2,", 8, &err), err,
                OMNIC_E_CORRUPT);
     EXPECT_ERR(parse_dict("{'descr': '<f4", 0, &err), err, OMNIC_E_CORRUPT);
-    EXPECT_ERR(parse_dict("{'descr': 'this-descr-is-far-too-long', 'fortran_order': False, 'shape': ()}", 4, &err),
-               err, OMNIC_E_CORRUPT);
-    EXPECT_ERR(parse_dict("{'descr' '<f4', 'fortran_order': False, 'shape': ()}", 4, &err), err, OMNIC_E_CORRUPT);
+    EXPECT_ERR(
+        parse_dict("{'descr': 'this-descr-is-far-too-long', 'fortran_order': False, 'shape': ()}", 4, &err),
+        err, OMNIC_E_CORRUPT);
+    EXPECT_ERR(parse_dict("{'descr' '<f4', 'fortran_order': False, 'shape': ()}", 4, &err), err,
+               OMNIC_E_CORRUPT);
     EXPECT_ERR(parse_dict("", 0, &err), err, OMNIC_E_CORRUPT);
     /* a dim with more digits than any int64 */
-    EXPECT_ERR(parse_dict("{'descr': '<f4', 'fortran_order': False, 'shape': (99999999999999999999,)}", 4, &err),
-               err, OMNIC_E_CORRUPT);
+    EXPECT_ERR(
+        parse_dict("{'descr': '<f4', 'fortran_order': False, 'shape': (99999999999999999999,)}", 4, &err),
+        err, OMNIC_E_CORRUPT);
     /* dims whose product overflows: E_TOO_LARGE naming them */
-    EXPECT_ERR(parse_dict("{'descr': '<f4', 'fortran_order': False, 'shape': (100000000000000000, 1000)}", 4, &err),
-               err, OMNIC_E_TOO_LARGE, "100000000000000000, 1000");
+    EXPECT_ERR(
+        parse_dict("{'descr': '<f4', 'fortran_order': False, 'shape': (100000000000000000, 1000)}", 4, &err),
+        err, OMNIC_E_TOO_LARGE, "100000000000000000, 1000");
     /* a product that fits but needs far more data than the file has */
     EXPECT_ERR(parse_dict("{'descr': '<f4', 'fortran_order': False, 'shape': (100000000000,)}", 4, &err), err,
                OMNIC_E_CORRUPT, "400000000000", "has 4");
@@ -1286,7 +1343,8 @@ static void test_npy_malformed(void **state)
     omnic__tensor *t = NULL;
     EXPECT_ERR(omnic__npy_read(tmp_path("c8.npy"), &t, &err), err, OMNIC_E_UNSUPPORTED, "c8.npy: ", "'<c8'");
     write_file(tmp_path("empty.npy"), "", 0);
-    EXPECT_ERR(omnic__npy_read(tmp_path("empty.npy"), &t, &err), err, OMNIC_E_CORRUPT, "empty.npy", "0 bytes");
+    EXPECT_ERR(omnic__npy_read(tmp_path("empty.npy"), &t, &err), err, OMNIC_E_CORRUPT, "empty.npy",
+               "0 bytes");
     EXPECT_ERR(omnic__npy_read(tmp_dir, &t, &err), err, OMNIC_E_IO, "not a regular file");
     EXPECT_ERR(omnic__npy_read("/dev/null", &t, &err), err, OMNIC_E_IO, "/dev/null");
     assert_null(t);
@@ -1309,7 +1367,8 @@ static void test_npy_mutations(void **state)
         if (rc != OMNIC_OK) assert_true(rc < 0 && strlen(err.msg) > 0);
         free(b);
     }
-    static const uint8_t vals[] = {0, ' ', '\'', '"', '(', ')', ',', ':', '{', '}', '9', '-', 'T', 0x7f, 0xff};
+    static const uint8_t vals[] = {0,   ' ', '\'', '"', '(', ')',  ',', ':',
+                                   '{', '}', '9',  '-', 'T', 0x7f, 0xff};
     uint8_t *b = malloc(len);
     assert_non_null(b);
     int ok = 0;
@@ -1318,8 +1377,10 @@ static void test_npy_mutations(void **state)
             memcpy(b, good, len);
             b[pos] = vals[v];
             omnic_status rc = parse_buf(b, len, &err);
-            if (rc == OMNIC_OK) ok++;
-            else assert_true(strcmp(omnic_status_name(rc), "OMNIC_UNKNOWN") != 0);
+            if (rc == OMNIC_OK)
+                ok++;
+            else
+                assert_true(strcmp(omnic_status_name(rc), "OMNIC_UNKNOWN") != 0);
         }
     }
     assert_true(ok > 0); /* changing padding spaces keeps it valid */
@@ -1329,6 +1390,7 @@ static void test_npy_mutations(void **state)
 
 int main(void)
 {
+    // clang-format off
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_status_table),
         cmocka_unit_test(test_fail_and_prefix),
@@ -1352,5 +1414,6 @@ int main(void)
         cmocka_unit_test(test_npy_malformed),
         cmocka_unit_test(test_npy_mutations),
     };
+    // clang-format on
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

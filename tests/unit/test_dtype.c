@@ -27,7 +27,7 @@
 static double ref_round(double a, int mbits, int emin)
 {
     int e;
-    frexp(a, &e); /* a = m * 2^e, m in [0.5, 1) */
+    frexp(a, &e);  /* a = m * 2^e, m in [0.5, 1) */
     int E = e - 1; /* floor(log2(a)) */
     if (E < emin) E = emin;
     double ulp = ldexp(1.0, E - mbits);
@@ -42,9 +42,12 @@ static double ref_f16_value(uint16_t h)
 {
     int e = (h >> 10) & 31, m = h & 1023;
     double v;
-    if (e == 0) v = ldexp((double)m, -24);
-    else if (e == 31) v = m ? NAN : INFINITY;
-    else v = ldexp((double)(1024 + m), e - 25);
+    if (e == 0)
+        v = ldexp((double)m, -24);
+    else if (e == 31)
+        v = m ? NAN : INFINITY;
+    else
+        v = ldexp((double)(1024 + m), e - 25);
     return (h & 0x8000) ? -v : v;
 }
 
@@ -82,17 +85,23 @@ static uint16_t ref_f32_to_bf16(float x)
     return (uint16_t)(sign | (u >> 16));
 }
 
-static bool f16_is_nan(uint16_t h) { return (h & 0x7c00) == 0x7c00 && (h & 0x3ff); }
-static bool bf16_is_nan(uint16_t h) { return (h & 0x7f80) == 0x7f80 && (h & 0x7f); }
+static bool f16_is_nan(uint16_t h)
+{
+    return (h & 0x7c00) == 0x7c00 && (h & 0x3ff);
+}
+static bool bf16_is_nan(uint16_t h)
+{
+    return (h & 0x7f80) == 0x7f80 && (h & 0x7f);
+}
 
-#define EXPECT_BITS(got, want, in)                                                                          \
-    do {                                                                                                    \
-        unsigned g_ = (got), w_ = (want);                                                                   \
-        if (g_ != w_) {                                                                                     \
+#define EXPECT_BITS(got, want, in)                                                                           \
+    do {                                                                                                     \
+        unsigned g_ = (got), w_ = (want);                                                                    \
+        if (g_ != w_) {                                                                                      \
             print_error("%s:%d: input 0x%08x (%.9g): got 0x%04x, want 0x%04x\n", __FILE__, __LINE__,         \
-                        (unsigned)omnic__f32_bits(in), (double)(in), g_, w_);                               \
-            _fail(__FILE__, __LINE__);                                                                      \
-        }                                                                                                   \
+                        (unsigned)omnic__f32_bits(in), (double)(in), g_, w_);                                \
+            _fail(__FILE__, __LINE__);                                                                       \
+        }                                                                                                    \
     } while (0)
 
 /* Checks omnic__f32_to_f16(x) against the reference (nan: result is nan with x's sign). */
@@ -101,7 +110,8 @@ static void check_f16(float x)
     uint16_t got = omnic__f32_to_f16(x);
     if (isnan(x)) {
         if (!f16_is_nan(got) || (bool)(got & 0x8000) != (bool)signbit(x)) {
-            print_error("nan 0x%08x -> 0x%04x is not a nan of the same sign\n", (unsigned)omnic__f32_bits(x), got);
+            print_error("nan 0x%08x -> 0x%04x is not a nan of the same sign\n", (unsigned)omnic__f32_bits(x),
+                        got);
             fail();
         }
         return;
@@ -114,8 +124,8 @@ static void check_bf16(float x)
     uint16_t got = omnic__f32_to_bf16(x);
     if (isnan(x)) {
         if (!bf16_is_nan(got) || (bool)(got & 0x8000) != (bool)signbit(x)) {
-            print_error("nan 0x%08x -> bf16 0x%04x is not a nan of the same sign\n", (unsigned)omnic__f32_bits(x),
-                        got);
+            print_error("nan 0x%08x -> bf16 0x%04x is not a nan of the same sign\n",
+                        (unsigned)omnic__f32_bits(x), got);
             fail();
         }
         return;
@@ -130,7 +140,10 @@ __attribute__((target("f16c"))) static uint16_t hw_f32_to_f16(float x)
 {
     return (uint16_t)_cvtss_sh(x, _MM_FROUND_TO_NEAREST_INT);
 }
-__attribute__((target("f16c"))) static float hw_f16_to_f32(uint16_t h) { return _cvtsh_ss(h); }
+__attribute__((target("f16c"))) static float hw_f16_to_f32(uint16_t h)
+{
+    return _cvtsh_ss(h);
+}
 static bool have_f16c(void)
 {
 #if defined(__clang__)
@@ -147,9 +160,18 @@ static bool have_f16c(void)
 #endif
 }
 #else
-static uint16_t hw_f32_to_f16(float x) { return omnic__f32_to_f16(x); }
-static float hw_f16_to_f32(uint16_t h) { return omnic__f16_to_f32(h); }
-static bool have_f16c(void) { return false; }
+static uint16_t hw_f32_to_f16(float x)
+{
+    return omnic__f32_to_f16(x);
+}
+static float hw_f16_to_f32(uint16_t h)
+{
+    return omnic__f16_to_f32(h);
+}
+static bool have_f16c(void)
+{
+    return false;
+}
 #endif
 
 /* ---- f16 -------------------------------------------------------------------------------- */
@@ -200,7 +222,8 @@ static void test_f16_sweep(void **state)
         if (hw) {
             uint16_t got = omnic__f32_to_f16(x), want = hw_f32_to_f16(x);
             if (got != want) {
-                print_error("input 0x%08x (%.9g): got 0x%04x, F16C gives 0x%04x\n", (unsigned)u, (double)x, got, want);
+                print_error("input 0x%08x (%.9g): got 0x%04x, F16C gives 0x%04x\n", (unsigned)u, (double)x,
+                            got, want);
                 fail();
             }
             hw_n++;
@@ -246,30 +269,30 @@ static void test_f16_boundaries(void **state)
         {-0.0f, 0x8000},
         {1.0f, 0x3c00},
         {-2.0f, 0xc000},
-        {65504.0f, 0x7bff},             /* max finite */
-        {65519.99f, 0x7bff},            /* below the midpoint to 65536 */
-        {65520.0f, 0x7c00},             /* the midpoint: ties to even = inf */
+        {65504.0f, 0x7bff},  /* max finite */
+        {65519.99f, 0x7bff}, /* below the midpoint to 65536 */
+        {65520.0f, 0x7c00},  /* the midpoint: ties to even = inf */
         {-65520.0f, 0xfc00},
         {1e10f, 0x7c00},
-        {3.4028235e38f, 0x7c00},        /* FLT_MAX */
+        {3.4028235e38f, 0x7c00}, /* FLT_MAX */
         {INFINITY, 0x7c00},
         {-INFINITY, 0xfc00},
-        {0x1p-24f, 0x0001},             /* smallest subnormal */
+        {0x1p-24f, 0x0001}, /* smallest subnormal */
         {-0x1p-24f, 0x8001},
-        {0x1p-25f, 0x0000},             /* tie between 0 and 2^-24: even is 0 */
+        {0x1p-25f, 0x0000}, /* tie between 0 and 2^-24: even is 0 */
         {-0x1p-25f, 0x8000},
-        {0x1.000002p-25f, 0x0001},      /* just above the tie */
+        {0x1.000002p-25f, 0x0001}, /* just above the tie */
         {0x1.fffffep-26f, 0x0000},
-        {0x1.8p-24f, 0x0002},           /* 1.5 * 2^-24: tie, 1 is odd, goes to 2 */
-        {0x1.4p-23f, 0x0002},           /* 2.5 * 2^-24: tie, goes to 2 */
-        {0x1p-14f, 0x0400},             /* smallest normal */
-        {0x1.ff8p-15f, 0x03ff},         /* largest subnormal */
-        {0x1.ffcp-15f, 0x0400},         /* tie between the largest subnormal and 2^-14: even is 0x400 */
+        {0x1.8p-24f, 0x0002},   /* 1.5 * 2^-24: tie, 1 is odd, goes to 2 */
+        {0x1.4p-23f, 0x0002},   /* 2.5 * 2^-24: tie, goes to 2 */
+        {0x1p-14f, 0x0400},     /* smallest normal */
+        {0x1.ff8p-15f, 0x03ff}, /* largest subnormal */
+        {0x1.ffcp-15f, 0x0400}, /* tie between the largest subnormal and 2^-14: even is 0x400 */
         {0x1.ffbffep-15f, 0x03ff},
-        {0x1.002p0f, 0x3c00},           /* 1 + 2^-11: tie, 1.0 is even */
-        {0x1.006p0f, 0x3c02},           /* 1 + 3*2^-11: tie, goes up to even */
+        {0x1.002p0f, 0x3c00}, /* 1 + 2^-11: tie, 1.0 is even */
+        {0x1.006p0f, 0x3c02}, /* 1 + 3*2^-11: tie, goes up to even */
         {0x1.002002p0f, 0x3c01},
-        {1e-45f, 0x0000},               /* f32 subnormals are far below f16's range */
+        {1e-45f, 0x0000}, /* f32 subnormals are far below f16's range */
         {-1e-45f, 0x8000},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -277,7 +300,8 @@ static void test_f16_boundaries(void **state)
         EXPECT_BITS(ref_f32_to_f16(cases[i].x), cases[i].want, cases[i].x); /* the reference agrees */
     }
     /* nan: stays nan, keeps the sign, quiet */
-    uint32_t nans[] = {0x7fc00000u, 0xffc00000u, 0x7f800001u, 0xff800001u, 0x7fffffffu, 0x7fa00000u, 0x7f802000u};
+    uint32_t nans[] = {0x7fc00000u, 0xffc00000u, 0x7f800001u, 0xff800001u,
+                       0x7fffffffu, 0x7fa00000u, 0x7f802000u};
     for (size_t i = 0; i < sizeof nans / sizeof nans[0]; i++) {
         uint16_t h = omnic__f32_to_f16(omnic__bits_f32(nans[i]));
         assert_true(f16_is_nan(h));
@@ -308,21 +332,15 @@ static void test_bf16_cases(void **state)
         {0x3f808001u, 0x3f81}, /* just above a tie */
         {0x3f807fffu, 0x3f80}, /* just below a tie */
         {0xbf808000u, 0xbf80}, /* negative ties */
-        {0xbf818000u, 0xbf82},
-        {0x00000000u, 0x0000},
-        {0x80000000u, 0x8000},
-        {0x7f800000u, 0x7f80}, /* inf */
-        {0xff800000u, 0xff80},
-        {0x7f7fffffu, 0x7f80}, /* FLT_MAX rounds to inf */
-        {0xff7fffffu, 0xff80},
-        {0x7f7f7fffu, 0x7f7f}, /* stays at bf16 max */
-        {0x7f7f8000u, 0x7f80}, /* tie above bf16 max: even is inf */
-        {0x00000001u, 0x0000}, /* smallest f32 subnormal */
-        {0x00008000u, 0x0000}, /* tie, even is 0 */
-        {0x00018000u, 0x0002}, /* tie, even is 2 */
-        {0x00008001u, 0x0001},
-        {0x007fffffu, 0x0080}, /* largest subnormal rounds up to the smallest normal */
-        {0x00400000u, 0x0040}, /* subnormal, exact */
+        {0xbf818000u, 0xbf82}, {0x00000000u, 0x0000}, {0x80000000u, 0x8000}, {0x7f800000u, 0x7f80}, /* inf */
+        {0xff800000u, 0xff80}, {0x7f7fffffu, 0x7f80}, /* FLT_MAX rounds to inf */
+        {0xff7fffffu, 0xff80}, {0x7f7f7fffu, 0x7f7f}, /* stays at bf16 max */
+        {0x7f7f8000u, 0x7f80},                        /* tie above bf16 max: even is inf */
+        {0x00000001u, 0x0000},                        /* smallest f32 subnormal */
+        {0x00008000u, 0x0000},                        /* tie, even is 0 */
+        {0x00018000u, 0x0002},                        /* tie, even is 2 */
+        {0x00008001u, 0x0001}, {0x007fffffu, 0x0080}, /* largest subnormal rounds up to the smallest normal */
+        {0x00400000u, 0x0040},                        /* subnormal, exact */
         {0x807fffffu, 0x8080},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -330,8 +348,8 @@ static void test_bf16_cases(void **state)
         EXPECT_BITS(omnic__f32_to_bf16(x), cases[i].want, x);
         EXPECT_BITS(ref_f32_to_bf16(x), cases[i].want, x);
     }
-    uint32_t nans[] = {0x7fc00000u, 0xffc00000u, 0x7f800001u, 0xff800001u, 0x7fffffffu, 0xffffffffu, 0x7f80ffffu,
-                       0xff810000u};
+    uint32_t nans[] = {0x7fc00000u, 0xffc00000u, 0x7f800001u, 0xff800001u,
+                       0x7fffffffu, 0xffffffffu, 0x7f80ffffu, 0xff810000u};
     for (size_t i = 0; i < sizeof nans / sizeof nans[0]; i++) {
         uint16_t h = omnic__f32_to_bf16(omnic__bits_f32(nans[i]));
         if (!bf16_is_nan(h) || (h >> 15) != (nans[i] >> 31) || !(h & 0x40)) {
@@ -364,7 +382,8 @@ static void test_bf16_sweep(void **state)
 {
     (void)state;
     uint64_t n = 0;
-    for (uint64_t u = 0; u <= 0xffffffffu; u += 997, n++) check_bf16(omnic__bits_f32((uint32_t)u));
+    for (uint64_t u = 0; u <= 0xffffffffu; u += 997, n++)
+        check_bf16(omnic__bits_f32((uint32_t)u));
     /* ties and their neighbours spread over every exponent, both signs and the subnormals */
     for (uint32_t top = 0; top < 0x10000u; top += 0x101u) {
         uint32_t mid = top << 16 | 0x8000u;
@@ -383,7 +402,8 @@ static void test_rows(void **state)
     enum { N = 37 };
     float src[N], back[N];
     uint16_t h[N], b[N];
-    for (int i = 0; i < N; i++) src[i] = (float)(i - 18) * 0.37f + (i % 3 ? 1e-6f : 3e4f);
+    for (int i = 0; i < N; i++)
+        src[i] = (float)(i - 18) * 0.37f + (i % 3 ? 1e-6f : 3e4f);
     omnic__f32_to_f16_row(src, h, N);
     omnic__f32_to_bf16_row(src, b, N);
     for (int i = 0; i < N; i++) {
@@ -391,9 +411,11 @@ static void test_rows(void **state)
         assert_int_equal(b[i], omnic__f32_to_bf16(src[i]));
     }
     omnic__f16_to_f32_row(h, back, N);
-    for (int i = 0; i < N; i++) assert_true(back[i] == omnic__f16_to_f32(h[i]));
+    for (int i = 0; i < N; i++)
+        assert_true(back[i] == omnic__f16_to_f32(h[i]));
     omnic__bf16_to_f32_row(b, back, N);
-    for (int i = 0; i < N; i++) assert_true(back[i] == omnic__bf16_to_f32(b[i]));
+    for (int i = 0; i < N; i++)
+        assert_true(back[i] == omnic__bf16_to_f32(b[i]));
     omnic__f32_to_f16_row(src, h, 0); /* n = 0 is a no-op */
 }
 
@@ -441,6 +463,7 @@ static void test_dtype_table(void **state)
 
 int main(void)
 {
+    // clang-format off
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_f16_all_patterns_round_trip),
         cmocka_unit_test(test_f16_boundaries),
@@ -452,5 +475,6 @@ int main(void)
         cmocka_unit_test(test_rows),
         cmocka_unit_test(test_dtype_table),
     };
+    // clang-format on
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -13,7 +13,7 @@
  * The arithmetic of one (t, h) never depends on which rows share its chunk (see
  * dot_rows/pv_rows in vec.h; keys outside a row's range get weight exactly 0), so results
  * are bit-identical for every thread count and every batch of query rows.
- * Work buffer per thread: scores [ATT_QB, S], accumulators [ATT_QB, Dv], widened K and V
+ * Work buffer per thread: scores [ATT_QB, <= S] (row stride = the chunk's key span), accumulators [ATT_QB, Dv], widened K and V
  * blocks [ATT_KB, D + Dv]. */
 #include <math.h>
 #include <stdlib.h>
@@ -23,7 +23,7 @@
 #include "backend/cpu/vec.h"
 #include "core/threadpool.h"
 
-#define ATT_QB 16 /* rows (t, h) per chunk */
+#define ATT_QB 32 /* rows (t, h) per chunk */
 #define ATT_KB 64 /* keys per widened K/V block */
 
 typedef struct att_geom {
@@ -124,10 +124,10 @@ void omnic__cpu_attention(const omnic__node *n, int ith, int nth, void *wdata)
         for (int64_t j0 = J0; j0 < J1; j0 += ATT_KB) {
             int64_t nk = J1 - j0 < ATT_KB ? J1 - j0 : ATT_KB, ldk;
             const float *kb = kv_block(K, j0, nk, grp, g.Hkv, g.D, kbuf, &ldk);
-            v->dot_rows(qrow, nq, kb, ldk, nk, g.D, sc + (j0 - J0), g.S);
+            v->dot_rows(qrow, nq, kb, ldk, nk, g.D, sc + (j0 - J0), nv);
         }
         for (int64_t u = 0; u < nq; u++) {
-            float *row = sc + u * g.S;
+            float *row = sc + u * nv;
             int64_t a = jlo[u] - J0, b = jhi[u] - J0, cnt = b - a;
             inv_sum[u] = 0.0f; /* output zeros unless some key gets weight */
             if (cnt > 0) {
@@ -149,7 +149,7 @@ void omnic__cpu_attention(const omnic__node *n, int ith, int nth, void *wdata)
         for (int64_t j0 = J0; j0 < J1; j0 += ATT_KB) {
             int64_t nk = J1 - j0 < ATT_KB ? J1 - j0 : ATT_KB, ldv;
             const float *vb = kv_block(V, j0, nk, grp, g.Hkv, g.Dv, vbuf, &ldv);
-            v->pv_rows(sc + (j0 - J0), g.S, nq, vb, ldv, nk, g.Dv, acc, g.Dv);
+            v->pv_rows(sc + (j0 - J0), nv, nq, vb, ldv, nk, g.Dv, acc, g.Dv);
         }
         for (int64_t u = 0; u < nq; u++) v->mul1(acc + u * g.Dv, inv_sum[u], orow[u], g.Dv);
     }

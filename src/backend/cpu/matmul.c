@@ -16,8 +16,9 @@
  *    not identical to the decode regime (different summation order; both within f32
  *    rounding of the exact result).
  * OpenBLAS is safe to call from several threads at once when its own thread count is 1,
- * which omnic__cpu_isa_level() sets once (checked by bench_ops and a concurrent-call test of
- * 0.3.21: bitwise equal results over 200 overlapping calls). */
+ * which omnic__cpu_isa_level() sets once: with 0.3.21 (pthread build), 200 overlapping calls
+ * from two threads gave bitwise the results of serial calls, and the op contract test runs
+ * this regime with 2 and 3 threads (also under TSan). */
 #include <cblas.h>
 #include <string.h>
 
@@ -58,12 +59,6 @@ void omnic__cpu_to_f32(omnic_dtype dt, const void *src, float *dst, int64_t n)
  * Tiles of MR activation rows x NR weight rows keep MR*NR accumulators in registers; the tile
  * shape changes only how many elements are computed together, never one element's order. */
 
-#if defined(__clang__)
-#define UNROLL _Pragma("unroll")
-#else
-#define UNROLL _Pragma("GCC unroll 8")
-#endif
-
 #define MV_NR 4
 
 OMNIC_INLINE OMNIC_AVX512 __m512 ldw16(const void *w, int64_t k, int dt)
@@ -87,29 +82,29 @@ OMNIC_INLINE OMNIC_AVX512 void tile16(const float *a, int64_t K, const char *w, 
 {
     __m512 acc[4][MV_NR];
     const char *wr[MV_NR];
-    UNROLL for (int j = 0; j < nr; j++) wr[j] = w + (size_t)j * ldw;
-    UNROLL for (int i = 0; i < mr; i++) UNROLL for (int j = 0; j < nr; j++) acc[i][j] = _mm512_setzero_ps();
+    OMNIC_UNROLL for (int j = 0; j < nr; j++) wr[j] = w + (size_t)j * ldw;
+    OMNIC_UNROLL for (int i = 0; i < mr; i++) OMNIC_UNROLL for (int j = 0; j < nr; j++) acc[i][j] = _mm512_setzero_ps();
     int64_t k = 0;
     size_t es = dt == DT_F32 ? 4 : 2, pf = (size_t)nr * ldw; /* same row of the next tile */
     for (; k + 16 <= K; k += 16) {
         __m512 wv[MV_NR];
-        UNROLL for (int j = 0; j < nr; j++) _mm_prefetch(wr[j] + pf + (size_t)k * es, _MM_HINT_T0);
-        UNROLL for (int j = 0; j < nr; j++) wv[j] = ldw16(wr[j], k, dt);
-        UNROLL for (int i = 0; i < mr; i++) {
+        OMNIC_UNROLL for (int j = 0; j < nr; j++) _mm_prefetch(wr[j] + pf + (size_t)k * es, _MM_HINT_T0);
+        OMNIC_UNROLL for (int j = 0; j < nr; j++) wv[j] = ldw16(wr[j], k, dt);
+        OMNIC_UNROLL for (int i = 0; i < mr; i++) {
             __m512 av = _mm512_loadu_ps(a + i * K + k);
-            UNROLL for (int j = 0; j < nr; j++) acc[i][j] = _mm512_fmadd_ps(av, wv[j], acc[i][j]);
+            OMNIC_UNROLL for (int j = 0; j < nr; j++) acc[i][j] = _mm512_fmadd_ps(av, wv[j], acc[i][j]);
         }
     }
     if (k < K) {
         __mmask16 m = omnic__mask16(K - k);
         __m512 wv[MV_NR];
-        UNROLL for (int j = 0; j < nr; j++) wv[j] = ldw16_m(wr[j], k, m, dt);
-        UNROLL for (int i = 0; i < mr; i++) {
+        OMNIC_UNROLL for (int j = 0; j < nr; j++) wv[j] = ldw16_m(wr[j], k, m, dt);
+        OMNIC_UNROLL for (int i = 0; i < mr; i++) {
             __m512 av = _mm512_maskz_loadu_ps(m, a + i * K + k);
-            UNROLL for (int j = 0; j < nr; j++) acc[i][j] = _mm512_fmadd_ps(av, wv[j], acc[i][j]);
+            OMNIC_UNROLL for (int j = 0; j < nr; j++) acc[i][j] = _mm512_fmadd_ps(av, wv[j], acc[i][j]);
         }
     }
-    UNROLL for (int i = 0; i < mr; i++) UNROLL for (int j = 0; j < nr; j++) out[i * ldo + j] = _mm512_reduce_add_ps(acc[i][j]);
+    OMNIC_UNROLL for (int i = 0; i < mr; i++) OMNIC_UNROLL for (int j = 0; j < nr; j++) out[i * ldo + j] = _mm512_reduce_add_ps(acc[i][j]);
 }
 
 OMNIC_INLINE OMNIC_AVX512 void mv16(const float *a, int64_t M, int64_t K, const void *w, int64_t n0, int64_t n1,
@@ -175,29 +170,29 @@ OMNIC_INLINE OMNIC_AVX2 void tile8(const float *a, int64_t K, const char *w, siz
 {
     __m256 acc[2][MV_NR];
     const char *wr[MV_NR];
-    UNROLL for (int j = 0; j < nr; j++) wr[j] = w + (size_t)j * ldw;
-    UNROLL for (int i = 0; i < mr; i++) UNROLL for (int j = 0; j < nr; j++) acc[i][j] = _mm256_setzero_ps();
+    OMNIC_UNROLL for (int j = 0; j < nr; j++) wr[j] = w + (size_t)j * ldw;
+    OMNIC_UNROLL for (int i = 0; i < mr; i++) OMNIC_UNROLL for (int j = 0; j < nr; j++) acc[i][j] = _mm256_setzero_ps();
     int64_t k = 0;
     size_t es = dt == DT_F32 ? 4 : 2, pf = (size_t)nr * ldw; /* same row of the next tile */
     for (; k + 8 <= K; k += 8) {
         __m256 wv[MV_NR];
-        UNROLL for (int j = 0; j < nr; j++) _mm_prefetch(wr[j] + pf + (size_t)k * es, _MM_HINT_T0);
-        UNROLL for (int j = 0; j < nr; j++) wv[j] = ldw8(wr[j], k, dt);
-        UNROLL for (int i = 0; i < mr; i++) {
+        OMNIC_UNROLL for (int j = 0; j < nr; j++) _mm_prefetch(wr[j] + pf + (size_t)k * es, _MM_HINT_T0);
+        OMNIC_UNROLL for (int j = 0; j < nr; j++) wv[j] = ldw8(wr[j], k, dt);
+        OMNIC_UNROLL for (int i = 0; i < mr; i++) {
             __m256 av = _mm256_loadu_ps(a + i * K + k);
-            UNROLL for (int j = 0; j < nr; j++) acc[i][j] = _mm256_fmadd_ps(av, wv[j], acc[i][j]);
+            OMNIC_UNROLL for (int j = 0; j < nr; j++) acc[i][j] = _mm256_fmadd_ps(av, wv[j], acc[i][j]);
         }
     }
     if (k < K) {
         __m256i m = tail8(K - k);
         __m256 wv[MV_NR];
-        UNROLL for (int j = 0; j < nr; j++) wv[j] = ldw8_tail(wr[j], k, K - k, dt);
-        UNROLL for (int i = 0; i < mr; i++) {
+        OMNIC_UNROLL for (int j = 0; j < nr; j++) wv[j] = ldw8_tail(wr[j], k, K - k, dt);
+        OMNIC_UNROLL for (int i = 0; i < mr; i++) {
             __m256 av = _mm256_maskload_ps(a + i * K + k, m);
-            UNROLL for (int j = 0; j < nr; j++) acc[i][j] = _mm256_fmadd_ps(av, wv[j], acc[i][j]);
+            OMNIC_UNROLL for (int j = 0; j < nr; j++) acc[i][j] = _mm256_fmadd_ps(av, wv[j], acc[i][j]);
         }
     }
-    UNROLL for (int i = 0; i < mr; i++) UNROLL for (int j = 0; j < nr; j++) out[i * ldo + j] = omnic__hsum256(acc[i][j]);
+    OMNIC_UNROLL for (int i = 0; i < mr; i++) OMNIC_UNROLL for (int j = 0; j < nr; j++) out[i * ldo + j] = omnic__hsum256(acc[i][j]);
 }
 
 OMNIC_INLINE OMNIC_AVX2 void mv8(const float *a, int64_t M, int64_t K, const void *w, int64_t n0, int64_t n1,

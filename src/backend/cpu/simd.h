@@ -26,6 +26,12 @@ const char *omnic__cpu_isa_name(omnic__cpu_isa isa);
 #define OMNIC_AVX2 __attribute__((target("avx2,fma,f16c")))
 #define OMNIC_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,f16c")))
 #define OMNIC_INLINE static inline __attribute__((always_inline))
+/* Fully unrolls a short loop with a constant trip count (register tiles stay in registers). */
+#if defined(__clang__)
+#define OMNIC_UNROLL _Pragma("unroll")
+#else
+#define OMNIC_UNROLL _Pragma("GCC unroll 8")
+#endif
 
 /* ---- exp ----
  * Cephes expf: exp(x) = 2^n e^r with n = round(x log2 e), r = x - n ln2 (ln2 split in two),

@@ -131,37 +131,31 @@ static OMNIC_AVX2 float max_v(const float *x, int64_t n)
     return omnic__hmax256(mx);
 }
 
-#if defined(__clang__)
-#define UNROLL _Pragma("unroll")
-#else
-#define UNROLL _Pragma("GCC unroll 8")
-#endif
-
 /* s[u*lds + j] = q[u] . k_j for u < mr (<= 2), j < nr (<= 4); one 8-lane chain per pair. */
 OMNIC_INLINE OMNIC_AVX2 void dot_tile(const float *const *q, const float *k, int64_t ldk, int64_t D, float *s,
                                       int64_t lds, int mr, int nr)
 {
     __m256 acc[2][4];
-    UNROLL for (int u = 0; u < mr; u++) UNROLL for (int j = 0; j < nr; j++) acc[u][j] = _mm256_setzero_ps();
+    OMNIC_UNROLL for (int u = 0; u < mr; u++) OMNIC_UNROLL for (int j = 0; j < nr; j++) acc[u][j] = _mm256_setzero_ps();
     int64_t d = 0;
     for (; d + 8 <= D; d += 8) {
         __m256 kv[4];
-        UNROLL for (int j = 0; j < nr; j++) kv[j] = _mm256_loadu_ps(k + j * ldk + d);
-        UNROLL for (int u = 0; u < mr; u++) {
+        OMNIC_UNROLL for (int j = 0; j < nr; j++) kv[j] = _mm256_loadu_ps(k + j * ldk + d);
+        OMNIC_UNROLL for (int u = 0; u < mr; u++) {
             __m256 qv = _mm256_loadu_ps(q[u] + d);
-            UNROLL for (int j = 0; j < nr; j++) acc[u][j] = _mm256_fmadd_ps(qv, kv[j], acc[u][j]);
+            OMNIC_UNROLL for (int j = 0; j < nr; j++) acc[u][j] = _mm256_fmadd_ps(qv, kv[j], acc[u][j]);
         }
     }
     if (d < D) {
         __m256i m = tail8(D - d);
         __m256 kv[4];
-        UNROLL for (int j = 0; j < nr; j++) kv[j] = _mm256_maskload_ps(k + j * ldk + d, m);
-        UNROLL for (int u = 0; u < mr; u++) {
+        OMNIC_UNROLL for (int j = 0; j < nr; j++) kv[j] = _mm256_maskload_ps(k + j * ldk + d, m);
+        OMNIC_UNROLL for (int u = 0; u < mr; u++) {
             __m256 qv = _mm256_maskload_ps(q[u] + d, m);
-            UNROLL for (int j = 0; j < nr; j++) acc[u][j] = _mm256_fmadd_ps(qv, kv[j], acc[u][j]);
+            OMNIC_UNROLL for (int j = 0; j < nr; j++) acc[u][j] = _mm256_fmadd_ps(qv, kv[j], acc[u][j]);
         }
     }
-    UNROLL for (int u = 0; u < mr; u++) UNROLL for (int j = 0; j < nr; j++) s[u * lds + j] = omnic__hsum256(acc[u][j]);
+    OMNIC_UNROLL for (int u = 0; u < mr; u++) OMNIC_UNROLL for (int j = 0; j < nr; j++) s[u * lds + j] = omnic__hsum256(acc[u][j]);
 }
 
 #define DOT_TILE_CASES(q, k, mr)                                                                            \
@@ -190,19 +184,19 @@ OMNIC_INLINE OMNIC_AVX2 void pv_tile(const float *p, int64_t ldp, const float *v
                                      int64_t lda, __m256i m0, __m256i m1, int mr)
 {
     __m256 a0[4], a1[4];
-    UNROLL for (int u = 0; u < mr; u++) {
+    OMNIC_UNROLL for (int u = 0; u < mr; u++) {
         a0[u] = _mm256_maskload_ps(acc + u * lda, m0);
         a1[u] = _mm256_maskload_ps(acc + u * lda + 8, m1);
     }
     for (int64_t j = 0; j < nk; j++) {
         __m256 v0 = _mm256_maskload_ps(v + j * ldv, m0), v1 = _mm256_maskload_ps(v + j * ldv + 8, m1);
-        UNROLL for (int u = 0; u < mr; u++) {
+        OMNIC_UNROLL for (int u = 0; u < mr; u++) {
             __m256 pb = _mm256_set1_ps(p[u * ldp + j]);
             a0[u] = _mm256_fmadd_ps(pb, v0, a0[u]);
             a1[u] = _mm256_fmadd_ps(pb, v1, a1[u]);
         }
     }
-    UNROLL for (int u = 0; u < mr; u++) {
+    OMNIC_UNROLL for (int u = 0; u < mr; u++) {
         _mm256_maskstore_ps(acc + u * lda, m0, a0[u]);
         _mm256_maskstore_ps(acc + u * lda + 8, m1, a1[u]);
     }

@@ -121,37 +121,31 @@ static OMNIC_AVX512 float max_v(const float *x, int64_t n)
     return _mm512_reduce_max_ps(mx);
 }
 
-#if defined(__clang__)
-#define UNROLL _Pragma("unroll")
-#else
-#define UNROLL _Pragma("GCC unroll 8")
-#endif
-
 /* s[u*lds + j] = q[u] . k_j for u < mr, j < nr (<= 4 each); one 16-lane chain per pair. */
 OMNIC_INLINE OMNIC_AVX512 void dot_tile(const float *const *q, const float *k, int64_t ldk, int64_t D, float *s,
                                         int64_t lds, int mr, int nr)
 {
     __m512 acc[4][4];
-    UNROLL for (int u = 0; u < mr; u++) UNROLL for (int j = 0; j < nr; j++) acc[u][j] = _mm512_setzero_ps();
+    OMNIC_UNROLL for (int u = 0; u < mr; u++) OMNIC_UNROLL for (int j = 0; j < nr; j++) acc[u][j] = _mm512_setzero_ps();
     int64_t d = 0;
     for (; d + 16 <= D; d += 16) {
         __m512 kv[4];
-        UNROLL for (int j = 0; j < nr; j++) kv[j] = _mm512_loadu_ps(k + j * ldk + d);
-        UNROLL for (int u = 0; u < mr; u++) {
+        OMNIC_UNROLL for (int j = 0; j < nr; j++) kv[j] = _mm512_loadu_ps(k + j * ldk + d);
+        OMNIC_UNROLL for (int u = 0; u < mr; u++) {
             __m512 qv = _mm512_loadu_ps(q[u] + d);
-            UNROLL for (int j = 0; j < nr; j++) acc[u][j] = _mm512_fmadd_ps(qv, kv[j], acc[u][j]);
+            OMNIC_UNROLL for (int j = 0; j < nr; j++) acc[u][j] = _mm512_fmadd_ps(qv, kv[j], acc[u][j]);
         }
     }
     if (d < D) {
         __mmask16 m = omnic__mask16(D - d);
         __m512 kv[4];
-        UNROLL for (int j = 0; j < nr; j++) kv[j] = _mm512_maskz_loadu_ps(m, k + j * ldk + d);
-        UNROLL for (int u = 0; u < mr; u++) {
+        OMNIC_UNROLL for (int j = 0; j < nr; j++) kv[j] = _mm512_maskz_loadu_ps(m, k + j * ldk + d);
+        OMNIC_UNROLL for (int u = 0; u < mr; u++) {
             __m512 qv = _mm512_maskz_loadu_ps(m, q[u] + d);
-            UNROLL for (int j = 0; j < nr; j++) acc[u][j] = _mm512_fmadd_ps(qv, kv[j], acc[u][j]);
+            OMNIC_UNROLL for (int j = 0; j < nr; j++) acc[u][j] = _mm512_fmadd_ps(qv, kv[j], acc[u][j]);
         }
     }
-    UNROLL for (int u = 0; u < mr; u++) UNROLL for (int j = 0; j < nr; j++) s[u * lds + j] = _mm512_reduce_add_ps(acc[u][j]);
+    OMNIC_UNROLL for (int u = 0; u < mr; u++) OMNIC_UNROLL for (int j = 0; j < nr; j++) s[u * lds + j] = _mm512_reduce_add_ps(acc[u][j]);
 }
 
 #define DOT_TILE_CASES(q, k, mr)                                                                            \
@@ -180,19 +174,19 @@ OMNIC_INLINE OMNIC_AVX512 void pv_tile(const float *p, int64_t ldp, const float 
                                        float *acc, int64_t lda, __mmask16 m0, __mmask16 m1, int mr)
 {
     __m512 a0[4], a1[4];
-    UNROLL for (int u = 0; u < mr; u++) {
+    OMNIC_UNROLL for (int u = 0; u < mr; u++) {
         a0[u] = _mm512_maskz_loadu_ps(m0, acc + u * lda);
         a1[u] = _mm512_maskz_loadu_ps(m1, acc + u * lda + 16);
     }
     for (int64_t j = 0; j < nk; j++) {
         __m512 v0 = _mm512_maskz_loadu_ps(m0, v + j * ldv), v1 = _mm512_maskz_loadu_ps(m1, v + j * ldv + 16);
-        UNROLL for (int u = 0; u < mr; u++) {
+        OMNIC_UNROLL for (int u = 0; u < mr; u++) {
             __m512 pb = _mm512_set1_ps(p[u * ldp + j]);
             a0[u] = _mm512_fmadd_ps(pb, v0, a0[u]);
             a1[u] = _mm512_fmadd_ps(pb, v1, a1[u]);
         }
     }
-    UNROLL for (int u = 0; u < mr; u++) {
+    OMNIC_UNROLL for (int u = 0; u < mr; u++) {
         _mm512_mask_storeu_ps(acc + u * lda, m0, a0[u]);
         _mm512_mask_storeu_ps(acc + u * lda + 16, m1, a1[u]);
     }

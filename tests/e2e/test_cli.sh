@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# End to end through the omnic binary: inspect and bench on tiny checkpoints of each
+# family, and the errors a user sees for bad checkpoints and bad options.
+set -uo pipefail
+OMNIC=${OMNIC:-build/release/omnic}
+PY=/usr/bin/python3
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+pass=0
+fail=0
+
+ok() { pass=$((pass + 1)); }
+bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
+
+# expect_ok NAME CMD... : exit 0
+expect_ok() {
+  local name=$1; shift
+  if "$@" >"$tmp/out" 2>"$tmp/err"; then ok; else bad "$name (exit $?): $(head -c 400 "$tmp/err")"; fi
+}
+# expect_err NAME CODE TEXT CMD... : exits CODE and stderr contains TEXT
+expect_err() {
+  local name=$1 code=$2 text=$3; shift 3
+  "$@" >"$tmp/out" 2>"$tmp/err"
+  local rc=$?
+  if [ "$rc" -ne "$code" ]; then bad "$name: exit $rc, expected $code; stderr: $(head -c 300 "$tmp/err")"; return; fi
+  if ! grep -qF -- "$text" "$tmp/err"; then bad "$name: stderr lacks '$text': $(head -c 300 "$tmp/err")"; return; fi
+  ok
+}
+
+for fam in llama qwen2; do
+  $PY tools/mktiny.py --family "$fam" --out "$tmp/$fam" >/dev/null || bad "mktiny $fam"
+  expect_ok "inspect $fam" "$OMNIC" inspect -m "$tmp/$fam" --ctx 128
+  grep -q "^family: *$fam" "$tmp/out" && ok || bad "inspect $fam: family line"
+  grep -q "text.token_prefill" "$tmp/out" && grep -q "text.decode" "$tmp/out" && ok || bad "inspect $fam: modules"
+  grep -Eq "^identity: +[0-9a-f]{64}$" "$tmp/out" && ok || bad "inspect $fam: identity"
+  expect_ok "bench $fam" "$OMNIC" bench -m "$tmp/$fam" -p 16 -n 8 --batch 1,2 -r 1 -o json
+  $PY -c "import json,sys; r=json.load(open('$tmp/out')); assert len(r)==3 and all(x['avg_ts']>0 for x in r), r" \
+    && ok || bad "bench $fam: json"
+done
+
+# identity depends on capacity and KV dtype, not on the thread count
+"$OMNIC" inspect -m "$tmp/qwen2" --ctx 128 -t 1 | grep '^identity' >"$tmp/a"
+"$OMNIC" inspect -m "$tmp/qwen2" --ctx 128 -t 2 | grep '^identity' >"$tmp/b"
+"$OMNIC" inspect -m "$tmp/qwen2" --ctx 256 | grep '^identity' >"$tmp/c"
+"$OMNIC" inspect -m "$tmp/qwen2" --ctx 128 --kv f32 | grep '^identity' >"$tmp/d"
+cmp -s "$tmp/a" "$tmp/b" && ok || bad "identity changed with threads"
+! cmp -s "$tmp/a" "$tmp/c" && ok || bad "identity ignores capacity"
+! cmp -s "$tmp/a" "$tmp/d" && ok || bad "identity ignores KV dtype"
+
+# bad input: each names the problem
+expect_err "no model" 2 "-m DIR is required" "$OMNIC" inspect
+expect_err "missing dir" 1 "no such checkpoint directory" "$OMNIC" inspect -m "$tmp/nope"
+expect_err "bad option" 2 "unknown option '--frobnicate'" "$OMNIC" inspect -m "$tmp/llama" --frobnicate
+expect_err "bad ctx" 2 "needs an integer" "$OMNIC" inspect -m "$tmp/llama" --ctx -5
+expect_err "unknown command" 2 "unknown command 'frob'" "$OMNIC" frob
+cp -r "$tmp/llama" "$tmp/trunc"
+truncate -s 100000 "$tmp/trunc/model.safetensors"
+expect_err "truncated weights" 1 "model.safetensors" "$OMNIC" inspect -m "$tmp/trunc"
+cp -r "$tmp/llama" "$tmp/badjson"
+printf '{"model_type": "llama", ' >"$tmp/badjson/config.json"
+expect_err "malformed config" 1 "config.json" "$OMNIC" inspect -m "$tmp/badjson"
+expect_err "bench bad list" 2 "comma-separated" "$OMNIC" bench -m "$tmp/llama" -p 12,x
+expect_err "bench bad format" 2 "-o must be md or json" "$OMNIC" bench -m "$tmp/llama" -o xml
+
+echo "test_cli: $pass passed, $fail failed"
+[ "$fail" -eq 0 ]
