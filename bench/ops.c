@@ -2,14 +2,17 @@
  * read bandwidth, printed as markdown tables.
  *
  *   (i)  f32 GEMM, K = N = 2048, M in {1, 8, 64, 512}: omnic cpu matmul (driven through the
- *        runtime's thread pool, nth threads) vs cblas_sgemm with OpenBLAS set to nth threads.
+ *        runtime's thread pool, nth threads) vs cblas_sgemm with OpenBLAS set to nth threads;
+ *        the two are sampled alternately so both see the same machine load. Then the same
+ *        shapes with f16/bf16 weights (cpu only).
  *   (ii) weight-streaming matvec, M = 1, w [8192, 4096] bf16 and f16: achieved weight-read
- *        GB/s vs a read-bandwidth probe (each thread sums its part of a 1 GiB f32 buffer
- *        with the widest vector ISA; best of -r runs). The matvec cycles through 16 distinct
- *        weight matrices (1 GiB) so the weights come from DRAM, not from the (large) L3.
+ *        GB/s vs a read-bandwidth probe (each thread sums its share of a 1 GiB f32 buffer
+ *        with the widest vector ISA), sampled alternately. The matvec cycles through 16
+ *        distinct weight matrices (1 GiB) so the weights come from DRAM, not from the L3.
+ * Targets are judged best sample vs best sample (the machine is shared; means are noisy).
  *
  * Usage: bench_ops [-t max_threads (2)] [-r repetitions (5)] [-s all|gemm|mv]
- * Threads 1..max_threads are measured; mean ± sd over the repetitions (one warm-up run). */
+ * Threads 1..max_threads are measured; mean ± sd over the repetitions (after a warm-up). */
 #include <cblas.h>
 #include <math.h>
 #include <stdio.h>

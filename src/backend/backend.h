@@ -15,7 +15,9 @@
 typedef enum omnic__op {
     OMNIC_OP_NONE = 0,   /* leaf: input, weight or constant; no kernel */
     /* dst[M,N] = a[M,K] . w[N,K]^T (+ bias[N] when src[2]); a f32, w* (HF Linear layout
-     * [out,in]); bias f32. M is "rows of a" (a may have more than 2 dims: rows x K). */
+     * [out,in]); bias f32. M is "rows of a" (a may have more than 2 dims: rows x K).
+     * ip[0] = 1: batch-invariant: every output row bit-identical to that row computed alone
+     * (decode batches, DESIGN.md 6); 0: the backend may pick any blocking. */
     OMNIC_OP_MATMUL,
     /* dst = a + b / a * b elementwise; b has a's shape, or b is [cols] (broadcast over
      * rows), or b has a's rows and 1 col (broadcast over cols). b may be w*. */

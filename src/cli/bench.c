@@ -186,7 +186,7 @@ int omnic__cli_bench(int argc, char **argv)
         return 1;
     }
     int64_t params, bytes;
-    omnic__decoder_param_stats(&m->dec, &params, &bytes);
+    omnic__text_decoder_param_stats(&m->dec, &params, &bytes);
     const char *wdt = omnic_dtype_name(m->dec.layers[0].wq.dtype);
     bool json = !strcmp(o.format, "json");
     if (json) printf("[\n");

@@ -91,7 +91,7 @@ int omnic__cli_inspect(int argc, char **argv)
     printf(" (%zu tensors in %zu shard%s)\n", n, omnic__st_shard_count(ck->weights),
            omnic__st_shard_count(ck->weights) == 1 ? "" : "s");
     int64_t params, pbytes;
-    omnic__decoder_param_stats(&m->dec, &params, &pbytes);
+    omnic__text_decoder_param_stats(&m->dec, &params, &pbytes);
     human(b1, sizeof b1, (double)pbytes);
     printf("parameters: %lld (%.3f B), %s as stored\n", (long long)params, (double)params / 1e9, b1);
     printf("files:\n");

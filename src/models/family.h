@@ -3,7 +3,7 @@
 #ifndef OMNIC_MODELS_FAMILY_H
 #define OMNIC_MODELS_FAMILY_H
 
-#include "models/decoder.h"
+#include "models/text_decoder.h"
 
 typedef struct omnic__family {
     const char *name;                /* "llama" */

@@ -60,7 +60,7 @@ omnic_status omnic__model_open(const char *dir, const omnic__model_opts *opts, o
     if ((s = omnic__checkpoint_open(dir, &m->ckpt, err)) != OMNIC_OK) goto fail;
     if ((s = omnic__family_find(m->ckpt->config, &m->family, err)) != OMNIC_OK) goto fail;
     if ((s = m->family->parse_config(m->ckpt->config, "config.json", &cfg, err)) != OMNIC_OK) goto fail;
-    if ((s = omnic__decoder_load(&m->dec, &cfg, m->ckpt->weights, err)) != OMNIC_OK) goto fail;
+    if ((s = omnic__text_decoder_load(&m->dec, &cfg, m->ckpt->weights, err)) != OMNIC_OK) goto fail;
     m->capacity = opts && opts->ctx > 0 ? opts->ctx : (cfg.max_pos < 4096 ? cfg.max_pos : 4096);
     m->n_slots = opts && opts->slots > 0 ? opts->slots : 1;
     m->chunk = opts && opts->chunk > 0 ? opts->chunk : 512;
@@ -77,7 +77,7 @@ omnic_status omnic__model_open(const char *dir, const omnic__model_opts *opts, o
     for (int i = 0; i < 2; i++) {
         omnic__module *mod = mods[i].mod;
         if ((s = omnic__module_init(mod, mods[i].name, mods[i].contract, mods[i].rows, err)) != OMNIC_OK ||
-            (s = omnic__decoder_build(&m->dec, mod, m->kv_dtype, kv_rows, mods[i].all, err)) != OMNIC_OK ||
+            (s = omnic__text_decoder_build(&m->dec, mod, m->kv_dtype, kv_rows, mods[i].all, err)) != OMNIC_OK ||
             (s = omnic__module_finalize(mod, m->backend, m->pool, err)) != OMNIC_OK ||
             (s = omnic__module_constrain(mod, "tokens", cfg.vocab, false, err)) != OMNIC_OK ||
             (s = omnic__module_constrain(mod, "positions", INT32_MAX, false, err)) != OMNIC_OK)
@@ -98,7 +98,7 @@ void omnic__model_close(omnic__model *m)
     omnic__module_deinit(&m->decode);
     omnic__kv_pool_deinit(&m->kv);
     omnic__threadpool_destroy(m->pool);
-    omnic__decoder_deinit(&m->dec);
+    omnic__text_decoder_deinit(&m->dec);
     omnic__checkpoint_close(m->ckpt);
     omnic_free(m);
 }

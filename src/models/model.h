@@ -18,7 +18,7 @@ typedef struct omnic__model_opts {
 typedef struct omnic__model {
     omnic__checkpoint *ckpt;          /* owned */
     const omnic__family *family;
-    omnic__decoder dec;
+    omnic__text_decoder dec;
     const omnic__backend_ops *backend;
     omnic__threadpool *pool;          /* owned */
     int64_t capacity;                 /* rows per slot */

@@ -245,7 +245,10 @@ omnic__tensor *omnic__g_matmul(omnic__graph *g, omnic__tensor *a, omnic__tensor 
     dims[a->ndim - 1] = w->dims[0];
     omnic__tensor *d = result(g, a, OMNIC_DTYPE_F32, a->ndim, dims);
     omnic__tensor *src[3] = {a, w, bias};
-    return new_node(g, OMNIC_OP_MATMUL, d, 3, src) ? d : NULL;
+    omnic__gnode *n = new_node(g, OMNIC_OP_MATMUL, d, 3, src);
+    if (!n) return NULL;
+    n->node.ip[0] = g->batch_invariant;
+    return d;
 }
 
 static omnic__tensor *binary(omnic__graph *g, omnic__op op, omnic__tensor *a, omnic__tensor *b)

@@ -59,6 +59,7 @@ typedef struct omnic__graph {
     omnic__gnode *nodes;     /* owned */
     int n_nodes, cap_nodes;
     int64_t capacity;        /* rows a call may have at most */
+    bool batch_invariant;    /* matmuls keep every row independent of the others (decode) */
     omnic_status status;     /* sticky build error */
     omnic_err err;
 } omnic__graph;

@@ -528,7 +528,7 @@ omnic_status omnic__bpe_tokenize(const omnic__bpe *m, const char *w, size_t n, o
     if (m->byte_fallback && !omnic_size_mul(&cap, n + m->prefix_len + m->suffix_len + 2, 4))
         return OMNIC_FAIL(err, OMNIC_E_TOO_LARGE, "tokenizer: word of %zu bytes is too long", n);
     OMNIC_TRY(work_reserve(wk, cap, err));
-    size_t ns;
+    size_t ns = 0;
     OMNIC_TRY(initial_symbols(m, w, n, wk, &ns, err));
     if (ns >= 2) {
         if (ns <= SCAN_MAX_SYMBOLS)

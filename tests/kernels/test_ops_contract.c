@@ -423,8 +423,9 @@ static void test_matmul(void **state)
                 fill_uniform(w, -1, 1);
                 if (b) fill_uniform(b, -1, 1);
                 omnic__node n = mknode(OMNIC_OP_MATMUL, dst, a, w, b, NULL, NULL);
-                snprintf(label, sizeof label, "matmul w=%s M=%lld N=%lld K=%lld bias=%d", dtn(wdtypes[d]),
-                         (long long)M, (long long)N, (long long)K, bias);
+                n.ip[0] = k % 3 == 1; /* batch-invariant blocking on some cases */
+                snprintf(label, sizeof label, "matmul w=%s M=%lld N=%lld K=%lld bias=%d inv=%d", dtn(wdtypes[d]),
+                         (long long)M, (long long)N, (long long)K, bias, n.ip[0]);
                 fails += check(label, &n, wdtypes[d]);
                 bufs_free();
             }
@@ -1051,7 +1052,9 @@ static int check_rows_alone(const char *label, const omnic__node *proto, bool ro
 static void test_batch_invariance(void **state)
 {
     (void)state;
-    static const int64_t Ms[] = {2, 5, DECODE_MAX_M};
+    /* up to DECODE_MAX_M rows any matmul is row-independent; past it, only nodes flagged
+     * batch-invariant (ip[0] = 1, what the decode module sets) must be */
+    static const int64_t Ms[] = {2, 5, DECODE_MAX_M, 25}; /* 25: two blocks of the decode kernel */
     int fails = 0, id = 0;
     char label[160];
     for (int d = 0; d < 3; d++) {
@@ -1064,6 +1067,7 @@ static void test_batch_invariance(void **state)
             fill_uniform(w, -1, 1);
             fill_uniform(b, -1, 1);
             omnic__node n = mknode(OMNIC_OP_MATMUL, dst, a, w, b, NULL, NULL);
+            n.ip[0] = M > DECODE_MAX_M;
             snprintf(label, sizeof label, "batch invariance: matmul w=%s M=%lld", dtn(wdtypes[d]),
                      (long long)M);
             fails += check_rows_alone(label, &n, false, 3);

@@ -366,16 +366,25 @@ void omnic__cpu_matmul(const omnic__node *n, int ith, int nth, void *wdata)
 {
     const omnic__tensor *a = n->src[0], *w = n->src[1], *b = n->src[2];
     int64_t M = omnic__tensor_rows(a), K = omnic__tensor_cols(a), N = w->dims[0];
+    const float *bias = b ? (const float *)b->data : NULL;
+    if (n->ip[0] && M > OMNIC_CPU_MV_MAX_M) { /* batch-invariant: decode kernel, blocks of rows */
+        for (int64_t i0 = 0; i0 < M; i0 += OMNIC_CPU_MV_MAX_M) {
+            int64_t mb = M - i0 < OMNIC_CPU_MV_MAX_M ? M - i0 : OMNIC_CPU_MV_MAX_M;
+            gemm_mt((const float *)a->data + i0 * K, mb, K, w->data, w->dtype, N, bias, (float *)n->dst->data + i0 * N,
+                    ith, nth, NULL);
+        }
+        return;
+    }
     size_t part = omnic__cpu_matmul_wsize(n, nth) / (size_t)nth;
     float *wbuf = part ? omnic__cpu_wpart(wdata, part, ith) : NULL;
-    gemm_mt(a->data, M, K, w->data, w->dtype, N, b ? (const float *)b->data : NULL, n->dst->data, ith, nth, wbuf);
+    gemm_mt(a->data, M, K, w->data, w->dtype, N, bias, n->dst->data, ith, nth, wbuf);
 }
 
 size_t omnic__cpu_matmul_wsize(const omnic__node *n, int nth)
 {
     const omnic__tensor *a = n->src[0], *w = n->src[1];
     int64_t M = omnic__tensor_rows(a), K = omnic__tensor_cols(a), N = w->dims[0];
-    if (w->dtype == OMNIC_DTYPE_F32 || M <= OMNIC_CPU_MV_MAX_M) return 0;
+    if (w->dtype == OMNIC_DTYPE_F32 || M <= OMNIC_CPU_MV_MAX_M || n->ip[0]) return 0;
     gemm_plan p = plan_gemm(M, N, wkind(w->dtype));
     return omnic__cpu_walign((size_t)p.nc * (size_t)K * sizeof(float)) * (size_t)nth;
 }

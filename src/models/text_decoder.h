@@ -2,8 +2,8 @@
  * gemma3_text): its configuration, its weights, and the graph of each module. A family
  * file parses its config.json into omnic__text_config (the switches below) and the
  * decoder does the rest: one graph builder, feature by feature. */
-#ifndef OMNIC_MODELS_DECODER_H
-#define OMNIC_MODELS_DECODER_H
+#ifndef OMNIC_MODELS_TEXT_DECODER_H
+#define OMNIC_MODELS_TEXT_DECODER_H
 
 #include <jansson.h>
 
@@ -48,7 +48,7 @@ typedef struct omnic__text_config {
     const char *prefix;         /* weight-name prefix of the text model ("model.") */
 } omnic__text_config;
 
-typedef struct omnic__decoder_layer {
+typedef struct omnic__text_decoder_layer {
     omnic__tensor attn_norm;              /* [H] input_layernorm */
     omnic__tensor wq, wk, wv, wo;         /* [n_heads*hd, H], [n_kv*hd, H] x2, [H, n_heads*hd] (row views
                                            * of qkv_proj when fused) */
@@ -58,20 +58,20 @@ typedef struct omnic__decoder_layer {
     omnic__tensor mlp_norm;               /* [H] post_attention_layernorm (llama) / pre_feedforward (gemma) */
     omnic__tensor post_mlp_norm;          /* [H] sandwich only */
     omnic__tensor w_gate, w_up, w_down;   /* [I, H], [I, H], [H, I] (row views of gate_up_proj when fused) */
-} omnic__decoder_layer;
+} omnic__text_decoder_layer;
 
-typedef struct omnic__decoder {
+typedef struct omnic__text_decoder {
     omnic__text_config cfg;
     omnic__tensor embed;              /* [V, H] */
     omnic__tensor norm;               /* [H] */
     omnic__tensor lm_head;            /* [V, H]; the embedding when tied */
-    omnic__decoder_layer *layers;     /* owned [n_layers] */
+    omnic__text_decoder_layer *layers;     /* owned [n_layers] */
     omnic__tensor *rope_global;       /* owned f32 [n_rot/2]: full-attention layers (short factors for LongRoPE) */
     omnic__tensor *rope_long;         /* owned f32 [n_rot/2]: LongRoPE long factors, else NULL */
     omnic__tensor *rope_local;        /* owned f32 [n_rot/2]: sliding layers, or NULL */
     omnic__tensor **copies;           /* owned: aligned copies of weights the file left misaligned */
     size_t n_copies;
-} omnic__decoder;
+} omnic__text_decoder;
 
 /* Parses the Llama-style keys of a config.json object (what: "config.json") with
  * defaults for the plain Llama decoder; families then switch features on. Every
@@ -81,24 +81,24 @@ omnic_status omnic__text_config_parse(const json_t *cfg, const char *what, omnic
 
 /* Binds and checks HF weight names (prefix + embed_tokens.weight, layers.{i}.*, ...)
  * against the config: every tensor present with the expected shape and a float dtype. */
-omnic_status omnic__decoder_load(omnic__decoder *d, const omnic__text_config *cfg, const omnic__safetensors *st,
+omnic_status omnic__text_decoder_load(omnic__text_decoder *d, const omnic__text_config *cfg, const omnic__safetensors *st,
                                  omnic_err *err);
-void omnic__decoder_deinit(omnic__decoder *d);
+void omnic__text_decoder_deinit(omnic__text_decoder *d);
 
 /* Builds the decoder into m (initialized with its row capacity): inputs tokens i32 [n]
  * and positions i32 [n] (rope coordinates); each row's K/V goes to its KV pool row
  * (pool of kv_rows rows, kv_dtype) and it attends over its slot's history.
  * all_rows false: text.token_prefill, output logits f32 [1, V] of the last row (one
  * sequence per call). all_rows true: text.decode, logits f32 [n, V] (one row per slot). */
-omnic_status omnic__decoder_build(const omnic__decoder *d, omnic__module *m, omnic_dtype kv_dtype, int64_t kv_rows,
+omnic_status omnic__text_decoder_build(const omnic__text_decoder *d, omnic__module *m, omnic_dtype kv_dtype, int64_t kv_rows,
                                   bool all_rows, omnic_err *err);
 
 /* LongRoPE: the graph reads the short table; before a call whose largest position is
  * at or past original_max_position_embeddings, point it at the long one (as HF does per
  * forward pass). No-op for other rope types. */
-void omnic__decoder_select_rope(const omnic__decoder *d, omnic__module *m, int64_t max_pos);
+void omnic__text_decoder_select_rope(const omnic__text_decoder *d, omnic__module *m, int64_t max_pos);
 
 /* Parameter count and bytes of the bound weights (tied head counted once). */
-void omnic__decoder_param_stats(const omnic__decoder *d, int64_t *params, int64_t *bytes);
+void omnic__text_decoder_param_stats(const omnic__text_decoder *d, int64_t *params, int64_t *bytes);
 
 #endif

@@ -5,7 +5,7 @@
 
 #include "core/dtype.h"
 #include "io/json.h"
-#include "models/decoder.h"
+#include "models/text_decoder.h"
 
 #define TRYJ(expr) OMNIC_TRY(expr)
 
@@ -120,7 +120,7 @@ omnic_status omnic__text_config_parse(const json_t *cfg, const char *what, omnic
 
 /* safetensors does not promise aligned tensor data; kernels read elements through typed
  * pointers, so a misaligned weight is copied once into owned, aligned memory. */
-static omnic_status align_weight(omnic__decoder *d, omnic__tensor *w, omnic_err *err)
+static omnic_status align_weight(omnic__text_decoder *d, omnic__tensor *w, omnic_err *err)
 {
     if ((uintptr_t)w->data % omnic_dtype_size(w->dtype) == 0) return OMNIC_OK;
     omnic__tensor **grown = omnic_realloc(d->copies, (d->n_copies + 1) * sizeof *grown);
@@ -135,7 +135,7 @@ static omnic_status align_weight(omnic__decoder *d, omnic__tensor *w, omnic_err 
     return OMNIC_OK;
 }
 
-static omnic_status bind(omnic__decoder *d, const omnic__safetensors *st, const char *name, int ndim,
+static omnic_status bind(omnic__text_decoder *d, const omnic__safetensors *st, const char *name, int ndim,
                          const int64_t *dims, omnic__tensor *out, omnic_err *err)
 {
     const omnic__st_tensor *t = omnic__st_find(st, name);
@@ -164,7 +164,7 @@ static void row_view(const omnic__tensor *w, int64_t r0, int64_t n, omnic__tenso
 }
 
 /* An owned f32 copy of a float vector weight (biases are f32 by the matmul contract). */
-static omnic_status bind_f32(omnic__decoder *d, const omnic__safetensors *st, const char *name, int64_t n, omnic__tensor **out,
+static omnic_status bind_f32(omnic__text_decoder *d, const omnic__safetensors *st, const char *name, int64_t n, omnic__tensor **out,
                              omnic_err *err)
 {
     omnic__tensor view;
@@ -213,7 +213,7 @@ static omnic_status rope_table(const omnic__text_config *c, double theta, omnic_
     return OMNIC_OK;
 }
 
-omnic_status omnic__decoder_load(omnic__decoder *d, const omnic__text_config *c, const omnic__safetensors *st,
+omnic_status omnic__text_decoder_load(omnic__text_decoder *d, const omnic__text_config *c, const omnic__safetensors *st,
                                  omnic_err *err)
 {
     memset(d, 0, sizeof *d);
@@ -242,7 +242,7 @@ omnic_status omnic__decoder_load(omnic__decoder *d, const omnic__text_config *c,
         goto fail;
     }
     for (int64_t l = 0; l < c->n_layers; l++) {
-        omnic__decoder_layer *L = &d->layers[l];
+        omnic__text_decoder_layer *L = &d->layers[l];
         struct w { const char *suffix; int ndim; int64_t dims[2]; omnic__tensor *out; bool want; };
         const struct w ws[] = {
             {"input_layernorm.weight", 1, {H, 0}, &L->attn_norm, true},
@@ -309,11 +309,11 @@ omnic_status omnic__decoder_load(omnic__decoder *d, const omnic__text_config *c,
         goto fail;
     return OMNIC_OK;
 fail:
-    omnic__decoder_deinit(d);
+    omnic__text_decoder_deinit(d);
     return s;
 }
 
-void omnic__decoder_deinit(omnic__decoder *d)
+void omnic__text_decoder_deinit(omnic__text_decoder *d)
 {
     for (int64_t l = 0; d->layers && l < d->cfg.n_layers; l++) {
         omnic__tensor_destroy(d->layers[l].bq);
@@ -329,7 +329,7 @@ void omnic__decoder_deinit(omnic__decoder *d)
     memset(d, 0, sizeof *d);
 }
 
-void omnic__decoder_param_stats(const omnic__decoder *d, int64_t *params, int64_t *bytes)
+void omnic__text_decoder_param_stats(const omnic__text_decoder *d, int64_t *params, int64_t *bytes)
 {
     int64_t p = 0, b = 0;
 #define COUNT(t)                                                                                            \
@@ -341,7 +341,7 @@ void omnic__decoder_param_stats(const omnic__decoder *d, int64_t *params, int64_
     COUNT(&d->norm);
     if (!d->cfg.tie_embeddings) COUNT(&d->lm_head);
     for (int64_t l = 0; l < d->cfg.n_layers; l++) {
-        const omnic__decoder_layer *L = &d->layers[l];
+        const omnic__text_decoder_layer *L = &d->layers[l];
         const bool c_qk = d->cfg.qk_norm, c_sw = d->cfg.sandwich_norms;
         const omnic__tensor *ws[] = {&L->attn_norm, &L->wq, &L->wk, &L->wv, &L->wo,
                                      &L->mlp_norm, &L->w_gate, &L->w_up, &L->w_down, L->bq, L->bk, L->bv,
@@ -358,17 +358,18 @@ void omnic__decoder_param_stats(const omnic__decoder *d, int64_t *params, int64_
 /* ---- graphs ---- */
 
 /* RMSNorm with this decoder's flavour (plain w or 1 + w). */
-static omnic__tensor *norm(omnic__graph *g, const omnic__decoder *d, omnic__tensor *x, const omnic__tensor *w)
+static omnic__tensor *norm(omnic__graph *g, const omnic__text_decoder *d, omnic__tensor *x, const omnic__tensor *w)
 {
     return omnic__g_rmsnorm(g, x, omnic__g_weight(g, w), (float)d->cfg.rms_eps, d->cfg.norm_one_plus);
 }
 
-omnic_status omnic__decoder_build(const omnic__decoder *d, omnic__module *m, omnic_dtype kv_dtype, int64_t kv_rows,
+omnic_status omnic__text_decoder_build(const omnic__text_decoder *d, omnic__module *m, omnic_dtype kv_dtype, int64_t kv_rows,
                                   bool all_rows, omnic_err *err)
 {
     const omnic__text_config *c = &d->cfg;
     omnic__graph *g = &m->graph;
     const int64_t cap = g->capacity, T = cap, hd = c->head_dim;
+    g->batch_invariant = all_rows; /* decode: a row's logits never depend on the batch */
     int64_t one[1] = {cap};
     omnic__tensor *tokens = omnic__g_input(g, "tokens", OMNIC_DTYPE_I32, 1, one, OMNIC_VAR_T);
     omnic__tensor *pos = omnic__g_input(g, "positions", OMNIC_DTYPE_I32, 1, one, OMNIC_VAR_T);
@@ -378,7 +379,7 @@ omnic_status omnic__decoder_build(const omnic__decoder *d, omnic__module *m, omn
     omnic__tensor *x = omnic__g_get_rows(g, omnic__g_weight(g, &d->embed), tokens);
     if (c->embed_scale > 0) x = omnic__g_scale(g, x, c->embed_scale, 0.0f);
     for (int64_t l = 0; l < c->n_layers; l++) {
-        const omnic__decoder_layer *L = &d->layers[l];
+        const omnic__text_decoder_layer *L = &d->layers[l];
         const bool sliding = c->layer_sliding[l] != 0;
         omnic__tensor *h = norm(g, d, x, &L->attn_norm);
         omnic__tensor *q = omnic__g_matmul(g, h, omnic__g_weight(g, &L->wq), L->bq ? omnic__g_weight(g, L->bq) : NULL);
@@ -424,7 +425,7 @@ omnic_status omnic__decoder_build(const omnic__decoder *d, omnic__module *m, omn
     return OMNIC_OK;
 }
 
-void omnic__decoder_select_rope(const omnic__decoder *d, omnic__module *m, int64_t max_pos)
+void omnic__text_decoder_select_rope(const omnic__text_decoder *d, omnic__module *m, int64_t max_pos)
 {
     if (!d->rope_long) return;
     const omnic__tensor *want = max_pos + 1 > d->cfg.rope_original_max_pos ? d->rope_long : d->rope_global;
