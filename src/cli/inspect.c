@@ -78,9 +78,18 @@ int omnic__cli_inspect(int argc, char **argv)
     printf("text:       vocab %lld, hidden %lld, layers %lld, heads %lld (kv %lld, head_dim %lld), ffn %lld\n",
            (long long)c->vocab, (long long)c->hidden, (long long)c->n_layers, (long long)c->n_heads,
            (long long)c->n_kv_heads, (long long)c->head_dim, (long long)c->intermediate);
-    printf("rope:       theta %g, %s%s; max positions %lld\n", c->rope_theta,
-           c->rope_type == OMNIC_ROPE_LLAMA3 ? "llama3 scaling" : "default", c->qkv_bias ? "; qkv bias" : "",
-           (long long)c->max_pos);
+    static const char *const rope_names[] = {"default", "llama3 scaling", "linear scaling", "LongRoPE"};
+    printf("rope:       theta %g, %s, %lld of %lld dims rotate", c->rope_theta, rope_names[c->rope_type],
+           (long long)c->n_rot, (long long)c->head_dim);
+    if (c->rope_local_theta > 0) printf("; sliding layers theta %g", c->rope_local_theta);
+    printf("; max positions %lld\n", (long long)c->max_pos);
+    printf("features:  %s%s%s%s%s%s", c->qkv_bias ? " qkv-bias" : "", c->qk_norm ? " qk-norm" : "",
+           c->norm_one_plus ? " (1+w)-norms" : "", c->sandwich_norms ? " sandwich-norms" : "",
+           c->fused_qkv ? " fused-qkv" : "", c->act == OMNIC_ACT_GELU_TANH ? " geglu" : " swiglu");
+    if (c->sliding_window) printf(" sliding-window %lld", (long long)c->sliding_window);
+    if (c->final_softcap > 0) printf(" final-softcap %g", (double)c->final_softcap);
+    if (c->embed_scale > 0) printf(" embed-scale %g", (double)c->embed_scale);
+    printf("\n");
     printf("lm head:    %s\n", c->tie_embeddings ? "tied to embeddings" : "separate");
     /* dtypes over all stored tensors */
     size_t n = omnic__st_count(ck->weights), by_dtype[OMNIC_DTYPE_COUNT] = {0};

@@ -62,6 +62,18 @@ omnic_status omnic__model_open(const char *dir, const omnic__model_opts *opts, o
     if ((s = m->family->parse_config(m->ckpt->config, "config.json", &cfg, err)) != OMNIC_OK) goto fail;
     if ((s = omnic__text_decoder_load(&m->dec, &cfg, m->ckpt->weights, err)) != OMNIC_OK) goto fail;
     m->capacity = opts && opts->ctx > 0 ? opts->ctx : (cfg.max_pos < 4096 ? cfg.max_pos : 4096);
+    if (cfg.rope_type == OMNIC_ROPE_LONGROPE && m->capacity > cfg.rope_original_max_pos) {
+        /* Past original_max_position_embeddings HF switches the whole sequence to the long
+         * factors and re-prefills it; omnic does not (yet), so it stays in the short range. */
+        if (opts && opts->ctx > 0) {
+            s = OMNIC_FAIL(err, OMNIC_E_UNSUPPORTED,
+                           "context %lld is past this LongRoPE model's original_max_position_embeddings %lld "
+                           "(longer contexts are not supported yet)",
+                           (long long)m->capacity, (long long)cfg.rope_original_max_pos);
+            goto fail;
+        }
+        m->capacity = cfg.rope_original_max_pos;
+    }
     m->n_slots = opts && opts->slots > 0 ? opts->slots : 1;
     m->chunk = opts && opts->chunk > 0 ? opts->chunk : 512;
     if (m->chunk > m->capacity) m->chunk = m->capacity;

@@ -293,11 +293,9 @@ omnic_status omnic__text_decoder_load(omnic__text_decoder *d, const omnic__text_
         }
     }
 #undef NAME
-    if (c->rope_type == OMNIC_ROPE_LONGROPE) {
+    if (c->rope_type == OMNIC_ROPE_LONGROPE) { /* short factors: the model caps the context (model.c) */
         if ((s = rope_table(c, c->rope_theta, c->rope_type, c->longrope_short, "rope_inv_freq", &d->rope_global, err)) !=
-                OMNIC_OK ||
-            (s = rope_table(c, c->rope_theta, c->rope_type, c->longrope_long, "rope_inv_freq_long", &d->rope_long,
-                            err)) != OMNIC_OK)
+            OMNIC_OK)
             goto fail;
     } else if ((s = rope_table(c, c->rope_theta, c->rope_type, NULL, "rope_inv_freq", &d->rope_global, err)) !=
                OMNIC_OK) {
@@ -322,7 +320,6 @@ void omnic__text_decoder_deinit(omnic__text_decoder *d)
     }
     omnic_free(d->layers);
     omnic__tensor_destroy(d->rope_global);
-    omnic__tensor_destroy(d->rope_long);
     omnic__tensor_destroy(d->rope_local);
     for (size_t i = 0; i < d->n_copies; i++) omnic__tensor_destroy(d->copies[i]);
     omnic_free(d->copies);
@@ -425,13 +422,3 @@ omnic_status omnic__text_decoder_build(const omnic__text_decoder *d, omnic__modu
     return OMNIC_OK;
 }
 
-void omnic__text_decoder_select_rope(const omnic__text_decoder *d, omnic__module *m, int64_t max_pos)
-{
-    if (!d->rope_long) return;
-    const omnic__tensor *want = max_pos + 1 > d->cfg.rope_original_max_pos ? d->rope_long : d->rope_global;
-    omnic__graph *g = &m->graph;
-    for (int i = 0; i < g->n_tensors; i++) {
-        omnic__gtensor *t = g->tensors[i];
-        if (t->kind == OMNIC_GT_WEIGHT && !strcmp(t->t.name, "rope_inv_freq")) t->t.data = want->data;
-    }
-}

@@ -30,7 +30,8 @@ typedef struct omnic__text_config {
     omnic__rope_type rope_type;
     double rope_factor, rope_low_freq_factor, rope_high_freq_factor; /* llama3; factor also linear */
     int64_t rope_original_max_pos;                                   /* llama3, longrope */
-    float longrope_short[OMNIC_MAX_HEAD_DIM / 2], longrope_long[OMNIC_MAX_HEAD_DIM / 2]; /* [n_rot/2] */
+    float longrope_short[OMNIC_MAX_HEAD_DIM / 2], longrope_long[OMNIC_MAX_HEAD_DIM / 2]; /* [n_rot/2]; long
+                                                                                          * parsed, unused yet */
     float rope_attn_factor;     /* cos/sin multiplier (LongRoPE); 1 otherwise */
     double rope_local_theta;    /* sliding layers' base (Gemma3); 0: same as rope_theta, no scaling */
     bool tie_embeddings;
@@ -67,7 +68,6 @@ typedef struct omnic__text_decoder {
     omnic__tensor lm_head;            /* [V, H]; the embedding when tied */
     omnic__text_decoder_layer *layers;     /* owned [n_layers] */
     omnic__tensor *rope_global;       /* owned f32 [n_rot/2]: full-attention layers (short factors for LongRoPE) */
-    omnic__tensor *rope_long;         /* owned f32 [n_rot/2]: LongRoPE long factors, else NULL */
     omnic__tensor *rope_local;        /* owned f32 [n_rot/2]: sliding layers, or NULL */
     omnic__tensor **copies;           /* owned: aligned copies of weights the file left misaligned */
     size_t n_copies;
@@ -92,11 +92,6 @@ void omnic__text_decoder_deinit(omnic__text_decoder *d);
  * sequence per call). all_rows true: text.decode, logits f32 [n, V] (one row per slot). */
 omnic_status omnic__text_decoder_build(const omnic__text_decoder *d, omnic__module *m, omnic_dtype kv_dtype, int64_t kv_rows,
                                   bool all_rows, omnic_err *err);
-
-/* LongRoPE: the graph reads the short table; before a call whose largest position is
- * at or past original_max_position_embeddings, point it at the long one (as HF does per
- * forward pass). No-op for other rope types. */
-void omnic__text_decoder_select_rope(const omnic__text_decoder *d, omnic__module *m, int64_t max_pos);
 
 /* Parameter count and bytes of the bound weights (tied head counted once). */
 void omnic__text_decoder_param_stats(const omnic__text_decoder *d, int64_t *params, int64_t *bytes);
