@@ -5,5 +5,7 @@
 
 int omnic__cli_inspect(int argc, char **argv);
 int omnic__cli_bench(int argc, char **argv);
+int omnic__cli_tokenize(int argc, char **argv);
+int omnic__cli_detokenize(int argc, char **argv);
 
 #endif

@@ -14,6 +14,8 @@ static void usage(FILE *f)
                "commands:\n"
                "  inspect -m DIR     family, dimensions, dtypes, parameters, files, modules, memory, identity\n"
                "  bench -m DIR       prompt-processing and generation throughput (llama-bench style)\n"
+               "  tokenize -m DIR    text on stdin -> token ids (JSON), --special, --jsonl\n"
+               "  detokenize -m DIR  token ids (JSON) on stdin -> text, --skip-special, --jsonl, --stream\n"
                "  version            print the version\n"
                "run `omnic <command> --help` for a command's options\n",
             OMNIC_VERSION);
@@ -28,6 +30,8 @@ int main(int argc, char **argv)
     const char *cmd = argv[1];
     if (!strcmp(cmd, "inspect")) return omnic__cli_inspect(argc - 1, argv + 1);
     if (!strcmp(cmd, "bench")) return omnic__cli_bench(argc - 1, argv + 1);
+    if (!strcmp(cmd, "tokenize")) return omnic__cli_tokenize(argc - 1, argv + 1);
+    if (!strcmp(cmd, "detokenize")) return omnic__cli_detokenize(argc - 1, argv + 1);
     if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) {
         printf("omnic %s\n", OMNIC_VERSION);
         return 0;

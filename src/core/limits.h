@@ -53,5 +53,7 @@
 #define OMNIC_MAX_ENCODE_BYTES ((size_t)64 << 20)
 /* Token ids one tokenizer decode call accepts. */
 #define OMNIC_MAX_DECODE_IDS ((size_t)1 << 24)
+/* Bytes `omnic tokenize` / `omnic detokenize` read from stdin. */
+#define OMNIC_MAX_CLI_INPUT_BYTES ((size_t)1 << 30)
 
 #endif

@@ -111,9 +111,10 @@ static omnic_status parse_impl(const char *buf, size_t len, const char *what, si
     json_error_t e;
     json_oom = false;
     json_t *j = json_loadb(buf, len, flags, &e);
-    if (!j && json_error_code(&e) == json_error_numeric_overflow && !json_oom) {
+    if (!j && json_error_code(&e) == json_error_numeric_overflow && !json_oom && !(flags & JSON_REJECT_DUPLICATES)) {
         /* Integers past int64 occur in real configs (Gemma's model_max_length is 1e30):
-         * read every integer as a real then; the typed getters accept integral reals. */
+         * read every integer as a real then; the typed getters accept integral reals.
+         * Strict parses (safetensors headers, index files) keep rejecting them. */
         j = json_loadb(buf, len, flags | JSON_DECODE_INT_AS_REAL, &e);
     }
     if (!j) {
