@@ -59,7 +59,7 @@ static size_t stable_count(const omnic__detok_stream *s)
     size_t m = s->win.n;
     if (t->dtraits.byte_fallback)
         while (m > s->ctx && (t->ids[w[m - 1]].flags & OMNIC__TOKID_BYTE)) m--;
-    if (t->dtraits.byte_level && m > s->ctx) {
+    while (t->dtraits.byte_level && m > s->ctx) {
         /* the last (up to) 4 bytes of win[ctx, m) and which token each came from */
         unsigned char last[4];
         size_t owner[4], cnt = 0;
@@ -75,7 +75,8 @@ static size_t stable_count(const omnic__detok_stream *s)
             }
         }
         size_t inc = omnic__utf8_incomplete_tail((const char *)last, cnt);
-        if (inc) m = owner[cnt - inc];
+        if (!inc) break;
+        m = owner[cnt - inc]; /* drop the token where the incomplete sequence starts, and re-check */
     }
     return m;
 }

@@ -1,0 +1,97 @@
+/* The engine: one scheduler thread owns N slots of a loaded model and runs requests
+ * through them with continuous batching. Each step it admits queued requests into free
+ * slots, runs at most one prefill chunk (so a long prompt delays other streams by one
+ * chunk), then one batched decode over every generating slot; each slot samples,
+ * detokenizes (streaming, UTF-8 safe), matches stop strings and reports text through
+ * its request's callback. Slot-scoped state (KV rows, sampler, detokenizer, stop
+ * matcher) is cleared on finish, cancel, error and reuse.
+ *
+ * Thread safety: submit, cancel, metrics and drain may be called from any thread.
+ * Callbacks run on the scheduler thread and must not block or call back into the engine
+ * except omnic__engine_cancel. */
+#ifndef OMNIC_ENGINE_ENGINE_H
+#define OMNIC_ENGINE_ENGINE_H
+
+#include "engine/metrics.h"
+#include "engine/sampling.h"
+#include "models/model.h"
+#include "tokenizer/tokenizer.h"
+
+typedef struct omnic__engine omnic__engine;
+
+typedef struct omnic__engine_opts {
+    omnic__model_opts model;  /* backend, threads, ctx (per slot), slots (= parallel), chunk, kv dtype */
+    int max_queue;            /* requests waiting for a slot; 0: 64 */
+} omnic__engine_opts;
+
+typedef enum omnic__finish {
+    OMNIC_FINISH_NONE = 0,
+    OMNIC_FINISH_STOP,      /* EOS token or stop string */
+    OMNIC_FINISH_LENGTH,    /* max_tokens reached */
+    OMNIC_FINISH_CANCELLED, /* omnic__engine_cancel (client gone) or shutdown */
+    OMNIC_FINISH_TIMEOUT,   /* the request's timeout passed */
+    OMNIC_FINISH_ERROR,     /* a module call failed; message in the event */
+    OMNIC_FINISH_COUNT
+} omnic__finish;
+
+/* "stop", "length", "cancelled", "timeout", "error". */
+const char *omnic__finish_name(omnic__finish f);
+
+typedef enum omnic__event_kind {
+    OMNIC_EV_TEXT, /* text became final (may be empty when a token produced none) */
+    OMNIC_EV_DONE, /* last event of a request: finish reason and usage */
+} omnic__event_kind;
+
+typedef struct omnic__gen_event {
+    omnic__event_kind kind;
+    uint64_t id;             /* request id */
+    int32_t token;           /* TEXT: the token just generated (-1 for text released at the end) */
+    const char *text;        /* TEXT: borrowed until the callback returns */
+    size_t len;
+    omnic__finish finish;    /* DONE */
+    int64_t prompt_tokens;   /* DONE: logical prompt tokens */
+    int64_t completion_tokens;
+    const char *error;       /* DONE with OMNIC_FINISH_ERROR: message */
+} omnic__gen_event;
+
+typedef void (*omnic__event_cb)(void *ctx, const omnic__gen_event *ev);
+
+typedef struct omnic__gen_request {
+    const int32_t *prompt;          /* borrowed for the call; copied */
+    size_t n_prompt;                /* >= 1 */
+    omnic__sampling_params sampling;
+    int64_t max_tokens;             /* >= 1 */
+    const char *const *stops;       /* borrowed for the call; copied */
+    size_t n_stops;
+    double timeout_s;               /* 0: none */
+    bool skip_special;              /* detokenize without special tokens (the usual) */
+    bool ignore_eos;                /* generate past EOS (benchmarks) */
+    omnic__event_cb cb;             /* required */
+    void *cb_ctx;
+} omnic__gen_request;
+
+/* Loads the model and tokenizer in dir (borrowed) and starts the scheduler. Returns owned. */
+omnic_status omnic__engine_create(const char *dir, const omnic__engine_opts *opts, omnic__engine **out,
+                                  omnic_err *err);
+/* Cancels everything in flight (callbacks get DONE/cancelled), stops the thread, frees. NULL ok. */
+void omnic__engine_destroy(omnic__engine *e);
+
+/* Validates and queues a request; *id identifies it. Nothing is queued on failure.
+ * Errors: E_INVALID (empty prompt, bad sampling or stop strings, max_tokens < 1: names the
+ * field), E_CAPACITY (prompt + max_tokens over the slot capacity: names the three numbers),
+ * E_TOO_LARGE (the queue is full: names its size), E_CANCELLED (the engine is draining). */
+omnic_status omnic__engine_submit(omnic__engine *e, const omnic__gen_request *r, uint64_t *id, omnic_err *err);
+/* Asks for request id to stop; its slot is freed at the next step. Unknown ids are ignored. */
+void omnic__engine_cancel(omnic__engine *e, uint64_t id);
+/* Stops accepting requests, waits up to deadline_s for the in-flight ones, cancels the
+ * rest. Returns once nothing is in flight. */
+void omnic__engine_drain(omnic__engine *e, double deadline_s);
+
+/* Borrowed views. */
+const omnic__model *omnic__engine_model(const omnic__engine *e);
+const omnic__tokenizer *omnic__engine_tokenizer(const omnic__engine *e);
+omnic__metrics *omnic__engine_metrics(omnic__engine *e);
+/* EOS ids (generation_config.json, config.json, tokenizer_config.json), borrowed. */
+const int32_t *omnic__engine_eos(const omnic__engine *e, size_t *n);
+
+#endif
