@@ -1,0 +1,328 @@
+/* Engine: streamed text equals the decode of the generated tokens; concurrent requests
+ * on fewer slots give exactly what each gives alone; cancellation, stop strings,
+ * timeouts, admission (capacity, queue) and metrics. Uses a tiny qwen2 checkpoint. */
+#include <math.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "engine/engine.h"
+
+#define PY "/usr/bin/python3"
+
+static char dir[128];
+
+/* Collects one request's events. */
+typedef struct sink {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    bool done;
+    char text[16384];
+    size_t len;
+    int32_t tokens[512];
+    int n_tokens;
+    omnic__finish finish;
+    int64_t prompt_tokens, completion_tokens;
+} sink;
+
+static void sink_init(sink *s)
+{
+    memset(s, 0, sizeof *s);
+    pthread_mutex_init(&s->mu, NULL);
+    pthread_cond_init(&s->cv, NULL);
+}
+
+static void on_event(void *ctx, const omnic__gen_event *ev)
+{
+    sink *s = ctx;
+    pthread_mutex_lock(&s->mu);
+    if (ev->kind == OMNIC_EV_TEXT) {
+        if (s->len + ev->len < sizeof s->text) {
+            memcpy(s->text + s->len, ev->text, ev->len);
+            s->len += ev->len;
+        }
+        if (ev->token >= 0 && s->n_tokens < 512) s->tokens[s->n_tokens++] = ev->token;
+    } else {
+        s->done = true;
+        s->finish = ev->finish;
+        s->prompt_tokens = ev->prompt_tokens;
+        s->completion_tokens = ev->completion_tokens;
+        pthread_cond_broadcast(&s->cv);
+    }
+    pthread_mutex_unlock(&s->mu);
+}
+
+static void sink_wait(sink *s)
+{
+    pthread_mutex_lock(&s->mu);
+    while (!s->done) pthread_cond_wait(&s->cv, &s->mu);
+    pthread_mutex_unlock(&s->mu);
+}
+
+static omnic__engine *engine(int slots, int max_queue)
+{
+    omnic__engine_opts o = {.model = {.backend = "cpu", .threads = 2, .ctx = 256, .slots = slots, .chunk = 16},
+                            .max_queue = max_queue};
+    omnic__engine *e = NULL;
+    omnic_err err;
+    omnic_status s = omnic__engine_create(dir, &o, &e, &err);
+    if (s != OMNIC_OK) fprintf(stderr, "engine: %s\n", err.msg);
+    assert_int_equal(s, OMNIC_OK);
+    return e;
+}
+
+static const int32_t PROMPTS[8][6] = {{5, 17, 300, 42, 7, 9},   {100, 200, 300, 400, 1, 2}, {3, 3, 3, 3, 3, 3},
+                                      {11, 22, 33, 44, 55, 66}, {250, 251, 252, 0, 1, 7},  {8, 9, 10, 11, 12, 13},
+                                      {400, 30, 20, 10, 5, 1},  {77, 88, 99, 111, 222, 333}};
+
+static omnic__gen_request req(const int32_t *prompt, size_t n, int64_t max_tokens, sink *s)
+{
+    omnic__gen_request r = {.prompt = prompt,
+                            .n_prompt = n,
+                            .sampling = omnic__sampling_defaults(),
+                            .max_tokens = max_tokens,
+                            .skip_special = true,
+                            .ignore_eos = true,
+                            .cb = on_event,
+                            .cb_ctx = s};
+    return r;
+}
+
+static void run_one(omnic__engine *e, omnic__gen_request r, sink *s)
+{
+    uint64_t id;
+    omnic_err err;
+    assert_int_equal(omnic__engine_submit(e, &r, &id, &err), OMNIC_OK);
+    sink_wait(s);
+}
+
+static int setup(void **state)
+{
+    (void)state;
+    snprintf(dir, sizeof dir, "/tmp/omnic-test-engine-XXXXXX");
+    if (!mkdtemp(dir)) return -1;
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, PY " tools/mktiny.py --family qwen2 --out %s >/dev/null", dir);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    char cmd[256];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+/* Streamed text is exactly the tokenizer's decode of the generated tokens. */
+static void test_stream_equals_decode(void **state)
+{
+    (void)state;
+    omnic__engine *e = engine(1, 8);
+    sink s;
+    sink_init(&s);
+    run_one(e, req(PROMPTS[0], 6, 40, &s), &s);
+    assert_int_equal(s.finish, OMNIC_FINISH_LENGTH);
+    assert_int_equal(s.n_tokens, 40);
+    assert_int_equal(s.completion_tokens, 40);
+    assert_int_equal(s.prompt_tokens, 6);
+    char *text;
+    size_t len;
+    omnic_err err;
+    assert_int_equal(omnic__tokenizer_decode(omnic__engine_tokenizer(e), s.tokens, (size_t)s.n_tokens, true, &text,
+                                             &len, &err),
+                     OMNIC_OK);
+    assert_int_equal(len, s.len);
+    assert_memory_equal(text, s.text, len);
+    omnic_free(text);
+    omnic__engine_destroy(e);
+}
+
+/* 8 concurrent requests on 4 slots: each output bit-identical to the request run alone. */
+static void test_concurrent_equals_alone(void **state)
+{
+    (void)state;
+    static sink alone[8], together[8];
+    omnic__engine *e1 = engine(1, 8);
+    for (int i = 0; i < 8; i++) {
+        sink_init(&alone[i]);
+        omnic__gen_request r = req(PROMPTS[i], 6 - (size_t)(i % 3), 20 + i, &alone[i]);
+        if (i % 2) { /* some sampled with a seed: the same seed gives the same tokens */
+            r.sampling.temperature = 0.8f;
+            r.sampling.top_p = 0.9f;
+            r.sampling.seed = 1000 + (uint64_t)i;
+        }
+        run_one(e1, r, &alone[i]);
+    }
+    omnic__engine_destroy(e1);
+    omnic__engine *e4 = engine(4, 8);
+    uint64_t ids[8];
+    omnic_err err;
+    for (int i = 0; i < 8; i++) {
+        sink_init(&together[i]);
+        omnic__gen_request r = req(PROMPTS[i], 6 - (size_t)(i % 3), 20 + i, &together[i]);
+        if (i % 2) {
+            r.sampling.temperature = 0.8f;
+            r.sampling.top_p = 0.9f;
+            r.sampling.seed = 1000 + (uint64_t)i;
+        }
+        assert_int_equal(omnic__engine_submit(e4, &r, &ids[i], &err), OMNIC_OK);
+    }
+    for (int i = 0; i < 8; i++) {
+        sink_wait(&together[i]);
+        assert_int_equal(together[i].n_tokens, alone[i].n_tokens);
+        assert_memory_equal(together[i].tokens, alone[i].tokens, sizeof(int32_t) * (size_t)alone[i].n_tokens);
+        assert_int_equal(together[i].len, alone[i].len);
+        assert_memory_equal(together[i].text, alone[i].text, alone[i].len);
+    }
+    omnic__metrics snap;
+    omnic__metrics_snapshot(omnic__engine_metrics(e4), &snap);
+    assert_int_equal(snap.requests[OMNIC_FINISH_LENGTH], 8);
+    assert_true(snap.decode_rows > snap.decode_steps); /* rows were batched */
+    omnic__engine_destroy(e4);
+}
+
+/* Cancelling frees the slot: the next request on a 1-slot engine runs. */
+static void test_cancel(void **state)
+{
+    (void)state;
+    omnic__engine *e = engine(1, 8);
+    sink a, b;
+    sink_init(&a);
+    sink_init(&b);
+    uint64_t ida, idb;
+    omnic_err err;
+    omnic__gen_request ra = req(PROMPTS[1], 6, 200, &a), rb = req(PROMPTS[2], 6, 5, &b);
+    assert_int_equal(omnic__engine_submit(e, &ra, &ida, &err), OMNIC_OK);
+    assert_int_equal(omnic__engine_submit(e, &rb, &idb, &err), OMNIC_OK);
+    for (int i = 0; i < 2000; i++) { /* wait until a is generating */
+        pthread_mutex_lock(&a.mu);
+        int n = a.n_tokens;
+        pthread_mutex_unlock(&a.mu);
+        if (n >= 2) break;
+        usleep(1000);
+    }
+    omnic__engine_cancel(e, ida);
+    sink_wait(&a);
+    assert_int_equal(a.finish, OMNIC_FINISH_CANCELLED);
+    assert_true(a.completion_tokens < 200);
+    sink_wait(&b);
+    assert_int_equal(b.finish, OMNIC_FINISH_LENGTH);
+    assert_int_equal(b.n_tokens, 5);
+    omnic__engine_cancel(e, 999999); /* unknown ids are ignored */
+    omnic__engine_destroy(e);
+}
+
+/* A stop string taken from the greedy output ends the text right before it. */
+static void test_stop_string(void **state)
+{
+    (void)state;
+    omnic__engine *e = engine(1, 8);
+    sink full, cut;
+    sink_init(&full);
+    run_one(e, req(PROMPTS[3], 6, 30, &full), &full);
+    assert_true(full.len > 8);
+    char stop[4] = {0};
+    size_t at = full.len / 2;
+    memcpy(stop, full.text + at, 3);
+    size_t first = (size_t)(strstr(full.text, stop) - full.text); /* earliest occurrence */
+    sink_init(&cut);
+    omnic__gen_request r = req(PROMPTS[3], 6, 30, &cut);
+    const char *stops[1] = {stop};
+    r.stops = stops;
+    r.n_stops = 1;
+    run_one(e, r, &cut);
+    assert_int_equal(cut.finish, OMNIC_FINISH_STOP);
+    assert_int_equal(cut.len, first);
+    assert_memory_equal(cut.text, full.text, first);
+    omnic__engine_destroy(e);
+}
+
+static void test_admission(void **state)
+{
+    (void)state;
+    omnic__engine *e = engine(1, 2);
+    sink s;
+    sink_init(&s);
+    uint64_t id;
+    omnic_err err;
+    omnic__gen_request r = req(PROMPTS[0], 6, 251, &s);
+    assert_int_equal(omnic__engine_submit(e, &r, &id, &err), OMNIC_E_CAPACITY);
+    assert_non_null(strstr(err.msg, "prompt of 6 tokens + max_tokens 251 exceeds the context of 256 tokens"));
+    r.max_tokens = 0;
+    assert_int_equal(omnic__engine_submit(e, &r, &id, &err), OMNIC_E_INVALID);
+    r.max_tokens = 5;
+    r.n_prompt = 0;
+    assert_int_equal(omnic__engine_submit(e, &r, &id, &err), OMNIC_E_INVALID);
+    int32_t bad[2] = {1, 999999};
+    r.prompt = bad;
+    r.n_prompt = 2;
+    assert_int_equal(omnic__engine_submit(e, &r, &id, &err), OMNIC_E_INVALID);
+    assert_non_null(strstr(err.msg, "999999"));
+    r = req(PROMPTS[0], 6, 5, &s);
+    r.sampling.top_p = 2;
+    assert_int_equal(omnic__engine_submit(e, &r, &id, &err), OMNIC_E_INVALID);
+    /* queue of 2 behind one busy slot: the 4th long request is refused */
+    static sink q[4];
+    int ok = 0, full = 0;
+    for (int i = 0; i < 4; i++) {
+        sink_init(&q[i]);
+        omnic__gen_request rq = req(PROMPTS[i], 6, 200, &q[i]);
+        omnic_status st = omnic__engine_submit(e, &rq, &id, &err);
+        if (st == OMNIC_OK) ok++;
+        if (st == OMNIC_E_TOO_LARGE) {
+            full++;
+            assert_non_null(strstr(err.msg, "queue is full (2 requests waiting)"));
+            q[i].done = true;
+        }
+    }
+    assert_true(full >= 1);
+    omnic__metrics snap;
+    omnic__metrics_snapshot(omnic__engine_metrics(e), &snap);
+    assert_int_equal(snap.rejected[OMNIC_REJECT_CAPACITY], 1);
+    assert_true(snap.rejected[OMNIC_REJECT_QUEUE_FULL] >= 1);
+    omnic__engine_destroy(e); /* cancels the rest */
+    for (int i = 0; i < 4; i++) sink_wait(&q[i]);
+    (void)ok;
+}
+
+static void test_timeout_and_metrics(void **state)
+{
+    (void)state;
+    omnic__engine *e = engine(1, 8);
+    sink s;
+    sink_init(&s);
+    omnic__gen_request r = req(PROMPTS[4], 6, 250, &s);
+    r.timeout_s = 0.001;
+    run_one(e, r, &s);
+    assert_int_equal(s.finish, OMNIC_FINISH_TIMEOUT);
+    omnic__metrics snap;
+    omnic__metrics_snapshot(omnic__engine_metrics(e), &snap);
+    char *text;
+    size_t len;
+    omnic_err err;
+    assert_int_equal(omnic__metrics_render(&snap, &text, &len, &err), OMNIC_OK);
+    assert_non_null(strstr(text, "omnic_requests_total{finish_reason=\"timeout\"} 1"));
+    assert_non_null(strstr(text, "omnic_time_to_first_token_seconds_bucket{le=\"+Inf\"}"));
+    assert_non_null(strstr(text, "omnic_slots_total 1"));
+    omnic_free(text);
+    omnic__engine_destroy(e);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_stream_equals_decode), cmocka_unit_test(test_concurrent_equals_alone),
+        cmocka_unit_test(test_cancel),               cmocka_unit_test(test_stop_string),
+        cmocka_unit_test(test_admission),            cmocka_unit_test(test_timeout_and_metrics),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
