@@ -147,9 +147,9 @@ static void finish(omnic__engine *e, int si, omnic__finish why, const char *erro
                            .prompt_tokens = (int64_t)r->n_prompt,
                            .completion_tokens = s->generated,
                            .error = error};
-    r->cb(r->cb_ctx, &ev);
     omnic__metrics_finish(&e->metrics, why, (int64_t)r->n_prompt, s->generated);
     omnic__metrics_observe(&e->metrics, OMNIC_H_E2E, now_s() - r->t_submit);
+    r->cb(r->cb_ctx, &ev); /* after the metrics: a client that saw DONE sees them counted */
     omnic__detok_stream_deinit(&s->detok);
     omnic__stop_deinit(&s->stop);
     omnic__kv_pool_clear_slot(&e->model->kv, si);
