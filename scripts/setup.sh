@@ -6,13 +6,15 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # Build: compiler, CMake, pkg-config; jansson (JSON), OpenBLAS (f32 GEMM), cmocka (unit tests),
-# PCRE2 (tokenizer pre-tokenizer regexes), utf8proc (Unicode normalization).
+# PCRE2 (tokenizer pre-tokenizer regexes), utf8proc (Unicode normalization), libmicrohttpd
+# (the HTTP server), curl (end-to-end tests of the server).
 # Test and tools: numpy (tiny checkpoints, reference implementations), clang + its runtime
 # (libFuzzer targets), Node.js + npm (oracles: HF tokenizers, @huggingface/jinja, openai).
 PACKAGES=(
   build-essential cmake pkg-config
   libjansson-dev libopenblas-dev libcmocka-dev
   libpcre2-dev libutf8proc-dev
+  libmicrohttpd-dev curl
   python3 python3-numpy
   clang libclang-rt-14-dev
 )
