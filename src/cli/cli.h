@@ -5,6 +5,7 @@
 
 int omnic__cli_inspect(int argc, char **argv);
 int omnic__cli_bench(int argc, char **argv);
+int omnic__cli_run(int argc, char **argv);
 int omnic__cli_tokenize(int argc, char **argv);
 int omnic__cli_detokenize(int argc, char **argv);
 

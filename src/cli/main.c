@@ -13,6 +13,7 @@ static void usage(FILE *f)
                "usage: omnic <command> [options]\n"
                "commands:\n"
                "  inspect -m DIR     family, dimensions, dtypes, parameters, files, modules, memory, identity\n"
+               "  run -m DIR -p TEXT generate from a prompt (chat template applied unless --raw)\n"
                "  bench -m DIR       prompt-processing and generation throughput (llama-bench style)\n"
                "  tokenize -m DIR    text on stdin -> token ids (JSON), --special, --jsonl\n"
                "  detokenize -m DIR  token ids (JSON) on stdin -> text, --skip-special, --jsonl, --stream\n"
@@ -30,6 +31,7 @@ int main(int argc, char **argv)
     const char *cmd = argv[1];
     if (!strcmp(cmd, "inspect")) return omnic__cli_inspect(argc - 1, argv + 1);
     if (!strcmp(cmd, "bench")) return omnic__cli_bench(argc - 1, argv + 1);
+    if (!strcmp(cmd, "run")) return omnic__cli_run(argc - 1, argv + 1);
     if (!strcmp(cmd, "tokenize")) return omnic__cli_tokenize(argc - 1, argv + 1);
     if (!strcmp(cmd, "detokenize")) return omnic__cli_detokenize(argc - 1, argv + 1);
     if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) {

@@ -56,4 +56,22 @@
 /* Bytes `omnic tokenize` / `omnic detokenize` read from stdin. */
 #define OMNIC_MAX_CLI_INPUT_BYTES ((size_t)1 << 30)
 
+/* Chat templates (src/tokenizer/template*.c); omnic__template_opts may override each.
+ * Template source size (bytes); real chat templates are 0.3-40 KB. */
+#define OMNIC_MAX_TEMPLATE_BYTES ((size_t)1 << 20)
+/* Nesting of blocks and expressions in a template (bounds the parser's recursion). */
+#define OMNIC_MAX_TEMPLATE_NESTING 100
+/* Bytes one render may output; also the longest string a render may build. */
+#define OMNIC_MAX_TEMPLATE_OUTPUT ((size_t)64 << 20)
+/* Bytes of strings, lists and dicts a render may hold at once (input strings are borrowed). */
+#define OMNIC_MAX_TEMPLATE_MEMORY ((size_t)256 << 20)
+/* Loop iterations, macro calls and items walked by filters, summed over one render. */
+#define OMNIC_MAX_TEMPLATE_ITERATIONS 1000000
+/* Nested macro and caller() calls in one render (recursion depth). */
+#define OMNIC_MAX_TEMPLATE_CALL_DEPTH 64
+/* Items one range() call may produce (Jinja's sandbox uses the same MAX_RANGE). */
+#define OMNIC_MAX_TEMPLATE_RANGE 100000
+/* Nesting of values (lists, dicts) a render converts from JSON, prints, compares or serializes. */
+#define OMNIC_MAX_TEMPLATE_VALUE_DEPTH 256
+
 #endif

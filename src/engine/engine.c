@@ -23,6 +23,7 @@ typedef struct request {
     bool skip_special, ignore_eos;
     omnic__event_cb cb;
     void *cb_ctx;
+    omnic__prefill_cb on_prefill;
     atomic_bool cancel;
     struct request *next; /* queue link */
 } request;
@@ -228,7 +229,8 @@ static omnic_status prefill_chunk(omnic__engine *e, int si, omnic_err *err)
     s->prefilled += n;
     omnic__metrics_steps(&e->metrics, 1, 0, 0);
     if (s->prefilled == (int64_t)s->req->n_prompt) {
-        const float *logits = omnic__module_output(&m->prefill, 0)->data;
+        if (s->req->on_prefill) s->req->on_prefill(s->req->cb_ctx, m, si);
+        const float *logits = omnic__module_output(&m->prefill, m->prefill_logits)->data;
         on_token(e, si, omnic__sampler_sample(&s->sampler, logits));
     }
     return OMNIC_OK;
@@ -505,6 +507,7 @@ omnic_status omnic__engine_submit(omnic__engine *e, const omnic__gen_request *r,
     q->ignore_eos = r->ignore_eos;
     q->cb = r->cb;
     q->cb_ctx = r->cb_ctx;
+    q->on_prefill = r->on_prefill;
     q->t_submit = now_s();
     atomic_init(&q->cancel, false);
     pthread_mutex_lock(&e->mu);

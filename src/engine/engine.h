@@ -55,6 +55,9 @@ typedef struct omnic__gen_event {
 } omnic__gen_event;
 
 typedef void (*omnic__event_cb)(void *ctx, const omnic__gen_event *ev);
+/* Called once the prompt is in the cache, before the first token is sampled: the
+ * prefill module's outputs (last chunk) and the slot's KV rows are readable. */
+typedef void (*omnic__prefill_cb)(void *ctx, const omnic__model *m, int slot);
 
 typedef struct omnic__gen_request {
     const int32_t *prompt;          /* borrowed for the call; copied */
@@ -68,6 +71,7 @@ typedef struct omnic__gen_request {
     bool ignore_eos;                /* generate past EOS (benchmarks) */
     omnic__event_cb cb;             /* required */
     void *cb_ctx;
+    omnic__prefill_cb on_prefill;   /* optional (stage dumps); gets cb_ctx */
 } omnic__gen_request;
 
 /* Loads the model and tokenizer in dir (borrowed) and starts the scheduler. Returns owned. */

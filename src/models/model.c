@@ -89,12 +89,14 @@ omnic_status omnic__model_open(const char *dir, const omnic__model_opts *opts, o
     for (int i = 0; i < 2; i++) {
         omnic__module *mod = mods[i].mod;
         if ((s = omnic__module_init(mod, mods[i].name, mods[i].contract, mods[i].rows, err)) != OMNIC_OK ||
-            (s = omnic__text_decoder_build(&m->dec, mod, m->kv_dtype, kv_rows, mods[i].all, err)) != OMNIC_OK ||
+            (s = omnic__text_decoder_build(&m->dec, mod, m->kv_dtype, kv_rows, mods[i].all,
+                                           !mods[i].all && opts && opts->taps, err)) != OMNIC_OK ||
             (s = omnic__module_finalize(mod, m->backend, m->pool, err)) != OMNIC_OK ||
             (s = omnic__module_constrain(mod, "tokens", cfg.vocab, false, err)) != OMNIC_OK ||
             (s = omnic__module_constrain(mod, "positions", INT32_MAX, false, err)) != OMNIC_OK)
             goto fail;
     }
+    m->prefill_logits = omnic__module_find_output(&m->prefill, "logits");
     if ((s = compute_identity(m, err)) != OMNIC_OK) goto fail;
     *out = m;
     return OMNIC_OK;

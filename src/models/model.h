@@ -13,6 +13,7 @@ typedef struct omnic__model_opts {
     int slots;            /* sequences decoded together; 0: 1 */
     int64_t chunk;        /* prefill rows per call; 0: min(ctx, 512) */
     omnic_dtype kv_dtype; /* f16 (default) or f32 */
+    bool taps;            /* prefill also outputs inputs_embeds and hidden_l{i} (stage dumps) */
 } omnic__model_opts;
 
 typedef struct omnic__model {
@@ -27,6 +28,7 @@ typedef struct omnic__model {
     omnic_dtype kv_dtype;
     omnic__kv_pool kv;                /* every slot's KV cache */
     omnic__module prefill;            /* text.token_prefill: one sequence, <= chunk rows */
+    int prefill_logits;               /* index of its "logits" output */
     omnic__module decode;             /* text.decode: one row per slot, <= n_slots rows */
     char identity[65];
 } omnic__model;

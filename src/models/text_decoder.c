@@ -361,7 +361,7 @@ static omnic__tensor *norm(omnic__graph *g, const omnic__text_decoder *d, omnic_
 }
 
 omnic_status omnic__text_decoder_build(const omnic__text_decoder *d, omnic__module *m, omnic_dtype kv_dtype, int64_t kv_rows,
-                                  bool all_rows, omnic_err *err)
+                                  bool all_rows, bool taps, omnic_err *err)
 {
     const omnic__text_config *c = &d->cfg;
     omnic__graph *g = &m->graph;
@@ -375,6 +375,7 @@ omnic_status omnic__text_decoder_build(const omnic__text_decoder *d, omnic__modu
     omnic__tensor *rope_local = d->rope_local ? omnic__g_weight(g, d->rope_local) : NULL;
     omnic__tensor *x = omnic__g_get_rows(g, omnic__g_weight(g, &d->embed), tokens);
     if (c->embed_scale > 0) x = omnic__g_scale(g, x, c->embed_scale, 0.0f);
+    if (taps) omnic__g_mark_output(g, x, "inputs_embeds");
     for (int64_t l = 0; l < c->n_layers; l++) {
         const omnic__text_decoder_layer *L = &d->layers[l];
         const bool sliding = c->layer_sliding[l] != 0;
@@ -413,6 +414,11 @@ omnic_status omnic__text_decoder_build(const omnic__text_decoder *d, omnic__modu
         omnic__tensor *down = omnic__g_matmul(g, act, omnic__g_weight(g, &L->w_down), NULL);
         if (c->sandwich_norms) down = norm(g, d, down, &L->post_mlp_norm);
         x = omnic__g_add(g, x, down);
+        if (taps) {
+            char name[32];
+            snprintf(name, sizeof name, "hidden_l%lld", (long long)l);
+            omnic__g_mark_output(g, x, name);
+        }
     }
     omnic__tensor *last = norm(g, d, all_rows ? x : omnic__g_slice_last_rows(g, x, 1), &d->norm);
     omnic__tensor *logits = omnic__g_matmul(g, last, omnic__g_weight(g, &d->lm_head), NULL);

@@ -89,9 +89,11 @@ void omnic__text_decoder_deinit(omnic__text_decoder *d);
  * and positions i32 [n] (rope coordinates); each row's K/V goes to its KV pool row
  * (pool of kv_rows rows, kv_dtype) and it attends over its slot's history.
  * all_rows false: text.token_prefill, output logits f32 [1, V] of the last row (one
- * sequence per call). all_rows true: text.decode, logits f32 [n, V] (one row per slot). */
+ * sequence per call). all_rows true: text.decode, logits f32 [n, V] (one row per slot).
+ * taps: also output "inputs_embeds" [n, H] (post-scale) and every layer's output
+ * "hidden_l{i}" [n, H], for stage dumps (DESIGN.md 5); they stay alive to the end. */
 omnic_status omnic__text_decoder_build(const omnic__text_decoder *d, omnic__module *m, omnic_dtype kv_dtype, int64_t kv_rows,
-                                  bool all_rows, omnic_err *err);
+                                  bool all_rows, bool taps, omnic_err *err);
 
 /* Parameter count and bytes of the bound weights (tied head counted once). */
 void omnic__text_decoder_param_stats(const omnic__text_decoder *d, int64_t *params, int64_t *bytes);

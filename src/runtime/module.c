@@ -270,6 +270,13 @@ const omnic__tensor *omnic__module_output(const omnic__module *m, int i)
     return &m->graph.tensors[m->out[i].tensor]->t;
 }
 
+int omnic__module_find_output(const omnic__module *m, const char *name)
+{
+    for (int i = 0; i < m->n_out; i++)
+        if (!strcmp(m->out[i].name, name)) return i;
+    return -1;
+}
+
 static void print_entry(const omnic__sig_entry *e, FILE *f)
 {
     fprintf(f, "%s %s [", e->name, omnic_dtype_name(e->dtype));

