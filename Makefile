@@ -24,6 +24,7 @@ asan: setup
 demo: build
 	@$(PY) tools/mktiny.py --family llama --out $(DEMO) --seed 0
 	$(BUILD)/omnic inspect -m $(DEMO)
+	$(BUILD)/omnic run -m $(DEMO) -p "Once upon a time" -n 32 --raw
 
 test: setup
 	@bash scripts/test.sh

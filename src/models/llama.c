@@ -8,9 +8,9 @@ static omnic_status parse(const json_t *cfg, const char *what, omnic__text_confi
     bool attention_bias, mlp_bias;
     OMNIC_TRY(omnic__json_get_bool(cfg, "attention_bias", false, false, what, &attention_bias, err));
     OMNIC_TRY(omnic__json_get_bool(cfg, "mlp_bias", false, false, what, &mlp_bias, err));
-    if (attention_bias || mlp_bias)
-        return OMNIC_FAIL(err, OMNIC_E_UNSUPPORTED, "%s: llama with attention_bias/mlp_bias is not supported", what);
-    out->qkv_bias = false;
+    if (mlp_bias) return OMNIC_FAIL(err, OMNIC_E_UNSUPPORTED, "%s: llama with mlp_bias is not supported", what);
+    out->qkv_bias = attention_bias; /* LlamaAttention: attention_bias on q, k, v and o */
+    out->o_bias = attention_bias;
     return OMNIC_OK;
 }
 

@@ -11,7 +11,8 @@ static omnic_status parse(const json_t *cfg, const char *what, omnic__text_confi
     OMNIC_TRY(omnic__json_get_bool(cfg, "use_sliding_window", false, false, what, &sliding, err));
     if (sliding)
         return OMNIC_FAIL(err, OMNIC_E_UNSUPPORTED, "%s: qwen3 use_sliding_window=true is not supported", what);
-    out->qkv_bias = bias;
+    out->qkv_bias = bias; /* Qwen3Attention: attention_bias puts biases on q, k, v and o */
+    out->o_bias = bias;
     out->qk_norm = true;
     return OMNIC_OK;
 }

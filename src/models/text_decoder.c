@@ -283,10 +283,12 @@ omnic_status omnic__text_decoder_load(omnic__text_decoder *d, const omnic__text_
             row_view(&gu, 0, I, &L->w_gate);
             row_view(&gu, I, I, &L->w_up);
         }
-        if (c->qkv_bias) {
-            struct { const char *p; int64_t n; omnic__tensor **out; } b[] = {
-                {"q", qd, &L->bq}, {"k", kvd, &L->bk}, {"v", kvd, &L->bv}};
-            for (size_t i = 0; i < 3; i++) {
+        if (c->qkv_bias || c->o_bias) {
+            struct { const char *p; int64_t n; omnic__tensor **out; bool want; } b[] = {
+                {"q", qd, &L->bq, c->qkv_bias}, {"k", kvd, &L->bk, c->qkv_bias}, {"v", kvd, &L->bv, c->qkv_bias},
+                {"o", H, &L->bo, c->o_bias}};
+            for (size_t i = 0; i < 4; i++) {
+                if (!b[i].want) continue;
                 NAME("%slayers.%lld.self_attn.%s_proj.bias", P, (long long)l, b[i].p);
                 if ((s = bind_f32(d, st, name, b[i].n, b[i].out, err)) != OMNIC_OK) goto fail;
             }
@@ -317,6 +319,7 @@ void omnic__text_decoder_deinit(omnic__text_decoder *d)
         omnic__tensor_destroy(d->layers[l].bq);
         omnic__tensor_destroy(d->layers[l].bk);
         omnic__tensor_destroy(d->layers[l].bv);
+        omnic__tensor_destroy(d->layers[l].bo);
     }
     omnic_free(d->layers);
     omnic__tensor_destroy(d->rope_global);
@@ -341,7 +344,7 @@ void omnic__text_decoder_param_stats(const omnic__text_decoder *d, int64_t *para
         const omnic__text_decoder_layer *L = &d->layers[l];
         const bool c_qk = d->cfg.qk_norm, c_sw = d->cfg.sandwich_norms;
         const omnic__tensor *ws[] = {&L->attn_norm, &L->wq, &L->wk, &L->wv, &L->wo,
-                                     &L->mlp_norm, &L->w_gate, &L->w_up, &L->w_down, L->bq, L->bk, L->bv,
+                                     &L->mlp_norm, &L->w_gate, &L->w_up, &L->w_down, L->bq, L->bk, L->bv, L->bo,
                                      c_qk ? &L->q_norm : NULL, c_qk ? &L->k_norm : NULL,
                                      c_sw ? &L->post_attn_norm : NULL, c_sw ? &L->post_mlp_norm : NULL};
         for (size_t i = 0; i < sizeof ws / sizeof ws[0]; i++)
@@ -403,7 +406,8 @@ omnic_status omnic__text_decoder_build(const omnic__text_decoder *d, omnic__modu
         omnic__tensor *a = omnic__g_attention(g, q, kc, vc, kvi, NULL, kvb, c->attn_scale, true,
                                               sliding ? (int)c->sliding_window : 0, c->attn_softcap);
         int64_t flat[2] = {T, c->n_heads * hd};
-        omnic__tensor *o = omnic__g_matmul(g, omnic__g_reshape(g, a, 2, flat), omnic__g_weight(g, &L->wo), NULL);
+        omnic__tensor *o = omnic__g_matmul(g, omnic__g_reshape(g, a, 2, flat), omnic__g_weight(g, &L->wo),
+                                           L->bo ? omnic__g_weight(g, L->bo) : NULL);
         if (c->sandwich_norms) o = norm(g, d, o, &L->post_attn_norm);
         x = omnic__g_add(g, x, o);
         h = norm(g, d, x, &L->mlp_norm);

@@ -36,6 +36,7 @@ typedef struct omnic__text_config {
     double rope_local_theta;    /* sliding layers' base (Gemma3); 0: same as rope_theta, no scaling */
     bool tie_embeddings;
     bool qkv_bias;              /* q/k/v projections carry biases (qwen2) */
+    bool o_bias;                /* o_proj carries a bias (attention_bias in llama / qwen3) */
     bool qk_norm;               /* per-head RMSNorm of q and k before RoPE (qwen3, gemma3) */
     bool norm_one_plus;         /* RMSNorm scales by (1 + w) (gemma) */
     bool sandwich_norms;        /* post-attention and pre/post-feedforward norms (gemma3) */
@@ -53,7 +54,7 @@ typedef struct omnic__text_decoder_layer {
     omnic__tensor attn_norm;              /* [H] input_layernorm */
     omnic__tensor wq, wk, wv, wo;         /* [n_heads*hd, H], [n_kv*hd, H] x2, [H, n_heads*hd] (row views
                                            * of qkv_proj when fused) */
-    omnic__tensor *bq, *bk, *bv;          /* f32 [out] converted at load, or NULL */
+    omnic__tensor *bq, *bk, *bv, *bo;     /* f32 [out] converted at load, or NULL */
     omnic__tensor q_norm, k_norm;         /* [head_dim] when qk_norm */
     omnic__tensor post_attn_norm;         /* [H] sandwich only */
     omnic__tensor mlp_norm;               /* [H] post_attention_layernorm (llama) / pre_feedforward (gemma) */

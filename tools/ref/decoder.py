@@ -182,6 +182,8 @@ def load_config(model_dir: str) -> DecoderConfig:
                      max_pos=int(c.get("max_position_embeddings", 4096)),
                      orig_max_pos=int(c.get("original_max_position_embeddings", 4096)))
     else:                # gemma3_text
+        if c.get("use_bidirectional_attention"):
+            raise SystemExit(f"{model_dir}: gemma3_text use_bidirectional_attention not implemented in the reference")
         head_dim = c.get("head_dim", 256)
         qkv_bias = o_bias = bool(c.get("attention_bias", False))
         mlp_bias = False
@@ -667,7 +669,8 @@ def int_list(s: str) -> List[int]:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    ap = argparse.ArgumentParser(description="numpy reference forward of a llama/qwen2/qwen3/phi3/gemma3_text HF checkpoint")
+    ap = argparse.ArgumentParser(
+        description="numpy reference forward of a llama/qwen2/qwen3/phi3/gemma3_text HF checkpoint")
     ap.add_argument("--model", required=True, help="checkpoint directory (config.json + safetensors)")
     ap.add_argument("--tokens", required=True, type=int_list, help="comma-separated token ids")
     ap.add_argument("--positions", type=int_list, default=None, help="RoPE positions (default 0..T-1)")
