@@ -58,17 +58,23 @@ static int teardown(void **state)
     return system(cmd) == 0 ? 0 : -1;
 }
 
-static omnic__model *open_model_opts(const char *name, const char *backend, omnic_dtype kv, int slots, int64_t chunk)
+static omnic__model *open_model_ctx(const char *name, const char *backend, omnic_dtype kv, int slots, int64_t chunk,
+                                    int64_t ctx)
 {
     char dir[300];
     snprintf(dir, sizeof dir, "%s/%s", tmp, name);
-    omnic__model_opts o = {.backend = backend, .threads = 2, .ctx = CTX, .kv_dtype = kv, .slots = slots, .chunk = chunk};
+    omnic__model_opts o = {.backend = backend, .threads = 2, .ctx = ctx, .kv_dtype = kv, .slots = slots, .chunk = chunk};
     omnic__model *m = NULL;
     omnic_err err;
     omnic_status s = omnic__model_open(dir, &o, &m, &err);
     if (s != OMNIC_OK) fprintf(stderr, "open %s: %s\n", dir, err.msg);
     assert_int_equal(s, OMNIC_OK);
     return m;
+}
+
+static omnic__model *open_model_opts(const char *name, const char *backend, omnic_dtype kv, int slots, int64_t chunk)
+{
+    return open_model_ctx(name, backend, kv, slots, chunk, CTX);
 }
 
 static omnic__model *open_model(const char *name, const char *backend, omnic_dtype kv)
@@ -80,7 +86,7 @@ static omnic__model *open_model(const char *name, const char *backend, omnic_dty
 static void prefill_toks(omnic__model *m, int slot, const int32_t *toks, int n, int chunk, float *out)
 {
     omnic_err err;
-    int32_t pos[CTX];
+    int32_t pos[4 * CTX];
     for (int i = 0; i < n; i++) pos[i] = i;
     for (int start = 0; start < n; start += chunk) {
         int len = n - start < chunk ? n - start : chunk;
@@ -229,6 +235,34 @@ static void test_llama_f16_sharded(void **state) { (void)state; check_family("ll
 static void test_qwen3(void **state) { (void)state; check_family("qwen3"); }
 static void test_phi3(void **state) { (void)state; check_family("phi3"); }
 static void test_gemma3_text(void **state) { (void)state; check_family("gemma3_text"); }
+
+/* Chunked prefill of a 100-token prompt with chunk sizes 1, 7, 64 and the whole prompt
+ * gives the same greedy continuation (chunks past 16 rows take the sgemm path, so
+ * logits agree to f32 rounding rather than bit for bit). */
+static void test_chunk_sizes(void **state)
+{
+    (void)state;
+    enum { LONG = 100, GEN = 8 };
+    static int32_t toks[LONG];
+    for (int i = 0; i < LONG; i++) toks[i] = (int32_t)((i * 37 + 11) % 500);
+    int32_t first[GEN];
+    const int chunks[] = {LONG, 64, 7, 1};
+    for (size_t c = 0; c < sizeof chunks / sizeof chunks[0]; c++) {
+        omnic__model *m = open_model_ctx("llama", "cpu", OMNIC_DTYPE_F16, 1, chunks[c], 128);
+        int64_t V = m->dec.cfg.vocab;
+        float *l = malloc((size_t)V * sizeof *l);
+        int32_t gen[GEN], slot = 0;
+        prefill_toks(m, 0, toks, LONG, chunks[c], l);
+        for (int i = 0; i < GEN; i++) {
+            gen[i] = argmax(l, V);
+            if (i + 1 < GEN) decode_step(m, &slot, &gen[i], 1, l);
+        }
+        if (c == 0) memcpy(first, gen, sizeof gen);
+        else assert_memory_equal(gen, first, sizeof gen);
+        free(l);
+        omnic__model_close(m);
+    }
+}
 
 /* Decode steps give the logits a full prefill of the same tokens gives. */
 static void test_decode_matches_prefill(void **state)
@@ -404,6 +438,7 @@ int main(void)
         cmocka_unit_test(test_qwen3),
         cmocka_unit_test(test_phi3),
         cmocka_unit_test(test_gemma3_text),
+        cmocka_unit_test(test_chunk_sizes),
         cmocka_unit_test(test_decode_matches_prefill),
         cmocka_unit_test(test_batch_invariance),
         cmocka_unit_test(test_capacity),
