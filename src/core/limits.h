@@ -49,8 +49,9 @@
 #define OMNIC_MAX_TOKENIZER_REGEX 65536
 /* tokenizer.json: nesting depth of Sequence normalizers/pre-tokenizers/decoders/processors. */
 #define OMNIC_MAX_TOKENIZER_NESTING 32
-/* Text bytes one tokenizer encode call accepts. */
-#define OMNIC_MAX_ENCODE_BYTES ((size_t)64 << 20)
+/* Text bytes one tokenizer encode call accepts. Working memory is about 50 bytes per input byte
+ * in the worst case (one word as long as the text), so this also bounds one call's memory. */
+#define OMNIC_MAX_ENCODE_BYTES ((size_t)16 << 20)
 /* Token ids one tokenizer decode call accepts. */
 #define OMNIC_MAX_DECODE_IDS ((size_t)1 << 24)
 /* Bytes `omnic tokenize` / `omnic detokenize` read from stdin. */
@@ -73,5 +74,25 @@
 #define OMNIC_MAX_TEMPLATE_RANGE 100000
 /* Nesting of values (lists, dicts) a render converts from JSON, prints, compares or serializes. */
 #define OMNIC_MAX_TEMPLATE_VALUE_DEPTH 256
+
+/* HTTP server (src/server/). Each may be lowered by `omnic serve` options where noted.
+ * Request body bytes (JSON); a larger body gets 413 (--max-body). */
+#define OMNIC_MAX_BODY_BYTES ((size_t)8 << 20)
+/* Messages in one chat completion request. */
+#define OMNIC_MAX_MESSAGES 4096
+/* Prompts in one completions request (the prompt array form). */
+#define OMNIC_MAX_PROMPTS 64
+/* Choices one request may ask for (prompts x n); n itself is also capped by --parallel. */
+#define OMNIC_MAX_CHOICES 128
+/* Generated text (bytes) held for one choice: the not-yet-sent backlog of a stream whose
+ * client stopped reading, or the whole text of a non-streamed choice. Past it the request
+ * is cancelled. */
+#define OMNIC_MAX_CHOICE_TEXT ((size_t)4 << 20)
+/* Simultaneous HTTP connections. */
+#define OMNIC_MAX_CONNECTIONS 1024
+/* Bytes of an API key (--api-key / --api-key-file). */
+#define OMNIC_MAX_API_KEY_BYTES 4096
+/* --cors-origin values. */
+#define OMNIC_MAX_CORS_ORIGINS 32
 
 #endif

@@ -257,6 +257,26 @@ void omnic__bpe_work_deinit(omnic__bpe_work *w)
     memset(w, 0, sizeof *w);
 }
 
+void omnic__bpe_work_trim(omnic__bpe_work *w, size_t keep)
+{
+    if (w->sym_cap * (4 * sizeof(int32_t) + sizeof(uint32_t)) > keep) {
+        omnic_free(w->sym_id);
+        omnic_free(w->prev);
+        omnic_free(w->next);
+        omnic_free(w->rank);
+        omnic_free(w->pnew);
+        w->sym_id = w->prev = w->next = w->pnew = NULL;
+        w->rank = NULL;
+        w->sym_cap = 0;
+    }
+    if (w->heap_cap * sizeof *w->heap > keep) {
+        omnic_free(w->heap);
+        w->heap = NULL;
+        w->heap_cap = 0;
+    }
+    if (w->word.cap > keep) omnic__tbuf_free(&w->word);
+}
+
 static omnic_status work_reserve(omnic__bpe_work *w, size_t n, omnic_err *err)
 {
     if (n <= w->sym_cap) return OMNIC_OK;
@@ -476,6 +496,7 @@ static bool cache_get(const omnic__bpe_work *w, const char *key, size_t n, uint6
         const struct omnic__bpe_cache_ent *e = &w->cache[i];
         if (!e->klen) return false;
         if (e->h == h && e->klen == n && !memcmp(w->cache_keys.p + e->koff, key, n)) {
+            if (!e->nids) return true;
             *st = omnic__ivec_reserve(out, e->nids, err);
             if (*st != OMNIC_OK) return true;
             memcpy(out->v + out->n, w->cache_ids.v + e->ioff, e->nids * sizeof *out->v);
@@ -494,7 +515,7 @@ static void cache_put(omnic__bpe_work *w, const char *key, size_t n, uint64_t h,
     size_t koff = w->cache_keys.len, ioff = w->cache_ids.n;
     if (omnic__tbuf_put(&w->cache_keys, key, n, &scratch) != OMNIC_OK) return;
     if (omnic__ivec_reserve(&w->cache_ids, nids, &scratch) != OMNIC_OK) return;
-    memcpy(w->cache_ids.v + ioff, ids, nids * sizeof *ids);
+    if (nids) memcpy(w->cache_ids.v + ioff, ids, nids * sizeof *ids);
     w->cache_ids.n += nids;
     size_t mask = OMNIC__BPE_CACHE_SLOTS - 1, i = (size_t)h & mask;
     while (w->cache[i].klen) i = (i + 1) & mask;
@@ -544,6 +565,6 @@ omnic_status omnic__bpe_tokenize(const omnic__bpe *m, const char *w, size_t n, o
         for (size_t i = 0; i < ns; i++)
             if (wk->sym_id[i] >= 0) out->v[out->n++] = wk->sym_id[i];
     }
-    if (cacheable) cache_put(wk, w, n, h, out->v + start, out->n - start);
+    if (cacheable) cache_put(wk, w, n, h, out->n > start ? out->v + start : NULL, out->n - start);
     return OMNIC_OK;
 }

@@ -33,6 +33,8 @@ typedef struct omnic__bpe_work {
 } omnic__bpe_work;
 
 void omnic__bpe_work_deinit(omnic__bpe_work *w);
+/* Frees the merge arrays when they grew past `keep` bytes (the word cache stays). */
+void omnic__bpe_work_trim(omnic__bpe_work *w, size_t keep);
 
 /* Builds the model from the "model" object of tokenizer.json (borrowed). `path` names it in messages.
  * Errors: E_INVALID (missing or wrong-typed field: vocab, merges and their entries, flags; a merge

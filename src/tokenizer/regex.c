@@ -25,13 +25,16 @@ static void rx_free(void *p, void *ud)
     omnic_free(p);
 }
 
+/* Created on first use; a failed creation (out of memory) is retried by the next call. */
 static pcre2_general_context *g_gctx;
-static void make_gctx(void) { g_gctx = pcre2_general_context_create(rx_malloc, rx_free, NULL); }
+static pthread_mutex_t g_gctx_mu = PTHREAD_MUTEX_INITIALIZER;
 static pcre2_general_context *gctx(void)
 {
-    static pthread_once_t once = PTHREAD_ONCE_INIT;
-    pthread_once(&once, make_gctx);
-    return g_gctx;
+    pthread_mutex_lock(&g_gctx_mu);
+    if (!g_gctx) g_gctx = pcre2_general_context_create(rx_malloc, rx_free, NULL);
+    pcre2_general_context *g = g_gctx;
+    pthread_mutex_unlock(&g_gctx_mu);
+    return g;
 }
 
 /* Oniguruma -> PCRE2 translation (see regex.h). */
@@ -141,7 +144,7 @@ omnic_status omnic__regex_compile(const char *pat, size_t len, omnic__rx_dialect
         PCRE2_UCHAR msg[160];
         pcre2_get_error_message(ec, msg, sizeof msg);
         int shown = len > 200 ? 200 : (int)len;
-        st = OMNIC_FAIL(err, OMNIC_E_INVALID, "%s: regex '%.*s'%s does not compile (at offset %zu: %s)", what,
+        st = OMNIC_FAIL(err, ec == PCRE2_ERROR_HEAP_FAILED ? OMNIC_E_NOMEM : OMNIC_E_INVALID, "%s: regex '%.*s'%s does not compile (at offset %zu: %s)", what,
                         shown, pat, len > 200 ? "..." : "", (size_t)eo, (const char *)msg);
         goto fail;
     }
@@ -199,7 +202,7 @@ static int search(const omnic__regex *re, omnic__rx_scratch *s, const char *text
     if (rc < 0) {
         PCRE2_UCHAR msg[160];
         pcre2_get_error_message(rc, msg, sizeof msg);
-        *st = OMNIC_FAIL(err, OMNIC_E_INVALID, "tokenizer: regex match failed on %zu bytes of text: %s", len,
+        *st = OMNIC_FAIL(err, rc == PCRE2_ERROR_NOMEMORY ? OMNIC_E_NOMEM : OMNIC_E_INVALID, "tokenizer: regex match failed on %zu bytes of text: %s", len,
                          (const char *)msg);
         return -1;
     }

@@ -24,3 +24,20 @@ void omnic__tok_scratch_deinit(omnic__tok_scratch *s)
     omnic__bpe_work_deinit(&s->bpe);
     memset(s, 0, sizeof *s);
 }
+
+void omnic__tok_scratch_trim(omnic__tok_scratch *s, size_t keep)
+{
+    if (s->segs.cap * sizeof *s->segs.v > keep) omnic__tsegs_free(&s->segs);
+    for (int i = 0; i < 2; i++) {
+        if (s->nb[i].cap > keep) omnic__tbuf_free(&s->nb[i]);
+        if (s->sp[i].cap * sizeof *s->sp[i].v > keep) omnic__tsplits_free(&s->sp[i]);
+    }
+    if (s->u32_cap * sizeof *s->u32 > keep) {
+        omnic_free(s->u32);
+        s->u32 = NULL;
+        s->u32_cap = 0;
+    }
+    if (s->text.cap > keep) omnic__tbuf_free(&s->text);
+    if (s->piece.cap > keep) omnic__tbuf_free(&s->piece);
+    omnic__bpe_work_trim(&s->bpe, keep);
+}

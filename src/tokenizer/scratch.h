@@ -20,6 +20,9 @@ typedef struct omnic__tok_scratch {
 
 /* Creates the regex state; the rest grows on demand. */
 omnic_status omnic__tok_scratch_init(omnic__tok_scratch *s, omnic_err *err);
+/* Frees the buffers that grew past `keep` bytes (after an unusually large call), keeping the
+ * small ones and the BPE word cache for reuse. */
+void omnic__tok_scratch_trim(omnic__tok_scratch *s, size_t keep);
 /* Releases everything; accepts a zeroed or partly initialized scratch. */
 void omnic__tok_scratch_deinit(omnic__tok_scratch *s);
 

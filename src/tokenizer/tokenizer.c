@@ -33,6 +33,7 @@ omnic_status omnic__tok_scratch_get(const omnic__tokenizer *t, omnic__tok_scratc
 void omnic__tok_scratch_put(const omnic__tokenizer *t, omnic__tok_scratch *s)
 {
     if (!s) return;
+    omnic__tok_scratch_trim(s, (size_t)4 << 20); /* do not keep a huge call's buffers around */
     omnic__tok_pool *p = t->spool;
     pthread_mutex_lock(&p->mu);
     if (p->n_idle < OMNIC__TOK_POOL) {
