@@ -24,7 +24,7 @@ asan: setup
 demo: build
 	@$(PY) tools/mktiny.py --family llama --out $(DEMO) --seed 0
 	$(BUILD)/omnic inspect -m $(DEMO)
-	$(BUILD)/omnic run -m $(DEMO) -p "Once upon a time" -n 32 --raw
+	$(BUILD)/omnic run -m $(DEMO) -p "Tell me a story about a fox." -n 32
 
 test: setup
 	@bash scripts/test.sh

@@ -59,13 +59,23 @@ typedef enum omnic_dtype {
     OMNIC_DTYPE_I64 = 4,
     OMNIC_DTYPE_U8 = 5,
     OMNIC_DTYPE_BOOL = 6,
+    /* Block-quantized weights (ggml layouts), 32 elements per block along a row's last dim:
+     * q8_0: f16 scale d + 32 x int8 q (34 bytes), x = d * q;
+     * q4_0: f16 scale d + 16 bytes of nibbles (18 bytes), x = d * (q - 8), element j in the
+     * low nibble of byte j, element j + 16 in the high nibble. Rows hold whole blocks. */
+    OMNIC_DTYPE_Q8_0 = 7,
+    OMNIC_DTYPE_Q4_0 = 8,
     OMNIC_DTYPE_COUNT
 } omnic_dtype;
 
-/* "f32", "bf16", ...; "?" for out-of-range values. */
+/* "f32", "bf16", "q8_0", ...; "?" for out-of-range values. */
 const char *omnic_dtype_name(omnic_dtype t);
-/* Bytes per element; 0 for out-of-range values. */
+/* Bytes per block of omnic_dtype_block_size(t) elements: for element dtypes (block size 1)
+ * the bytes per element; for q8_0 34 and q4_0 18 (per 32 elements). 0 for out-of-range
+ * values. n elements (a multiple of the block size) take n / block_size * size bytes. */
 size_t omnic_dtype_size(omnic_dtype t);
+/* Elements per block: 1 for element dtypes, 32 for q8_0 / q4_0; 0 for out-of-range values. */
+size_t omnic_dtype_block_size(omnic_dtype t);
 
 /* ---- checked size arithmetic: return false on overflow, *out unchanged ---- */
 static inline bool omnic_size_mul(size_t *out, size_t a, size_t b) {

@@ -10,12 +10,13 @@
 
 #include "cli/args.h"
 #include "cli/cli.h"
+#include "core/mem.h"
 #include "models/model.h"
 
 #define MAX_LIST 8
 
 typedef struct bench_opts {
-    const char *dir, *backend, *format;
+    const char *dir, *backend, *format, *quant;
     int64_t pp[MAX_LIST], tg[MAX_LIST], batch[MAX_LIST];
     int n_pp, n_tg, n_batch;
     int threads, reps;
@@ -108,7 +109,7 @@ static omnic_status run_tg(omnic__model *m, int64_t n, int B, uint64_t *seed, om
 static void usage(FILE *f)
 {
     fprintf(f, "usage: omnic bench -m DIR [-p 512] [-n 128] [-t THREADS] [-r 3] [-o md|json] [--batch 1,4]\n"
-               "                   [--backend cpu|ref] [--kv f16|f32]\n"
+               "                   [--backend cpu|ref] [--kv f16|f32] [--quant q8_0|q4_0]\n"
                "  -p and -n take comma-separated lists (0 skips); --batch runs tg with B sequences at once\n");
 }
 
@@ -126,6 +127,7 @@ int omnic__cli_bench(int argc, char **argv)
         }
         if (omnic__arg_str(argc, argv, &i, "-m", "--model", &o.dir)) continue;
         if (omnic__arg_str(argc, argv, &i, NULL, "--backend", &o.backend)) continue;
+        if (omnic__arg_str(argc, argv, &i, NULL, "--quant", &o.quant)) continue;
         if (omnic__arg_str(argc, argv, &i, "-o", "--output", &o.format)) continue;
         if ((r = omnic__arg_str(argc, argv, &i, "-p", "--n-prompt", &v)) != 0) {
             if (r < 0 || (o.n_pp = parse_list("-p", v, 0, 1 << 20, o.pp)) < 0) return 2;
@@ -177,7 +179,7 @@ int omnic__cli_bench(int argc, char **argv)
     int64_t chunk = 1;
     for (int i = 0; i < o.n_pp; i++) chunk = o.pp[i] > chunk ? o.pp[i] : chunk;
     omnic__model_opts mo = {.backend = o.backend, .threads = o.threads, .ctx = ctx, .slots = (int)max_b,
-                            .chunk = chunk, .kv_dtype = o.kv};
+                            .chunk = chunk, .kv_dtype = o.kv, .quant = o.quant};
     omnic_err err;
     omnic_err_clear(&err);
     omnic__model *m;
@@ -239,6 +241,12 @@ int omnic__cli_bench(int argc, char **argv)
         }
     }
     if (json) printf("\n]\n");
+    size_t rss, peak;
+    if (omnic__mem_rss(&rss, &peak))
+        fprintf(stderr, "omnic bench: resident %.1f MiB, peak %.1f MiB (weights as loaded %.1f MiB, KV %.1f MiB, "
+                        "modules %.1f MiB)\n",
+                (double)rss / (1 << 20), (double)peak / (1 << 20), (double)bytes / (1 << 20),
+                (double)omnic__model_kv_bytes(m) / (1 << 20), (double)omnic__model_planned_bytes(m) / (1 << 20));
     omnic__model_close(m);
     return rc;
 }

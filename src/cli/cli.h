@@ -8,5 +8,7 @@ int omnic__cli_bench(int argc, char **argv);
 int omnic__cli_run(int argc, char **argv);
 int omnic__cli_tokenize(int argc, char **argv);
 int omnic__cli_detokenize(int argc, char **argv);
+int omnic__cli_template(int argc, char **argv);
+int omnic__cli_serve(int argc, char **argv);
 
 #endif

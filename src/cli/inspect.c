@@ -5,6 +5,7 @@
 
 #include "cli/args.h"
 #include "cli/cli.h"
+#include "core/mem.h"
 #include "models/model.h"
 
 static void human(char *buf, size_t n, double bytes)
@@ -17,7 +18,8 @@ static void human(char *buf, size_t n, double bytes)
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: omnic inspect -m DIR [--ctx N] [--threads N] [--backend cpu|ref] [--kv f16|f32]\n");
+    fprintf(f, "usage: omnic inspect -m DIR [--ctx N] [--threads N] [--backend cpu|ref] [--kv f16|f32]\n"
+               "                     [--quant q8_0|q4_0]\n");
 }
 
 int omnic__cli_inspect(int argc, char **argv)
@@ -32,6 +34,7 @@ int omnic__cli_inspect(int argc, char **argv)
         }
         if (omnic__arg_str(argc, argv, &i, "-m", "--model", &dir)) continue;
         if (omnic__arg_str(argc, argv, &i, NULL, "--backend", &opts.backend)) continue;
+        if (omnic__arg_str(argc, argv, &i, NULL, "--quant", &opts.quant)) continue;
         int64_t v;
         int r = omnic__arg_i64(argc, argv, &i, "-c", "--ctx", 1, INT32_MAX, &v);
         if (r < 0) return 2;
@@ -101,8 +104,16 @@ int omnic__cli_inspect(int argc, char **argv)
            omnic__st_shard_count(ck->weights) == 1 ? "" : "s");
     int64_t params, pbytes;
     omnic__text_decoder_param_stats(&m->dec, &params, &pbytes);
-    human(b1, sizeof b1, (double)pbytes);
-    printf("parameters: %lld (%.3f B), %s as stored\n", (long long)params, (double)params / 1e9, b1);
+    if (m->dec.n_qweights) {
+        human(b1, sizeof b1, (double)m->dec.stored_bytes);
+        human(b2, sizeof b2, (double)pbytes);
+        printf("parameters: %lld (%.3f B), %s as stored, %s as loaded (%zu linear weights in %s)\n",
+               (long long)params, (double)params / 1e9, b1, b2, m->dec.n_qweights,
+               omnic_dtype_name(m->dec.qweights[0]->dtype));
+    } else {
+        human(b1, sizeof b1, (double)pbytes);
+        printf("parameters: %lld (%.3f B), %s as stored and as loaded\n", (long long)params, (double)params / 1e9, b1);
+    }
     printf("files:\n");
     for (size_t i = 0; i < ck->n_files; i++) {
         human(b1, sizeof b1, (double)ck->files[i].bytes);
@@ -117,8 +128,16 @@ int omnic__cli_inspect(int argc, char **argv)
     human(b1, sizeof b1, (double)omnic__model_planned_bytes(m));
     human(b2, sizeof b2, (double)omnic__model_kv_bytes(m));
     human(b3, sizeof b3, (double)(omnic__model_planned_bytes(m) + omnic__model_kv_bytes(m)));
-    printf("memory:     modules %s + KV cache (%s, %d slot%s x %lld rows) %s = %s beyond the mapped weights\n", b1,
-           omnic_dtype_name(m->kv_dtype), m->n_slots, m->n_slots == 1 ? "" : "s", (long long)m->capacity, b2, b3);
+    printf("memory:     modules %s + KV cache (%s, %d slot%s x %lld rows) %s = %s beyond the %s weights\n", b1,
+           omnic_dtype_name(m->kv_dtype), m->n_slots, m->n_slots == 1 ? "" : "s", (long long)m->capacity, b2, b3,
+           m->dec.n_qweights ? "quantized" : "mapped");
+    size_t rss, peak;
+    if (omnic__mem_rss(&rss, &peak)) {
+        human(b1, sizeof b1, (double)rss);
+        human(b2, sizeof b2, (double)peak);
+        printf("resident:   %s now, %s peak (after load; untouched pages of mapped weights are not resident)\n", b1,
+               b2);
+    }
     printf("identity:   %s\n", m->identity);
     omnic__model_close(m);
     return 0;

@@ -17,6 +17,8 @@ static void usage(FILE *f)
                "  bench -m DIR       prompt-processing and generation throughput (llama-bench style)\n"
                "  tokenize -m DIR    text on stdin -> token ids (JSON), --special, --jsonl\n"
                "  detokenize -m DIR  token ids (JSON) on stdin -> text, --skip-special, --jsonl, --stream\n"
+               "  template -m DIR    conversation (JSON) on stdin -> prompt rendered by the chat template\n"
+               "  serve -m DIR       OpenAI-compatible HTTP server (chat/completions, completions, models, metrics)\n"
                "  version            print the version\n"
                "run `omnic <command> --help` for a command's options\n",
             OMNIC_VERSION);
@@ -34,6 +36,8 @@ int main(int argc, char **argv)
     if (!strcmp(cmd, "run")) return omnic__cli_run(argc - 1, argv + 1);
     if (!strcmp(cmd, "tokenize")) return omnic__cli_tokenize(argc - 1, argv + 1);
     if (!strcmp(cmd, "detokenize")) return omnic__cli_detokenize(argc - 1, argv + 1);
+    if (!strcmp(cmd, "template")) return omnic__cli_template(argc - 1, argv + 1);
+    if (!strcmp(cmd, "serve")) return omnic__cli_serve(argc - 1, argv + 1);
     if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) {
         printf("omnic %s\n", OMNIC_VERSION);
         return 0;

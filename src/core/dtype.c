@@ -4,13 +4,15 @@
 #include "core/dtype.h"
 
 const omnic__dtype_traits omnic__dtype_table[OMNIC_DTYPE_COUNT] = {
-    [OMNIC_DTYPE_F32] = {.name = "f32", .st_name = "F32", .size = 4, .is_float = true},
-    [OMNIC_DTYPE_F16] = {.name = "f16", .st_name = "F16", .size = 2, .is_float = true},
-    [OMNIC_DTYPE_BF16] = {.name = "bf16", .st_name = "BF16", .size = 2, .is_float = true},
-    [OMNIC_DTYPE_I32] = {.name = "i32", .st_name = "I32", .size = 4, .is_float = false},
-    [OMNIC_DTYPE_I64] = {.name = "i64", .st_name = "I64", .size = 8, .is_float = false},
-    [OMNIC_DTYPE_U8] = {.name = "u8", .st_name = "U8", .size = 1, .is_float = false},
-    [OMNIC_DTYPE_BOOL] = {.name = "bool", .st_name = "BOOL", .size = 1, .is_float = false},
+    [OMNIC_DTYPE_F32] = {.name = "f32", .st_name = "F32", .size = 4, .block = 1, .is_float = true},
+    [OMNIC_DTYPE_F16] = {.name = "f16", .st_name = "F16", .size = 2, .block = 1, .is_float = true},
+    [OMNIC_DTYPE_BF16] = {.name = "bf16", .st_name = "BF16", .size = 2, .block = 1, .is_float = true},
+    [OMNIC_DTYPE_I32] = {.name = "i32", .st_name = "I32", .size = 4, .block = 1, .is_float = false},
+    [OMNIC_DTYPE_I64] = {.name = "i64", .st_name = "I64", .size = 8, .block = 1, .is_float = false},
+    [OMNIC_DTYPE_U8] = {.name = "u8", .st_name = "U8", .size = 1, .block = 1, .is_float = false},
+    [OMNIC_DTYPE_BOOL] = {.name = "bool", .st_name = "BOOL", .size = 1, .block = 1, .is_float = false},
+    [OMNIC_DTYPE_Q8_0] = {.name = "q8_0", .st_name = NULL, .size = 34, .block = 32, .is_quant = true},
+    [OMNIC_DTYPE_Q4_0] = {.name = "q4_0", .st_name = NULL, .size = 18, .block = 32, .is_quant = true},
 };
 _Static_assert(sizeof omnic__dtype_table / sizeof omnic__dtype_table[0] == OMNIC_DTYPE_COUNT,
                "dtype table out of step with omnic_dtype");
@@ -22,10 +24,15 @@ const char *omnic_dtype_name(omnic_dtype t)
 
 size_t omnic_dtype_size(omnic_dtype t) { return (unsigned)t < OMNIC_DTYPE_COUNT ? omnic__dtype_table[t].size : 0; }
 
+size_t omnic_dtype_block_size(omnic_dtype t)
+{
+    return (unsigned)t < OMNIC_DTYPE_COUNT ? omnic__dtype_table[t].block : 0;
+}
+
 bool omnic__dtype_from_st(const char *s, omnic_dtype *out)
 {
     for (int i = 0; i < OMNIC_DTYPE_COUNT; i++) {
-        if (!strcmp(s, omnic__dtype_table[i].st_name)) {
+        if (omnic__dtype_table[i].st_name && !strcmp(s, omnic__dtype_table[i].st_name)) {
             *out = (omnic_dtype)i;
             return true;
         }

@@ -10,13 +10,22 @@
 
 typedef struct omnic__dtype_traits {
     const char *name;         /* "f32" */
-    const char *st_name;      /* safetensors spelling: "F32" */
-    size_t size;              /* bytes per element */
-    bool is_float;            /* usable as activation or weight storage */
+    const char *st_name;      /* safetensors spelling: "F32"; NULL when safetensors has none (q8_0, q4_0) */
+    size_t size;              /* bytes per block (per element when block == 1) */
+    size_t block;             /* elements per block: 1, or 32 for the quantized types */
+    bool is_float;            /* usable as activation or weight storage (element types) */
+    bool is_quant;            /* block-quantized weight storage (matmul weights, get_rows tables) */
 } omnic__dtype_traits;
 
 /* Indexed by omnic_dtype; length checked against OMNIC_DTYPE_COUNT at build time. */
 extern const omnic__dtype_traits omnic__dtype_table[OMNIC_DTYPE_COUNT];
+
+/* Bytes of n elements of t (n a multiple of the block size; unchecked): the byte stride of
+ * a row of n elements. */
+static inline size_t omnic__dtype_row_bytes(omnic_dtype t, int64_t n)
+{
+    return (size_t)n / omnic__dtype_table[t].block * omnic__dtype_table[t].size;
+}
 
 /* Parses a safetensors dtype string ("BF16"); false when unknown. */
 bool omnic__dtype_from_st(const char *s, omnic_dtype *out);

@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "core/dtype.h"
 #include "core/tensor.h"
 
 void omnic__dims_str(char *buf, size_t n, int ndim, const int64_t *dims)
@@ -25,6 +26,10 @@ omnic_status omnic__tensor_init(omnic__tensor *t, omnic_dtype dtype, int ndim, c
     for (int i = 0; i < ndim; i++)
         if (dims[i] < 0)
             return OMNIC_FAIL(err, OMNIC_E_INVALID, "tensor dim %d is negative (%lld)", i, (long long)dims[i]);
+    size_t blk = omnic__dtype_table[dtype].block;
+    if (blk > 1 && (ndim == 0 || dims[ndim - 1] % (int64_t)blk != 0))
+        return OMNIC_FAIL(err, OMNIC_E_INVALID, "a %s tensor needs rows of whole %zu-element blocks (last dim %lld)",
+                          omnic_dtype_name(dtype), blk, ndim ? (long long)dims[ndim - 1] : 0LL);
     memset(t, 0, sizeof *t);
     t->dtype = dtype;
     t->ndim = ndim;
@@ -51,6 +56,11 @@ omnic_status omnic__tensor_nbytes(const omnic__tensor *t, size_t *out, omnic_err
 {
     size_t n;
     OMNIC_TRY(omnic__tensor_numel(t, &n, err));
+    size_t blk = omnic_dtype_block_size(t->dtype);
+    if (blk > 1 && (t->ndim == 0 || t->dims[t->ndim - 1] % (int64_t)blk != 0))
+        return OMNIC_FAIL(err, OMNIC_E_INVALID, "tensor %s: a %s row must hold whole %zu-element blocks",
+                          t->name[0] ? t->name : "(unnamed)", omnic_dtype_name(t->dtype), blk);
+    if (blk > 1) n /= blk;
     if (!omnic_size_mul(&n, n, omnic_dtype_size(t->dtype))) {
         char s[160];
         omnic__dims_str(s, sizeof s, t->ndim, t->dims);
@@ -70,7 +80,7 @@ int64_t omnic__tensor_nelem(const omnic__tensor *t)
 
 size_t omnic__tensor_bytes(const omnic__tensor *t)
 {
-    return (size_t)omnic__tensor_nelem(t) * omnic_dtype_size(t->dtype);
+    return omnic__dtype_row_bytes(t->dtype, omnic__tensor_nelem(t));
 }
 
 int64_t omnic__tensor_cols(const omnic__tensor *t) { return t->ndim ? t->dims[t->ndim - 1] : 1; }

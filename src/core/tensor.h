@@ -19,11 +19,13 @@ typedef struct omnic__tensor {
     char name[64];                  /* for signatures, dumps and messages; may be empty */
 } omnic__tensor;
 
-/* Sets dtype/ndim/dims (no data). Fails on ndim > OMNIC_MAX_DIMS or a negative dim. */
+/* Sets dtype/ndim/dims (no data). Fails on ndim > OMNIC_MAX_DIMS, a negative dim, or a
+ * block-quantized dtype whose last dim is not a whole number of blocks (or ndim 0). */
 omnic_status omnic__tensor_init(omnic__tensor *t, omnic_dtype dtype, int ndim, const int64_t *dims,
                                 omnic_err *err);
 
-/* Element count and byte size, overflow-checked (E_TOO_LARGE names the dims). */
+/* Element count and byte size, overflow-checked (E_TOO_LARGE names the dims). Block dtypes:
+ * bytes = elements / block size * block bytes (E_INVALID when rows are not whole blocks). */
 omnic_status omnic__tensor_numel(const omnic__tensor *t, size_t *out, omnic_err *err);
 omnic_status omnic__tensor_nbytes(const omnic__tensor *t, size_t *out, omnic_err *err);
 

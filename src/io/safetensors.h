@@ -75,6 +75,13 @@ uint64_t omnic__st_shard_size(const omnic__safetensors *st, size_t i);
  * copied, truncated to fit out->name. */
 void omnic__st_tensor_view(const omnic__st_tensor *src, omnic__tensor *out);
 
+/* Drops the resident pages that lie wholly inside bytes [p, p + n) of a mapped shard
+ * (madvise MADV_DONTNEED on the page-aligned interior), after a loader has copied or
+ * converted them: RSS falls while the data stays readable (a later read faults the pages
+ * back in from the file). Ranges outside every mapped shard (caller buffers, copies) are
+ * ignored. Returns the bytes released (0 when none or on error). */
+size_t omnic__st_release(const omnic__safetensors *st, const void *p, size_t n);
+
 /* Unmaps every shard and frees everything; NULL is a no-op. Pointers obtained from st
  * (tensors, data, names, metadata, paths) die with it. */
 void omnic__st_close(omnic__safetensors *st);

@@ -5,6 +5,7 @@
 #include "core/threadpool.h"
 #include "io/json.h"
 #include "models/model.h"
+#include "models/quantize.h"
 #include "runtime/bundle.h"
 
 static omnic_status compute_identity(omnic__model *m, omnic_err *err)
@@ -20,7 +21,8 @@ static omnic_status compute_identity(omnic__model *m, omnic_err *err)
     }
     for (size_t i = 0; i < n; i++) {
         const omnic__st_tensor *t = omnic__st_at(st, i);
-        w[i] = (omnic__weight_desc){t->name, t->dtype, t->ndim, t->dims, "as-stored"};
+        w[i] = (omnic__weight_desc){t->name, t->dtype, t->ndim, t->dims,
+                                    omnic__text_decoder_transform(&m->dec, t->name)};
     }
     char modules[256];
     snprintf(modules, sizeof modules, "%s:%s;%s:%s", m->prefill.name, m->prefill.contract, m->decode.name,
@@ -29,7 +31,7 @@ static omnic_status compute_identity(omnic__model *m, omnic_err *err)
         .arch_config = arch,
         .weights = w,
         .n_weights = n,
-        .compute_dtypes = "act=f32;acc=f32",
+        .compute_dtypes = m->dec.n_qweights ? "act=f32;acc=f32;matmul_act=q8_32" : "act=f32;acc=f32",
         .capacity = m->capacity,
         .position_mode = "1d",
         .mask_mode = "causal",
@@ -57,6 +59,8 @@ omnic_status omnic__model_open(const char *dir, const omnic__model_opts *opts, o
         goto fail;
     }
     m->kv_dtype = opts && opts->kv_dtype == OMNIC_DTYPE_F32 ? OMNIC_DTYPE_F32 : OMNIC_DTYPE_F16;
+    omnic_dtype quant;
+    if ((s = omnic__quant_parse(opts ? opts->quant : NULL, &quant, err)) != OMNIC_OK) goto fail;
     if ((s = omnic__checkpoint_open(dir, &m->ckpt, err)) != OMNIC_OK) goto fail;
     if ((s = omnic__family_find(m->ckpt->config, &m->family, err)) != OMNIC_OK) goto fail;
     if ((s = m->family->parse_config(m->ckpt->config, "config.json", &cfg, err)) != OMNIC_OK) goto fail;
@@ -79,6 +83,9 @@ omnic_status omnic__model_open(const char *dir, const omnic__model_opts *opts, o
     if (m->chunk > m->capacity) m->chunk = m->capacity;
     int threads = opts && opts->threads > 0 ? opts->threads : omnic__cpu_count();
     if ((s = omnic__threadpool_create(&m->pool, threads, err)) != OMNIC_OK) goto fail;
+    if (quant != OMNIC_DTYPE_COUNT &&
+        (s = omnic__text_decoder_quantize(&m->dec, quant, m->ckpt->weights, m->pool, err)) != OMNIC_OK)
+        goto fail;
     if ((s = omnic__kv_pool_init(&m->kv, (int)cfg.n_layers, m->n_slots, m->capacity, cfg.n_kv_heads, cfg.head_dim,
                                  m->kv_dtype, err)) != OMNIC_OK)
         goto fail;

@@ -14,6 +14,8 @@ typedef struct omnic__model_opts {
     int64_t chunk;        /* prefill rows per call; 0: min(ctx, 512) */
     omnic_dtype kv_dtype; /* f16 (default) or f32 */
     bool taps;            /* prefill also outputs inputs_embeds and hidden_l{i} (stage dumps) */
+    const char *quant;    /* "q8_0" / "q4_0": quantize linear weights at load (models/quantize.h);
+                           * NULL, "" or "none": run them as stored */
 } omnic__model_opts;
 
 typedef struct omnic__model {

@@ -159,7 +159,7 @@ static void row_view(const omnic__tensor *w, int64_t r0, int64_t n, omnic__tenso
 {
     *out = *w;
     out->dims[0] = n;
-    out->data = (uint8_t *)w->data + (size_t)(r0 * w->dims[1]) * omnic_dtype_size(w->dtype);
+    out->data = (uint8_t *)w->data + (size_t)r0 * omnic__dtype_row_bytes(w->dtype, w->dims[1]);
     out->owns_data = false;
 }
 
@@ -326,6 +326,8 @@ void omnic__text_decoder_deinit(omnic__text_decoder *d)
     omnic__tensor_destroy(d->rope_local);
     for (size_t i = 0; i < d->n_copies; i++) omnic__tensor_destroy(d->copies[i]);
     omnic_free(d->copies);
+    for (size_t i = 0; i < d->n_qweights; i++) omnic__tensor_destroy(d->qweights[i]);
+    omnic_free(d->qweights);
     memset(d, 0, sizeof *d);
 }
 

@@ -72,6 +72,9 @@ typedef struct omnic__text_decoder {
     omnic__tensor *rope_local;        /* owned f32 [n_rot/2]: sliding layers, or NULL */
     omnic__tensor **copies;           /* owned: aligned copies of weights the file left misaligned */
     size_t n_copies;
+    omnic__tensor **qweights;         /* owned: linear weights quantized at load (models/quantize.h) */
+    size_t n_qweights;
+    int64_t stored_bytes;             /* bytes of the bound weights as stored (set by quantize) */
 } omnic__text_decoder;
 
 /* Parses the Llama-style keys of a config.json object (what: "config.json") with

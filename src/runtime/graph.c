@@ -222,6 +222,8 @@ void omnic__g_mark_output(omnic__graph *g, omnic__tensor *t, const char *name)
 }
 
 static bool is_float_w(omnic_dtype t) { return t == OMNIC_DTYPE_F32 || t == OMNIC_DTYPE_F16 || t == OMNIC_DTYPE_BF16; }
+/* Matmul weights and get_rows tables may also be block-quantized (q8_0, q4_0). */
+static bool is_table_w(omnic_dtype t) { return is_float_w(t) || t == OMNIC_DTYPE_Q8_0 || t == OMNIC_DTYPE_Q4_0; }
 
 static bool need_f32(omnic__graph *g, const omnic__tensor *x, const char *op)
 {
@@ -234,7 +236,8 @@ omnic__tensor *omnic__g_matmul(omnic__graph *g, omnic__tensor *a, omnic__tensor 
 {
     if (!a || !w) return NULL;
     if (!need_f32(g, a, "matmul")) return NULL;
-    if (w->ndim != 2 || !is_float_w(w->dtype)) return gfail(g, "matmul: weight %s must be a 2-D float", tname(w));
+    if (w->ndim != 2 || !is_table_w(w->dtype))
+        return gfail(g, "matmul: weight %s must be a 2-D float or quantized weight", tname(w));
     if (omnic__tensor_cols(a) != w->dims[1])
         return gfail(g, "matmul: %s has %lld cols, weight %s expects %lld", tname(a), (long long)omnic__tensor_cols(a),
                      tname(w), (long long)w->dims[1]);
@@ -398,7 +401,8 @@ omnic__tensor *omnic__g_glu(omnic__graph *g, omnic__op op, omnic__tensor *gate, 
 omnic__tensor *omnic__g_get_rows(omnic__graph *g, omnic__tensor *table, omnic__tensor *ids)
 {
     if (!table || !ids) return NULL;
-    if (table->ndim != 2 || !is_float_w(table->dtype)) return gfail(g, "get_rows: %s must be a 2-D float", tname(table));
+    if (table->ndim != 2 || !is_table_w(table->dtype))
+        return gfail(g, "get_rows: %s must be a 2-D float or quantized table", tname(table));
     if (ids->dtype != OMNIC_DTYPE_I32 || ids->ndim != 1) return gfail(g, "get_rows: ids %s must be i32 [T]", tname(ids));
     int64_t dims[2] = {ids->dims[0], table->dims[1]};
     omnic__tensor *d = result(g, ids, OMNIC_DTYPE_F32, 2, dims);

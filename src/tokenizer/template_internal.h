@@ -71,6 +71,7 @@ typedef struct omnic__jstr {
 } omnic__jstr;
 
 #define OMNIC_JLIST_TUPLE 1u
+#define OMNIC_JLIST_GROUP 2u /* a groupby result tuple: .grouper is [0], .list is [1] */
 typedef struct omnic__jlist {
     omnic__jobj h;
     size_t n, cap;
@@ -391,7 +392,7 @@ void omnic__jv_unref(omnic__jrender *r, omnic__jv v);
 
 /* New values (a reference each); E_NOMEM / E_TOO_LARGE. */
 omnic_status omnic__jstr_new(omnic__jrender *r, const char *s, size_t len, omnic__jv *out);
-/* Takes ownership of b's memory (b is left empty). */
+/* Takes ownership of b's memory (b is left empty), also on failure. */
 omnic_status omnic__jstr_from_buf(omnic__jrender *r, omnic__jbuf *b, omnic__jv *out);
 /* A string over memory that outlives the render (not copied). */
 omnic_status omnic__jstr_borrow(omnic__jrender *r, const char *s, size_t len, omnic__jv *out);
@@ -474,6 +475,7 @@ typedef struct omnic__jargs {
     omnic__jv *kw;
     size_t nkw;
     size_t cap_pos, cap_kw;
+    omnic__jv hold; /* a ** mapping whose keys the keyword names borrow */
 } omnic__jargs;
 void omnic__jargs_free(omnic__jrender *r, omnic__jargs *a);
 omnic_status omnic__jargs_push(omnic__jrender *r, omnic__jargs *a, omnic__jv v);
@@ -488,6 +490,10 @@ omnic_status omnic__jgetattr(omnic__jrender *r, omnic__jv obj, const char *name,
 omnic_status omnic__jgetitem(omnic__jrender *r, omnic__jv obj, omnic__jv key, const omnic__jnode *n, omnic__jv *out);
 /* Raises the UndefinedError for v ("'x' is undefined", "'dict object' has no attribute 'y'"). */
 omnic_status omnic__jundef_fail(omnic__jrender *r, omnic__jv v);
+/* Python's a <op> b for + - * / // % ** (op: OMNIC_JOP_*). */
+omnic_status omnic__jbinop(omnic__jrender *r, int op, omnic__jv a, omnic__jv b, omnic__jv *out);
+/* Python's `x in c`. */
+omnic_status omnic__jcontains(omnic__jrender *r, omnic__jv x, omnic__jv c, bool *out);
 /* Iterates: a list of the items of v (list, tuple, dict keys, string characters, Undefined -> []). */
 omnic_status omnic__jiter(omnic__jrender *r, omnic__jv v, omnic__jv *out_list);
 

@@ -5,11 +5,17 @@
  * Tolerances, cpu vs ref (ggml test-backend-ops style):
  *   NMSE   = sum (cpu - ref)^2 / max(sum ref^2, n * floor^2)
  *   MAXERR = max |cpu - ref| / max(1, max |ref|)
- * One row per op; the weight dtype (f32 / f16 / bf16, or the KV dtype for attention)
- * selects a column, and the columns are equal on purpose: f16 and bf16 widen to f32
- * exactly, so a kernel that keeps activations in f32 differs from ref only by f32
+ * One row per op; the weight dtype (f32 / f16 / bf16 / q8_0 / q4_0, or the KV dtype for
+ * attention) selects a column, and the columns are equal on purpose: f16 and bf16 widen to
+ * f32 exactly, so a kernel that keeps activations in f32 differs from ref only by f32
  * rounding and summation order whatever the weight dtype. A kernel that rounds
  * activations to f16/bf16 (ggml's vec_dot_type) lands near NMSE 1e-8 and fails.
+ * Quantized weights (q8_0, q4_0): the matmul contract (backend.h) quantizes each activation
+ * row to q8 blocks first, and ref does exactly that (core/quant.h) before its exact double
+ * dot, so cpu (int8 dot products per block, f32 scaled sums) is held to the same f32 budget;
+ * the activation quantization itself (NMSE ~1e-5 against f32 activations) is measured in
+ * tests/unit/test_quant.c, not budgeted here. A cpu kernel whose activation rounding differs
+ * from ref's by one step anywhere fails MAXERR. Quantized get_rows dequantizes exactly.
  * floor is 0 (plain NMSE) except for the activations: f32 evaluation of 1 + erf(x/sqrt 2)
  * (and 1 + tanh, exp) cancels for x << 0, as it does in torch, so a tensor holding only a
  * few tiny outputs (gelu(-5) = -1.4e-6) carries a large relative but negligible absolute
@@ -49,19 +55,21 @@
 
 #include "backend/backend.h"
 #include "core/dtype.h"
+#include "core/quant.h"
 #include "core/threadpool.h"
 
 /* ---- tolerances --------------------------------------------------------------------- */
 
 typedef struct op_tol {
     bool exact;                        /* output bytes must equal ref's */
-    double nmse[OMNIC_DTYPE_BF16 + 1]; /* by weight dtype: F32, F16, BF16 */
+    double nmse[OMNIC_DTYPE_COUNT];    /* by weight dtype: F32, F16, BF16, Q8_0, Q4_0 */
     double maxerr;
     double floor; /* RMS floor of the NMSE denominator (0: plain NMSE) */
 } op_tol;
 
 /* clang-format off */
-#define TOL_F(n, m, f) {.nmse = {[OMNIC_DTYPE_F32] = (n), [OMNIC_DTYPE_F16] = (n), [OMNIC_DTYPE_BF16] = (n)},\
+#define TOL_F(n, m, f) {.nmse = {[OMNIC_DTYPE_F32] = (n), [OMNIC_DTYPE_F16] = (n), [OMNIC_DTYPE_BF16] = (n),\
+                                 [OMNIC_DTYPE_Q8_0] = (n), [OMNIC_DTYPE_Q4_0] = (n)},\
                         .maxerr = (m), .floor = (f)}
 #define TOL(n, m) TOL_F(n, m, 0.0)  /* plain NMSE */
 #define ACT(n, m) TOL_F(n, m, 1e-3) /* activations: NMSE against an RMS floor of 1e-3 */
@@ -226,6 +234,18 @@ static void tset(tbuf *b, int64_t i, float v)
 static void fill_uniform(tbuf *b, double lo, double hi)
 {
     int64_t n = omnic__tensor_nelem(&b->t);
+    if (omnic__dtype_table[b->t.dtype].is_quant) { /* quantize uniform rows (ggml rounding) */
+        int64_t K = omnic__tensor_cols(&b->t), rows = omnic__tensor_rows(&b->t);
+        float *row = malloc((size_t)K * sizeof *row);
+        assert_non_null(row);
+        for (int64_t r = 0; r < rows; r++) {
+            for (int64_t k = 0; k < K; k++)
+                row[k] = (float)rng_uniform(lo, hi);
+            omnic__quantize_row(b->t.dtype, row, (uint8_t *)b->t.data + omnic__dtype_row_bytes(b->t.dtype, r * K), K);
+        }
+        free(row);
+        return;
+    }
     for (int64_t i = 0; i < n; i++)
         tset(b, i, (float)rng_uniform(lo, hi));
 }
@@ -466,6 +486,64 @@ static void test_matmul(void **state)
         n = mknode(OMNIC_OP_MATMUL, dst, a, w, b, NULL, NULL);
         snprintf(label, sizeof label, "matmul w=%s a=[2,3,37] N=19 bias", dtn(wdtypes[d]));
         fails += check(label, &n, wdtypes[d]);
+        bufs_free();
+    }
+    assert_int_equal(fails, 0);
+}
+
+/* q8_0 / q4_0 weights: every M regime (decode kernel M <= 16, prefill kernel M > 16, the
+ * batch-invariant flag past 16), odd N, K = 32..4128 (odd block counts included), bias. */
+static void test_matmul_quant(void **state)
+{
+    (void)state;
+    static const omnic_dtype qdts[2] = {OMNIC_DTYPE_Q8_0, OMNIC_DTYPE_Q4_0};
+    static const int64_t Ms[] = {1, 2, 3, 4, 5, 16, 17, 33, 64, 67, 130};
+    static const int64_t NK[][2] = {{1, 32}, {3, 64}, {17, 96}, {33, 160}, {67, 256}, {16, 512}, {5, 4128}};
+    int fails = 0, id = 0;
+    char label[160];
+    for (int d = 0; d < 2; d++) {
+        for (size_t mi = 0; mi < sizeof Ms / sizeof Ms[0]; mi++) {
+            for (size_t k = 0; k < sizeof NK / sizeof NK[0]; k++) {
+                int64_t M = Ms[mi], N = NK[k][0], K = NK[k][1];
+                bool bias = (mi + k) % 2 == 0;
+                rng_seed(20000 + (uint64_t)id++);
+                tbuf *a = T(OMNIC_DTYPE_F32, M, K), *w = T(qdts[d], N, K);
+                tbuf *b = bias ? T(OMNIC_DTYPE_F32, N) : NULL, *dst = T(OMNIC_DTYPE_F32, M, N);
+                fill_uniform(a, -1, 1);
+                fill_uniform(w, -1, 1);
+                if (b) fill_uniform(b, -1, 1);
+                if (k == 3) /* a few all-zero activation blocks (d = 0) and one large row */
+                    for (int64_t i = 0; i < M; i++) {
+                        for (int64_t j = 32; j < 64; j++) F(a)[i * K + j] = 0.0f;
+                        if (i == M / 2) F(a)[i * K] = 300.0f;
+                    }
+                omnic__node n = mknode(OMNIC_OP_MATMUL, dst, a, w, b, NULL, NULL);
+                n.ip[0] = k % 3 == 1; /* batch-invariant blocking on some cases */
+                snprintf(label, sizeof label, "matmul w=%s M=%lld N=%lld K=%lld bias=%d inv=%d", dtn(qdts[d]),
+                         (long long)M, (long long)N, (long long)K, bias, n.ip[0]);
+                fails += check(label, &n, qdts[d]);
+                bufs_free();
+            }
+        }
+        /* many prefill chunks (N = 2100), a 3-D activation */
+        rng_seed(20500 + (uint64_t)d);
+        tbuf *a = T(OMNIC_DTYPE_F32, 40, 96), *w = T(qdts[d], 2100, 96), *b = T(OMNIC_DTYPE_F32, 2100);
+        tbuf *dst = T(OMNIC_DTYPE_F32, 40, 2100);
+        fill_uniform(a, -1, 1);
+        fill_uniform(w, -1, 1);
+        fill_uniform(b, -1, 1);
+        omnic__node n = mknode(OMNIC_OP_MATMUL, dst, a, w, b, NULL, NULL);
+        snprintf(label, sizeof label, "matmul w=%s M=40 N=2100 K=96 bias=1", dtn(qdts[d]));
+        fails += check(label, &n, qdts[d]);
+        bufs_free();
+        a = T(OMNIC_DTYPE_F32, 2, 3, 64);
+        w = T(qdts[d], 19, 64);
+        dst = T(OMNIC_DTYPE_F32, 2, 3, 19);
+        fill_uniform(a, -1, 1);
+        fill_uniform(w, -1, 1);
+        n = mknode(OMNIC_OP_MATMUL, dst, a, w, NULL, NULL, NULL);
+        snprintf(label, sizeof label, "matmul w=%s a=[2,3,64] N=19", dtn(qdts[d]));
+        fails += check(label, &n, qdts[d]);
         bufs_free();
     }
     assert_int_equal(fails, 0);
@@ -775,6 +853,23 @@ static void test_get_rows_patch_embed(void **state)
             fails += check(label, &n, wdtypes[d]);
             bufs_free();
         }
+        if (d == 0) /* quantized tables (rows of whole 32-element blocks) */
+            for (int qd = 0; qd < 2; qd++) {
+                static const int64_t QVHT[][3] = {{1, 32, 1}, {17, 32, 5}, {257, 96, 17}, {33, 256, 3}};
+                omnic_dtype qdt = qd ? OMNIC_DTYPE_Q4_0 : OMNIC_DTYPE_Q8_0;
+                for (size_t k = 0; k < sizeof QVHT / sizeof QVHT[0]; k++) {
+                    int64_t V = QVHT[k][0], H = QVHT[k][1], T_ = QVHT[k][2];
+                    rng_seed(8300 + (uint64_t)id++);
+                    tbuf *tbl = T(qdt, V, H), *ids = T(OMNIC_DTYPE_I32, T_), *dst = T(OMNIC_DTYPE_F32, T_, H);
+                    fill_uniform(tbl, -1, 1);
+                    fill_i32(ids, 0, V);
+                    omnic__node n = mknode(OMNIC_OP_GET_ROWS, dst, tbl, ids, NULL, NULL, NULL);
+                    snprintf(label, sizeof label, "get_rows table=%s V=%lld H=%lld T=%lld", dtn(qdt), (long long)V,
+                             (long long)H, (long long)T_);
+                    fails += check(label, &n, qdt);
+                    bufs_free();
+                }
+            }
         /* C, Hi, Wi, O, ph, pw */
         static const int64_t pe[][6] = {
             {3, 28, 42, 17, 14, 14}, {1, 4, 9, 5, 2, 3}, {3, 32, 16, 64, 16, 16}, {2, 3, 3, 1, 3, 3}};
@@ -1070,6 +1165,24 @@ static void test_batch_invariance(void **state)
             n.ip[0] = M > DECODE_MAX_M;
             snprintf(label, sizeof label, "batch invariance: matmul w=%s M=%lld", dtn(wdtypes[d]),
                      (long long)M);
+            fails += check_rows_alone(label, &n, false, 3);
+            bufs_free();
+        }
+    }
+    /* The same with q8_0 / q4_0 weights (K = 160: an odd number of blocks). */
+    for (int d = 0; d < 2; d++) {
+        for (size_t mi = 0; mi < sizeof Ms / sizeof Ms[0]; mi++) {
+            int64_t M = Ms[mi], N = 37, K = 160;
+            omnic_dtype qdt = d ? OMNIC_DTYPE_Q4_0 : OMNIC_DTYPE_Q8_0;
+            rng_seed(11200 + (uint64_t)id++);
+            tbuf *a = T(OMNIC_DTYPE_F32, M, K), *w = T(qdt, N, K), *b = T(OMNIC_DTYPE_F32, N);
+            tbuf *dst = T(OMNIC_DTYPE_F32, M, N);
+            fill_uniform(a, -1, 1);
+            fill_uniform(w, -1, 1);
+            fill_uniform(b, -1, 1);
+            omnic__node n = mknode(OMNIC_OP_MATMUL, dst, a, w, b, NULL, NULL);
+            n.ip[0] = M > DECODE_MAX_M;
+            snprintf(label, sizeof label, "batch invariance: matmul w=%s M=%lld", dtn(qdt), (long long)M);
             fails += check_rows_alone(label, &n, false, 3);
             bufs_free();
         }
@@ -1530,6 +1643,7 @@ int main(void)
         cmocka_unit_test(test_ref_hand_rope),
         cmocka_unit_test(test_ref_hand_attention),
         cmocka_unit_test(test_matmul),
+        cmocka_unit_test(test_matmul_quant),
         cmocka_unit_test(test_add_mul_scale),
         cmocka_unit_test(test_norms),
         cmocka_unit_test(test_rope),

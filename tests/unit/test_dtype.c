@@ -424,24 +424,39 @@ static void test_rows(void **state)
 static void test_dtype_table(void **state)
 {
     (void)state;
-    static const size_t want_size[OMNIC_DTYPE_COUNT] = {4, 2, 2, 4, 8, 1, 1};
+    /* bytes per block, elements per block (1 for element dtypes) */
+    static const size_t want_size[OMNIC_DTYPE_COUNT] = {4, 2, 2, 4, 8, 1, 1, 34, 18};
+    static const size_t want_block[OMNIC_DTYPE_COUNT] = {1, 1, 1, 1, 1, 1, 1, 32, 32};
+    static const char *const want_name[OMNIC_DTYPE_COUNT] = {"f32", "f16", "bf16", "i32", "i64",
+                                                             "u8",  "bool", "q8_0", "q4_0"};
     for (int i = 0; i < OMNIC_DTYPE_COUNT; i++) {
         const omnic__dtype_traits *t = &omnic__dtype_table[i];
         assert_non_null(t->name);
-        assert_non_null(t->st_name);
-        assert_true(t->name[0] != '\0');
+        assert_string_equal(t->name, want_name[i]);
         assert_true(t->size > 0);
         assert_int_equal(t->size, want_size[i]);
+        assert_int_equal(t->block, want_block[i]);
+        assert_int_equal(omnic_dtype_block_size((omnic_dtype)i), want_block[i]);
+        assert_true(t->is_quant == (want_block[i] > 1));
+        assert_false(t->is_quant && t->is_float);
         assert_string_equal(omnic_dtype_name((omnic_dtype)i), t->name);
         assert_int_equal(omnic_dtype_size((omnic_dtype)i), t->size);
+        assert_int_equal(omnic__dtype_row_bytes((omnic_dtype)i, 64), 64 / want_block[i] * want_size[i]);
         for (int j = 0; j < i; j++) {
             assert_string_not_equal(t->name, omnic__dtype_table[j].name);
-            assert_string_not_equal(t->st_name, omnic__dtype_table[j].st_name);
+            if (t->st_name && omnic__dtype_table[j].st_name)
+                assert_string_not_equal(t->st_name, omnic__dtype_table[j].st_name);
         }
+        if (t->is_quant) { /* no safetensors spelling: never parsed from a file */
+            assert_null(t->st_name);
+            continue;
+        }
+        assert_non_null(t->st_name);
         omnic_dtype d = OMNIC_DTYPE_COUNT;
         assert_true(omnic__dtype_from_st(t->st_name, &d));
         assert_int_equal(d, i);
     }
+    assert_int_equal(omnic_dtype_block_size(OMNIC_DTYPE_COUNT), 0);
     assert_true(omnic__dtype_table[OMNIC_DTYPE_F32].is_float);
     assert_true(omnic__dtype_table[OMNIC_DTYPE_BF16].is_float);
     assert_false(omnic__dtype_table[OMNIC_DTYPE_I64].is_float);
@@ -450,7 +465,7 @@ static void test_dtype_table(void **state)
     assert_int_equal(omnic_dtype_size(OMNIC_DTYPE_COUNT), 0);
     assert_int_equal(omnic_dtype_size((omnic_dtype)-1), 0);
 
-    const char *bad[] = {"F64", "", "f32", "bf16", "F32 ", " F32", "F3", "F320", "I8", "U16", "F8_E4M3"};
+    const char *bad[] = {"F64", "", "f32", "bf16", "F32 ", " F32", "F3", "F320", "I8", "U16", "F8_E4M3", "Q8_0", "q8_0", "Q4_0"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         omnic_dtype d = OMNIC_DTYPE_U8;
         if (omnic__dtype_from_st(bad[i], &d)) {

@@ -7,6 +7,8 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "backend/cpu/ops.h"
 #include "backend/cpu/simd.h"
@@ -14,6 +16,7 @@
 #include "core/log.h"
 
 static omnic__cpu_isa g_isa = OMNIC_CPU_ISA_SCALAR;
+static unsigned g_features;
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 
 static const char *const isa_names[OMNIC_CPU_ISA_COUNT] = {
@@ -59,6 +62,24 @@ static omnic__cpu_isa detect(void)
     return OMNIC_CPU_ISA_AVX2;
 }
 
+/* AVX512_VNNI / AVX512_VBMI / AMX-INT8 on an AVX-512 CPU; AMX also needs the kernel to grant
+ * this process the tile data state (Linux 5.16+: arch_prctl ARCH_REQ_XCOMP_PERM). */
+#define ARCH_REQ_XCOMP_PERM 0x1023
+#define XFEATURE_XTILEDATA 18
+static unsigned detect_features(void)
+{
+    unsigned a, b, c, d, f = 0;
+    __cpuid_count(7, 0, a, b, c, d);
+    if (c & (1u << 11)) f |= OMNIC_CPU_VNNI;
+    if (c & (1u << 1)) f |= OMNIC_CPU_VBMI;
+    bool amx = (d & (1u << 24)) && (d & (1u << 25)); /* AMX-TILE, AMX-INT8 */
+    const char *env = getenv("OMNIC_CPU_AMX");
+    if (amx && (f & OMNIC_CPU_VNNI) && (f & OMNIC_CPU_VBMI) && !(env && !strcmp(env, "0")) &&
+        syscall(SYS_arch_prctl, ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA) == 0 && (xgetbv0() & 0x60000) == 0x60000)
+        f |= OMNIC_CPU_AMX;
+    return f;
+}
+
 static void init_once(void)
 {
     omnic__cpu_isa best = detect(), isa = best;
@@ -72,15 +93,24 @@ static void init_once(void)
         else isa = (omnic__cpu_isa)want;
     }
     g_isa = isa;
+    g_features = isa == OMNIC_CPU_ISA_AVX512 ? detect_features() : 0;
     /* Each kernel thread calls BLAS on its own slice: BLAS itself must not spawn threads. */
     openblas_set_num_threads(1);
-    OMNIC_LOG_D("cpu backend: isa %s (cpu supports %s)", isa_names[isa], isa_names[best]);
+    OMNIC_LOG_D("cpu backend: isa %s (cpu supports %s)%s%s%s", isa_names[isa], isa_names[best],
+                g_features & OMNIC_CPU_VNNI ? " +vnni" : "", g_features & OMNIC_CPU_VBMI ? " +vbmi" : "",
+                g_features & OMNIC_CPU_AMX ? " +amx" : "");
 }
 
 omnic__cpu_isa omnic__cpu_isa_level(void)
 {
     pthread_once(&g_once, init_once);
     return g_isa;
+}
+
+unsigned omnic__cpu_features(void)
+{
+    (void)omnic__cpu_isa_level();
+    return g_features;
 }
 
 const omnic__cpu_vec *omnic__cpu_vec_get(void) { return vec_tables[omnic__cpu_isa_level()]; }

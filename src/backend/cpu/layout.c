@@ -1,11 +1,14 @@
 /* cpu data-movement ops: get_rows, concat, slice, permute, argmax, cpy. Copies are split
  * as byte or element ranges across threads (results are exact, so the cut is free);
- * dtype conversions use the ISA's row primitives. */
+ * dtype conversions use the ISA's row primitives; quantized get_rows tables dequantize
+ * exactly through core/quant.h. */
 #include <math.h>
 #include <string.h>
 
 #include "backend/cpu/ops.h"
 #include "backend/cpu/vec.h"
+#include "core/dtype.h"
+#include "core/quant.h"
 #include "core/threadpool.h"
 
 /* Bytes per unit of work when a copy is split by bytes. */
@@ -28,11 +31,14 @@ void omnic__cpu_get_rows(const omnic__node *n, int ith, int nth, void *wdata)
     const omnic__tensor *tab = n->src[0];
     const int32_t *ids = n->src[1]->data;
     int64_t H = tab->dims[1], r0, r1;
-    size_t row_bytes = (size_t)H * omnic_dtype_size(tab->dtype);
+    size_t row_bytes = omnic__dtype_row_bytes(tab->dtype, H);
     omnic__split_rows(omnic__tensor_nelem(n->src[1]), ith, nth, &r0, &r1);
-    for (int64_t t = r0; t < r1; t++)
-        omnic__cpu_to_f32(tab->dtype, (const char *)tab->data + (size_t)ids[t] * row_bytes,
-                          (float *)n->dst->data + t * H, H);
+    for (int64_t t = r0; t < r1; t++) {
+        const char *row = (const char *)tab->data + (size_t)ids[t] * row_bytes;
+        float *out = (float *)n->dst->data + t * H;
+        if (omnic__dtype_table[tab->dtype].is_quant) omnic__dequantize_row(tab->dtype, row, out, H); /* exact */
+        else omnic__cpu_to_f32(tab->dtype, row, out, H);
+    }
 }
 
 static int64_t prod(const int64_t *dims, int from, int to)

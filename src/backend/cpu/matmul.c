@@ -1,4 +1,5 @@
-/* cpu matmul and patch embedding: dst[M,N] = a[M,K] . w[N,K]^T (+ bias), a f32, w f32/f16/bf16.
+/* cpu matmul and patch embedding: dst[M,N] = a[M,K] . w[N,K]^T (+ bias), a f32, w f32/f16/bf16
+ * (q8_0 / q4_0 weights go to matmul_q.c).
  *
  * Two regimes, chosen by M alone (never by the thread count):
  *  - M <= OMNIC_CPU_MV_MAX_M (decode): a matvec-style kernel that streams each weight row
@@ -311,19 +312,19 @@ static gemm_plan plan_gemm(int64_t M, int64_t N, int dt)
     return p;
 }
 
-static void add_bias(const float *bias, float *dst, int64_t ldd, int64_t rows, int64_t cols)
+void omnic__cpu_add_bias(const float *bias, float *dst, int64_t ldd, int64_t rows, int64_t cols)
 {
     const omnic__cpu_vec *v = omnic__cpu_vec_get();
     for (int64_t i = 0; i < rows; i++) v->add(dst + i * ldd, bias, dst + i * ldd, cols);
 }
 
 /* dst[mr, nc] (leading dim ldd) = a[mr, K] . wf[nc, K]^T (+ bias[nc]). */
-static void sgemm_block(const float *a, int64_t K, int64_t mr, const float *wf, int64_t nc, float *dst, int64_t ldd,
-                        const float *bias)
+void omnic__cpu_sgemm(const float *a, int64_t K, int64_t mr, const float *wf, int64_t nc, float *dst, int64_t ldd,
+                      const float *bias)
 {
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)mr, (int)nc, (int)K, 1.0f, a, (int)K, wf, (int)K, 0.0f,
                 dst, (int)ldd);
-    if (bias) add_bias(bias, dst, ldd, mr, nc);
+    if (bias) omnic__cpu_add_bias(bias, dst, ldd, mr, nc);
 }
 
 static const float *widen_rows(const void *w, omnic_dtype wdt, int64_t K, int64_t n0, int64_t nc, float *buf)
@@ -343,7 +344,7 @@ static void gemm_mt(const float *a, int64_t M, int64_t K, const void *w, omnic_d
         omnic__split_rows(N, ith, nth, &n0, &n1);
         if (n0 >= n1) return;
         mv_table[omnic__cpu_isa_level()][dt](a, M, K, w, n0, n1, dst, N);
-        if (bias) add_bias(bias + n0, dst + n0, N, M, n1 - n0);
+        if (bias) omnic__cpu_add_bias(bias + n0, dst + n0, N, M, n1 - n0);
         return;
     }
     gemm_plan p = plan_gemm(M, N, dt);
@@ -358,12 +359,16 @@ static void gemm_mt(const float *a, int64_t M, int64_t K, const void *w, omnic_d
             wf = widen_rows(w, wdt, K, n0, nc, wbuf);
             cur = ci;
         }
-        sgemm_block(a + m0 * K, K, mr, wf, nc, dst + m0 * N + n0, N, bias ? bias + n0 : NULL);
+        omnic__cpu_sgemm(a + m0 * K, K, mr, wf, nc, dst + m0 * N + n0, N, bias ? bias + n0 : NULL);
     }
 }
 
 void omnic__cpu_matmul(const omnic__node *n, int ith, int nth, void *wdata)
 {
+    if (omnic__dtype_table[n->src[1]->dtype].is_quant) {
+        omnic__cpu_matmul_q(n, ith, nth, wdata);
+        return;
+    }
     const omnic__tensor *a = n->src[0], *w = n->src[1], *b = n->src[2];
     int64_t M = omnic__tensor_rows(a), K = omnic__tensor_cols(a), N = w->dims[0];
     const float *bias = b ? (const float *)b->data : NULL;
@@ -382,6 +387,7 @@ void omnic__cpu_matmul(const omnic__node *n, int ith, int nth, void *wdata)
 
 size_t omnic__cpu_matmul_wsize(const omnic__node *n, int nth)
 {
+    if (omnic__dtype_table[n->src[1]->dtype].is_quant) return omnic__cpu_matmul_q_wsize(n, nth);
     const omnic__tensor *a = n->src[0], *w = n->src[1];
     int64_t M = omnic__tensor_rows(a), K = omnic__tensor_cols(a), N = w->dims[0];
     if (w->dtype == OMNIC_DTYPE_F32 || M <= OMNIC_CPU_MV_MAX_M || n->ip[0]) return 0;
@@ -446,13 +452,13 @@ void omnic__cpu_patch_embed(const omnic__node *n, int ith, int nth, void *wdata)
         }
         float *out = dst + p0 * g.O;
         if (w->dtype == OMNIC_DTYPE_F32) {
-            sgemm_block(col, g.K, np, w->data, g.O, out, g.O, bias);
+            omnic__cpu_sgemm(col, g.K, np, w->data, g.O, out, g.O, bias);
             continue;
         }
         for (int64_t o0 = 0; o0 < g.O; o0 += GEMM_NC_HALF) {
             int64_t no = g.O - o0 < GEMM_NC_HALF ? g.O - o0 : GEMM_NC_HALF;
             const float *wf = widen_rows(w->data, w->dtype, g.K, o0, no, wbuf);
-            sgemm_block(col, g.K, np, wf, no, out + o0, g.O, bias ? bias + o0 : NULL);
+            omnic__cpu_sgemm(col, g.K, np, wf, no, out + o0, g.O, bias ? bias + o0 : NULL);
         }
     }
 }

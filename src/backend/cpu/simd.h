@@ -23,8 +23,19 @@ omnic__cpu_isa omnic__cpu_isa_level(void);
 /* "scalar", "avx2", "avx512". */
 const char *omnic__cpu_isa_name(omnic__cpu_isa isa);
 
+/* Extensions used by the quantized matmul (matmul_q.c) on top of the AVX-512 level; a bit is
+ * set only when the ISA level is AVX512 and the CPU (and OS, for AMX) support it.
+ * OMNIC_CPU_AMX=0 in the environment clears the AMX bit (benchmarks, tests). */
+#define OMNIC_CPU_VNNI 1u /* AVX512_VNNI (vpdpbusd) */
+#define OMNIC_CPU_VBMI 2u /* AVX512_VBMI (vpermb, vpermt2b) */
+#define OMNIC_CPU_AMX 4u  /* AMX-TILE + AMX-INT8, tile data permitted by the kernel */
+unsigned omnic__cpu_features(void);
+
 #define OMNIC_AVX2 __attribute__((target("avx2,fma,f16c")))
 #define OMNIC_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,f16c")))
+#define OMNIC_VNNI __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx512vbmi,avx2,fma,f16c")))
+#define OMNIC_AMX                                                                                           \
+    __attribute__((target("amx-tile,amx-int8,avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx512vbmi,avx2,fma,f16c")))
 #define OMNIC_INLINE static inline __attribute__((always_inline))
 /* Fully unrolls a short loop with a constant trip count (register tiles stay in registers). */
 #if defined(__clang__)

@@ -2,27 +2,55 @@
  * weights widened exactly from f32/f16/bf16, each output rounded to f32 once. */
 #include "backend/ref/ref.h"
 
+static bool is_quant(omnic_dtype t)
+{
+    return t == OMNIC_DTYPE_Q8_0 || t == OMNIC_DTYPE_Q4_0;
+}
+
+/* Bytes of one quantized activation row: K int8 quants, then K / 32 f32 scales. */
+static size_t act_row_bytes(int64_t K)
+{
+    return (size_t)K + (size_t)(K / OMNIC_QK) * sizeof(float);
+}
+
 /* dst[M, N] = a[M, K] . w[N, K]^T (+ bias[N]).
- * wdata: per thread, one widened weight row, K doubles. */
+ * wdata: per thread, one widened weight row, K doubles; then, for quantized weights, the
+ * q8 activation rows (act_row_bytes(K) each, row i written and read by the thread that
+ * owns row i), whose dequantized values d * q enter the dot exactly. */
 void omnic__ref_matmul(const omnic__node *n, int ith, int nth, void *wdata)
 {
     const omnic__tensor *a = n->src[0];    /* [M, K] f32 (any leading dims) */
-    const omnic__tensor *w = n->src[1];    /* [N, K] w* */
+    const omnic__tensor *w = n->src[1];    /* [N, K] w* or q8_0 / q4_0 */
     const omnic__tensor *bias = n->src[2]; /* [N] f32 or NULL */
     int64_t M = omnic__tensor_rows(a), K = omnic__tensor_cols(a), N = w->dims[0];
     const float *A = a->data;
     float *D = n->dst->data; /* [M, N] */
     double *wrow = (double *)wdata + (size_t)ith * (size_t)K;
+    uint8_t *act = (uint8_t *)wdata + (size_t)nth * (size_t)K * sizeof(double);
+    const bool quant = is_quant(w->dtype);
 
     int64_t lo, hi;
     omnic__split_rows(M, ith, nth, &lo, &hi);
+    if (quant)
+        for (int64_t i = lo; i < hi; i++) {
+            uint8_t *row = act + (size_t)i * act_row_bytes(K);
+            omnic__quantize_act_q8(A + i * K, (int8_t *)row, (float *)(row + K), K);
+        }
     for (int64_t j = 0; j < N; j++) {
         omnic__ref_widen(w->data, w->dtype, j * K, K, wrow);
         double b = bias ? ((const float *)bias->data)[j] : 0.0;
         for (int64_t i = lo; i < hi; i++) {
             double acc = 0.0;
-            for (int64_t k = 0; k < K; k++)
-                acc += (double)A[i * K + k] * wrow[k];
+            if (quant) {
+                const uint8_t *row = act + (size_t)i * act_row_bytes(K);
+                const int8_t *q = (const int8_t *)row;
+                const float *d = (const float *)(row + K);
+                for (int64_t k = 0; k < K; k++)
+                    acc += (double)d[k / OMNIC_QK] * (double)q[k] * wrow[k];
+            } else {
+                for (int64_t k = 0; k < K; k++)
+                    acc += (double)A[i * K + k] * wrow[k];
+            }
             D[i * N + j] = (float)(acc + b);
         }
     }
@@ -30,7 +58,10 @@ void omnic__ref_matmul(const omnic__node *n, int ith, int nth, void *wdata)
 
 size_t omnic__ref_matmul_wsize(const omnic__node *n, int nth)
 {
-    return (size_t)nth * (size_t)omnic__tensor_cols(n->src[0]) * sizeof(double);
+    int64_t K = omnic__tensor_cols(n->src[0]);
+    size_t bytes = (size_t)nth * (size_t)K * sizeof(double);
+    if (is_quant(n->src[1]->dtype)) bytes += (size_t)omnic__tensor_rows(n->src[0]) * act_row_bytes(K);
+    return bytes;
 }
 
 /* Conv2d with stride == kernel. dst[p, o] = sum_{c,ky,kx} img[c, py*ph+ky, px*pw+kx]

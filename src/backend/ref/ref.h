@@ -6,17 +6,33 @@
 #define OMNIC_BACKEND_REF_REF_H
 
 #include "backend/backend.h"
+#include <string.h>
+
 #include "core/dtype.h"
+#include "core/quant.h"
 #include "core/threadpool.h"
 
-/* Element i of a float tensor's data (f32, f16 or bf16), widened exactly. */
+/* Element i of a float or quantized tensor's data (f32, f16, bf16, q8_0, q4_0), widened
+ * or dequantized exactly (i counts elements; blocks are 32 elements). */
 static inline double omnic__ref_ld(const void *data, omnic_dtype dt, int64_t i)
 {
+    const uint8_t *blk;
+    uint16_t d;
+    int j = (int)(i % OMNIC_QK);
     switch (dt) {
     case OMNIC_DTYPE_F16:
         return omnic__f16_to_f32(((const uint16_t *)data)[i]);
     case OMNIC_DTYPE_BF16:
         return omnic__bf16_to_f32(((const uint16_t *)data)[i]);
+    case OMNIC_DTYPE_Q8_0:
+        blk = (const uint8_t *)data + (size_t)(i / OMNIC_QK) * sizeof(omnic__block_q8_0);
+        memcpy(&d, blk, 2);
+        return (double)omnic__f16_to_f32(d) * (double)(int8_t)blk[2 + j];
+    case OMNIC_DTYPE_Q4_0:
+        blk = (const uint8_t *)data + (size_t)(i / OMNIC_QK) * sizeof(omnic__block_q4_0);
+        memcpy(&d, blk, 2);
+        return (double)omnic__f16_to_f32(d) *
+               (double)((j < OMNIC_QK / 2 ? blk[2 + j] & 0x0f : blk[2 + j - OMNIC_QK / 2] >> 4) - 8);
     default:
         return ((const float *)data)[i];
     }

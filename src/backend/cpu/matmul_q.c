@@ -1,0 +1,574 @@
+/* cpu matmul with q8_0 / q4_0 weights: dst[M,N] = a[M,K] . w[N,K]^T (+ bias), a f32 (contract in
+ * backend/backend.h, formats in core/quant.h).
+ *
+ * Activations. Every thread first quantizes all M activation rows (the q8 rule of core/quant.h,
+ * bit for bit in every ISA: amax, d = amax / 127, id = 1 / d, x * id rounded half away from
+ * zero) into its own part of the work buffer, in the layout its kernel reads. The work is
+ * duplicated, not split (kernels have no barrier), and each row is quantized on its own, so a
+ * row's result depends neither on the other rows nor on nth.
+ *
+ * Regimes, chosen by M and ip[0] alone (never by nth), as for float weights (matmul.c):
+ *  - M <= OMNIC_CPU_MQ_MAX_M, or ip[0] = 1 (then in blocks of that many rows): the decode
+ *    kernel. Thread ith takes a contiguous range of weight rows; each output element is one
+ *    fixed reduction (depends only on K and the kernel), so rows are batch-invariant.
+ *      AVX-512 (VNNI + VBMI): two blocks per zmm. The weight pair is gathered by one vpermt2b
+ *        (q8_0; xor 0x80 makes it unsigned) or vpermb + shift + mask (q4_0 nibbles), its two
+ *        f16 scales by vpermw + vcvtph2ps; vpdpbusd(weights u8, activations s8) starts from a
+ *        per-block correction (-128 or -8 times the block's activation sum), so each block's
+ *        lanes sum to its exact integer dot; lanes are converted and FMA'd with
+ *        d_w * d_a into f32 accumulators, reduced once at the end.
+ *      AVX2: one block per ymm; q8_0 by the sign trick (maddubs(|a|, sign(w, a))), q4_0 by
+ *        maddubs(nibbles, a) plus the -8 * sum(a) correction; madd to i32, convert, FMA.
+ *      scalar: integer block dots, f32 sum of (d_w * d_a) * dot.
+ *  - otherwise (prefill): AMX int8 tiles where the CPU has them (matmul_amx.c), else weight
+ *    chunks and activation row blocks dequantized to f32 and multiplied by OpenBLAS sgemm.
+ * Every path computes the exact integer (or exactly dequantized) block dots and differs from
+ * the ref backend only by f32 rounding of the scaled sums. */
+#include <string.h>
+
+#include "backend/cpu/matmul_q.h"
+#include "backend/cpu/ops.h"
+#include "backend/cpu/simd.h"
+#include "core/dtype.h"
+#include "core/quant.h"
+#include "core/threadpool.h"
+
+/* Weight rows dequantized per task, and activation rows per sgemm call (sgemm fallback). */
+#define QG_NC 256
+#define QG_MB 128
+
+static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+static size_t align64(size_t n) { return (n + 63) / 64 * 64; }
+
+omnic__mq_kind omnic__mq_kind_get(void)
+{
+    omnic__cpu_isa isa = omnic__cpu_isa_level();
+    unsigned f = omnic__cpu_features();
+    if (isa == OMNIC_CPU_ISA_AVX512 && (f & OMNIC_CPU_VNNI) && (f & OMNIC_CPU_VBMI)) return OMNIC_MQ_VNNI;
+    if (isa >= OMNIC_CPU_ISA_AVX2) return OMNIC_MQ_AVX2;
+    return OMNIC_MQ_SCALAR;
+}
+
+omnic__mq_layout omnic__mq_layout_of(omnic__mq_kind kind, omnic_dtype wdt, int64_t K)
+{
+    omnic__mq_layout L = {0};
+    const size_t nb = (size_t)(K / OMNIC_QK), spb = wdt == OMNIC_DTYPE_Q4_0 ? 4 : 2, ns = (nb + spb - 1) / spb;
+    const size_t kp = kind == OMNIC_MQ_VNNI ? ns * spb * OMNIC_QK : align64((size_t)K); /* q bytes */
+    size_t off = align64(kp); /* q at 0 */
+    if (kind == OMNIC_MQ_AVX2) {
+        L.abs = off;
+        off += kp;
+    }
+    L.d = off;
+    off += align64(ns * spb * sizeof(float));
+    if (kind == OMNIC_MQ_AVX2) {
+        L.corr = off;
+        off += nb * 32;
+    } else if (kind == OMNIC_MQ_VNNI) {
+        L.corr = off;
+        off += ns * 64;
+        L.dv = off;
+        off += ns * 64;
+    }
+    L.bytes = align64(off);
+    return L;
+}
+
+/* ------------------------------------------------------------------------------------------
+ * Activation quantization: row x[K] -> q[K] int8 + d[K/32] f32, bit-identical to
+ * omnic__quantize_act_q8 in every ISA. */
+
+OMNIC_INLINE OMNIC_AVX512 __m512 round_away16(__m512 v)
+{
+    __m512 t = _mm512_roundscale_ps(v, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
+    __m512 r = _mm512_sub_ps(v, t); /* exact */
+    t = _mm512_mask_add_ps(t, _mm512_cmp_ps_mask(r, _mm512_set1_ps(0.5f), _CMP_GE_OQ), t, _mm512_set1_ps(1.0f));
+    return _mm512_mask_sub_ps(t, _mm512_cmp_ps_mask(r, _mm512_set1_ps(-0.5f), _CMP_LE_OQ), t, _mm512_set1_ps(1.0f));
+}
+
+static OMNIC_AVX512 void quant_row_avx512(const float *x, int8_t *q, float *d, int64_t K)
+{
+    for (int64_t b = 0; b < K / OMNIC_QK; b++, x += OMNIC_QK, q += OMNIC_QK) {
+        __m512 x0 = _mm512_loadu_ps(x), x1 = _mm512_loadu_ps(x + 16);
+        float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(x0), _mm512_abs_ps(x1)));
+        const float di = amax / 127.0f;
+        const float id = di != 0.0f ? 1.0f / di : 0.0f;
+        d[b] = di;
+        __m512 vid = _mm512_set1_ps(id);
+        __m512i i0 = _mm512_cvtps_epi32(round_away16(_mm512_mul_ps(x0, vid)));
+        __m512i i1 = _mm512_cvtps_epi32(round_away16(_mm512_mul_ps(x1, vid)));
+        _mm_storeu_si128((__m128i *)q, _mm512_cvtepi32_epi8(i0));
+        _mm_storeu_si128((__m128i *)(q + 16), _mm512_cvtepi32_epi8(i1));
+    }
+}
+
+OMNIC_INLINE OMNIC_AVX2 __m256i round_away8(__m256 v)
+{
+    __m256 one = _mm256_set1_ps(1.0f);
+    __m256 t = _mm256_round_ps(v, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
+    __m256 r = _mm256_sub_ps(v, t);
+    t = _mm256_add_ps(t, _mm256_and_ps(_mm256_cmp_ps(r, _mm256_set1_ps(0.5f), _CMP_GE_OQ), one));
+    t = _mm256_sub_ps(t, _mm256_and_ps(_mm256_cmp_ps(r, _mm256_set1_ps(-0.5f), _CMP_LE_OQ), one));
+    return _mm256_cvtps_epi32(t);
+}
+
+static OMNIC_AVX2 void quant_row_avx2(const float *x, int8_t *q, float *d, int64_t K)
+{
+    const __m256 sign = _mm256_set1_ps(-0.0f);
+    for (int64_t b = 0; b < K / OMNIC_QK; b++, x += OMNIC_QK, q += OMNIC_QK) {
+        __m256 x0 = _mm256_loadu_ps(x), x1 = _mm256_loadu_ps(x + 8), x2 = _mm256_loadu_ps(x + 16),
+               x3 = _mm256_loadu_ps(x + 24);
+        __m256 m = _mm256_max_ps(_mm256_max_ps(_mm256_andnot_ps(sign, x0), _mm256_andnot_ps(sign, x1)),
+                                 _mm256_max_ps(_mm256_andnot_ps(sign, x2), _mm256_andnot_ps(sign, x3)));
+        const float amax = omnic__hmax256(m);
+        const float di = amax / 127.0f;
+        const float id = di != 0.0f ? 1.0f / di : 0.0f;
+        d[b] = di;
+        __m256 vid = _mm256_set1_ps(id);
+        __m256i i0 = round_away8(_mm256_mul_ps(x0, vid)), i1 = round_away8(_mm256_mul_ps(x1, vid));
+        __m256i i2 = round_away8(_mm256_mul_ps(x2, vid)), i3 = round_away8(_mm256_mul_ps(x3, vid));
+        __m256i p = _mm256_packs_epi16(_mm256_packs_epi32(i0, i1), _mm256_packs_epi32(i2, i3));
+        p = _mm256_permutevar8x32_epi32(p, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+        _mm256_storeu_si256((__m256i *)q, p);
+    }
+}
+
+void omnic__mq_quant_row(omnic__mq_kind kind, const float *x, int8_t *q, float *d, int64_t K)
+{
+    if (kind == OMNIC_MQ_VNNI) quant_row_avx512(x, q, d, K);
+    else if (kind == OMNIC_MQ_AVX2) quant_row_avx2(x, q, d, K);
+    else omnic__quantize_act_q8(x, q, d, K);
+}
+
+static int32_t block_sum(const int8_t *q)
+{
+    int32_t s = 0;
+    for (int j = 0; j < OMNIC_QK; j++) s += q[j];
+    return s;
+}
+
+/* Rows a[rows, K] into buf (stride L->bytes) with the extras kernel `kind` reads for weights wdt
+ * (layouts: matmul_q.h). */
+static void quant_rows(omnic__mq_kind kind, omnic_dtype wdt, const float *a, int64_t rows, int64_t K, uint8_t *buf,
+                       const omnic__mq_layout *L)
+{
+    const bool q4 = wdt == OMNIC_DTYPE_Q4_0;
+    const int64_t nb = K / OMNIC_QK, spb = q4 ? 4 : 2, ns = (nb + spb - 1) / spb;
+    const int32_t c = q4 ? 8 : 128; /* offset the unsigned weight operand carries (q4_0 nibbles, q8_0 q + 128) */
+    for (int64_t i = 0; i < rows; i++) {
+        uint8_t *r = buf + (size_t)i * L->bytes;
+        int8_t *q = (int8_t *)r;
+        float *d = (float *)(r + L->d);
+        omnic__mq_quant_row(kind, a + i * K, q, d, K);
+        if (kind == OMNIC_MQ_AVX2) {
+            uint8_t *ab = r + L->abs;
+            for (int64_t k = 0; k < K; k++) ab[k] = (uint8_t)(q[k] < 0 ? -q[k] : q[k]);
+            int32_t *corr = (int32_t *)(r + L->corr);
+            for (int64_t b = 0; b < nb; b++) {
+                memset(corr + 8 * b, 0, 32);
+                corr[8 * b] = -c * block_sum(q + b * OMNIC_QK);
+            }
+        } else if (kind == OMNIC_MQ_VNNI) {
+            memset(r + K, 0, (size_t)(ns * spb * OMNIC_QK - K)); /* whole steps: padded blocks q = 0, d = 0 */
+            for (int64_t b = nb; b < ns * spb; b++) d[b] = 0.0f;
+            int32_t *corr = (int32_t *)(r + L->corr);
+            float *dv = (float *)(r + L->dv);
+            const int lanes = 16 / (int)spb; /* int32 lanes per block */
+            for (int64_t st = 0; st < ns; st++) {
+                memset(corr + 16 * st, 0, 64);
+                for (int64_t h = 0; h < spb; h++) {
+                    int64_t b = st * spb + h;
+                    corr[16 * st + lanes * h] = -c * block_sum(q + b * OMNIC_QK);
+                    for (int l = 0; l < lanes; l++) dv[16 * st + lanes * h + l] = d[b];
+                }
+                if (q4) { /* the quad's elements 0-15 of each block, then 16-31 */
+                    int8_t tmp[4 * OMNIC_QK];
+                    int8_t *qs = q + st * 4 * OMNIC_QK;
+                    for (int h = 0; h < 4; h++) {
+                        memcpy(tmp + 16 * h, qs + OMNIC_QK * h, 16);
+                        memcpy(tmp + 64 + 16 * h, qs + OMNIC_QK * h + 16, 16);
+                    }
+                    memcpy(qs, tmp, sizeof tmp);
+                }
+            }
+        }
+    }
+}
+
+/* ------------------------------------------------------------------------------------------
+ * Decode kernels: dst[i, n] for i < M, n in [n0, n1); act rows at stride L->bytes. */
+
+typedef void (*mq_fn)(const uint8_t *act, const omnic__mq_layout *L, int64_t M, int64_t K, const void *w,
+                      int64_t n0, int64_t n1, float *dst, int64_t N);
+
+#define MQ_NR 4
+
+/* ---- scalar ---- */
+
+static void mq_scalar(const uint8_t *act, const omnic__mq_layout *L, int64_t M, int64_t K, const void *w, int64_t n0,
+                      int64_t n1, float *dst, int64_t N, bool q4)
+{
+    const int64_t nb = K / OMNIC_QK;
+    const size_t bb = q4 ? sizeof(omnic__block_q4_0) : sizeof(omnic__block_q8_0);
+    for (int64_t n = n0; n < n1; n++) {
+        const uint8_t *wr = (const uint8_t *)w + (size_t)n * (size_t)nb * bb;
+        for (int64_t i = 0; i < M; i++) {
+            const uint8_t *r = act + (size_t)i * L->bytes;
+            const int8_t *q = (const int8_t *)r;
+            const float *d = (const float *)(r + L->d);
+            float acc = 0.0f;
+            for (int64_t b = 0; b < nb; b++) {
+                const uint8_t *blk = wr + (size_t)b * bb;
+                const int8_t *qa = q + b * OMNIC_QK;
+                uint16_t dh;
+                memcpy(&dh, blk, 2);
+                int32_t s = 0;
+                if (q4) {
+                    for (int j = 0; j < OMNIC_QK / 2; j++) {
+                        s += ((blk[2 + j] & 0x0f) - 8) * qa[j];
+                        s += ((blk[2 + j] >> 4) - 8) * qa[j + OMNIC_QK / 2];
+                    }
+                } else {
+                    for (int j = 0; j < OMNIC_QK; j++) s += (int8_t)blk[2 + j] * qa[j];
+                }
+                acc += omnic__f16_to_f32(dh) * d[b] * (float)s;
+            }
+            dst[i * N + n] = acc;
+        }
+    }
+}
+
+static void mq_scalar_q8(const uint8_t *act, const omnic__mq_layout *L, int64_t M, int64_t K, const void *w,
+                         int64_t n0, int64_t n1, float *dst, int64_t N)
+{
+    mq_scalar(act, L, M, K, w, n0, n1, dst, N, false);
+}
+static void mq_scalar_q4(const uint8_t *act, const omnic__mq_layout *L, int64_t M, int64_t K, const void *w,
+                         int64_t n0, int64_t n1, float *dst, int64_t N)
+{
+    mq_scalar(act, L, M, K, w, n0, n1, dst, N, true);
+}
+
+/* ---- AVX2: one block per step; tiles of mr <= 2 activation rows x nr <= 4 weight rows ---- */
+
+OMNIC_INLINE OMNIC_AVX2 float f16_scalar(const uint8_t *p)
+{
+    uint16_t h;
+    memcpy(&h, p, 2);
+    return _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtsi32_si128(h)));
+}
+
+OMNIC_INLINE OMNIC_AVX2 void tile_avx2(const uint8_t *act, const omnic__mq_layout *L, int mr, const uint8_t *w,
+                                       size_t ldw, int nr, int64_t nb, bool q4, float *out, int64_t ldo)
+{
+    const size_t bb = q4 ? sizeof(omnic__block_q4_0) : sizeof(omnic__block_q8_0);
+    const __m256i ones = _mm256_set1_epi16(1), low4 = _mm256_set1_epi8(0x0f);
+    __m256 acc[2][MQ_NR];
+    OMNIC_UNROLL for (int i = 0; i < mr; i++) OMNIC_UNROLL for (int j = 0; j < nr; j++) acc[i][j] = _mm256_setzero_ps();
+    for (int64_t b = 0; b < nb; b++) {
+        __m256i wv[MQ_NR];
+        float dw[MQ_NR];
+        OMNIC_UNROLL for (int j = 0; j < nr; j++) {
+            const uint8_t *blk = w + (size_t)j * ldw + (size_t)b * bb;
+            _mm_prefetch((const char *)blk + (size_t)nr * ldw, _MM_HINT_T0);
+            dw[j] = f16_scalar(blk);
+            if (q4) {
+                __m128i x = _mm_loadu_si128((const __m128i *)(blk + 2));
+                __m256i xx = _mm256_set_m128i(_mm_srli_epi16(x, 4), x);
+                wv[j] = _mm256_and_si256(xx, low4);
+            } else {
+                wv[j] = _mm256_loadu_si256((const __m256i *)(blk + 2));
+            }
+        }
+        OMNIC_UNROLL for (int i = 0; i < mr; i++) {
+            const uint8_t *r = act + (size_t)i * L->bytes;
+            __m256i a = _mm256_loadu_si256((const __m256i *)(r + b * OMNIC_QK));
+            float da = ((const float *)(r + L->d))[b];
+            __m256i aa = q4 ? _mm256_setzero_si256() : _mm256_loadu_si256((const __m256i *)(r + L->abs + b * OMNIC_QK));
+            __m256i corr = q4 ? _mm256_loadu_si256((const __m256i *)(r + L->corr + b * 32)) : _mm256_setzero_si256();
+            OMNIC_UNROLL for (int j = 0; j < nr; j++) {
+                __m256i p16 = q4 ? _mm256_maddubs_epi16(wv[j], a) : _mm256_maddubs_epi16(aa, _mm256_sign_epi8(wv[j], a));
+                __m256i p32 = _mm256_madd_epi16(p16, ones);
+                if (q4) p32 = _mm256_add_epi32(p32, corr);
+                acc[i][j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p32), _mm256_set1_ps(dw[j] * da), acc[i][j]);
+            }
+        }
+    }
+    OMNIC_UNROLL for (int i = 0; i < mr; i++) OMNIC_UNROLL for (int j = 0; j < nr; j++) out[i * ldo + j] = omnic__hsum256(acc[i][j]);
+}
+
+OMNIC_INLINE OMNIC_AVX2 void mq_avx2(const uint8_t *act, const omnic__mq_layout *L, int64_t M, int64_t K,
+                                     const void *w, int64_t n0, int64_t n1, float *dst, int64_t N, bool q4)
+{
+    const int64_t nb = K / OMNIC_QK;
+    const size_t ldw = (size_t)nb * (q4 ? sizeof(omnic__block_q4_0) : sizeof(omnic__block_q8_0));
+    const uint8_t *wb = w;
+    int64_t n = n0;
+    for (; n + MQ_NR <= n1; n += MQ_NR) {
+        int64_t i = 0;
+        for (; i + 2 <= M; i += 2)
+            tile_avx2(act + (size_t)i * L->bytes, L, 2, wb + (size_t)n * ldw, ldw, MQ_NR, nb, q4, dst + i * N + n, N);
+        if (i < M) tile_avx2(act + (size_t)i * L->bytes, L, 1, wb + (size_t)n * ldw, ldw, MQ_NR, nb, q4, dst + i * N + n, N);
+    }
+    for (; n < n1; n++) {
+        int64_t i = 0;
+        for (; i + 2 <= M; i += 2)
+            tile_avx2(act + (size_t)i * L->bytes, L, 2, wb + (size_t)n * ldw, ldw, 1, nb, q4, dst + i * N + n, N);
+        if (i < M) tile_avx2(act + (size_t)i * L->bytes, L, 1, wb + (size_t)n * ldw, ldw, 1, nb, q4, dst + i * N + n, N);
+    }
+}
+
+static OMNIC_AVX2 void mq_avx2_q8(const uint8_t *act, const omnic__mq_layout *L, int64_t M, int64_t K, const void *w,
+                                  int64_t n0, int64_t n1, float *dst, int64_t N)
+{
+    mq_avx2(act, L, M, K, w, n0, n1, dst, N, false);
+}
+static OMNIC_AVX2 void mq_avx2_q4(const uint8_t *act, const omnic__mq_layout *L, int64_t M, int64_t K, const void *w,
+                                  int64_t n0, int64_t n1, float *dst, int64_t N)
+{
+    mq_avx2(act, L, M, K, w, n0, n1, dst, N, true);
+}
+
+/* ---- AVX-512 VNNI + VBMI; tiles of mr <= 4 activation rows x nr <= 4 weight rows ----
+ * q8_0, a block pair per step (68 bytes: one 64-byte load + a broadcast dword): vpermt2b
+ * gathers the 64 quants (lanes 0-7: block 0, 8-15: block 1), xor 0x80 makes them unsigned.
+ * q4_0, a block quad per step (72 bytes: one 64-byte load + a broadcast qword): vpermt2b
+ * gathers the 64 nibble bytes (16 per block), the low nibbles (elements 0-15 of each block)
+ * and the high nibbles (16-31) make two u8 vectors with 4 lanes per block, matched by the
+ * activation layout (q_lo, q_hi). Whole pairs / quads never read past their own bytes; a
+ * partial one at the end of a row is loaded under a byte mask and its missing blocks read as
+ * zeros (zero activations and scales pad them). */
+
+typedef struct vnni_consts {
+    __m512i idx_q;  /* quant bytes of the step's blocks */
+    __m512i idx_d;  /* words: each block's f16 scale, repeated per lane of the block */
+    __mmask64 part[4]; /* byte masks of 0..3 blocks (partial step) */
+} vnni_consts;
+
+static OMNIC_VNNI vnni_consts vnni_setup(bool q4)
+{
+    vnni_consts c;
+    uint8_t iq[64];
+    uint16_t id[32] = {0};
+    const int bb = q4 ? (int)sizeof(omnic__block_q4_0) : (int)sizeof(omnic__block_q8_0);
+    for (int k = 0; k < 64; k++) /* indices >= 64 pick the second source */
+        iq[k] = (uint8_t)(q4 ? bb * (k / 16) + 2 + k % 16 : bb * (k / 32) + 2 + k % 32);
+    for (int k = 0; k < 16; k++) id[k] = (uint16_t)(q4 ? (bb / 2) * (k / 4) : (bb / 2) * (k / 8));
+    c.idx_q = _mm512_loadu_si512(iq);
+    c.idx_d = _mm512_loadu_si512(id);
+    for (int r = 0; r < 4; r++) c.part[r] = bb * r < 64 ? (((__mmask64)1 << (bb * r)) - 1) : ~(__mmask64)0;
+    return c;
+}
+
+/* Weight step at p: nblk = blocks in the step (2 for a q8_0 pair, 4 for a q4_0 quad) or fewer
+ * at a row's end. q8_0: *w0 = 64 unsigned quants; q4_0: *w0 / *w1 = low / high nibbles. */
+OMNIC_INLINE OMNIC_VNNI void ldw_step(const uint8_t *p, int nblk, bool q4, const vnni_consts *c, __m512i *w0,
+                                      __m512i *w1, __m512 *dw)
+{
+    __m512i z0, z1;
+    if (nblk == (q4 ? 4 : 2)) {
+        z0 = _mm512_loadu_si512(p);
+        if (q4) {
+            int64_t t;
+            memcpy(&t, p + 64, 8);
+            z1 = _mm512_set1_epi64(t);
+        } else {
+            int32_t t;
+            memcpy(&t, p + 64, 4);
+            z1 = _mm512_set1_epi32(t);
+        }
+    } else {
+        z0 = _mm512_maskz_loadu_epi8(c->part[nblk], p);
+        z1 = _mm512_setzero_si512();
+    }
+    __m512i g = _mm512_permutex2var_epi8(z0, c->idx_q, z1);
+    if (q4) {
+        const __m512i low4 = _mm512_set1_epi8(0x0f);
+        *w0 = _mm512_and_si512(g, low4);
+        *w1 = _mm512_and_si512(_mm512_srli_epi16(g, 4), low4);
+    } else {
+        *w0 = _mm512_xor_si512(g, _mm512_set1_epi8((char)0x80));
+    }
+    *dw = _mm512_cvtph_ps(_mm512_castsi512_si256(_mm512_permutexvar_epi16(c->idx_d, z0)));
+}
+
+/* Activation step s of a row: q (64 bytes; q4_0: q_lo then q_hi, 128 bytes), corr, dv. */
+OMNIC_INLINE OMNIC_VNNI void tile_vnni(const uint8_t *act, const omnic__mq_layout *L, int mr, const uint8_t *w,
+                                       size_t ldw, int nr, int64_t nb, bool q4, const vnni_consts *c, float *out,
+                                       int64_t ldo)
+{
+    const int spb = q4 ? 4 : 2;                                                      /* blocks per step */
+    const size_t sb = (size_t)spb * (q4 ? sizeof(omnic__block_q4_0) : sizeof(omnic__block_q8_0)); /* weight bytes */
+    const size_t qb = q4 ? 128 : 64;                                                 /* activation bytes */
+    const size_t pf = (size_t)nr * ldw;                                              /* next tile, same row */
+    __m512 acc[4][MQ_NR];
+    OMNIC_UNROLL for (int i = 0; i < mr; i++) OMNIC_UNROLL for (int j = 0; j < nr; j++) acc[i][j] = _mm512_setzero_ps();
+    const int64_t ns = (nb + spb - 1) / spb;
+    for (int64_t s = 0; s < ns; s++) {
+        const int nblk = nb - s * spb < spb ? (int)(nb - s * spb) : spb;
+        __m512i w0[MQ_NR], w1[MQ_NR];
+        __m512 dw[MQ_NR];
+        OMNIC_UNROLL for (int j = 0; j < nr; j++) {
+            const uint8_t *wp = w + (size_t)j * ldw + (size_t)s * sb;
+            _mm_prefetch((const char *)wp + pf, _MM_HINT_T0);
+            if (q4) _mm_prefetch((const char *)wp + pf + 64, _MM_HINT_T0);
+            ldw_step(wp, nblk, q4, c, &w0[j], &w1[j], &dw[j]);
+        }
+        OMNIC_UNROLL for (int i = 0; i < mr; i++) {
+            const uint8_t *r = act + (size_t)i * L->bytes;
+            const __m512i a0 = _mm512_loadu_si512(r + (size_t)s * qb);
+            const __m512i a1 = q4 ? _mm512_loadu_si512(r + (size_t)s * qb + 64) : a0;
+            const __m512i corr = _mm512_loadu_si512(r + L->corr + (size_t)s * 64);
+            const __m512 dv = _mm512_loadu_ps((const float *)(r + L->dv + (size_t)s * 64));
+            OMNIC_UNROLL for (int j = 0; j < nr; j++) {
+                __m512i t = _mm512_dpbusd_epi32(corr, w0[j], a0);
+                if (q4) t = _mm512_dpbusd_epi32(t, w1[j], a1);
+                acc[i][j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(t), _mm512_mul_ps(dw[j], dv), acc[i][j]);
+            }
+        }
+    }
+    OMNIC_UNROLL for (int i = 0; i < mr; i++) OMNIC_UNROLL for (int j = 0; j < nr; j++) out[i * ldo + j] = _mm512_reduce_add_ps(acc[i][j]);
+}
+
+OMNIC_INLINE OMNIC_VNNI void mq_vnni(const uint8_t *act, const omnic__mq_layout *L, int64_t M, int64_t K,
+                                     const void *w, int64_t n0, int64_t n1, float *dst, int64_t N, bool q4)
+{
+    const int64_t nb = K / OMNIC_QK;
+    const size_t ldw = (size_t)nb * (q4 ? sizeof(omnic__block_q4_0) : sizeof(omnic__block_q8_0));
+    const uint8_t *wb = w;
+    const vnni_consts c = vnni_setup(q4);
+    const size_t as = L->bytes;
+    int64_t n = n0;
+    for (; n + MQ_NR <= n1; n += MQ_NR) {
+        const uint8_t *wt = wb + (size_t)n * ldw;
+        int64_t i = 0;
+        for (; i + 4 <= M; i += 4) tile_vnni(act + i * as, L, 4, wt, ldw, MQ_NR, nb, q4, &c, dst + i * N + n, N);
+        switch (M - i) {
+        case 3: tile_vnni(act + i * as, L, 3, wt, ldw, MQ_NR, nb, q4, &c, dst + i * N + n, N); break;
+        case 2: tile_vnni(act + i * as, L, 2, wt, ldw, MQ_NR, nb, q4, &c, dst + i * N + n, N); break;
+        case 1: tile_vnni(act + i * as, L, 1, wt, ldw, MQ_NR, nb, q4, &c, dst + i * N + n, N); break;
+        default: break;
+        }
+    }
+    for (; n < n1; n++) {
+        const uint8_t *wt = wb + (size_t)n * ldw;
+        int64_t i = 0;
+        for (; i + 4 <= M; i += 4) tile_vnni(act + i * as, L, 4, wt, ldw, 1, nb, q4, &c, dst + i * N + n, N);
+        for (; i < M; i++) tile_vnni(act + i * as, L, 1, wt, ldw, 1, nb, q4, &c, dst + i * N + n, N);
+    }
+}
+
+static OMNIC_VNNI void mq_vnni_q8(const uint8_t *act, const omnic__mq_layout *L, int64_t M, int64_t K, const void *w,
+                                  int64_t n0, int64_t n1, float *dst, int64_t N)
+{
+    mq_vnni(act, L, M, K, w, n0, n1, dst, N, false);
+}
+static OMNIC_VNNI void mq_vnni_q4(const uint8_t *act, const omnic__mq_layout *L, int64_t M, int64_t K, const void *w,
+                                  int64_t n0, int64_t n1, float *dst, int64_t N)
+{
+    mq_vnni(act, L, M, K, w, n0, n1, dst, N, true);
+}
+
+static const mq_fn mq_table[OMNIC_MQ_KIND_COUNT][2] = {
+    [OMNIC_MQ_SCALAR] = {mq_scalar_q8, mq_scalar_q4},
+    [OMNIC_MQ_AVX2] = {mq_avx2_q8, mq_avx2_q4},
+    [OMNIC_MQ_VNNI] = {mq_vnni_q8, mq_vnni_q4},
+};
+_Static_assert(sizeof mq_table / sizeof mq_table[0] == OMNIC_MQ_KIND_COUNT, "mq_table out of step with kinds");
+
+/* ------------------------------------------------------------------------------------------
+ * Planning and dispatch. */
+
+typedef enum { PATH_DECODE, PATH_AMX, PATH_SGEMM } mq_path;
+
+static mq_path path_of(const omnic__node *n)
+{
+    int64_t M = omnic__tensor_rows(n->src[0]);
+    if (M <= OMNIC_CPU_MQ_MAX_M || n->ip[0]) return PATH_DECODE;
+    if (omnic__cpu_features() & OMNIC_CPU_AMX) return PATH_AMX;
+    return PATH_SGEMM;
+}
+
+/* Bytes of one thread's part of the work buffer. */
+static size_t part_bytes(const omnic__node *n, mq_path path)
+{
+    int64_t M = omnic__tensor_rows(n->src[0]), K = omnic__tensor_cols(n->src[0]);
+    if (path == PATH_DECODE) {
+        omnic__mq_layout L = omnic__mq_layout_of(omnic__mq_kind_get(), n->src[1]->dtype, K);
+        int64_t rows = M < OMNIC_CPU_MQ_MAX_M ? M : OMNIC_CPU_MQ_MAX_M;
+        return (size_t)rows * L.bytes;
+    }
+    if (path == PATH_AMX) return omnic__cpu_matmul_amx_part(M, K, n->src[1]->dtype);
+    omnic__mq_layout L = omnic__mq_layout_of(OMNIC_MQ_SCALAR, n->src[1]->dtype, K);
+    return (size_t)M * L.bytes + align64((size_t)QG_MB * (size_t)K * sizeof(float)) +
+           align64((size_t)QG_NC * (size_t)K * sizeof(float));
+}
+
+size_t omnic__cpu_matmul_q_wsize(const omnic__node *n, int nth)
+{
+    return part_bytes(n, path_of(n)) * (size_t)nth;
+}
+
+/* Prefill without AMX: dequantized weight chunks x dequantized activation row blocks, sgemm. */
+static void sgemm_path(const omnic__node *n, int ith, int nth, uint8_t *part)
+{
+    const omnic__tensor *a = n->src[0], *w = n->src[1], *b = n->src[2];
+    const int64_t M = omnic__tensor_rows(a), K = omnic__tensor_cols(a), N = w->dims[0];
+    const float *bias = b ? (const float *)b->data : NULL;
+    float *dst = n->dst->data;
+    const omnic__mq_kind kind = omnic__mq_kind_get();
+    const omnic__mq_layout L = omnic__mq_layout_of(OMNIC_MQ_SCALAR, w->dtype, K); /* plain q + d rows */
+    const size_t wrow = omnic__dtype_row_bytes(w->dtype, K);
+    float *af = (float *)(part + (size_t)M * L.bytes);
+    float *wf = (float *)((uint8_t *)af + align64((size_t)QG_MB * (size_t)K * sizeof(float)));
+    for (int64_t i = 0; i < M; i++) {
+        uint8_t *r = part + (size_t)i * L.bytes;
+        omnic__mq_quant_row(kind, (const float *)a->data + i * K, (int8_t *)r, (float *)(r + L.d), K);
+    }
+    int64_t c0, c1;
+    omnic__split_rows(cdiv(N, QG_NC), ith, nth, &c0, &c1);
+    for (int64_t ci = c0; ci < c1; ci++) {
+        int64_t n0 = ci * QG_NC, nc = N - n0 < QG_NC ? N - n0 : QG_NC;
+        for (int64_t j = 0; j < nc; j++)
+            omnic__dequantize_row(w->dtype, (const uint8_t *)w->data + (size_t)(n0 + j) * wrow, wf + j * K, K);
+        for (int64_t m0 = 0; m0 < M; m0 += QG_MB) {
+            int64_t mb = M - m0 < QG_MB ? M - m0 : QG_MB;
+            for (int64_t i = 0; i < mb; i++) {
+                const uint8_t *r = part + (size_t)(m0 + i) * L.bytes;
+                const int8_t *q = (const int8_t *)r;
+                const float *d = (const float *)(r + L.d);
+                for (int64_t k = 0; k < K; k++) af[i * K + k] = d[k / OMNIC_QK] * (float)q[k];
+            }
+            omnic__cpu_sgemm(af, K, mb, wf, nc, dst + m0 * N + n0, N, bias ? bias + n0 : NULL);
+        }
+    }
+}
+
+void omnic__cpu_matmul_q(const omnic__node *n, int ith, int nth, void *wdata)
+{
+    const omnic__tensor *a = n->src[0], *w = n->src[1], *b = n->src[2];
+    const int64_t M = omnic__tensor_rows(a), K = omnic__tensor_cols(a), N = w->dims[0];
+    const mq_path path = path_of(n);
+    uint8_t *part = omnic__cpu_wpart(wdata, part_bytes(n, path), ith);
+    if (path == PATH_AMX) {
+        omnic__cpu_matmul_amx(n, ith, nth, part);
+        return;
+    }
+    if (path == PATH_SGEMM) {
+        sgemm_path(n, ith, nth, part);
+        return;
+    }
+    const omnic__mq_kind kind = omnic__mq_kind_get();
+    const omnic__mq_layout L = omnic__mq_layout_of(kind, w->dtype, K);
+    const float *bias = b ? (const float *)b->data : NULL;
+    int64_t n0, n1;
+    omnic__split_rows(N, ith, nth, &n0, &n1);
+    for (int64_t i0 = 0; i0 < M; i0 += OMNIC_CPU_MQ_MAX_M) {
+        int64_t mb = M - i0 < OMNIC_CPU_MQ_MAX_M ? M - i0 : OMNIC_CPU_MQ_MAX_M;
+        if (n0 >= n1) continue;
+        float *d = (float *)n->dst->data + i0 * N;
+        quant_rows(kind, w->dtype, (const float *)a->data + i0 * K, mb, K, part, &L);
+        mq_table[kind][w->dtype == OMNIC_DTYPE_Q4_0](part, &L, mb, K, w->data, n0, n1, d, N);
+        if (bias) omnic__cpu_add_bias(bias + n0, d + n0, N, mb, n1 - n0);
+    }
+}

@@ -1,0 +1,215 @@
+/* `omnic serve`: options, model loading beside a listening server (/health is 503 until
+ * the model is ready), and SIGINT/SIGTERM handling (stop taking work, drain, exit 0). */
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cli/args.h"
+#include "cli/cli.h"
+#include "core/limits.h"
+#include "server/server.h"
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: omnic serve -m DIR [--host 127.0.0.1] [--port 8080] [--parallel N] [--ctx C] [--threads T]\n"
+            "                   [--api-key K | --api-key-file F] [--max-queue Q] [--request-timeout S]\n"
+            "                   [--cors-origin O]... [--model-name NAME] [--chunk N] [--kv f16|f32]\n"
+            "                   [--backend cpu|ref] [--max-body BYTES] [--http-threads N] [--shutdown-timeout S]\n"
+            "  OpenAI-compatible HTTP server: POST /v1/chat/completions, POST /v1/completions,\n"
+            "  GET /v1/models, GET /health, GET /metrics, POST /tokenize, POST /detokenize.\n"
+            "  --parallel N       sequences decoded together (slots; default 4); n may go up to N\n"
+            "  --ctx C            context per slot (default min(max_position_embeddings, 4096))\n"
+            "  --max-queue Q      requests waiting for a slot before 429 (default 64)\n"
+            "  --request-timeout S  cancel a generation after S seconds (default: none)\n"
+            "  --api-key K        require 'Authorization: Bearer K' (all routes but /health)\n"
+            "  --cors-origin O    allow browser requests from origin O ('*': any); repeatable\n"
+            "  --port 0           any free port (printed on stderr)\n"
+            "  --shutdown-timeout S  on SIGINT/SIGTERM, let in-flight requests finish for S s (default 30)\n");
+}
+
+static int read_key_file(const char *path, char *out, size_t cap)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        fprintf(stderr, "omnic serve: --api-key-file %s: %s\n", path, strerror(errno));
+        return -1;
+    }
+    size_t n = fread(out, 1, cap - 1, f);
+    bool more = fgetc(f) != EOF;
+    fclose(f);
+    out[n] = '\0';
+    size_t line = strcspn(out, "\r\n"); /* the key is the first line */
+    out[line] = '\0';
+    while (line && (out[line - 1] == ' ' || out[line - 1] == '\t')) out[--line] = '\0';
+    if (!line || line > OMNIC_MAX_API_KEY_BYTES || (more && line == n)) {
+        fprintf(stderr, "omnic serve: --api-key-file %s: the key must be one line of 1..%d bytes\n", path,
+                OMNIC_MAX_API_KEY_BYTES);
+        return -1;
+    }
+    return 0;
+}
+
+typedef struct loader {
+    omnic__server *srv;
+    omnic_err err;
+    omnic_status status;
+    atomic_bool done;
+} loader;
+
+static void *load_main(void *arg)
+{
+    loader *ld = arg;
+    ld->status = omnic__server_load(ld->srv, &ld->err);
+    atomic_store(&ld->done, true);
+    return NULL;
+}
+
+int omnic__cli_serve(int argc, char **argv)
+{
+    static char key_buf[OMNIC_MAX_API_KEY_BYTES + 2];
+    static const char *cors[OMNIC_MAX_CORS_ORIGINS];
+    static loader ld; /* static: the loader thread may outlive this function on an interrupted load */
+    omnic__server_opts o = {.host = "127.0.0.1",
+                            .port = 8080,
+                            .engine = {.model = {.kv_dtype = OMNIC_DTYPE_F16, .slots = 4}}};
+    const char *key_file = NULL;
+    double shutdown_s = 30;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v;
+        int64_t x;
+        int r;
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            usage(stdout);
+            return 0;
+        }
+#define STR_OPT(s, l, dst)                                                                                  \
+    if ((r = omnic__arg_str(argc, argv, &i, s, l, &(dst))) != 0) {                                          \
+        if (r < 0) return 2;                                                                                \
+        continue;                                                                                           \
+    }
+#define INT_OPT(s, l, lo, hi, stmt)                                                                         \
+    if ((r = omnic__arg_i64(argc, argv, &i, s, l, lo, hi, &x)) != 0) {                                      \
+        if (r < 0) return 2;                                                                                \
+        stmt;                                                                                               \
+        continue;                                                                                           \
+    }
+        STR_OPT("-m", "--model", o.model_dir)
+        STR_OPT(NULL, "--model-name", o.model_id)
+        STR_OPT(NULL, "--host", o.host)
+        STR_OPT(NULL, "--api-key", o.api_key)
+        STR_OPT(NULL, "--api-key-file", key_file)
+        STR_OPT(NULL, "--backend", o.engine.model.backend)
+        INT_OPT(NULL, "--port", 0, 65535, o.port = (int)x)
+        INT_OPT("-np", "--parallel", 1, 256, o.engine.model.slots = (int)x)
+        INT_OPT("-c", "--ctx", 1, INT32_MAX, o.engine.model.ctx = x)
+        INT_OPT("-t", "--threads", 1, 256, o.engine.model.threads = (int)x)
+        INT_OPT(NULL, "--chunk", 1, INT32_MAX, o.engine.model.chunk = x)
+        INT_OPT(NULL, "--max-queue", 1, 1 << 20, o.engine.max_queue = (int)x)
+        INT_OPT(NULL, "--request-timeout", 0, 1 << 30, o.request_timeout_s = (double)x)
+        INT_OPT(NULL, "--max-body", 1, (int64_t)OMNIC_MAX_BODY_BYTES, o.max_body_bytes = (size_t)x)
+        INT_OPT(NULL, "--http-threads", 1, 64, o.http_threads = (int)x)
+        INT_OPT(NULL, "--shutdown-timeout", 0, 1 << 20, shutdown_s = (double)x)
+#undef STR_OPT
+#undef INT_OPT
+        if ((r = omnic__arg_str(argc, argv, &i, NULL, "--cors-origin", &v)) != 0) {
+            if (r < 0) return 2;
+            if (o.n_cors_origins == OMNIC_MAX_CORS_ORIGINS) {
+                fprintf(stderr, "omnic serve: at most %d --cors-origin values\n", OMNIC_MAX_CORS_ORIGINS);
+                return 2;
+            }
+            cors[o.n_cors_origins++] = v;
+            continue;
+        }
+        if ((r = omnic__arg_str(argc, argv, &i, NULL, "--kv", &v)) != 0) {
+            if (r < 0 || (strcmp(v, "f16") && strcmp(v, "f32"))) {
+                fprintf(stderr, "omnic serve: --kv must be f16 or f32\n");
+                return 2;
+            }
+            o.engine.model.kv_dtype = strcmp(v, "f32") ? OMNIC_DTYPE_F16 : OMNIC_DTYPE_F32;
+            continue;
+        }
+        fprintf(stderr, "omnic serve: unknown option '%s'\n", a);
+        usage(stderr);
+        return 2;
+    }
+    if (!o.model_dir) {
+        fprintf(stderr, "omnic serve: -m DIR is required\n");
+        usage(stderr);
+        return 2;
+    }
+    if (o.api_key && key_file) {
+        fprintf(stderr, "omnic serve: give --api-key or --api-key-file, not both\n");
+        return 2;
+    }
+    if (key_file) {
+        if (read_key_file(key_file, key_buf, sizeof key_buf) < 0) return 2;
+        o.api_key = key_buf;
+    }
+    o.cors_origins = cors;
+
+    /* SIGINT/SIGTERM are taken by sigtimedwait below; block them before any thread starts
+     * so that every thread inherits the mask. */
+    sigset_t sigs;
+    sigemptyset(&sigs);
+    sigaddset(&sigs, SIGINT);
+    sigaddset(&sigs, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &sigs, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    omnic_err err;
+    omnic_err_clear(&err);
+    omnic__server *srv = NULL;
+    if (omnic__server_create(&o, &srv, &err) != OMNIC_OK) {
+        fprintf(stderr, "omnic serve: %s\n", err.msg);
+        return 1;
+    }
+    fprintf(stderr, "omnic serve: listening on http://%s:%d (loading %s)\n", o.host, omnic__server_port(srv),
+            o.model_dir);
+    fflush(stderr);
+    ld.srv = srv;
+    atomic_init(&ld.done, false);
+    pthread_t th;
+    if (pthread_create(&th, NULL, load_main, &ld) != 0) {
+        fprintf(stderr, "omnic serve: cannot start the loader thread\n");
+        omnic__server_destroy(srv);
+        return 1;
+    }
+    bool loaded = false;
+    for (;;) {
+        struct timespec to = {.tv_sec = 0, .tv_nsec = 100 * 1000 * 1000};
+        int sig = sigtimedwait(&sigs, NULL, &to);
+        if (sig == SIGINT || sig == SIGTERM) {
+            if (!loaded && !atomic_load(&ld.done)) {
+                /* the load cannot be interrupted; the process exits around it */
+                fprintf(stderr, "omnic serve: %s while loading the model; exiting\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
+                return 1;
+            }
+            if (!loaded) pthread_join(th, NULL);
+            fprintf(stderr, "omnic serve: %s: no new requests; draining in-flight ones (up to %g s)\n",
+                    sig == SIGINT ? "SIGINT" : "SIGTERM", shutdown_s);
+            fflush(stderr);
+            break;
+        }
+        if (!loaded && atomic_load(&ld.done)) {
+            pthread_join(th, NULL);
+            if (ld.status != OMNIC_OK) {
+                fprintf(stderr, "omnic serve: cannot load the model in %s: %s\n", o.model_dir, ld.err.msg);
+                omnic__server_destroy(srv);
+                return 1;
+            }
+            loaded = true;
+            fprintf(stderr, "omnic serve: ready on http://%s:%d\n", o.host, omnic__server_port(srv));
+            fflush(stderr);
+        }
+    }
+    omnic__server_shutdown(srv, shutdown_s);
+    omnic__server_destroy(srv);
+    fprintf(stderr, "omnic serve: stopped\n");
+    return 0;
+}

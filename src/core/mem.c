@@ -1,0 +1,26 @@
+/* Process memory statistics from /proc/self (see core/mem.h). */
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/mem.h"
+
+bool omnic__mem_rss(size_t *current, size_t *peak)
+{
+    unsigned long long size = 0, resident = 0, hwm_kb = 0;
+    FILE *f = fopen("/proc/self/statm", "r");
+    if (!f) return false;
+    int n = fscanf(f, "%llu %llu", &size, &resident);
+    fclose(f);
+    if (n != 2) return false;
+    f = fopen("/proc/self/status", "r");
+    if (!f) return false;
+    char line[256];
+    while (fgets(line, sizeof line, f))
+        if (!strncmp(line, "VmHWM:", 6)) sscanf(line + 6, "%llu", &hwm_kb);
+    fclose(f);
+    long pg = sysconf(_SC_PAGESIZE);
+    *current = (size_t)resident * (size_t)(pg > 0 ? pg : 4096);
+    *peak = (size_t)hwm_kb * 1024u;
+    return true;
+}

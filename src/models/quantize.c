@@ -1,0 +1,119 @@
+/* Load-time quantization of a text decoder's linear weights (see models/quantize.h): each
+ * weight is converted row by row (ggml's reference rounding, core/quant.h) into owned memory,
+ * rows split over the model's thread pool, and the converted source pages are dropped from
+ * RSS chunk by chunk, so peak memory stays near the quantized size plus one chunk per thread. */
+#include <stdio.h>
+#include <string.h>
+
+#include "core/dtype.h"
+#include "core/log.h"
+#include "core/quant.h"
+#include "io/safetensors.h"
+#include "models/quantize.h"
+
+/* Rows converted per step of a thread; the step's source pages are released after it. */
+#define QUANT_ROWS 64
+
+omnic_status omnic__quant_parse(const char *name, omnic_dtype *out, omnic_err *err)
+{
+    if (!name || !name[0] || !strcmp(name, "none")) *out = OMNIC_DTYPE_COUNT;
+    else if (!strcmp(name, "q8_0")) *out = OMNIC_DTYPE_Q8_0;
+    else if (!strcmp(name, "q4_0")) *out = OMNIC_DTYPE_Q4_0;
+    else return OMNIC_FAIL(err, OMNIC_E_INVALID, "unknown weight quantization '%s' (use q8_0, q4_0 or none)", name);
+    return OMNIC_OK;
+}
+
+typedef struct quant_job {
+    const omnic__tensor *src; /* [N, K] f32 / f16 / bf16 (mapped or owned) */
+    omnic__tensor *dst;       /* [N, K] q8_0 / q4_0, owned */
+    const omnic__safetensors *st;
+    float *buf; /* [nth][K] f32 rows */
+} quant_job;
+
+static void quant_task(void *ctx, int ith, int nth)
+{
+    const quant_job *j = ctx;
+    const int64_t N = j->src->dims[0], K = j->src->dims[1];
+    const size_t sb = omnic__dtype_row_bytes(j->src->dtype, K), db = omnic__dtype_row_bytes(j->dst->dtype, K);
+    const uint8_t *src = j->src->data;
+    uint8_t *dst = j->dst->data;
+    float *row = j->buf + (size_t)ith * (size_t)K;
+    int64_t lo, hi;
+    omnic__split_rows(N, ith, nth, &lo, &hi);
+    for (int64_t r0 = lo; r0 < hi; r0 += QUANT_ROWS) {
+        const int64_t r1 = hi - r0 < QUANT_ROWS ? hi : r0 + QUANT_ROWS;
+        for (int64_t r = r0; r < r1; r++) {
+            const void *s = src + (size_t)r * sb;
+            if (j->src->dtype == OMNIC_DTYPE_F16) omnic__f16_to_f32_row(s, row, (size_t)K);
+            else if (j->src->dtype == OMNIC_DTYPE_BF16) omnic__bf16_to_f32_row(s, row, (size_t)K);
+            else memcpy(row, s, (size_t)K * sizeof(float));
+            omnic__quantize_row(j->dst->dtype, row, dst + (size_t)r * db, K);
+        }
+        omnic__st_release(j->st, src + (size_t)r0 * sb, (size_t)(r1 - r0) * sb);
+    }
+}
+
+omnic_status omnic__text_decoder_quantize(omnic__text_decoder *d, omnic_dtype qt, const omnic__safetensors *st,
+                                          omnic__threadpool *pool, omnic_err *err)
+{
+    int64_t params;
+    omnic__text_decoder_param_stats(d, &params, &d->stored_bytes);
+    const int64_t L = d->cfg.n_layers;
+    const size_t cap = 2 + 7 * (size_t)L;
+    const int nth = omnic__threadpool_size(pool);
+    omnic__tensor **ws = omnic_alloc_array(cap, sizeof *ws);
+    omnic__tensor **grown = omnic_realloc(d->qweights, (d->n_qweights + cap) * sizeof *grown);
+    float *buf = NULL;
+    omnic_status s = OMNIC_OK;
+    if (grown) d->qweights = grown;
+    if (!ws || !grown) {
+        s = OMNIC_FAIL(err, OMNIC_E_NOMEM, "out of memory listing weights to quantize");
+        goto out;
+    }
+    size_t n = 0;
+    int64_t kmax = 0;
+    ws[n++] = &d->embed;
+    if (!d->cfg.tie_embeddings) ws[n++] = &d->lm_head;
+    for (int64_t l = 0; l < L; l++) {
+        omnic__text_decoder_layer *y = &d->layers[l];
+        omnic__tensor *lw[7] = {&y->wq, &y->wk, &y->wv, &y->wo, &y->w_gate, &y->w_up, &y->w_down};
+        for (int i = 0; i < 7; i++) ws[n++] = lw[i];
+    }
+    for (size_t i = 0; i < n; i++) kmax = ws[i]->dims[1] > kmax ? ws[i]->dims[1] : kmax;
+    buf = omnic_alloc_array((size_t)nth * (size_t)kmax, sizeof *buf);
+    if (!buf) {
+        s = OMNIC_FAIL(err, OMNIC_E_NOMEM, "out of memory for %d quantization rows of %lld", nth, (long long)kmax);
+        goto out;
+    }
+    for (size_t i = 0; i < n; i++) {
+        omnic__tensor *w = ws[i];
+        if (w->dims[1] % OMNIC_QK != 0) {
+            OMNIC_LOG_W("weights: %s [%lld, %lld] stays %s: rows of %lld elements are not whole %d-element blocks",
+                        w->name, (long long)w->dims[0], (long long)w->dims[1], omnic_dtype_name(w->dtype),
+                        (long long)w->dims[1], OMNIC_QK);
+            continue;
+        }
+        omnic__tensor *q;
+        if ((s = omnic__tensor_create(&q, qt, 2, w->dims, err)) != OMNIC_OK) goto out;
+        memcpy(q->name, w->name, sizeof q->name);
+        quant_job j = {.src = w, .dst = q, .st = st, .buf = buf};
+        omnic__threadpool_run(pool, quant_task, &j);
+        omnic__st_release(st, w->data, omnic__tensor_bytes(w)); /* pages across step boundaries */
+        d->qweights[d->n_qweights++] = q;
+        w->dtype = qt;
+        w->data = q->data;
+    }
+out:
+    if (d->cfg.tie_embeddings) d->lm_head = d->embed;
+    omnic_free(ws);
+    omnic_free(buf);
+    return s;
+}
+
+const char *omnic__text_decoder_transform(const omnic__text_decoder *d, const char *name)
+{
+    for (size_t i = 0; i < d->n_qweights; i++)
+        if (!strncmp(d->qweights[i]->name, name, sizeof d->qweights[i]->name - 1)) /* names are cut at 63 */
+            return omnic_dtype_name(d->qweights[i]->dtype);
+    return "as-stored";
+}

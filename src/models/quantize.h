@@ -1,0 +1,26 @@
+/* Load-time quantization of a text decoder's linear weights (--quant q8_0 | q4_0): every 2-D
+ * matmul weight (q/k/v/o, gate/up/down, fused projections, lm_head) and the token embedding
+ * table, as llama.cpp's --pure does; norm weights and biases stay as they are. */
+#ifndef OMNIC_MODELS_QUANTIZE_H
+#define OMNIC_MODELS_QUANTIZE_H
+
+#include "core/threadpool.h"
+#include "models/text_decoder.h"
+
+/* "q8_0" / "q4_0" -> *out; "none" or "" -> OMNIC_DTYPE_COUNT (no quantization).
+ * E_INVALID naming the value otherwise. */
+omnic_status omnic__quant_parse(const char *name, omnic_dtype *out, omnic_err *err);
+
+/* Converts d's linear weights to qt (OMNIC_DTYPE_Q8_0 or OMNIC_DTYPE_Q4_0) into owned memory
+ * (d->qweights), rows split over pool's threads, and releases the converted source pages of
+ * st from RSS as it goes (omnic__st_release). A weight whose rows are not whole 32-element
+ * blocks stays as stored (a warning names it). Sets d->stored_bytes first. On failure d
+ * keeps pointing at valid weights (the ones not converted yet are as stored). */
+omnic_status omnic__text_decoder_quantize(omnic__text_decoder *d, omnic_dtype qt, const omnic__safetensors *st,
+                                          omnic__threadpool *pool, omnic_err *err);
+
+/* Transform of a stored tensor for the bundle identity: "q8_0" / "q4_0" when d quantized
+ * (a view of) the tensor named name, else "as-stored". */
+const char *omnic__text_decoder_transform(const omnic__text_decoder *d, const char *name);
+
+#endif

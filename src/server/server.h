@@ -1,0 +1,70 @@
+/* `omnic serve`: an OpenAI-compatible HTTP server over the engine, on libmicrohttpd.
+ *
+ * Routes: POST /v1/chat/completions, POST /v1/completions, GET /v1/models[/ID], GET /health,
+ * GET /metrics, POST /tokenize, POST /detokenize (OPTIONS everywhere for CORS preflight).
+ * Wire format and validation: server/openai.h.
+ *
+ * Threads. libmicrohttpd runs its own polling threads (epoll, a small pool) with
+ * suspend/resume: no handler or content reader ever blocks. Generation requests talk to
+ * the engine through a channel (a mutex, per-choice text buffers and a reference count
+ * shared by the HTTP side and each engine request): the engine's callback (scheduler
+ * thread) only appends to those buffers and resumes the connection; it never waits on a
+ * client. A stream's content reader drains the buffers into SSE chunks and suspends the
+ * connection when nothing is ready; a non-streamed request suspends in its handler until
+ * every choice is done. A client that stops reading lets its backlog grow to
+ * OMNIC_MAX_CHOICE_TEXT, then the request is cancelled.
+ *
+ * Lifetime (STYLE.md rule 20). Per-request state is created on the first handler call and
+ * freed only in the MHD_OPTION_NOTIFY_COMPLETED callback; any termination other than a
+ * completed response cancels the request's engine work (its slots free at the next step).
+ * The channel outlives the HTTP side while engine requests still hold it (their DONE event
+ * drops the last reference). Suspended connections are invisible to libmicrohttpd, so a
+ * watchdog thread polls their sockets (POLLRDHUP) every 200 ms and cancels the work of
+ * clients that went away while queued, prefilling or waiting for a non-streamed answer.
+ *
+ * Shutdown: omnic__server_shutdown answers 503 to new work, lets in-flight requests finish
+ * within a deadline (then cancels them), waits for their responses to go out, and stops. */
+#ifndef OMNIC_SERVER_SERVER_H
+#define OMNIC_SERVER_SERVER_H
+
+#include <stddef.h>
+
+#include "core/err.h"
+#include "engine/engine.h"
+
+typedef struct omnic__server omnic__server;
+
+typedef struct omnic__server_opts {
+    const char *model_dir;           /* required; borrowed for the server's life */
+    const char *model_id;            /* the served model's name; NULL: the directory's base name */
+    const char *host;                /* address to bind; NULL: "127.0.0.1" */
+    int port;                        /* 0: any free port (see omnic__server_port) */
+    omnic__engine_opts engine;       /* slots, ctx, threads, queue, ... */
+    const char *api_key;             /* NULL: no authentication; else "Authorization: Bearer KEY" */
+    const char *const *cors_origins; /* borrowed; an entry "*" allows any origin */
+    size_t n_cors_origins;
+    double request_timeout_s;        /* per generation request, submit to finish; 0: none */
+    size_t max_body_bytes;           /* 0: OMNIC_MAX_BODY_BYTES; larger is clamped to it */
+    int http_threads;                /* polling threads; 0: 4 */
+} omnic__server_opts;
+
+/* Binds and starts answering (every route but /health gives 503 until the model is
+ * loaded). Returns owned *out. Errors: E_INVALID (options: names them), E_IO (cannot
+ * bind: names the address and the reason), E_NOMEM. */
+omnic_status omnic__server_create(const omnic__server_opts *o, omnic__server **out, omnic_err *err);
+
+/* The bound TCP port. */
+int omnic__server_port(const omnic__server *s);
+
+/* Loads the model and its engine (blocking; call once). /health answers 200 afterwards.
+ * Errors: whatever omnic__engine_create returns (the message names the problem). */
+omnic_status omnic__server_load(omnic__server *s, omnic_err *err);
+
+/* Stops taking work (503), waits up to deadline_s for in-flight requests to finish, cancels
+ * the rest, waits briefly for their responses to be sent, and stops listening. */
+void omnic__server_shutdown(omnic__server *s, double deadline_s);
+
+/* Shuts down (deadline 0) if needed and frees everything. NULL ok. */
+void omnic__server_destroy(omnic__server *s);
+
+#endif
