@@ -55,6 +55,19 @@ static int read_key_file(const char *path, char *out, size_t cap)
     return 0;
 }
 
+static int parse_seconds(const char *opt, const char *v, double *out)
+{
+    char *end;
+    errno = 0;
+    double x = strtod(v, &end);
+    if (errno || end == v || *end || !(x >= 0 && x <= 1e9)) {
+        fprintf(stderr, "omnic serve: %s needs seconds in [0, 1e9], got '%s'\n", opt, v);
+        return -1;
+    }
+    *out = x;
+    return 0;
+}
+
 typedef struct loader {
     omnic__server *srv;
     omnic_err err;
@@ -111,12 +124,18 @@ int omnic__cli_serve(int argc, char **argv)
         INT_OPT("-t", "--threads", 1, 256, o.engine.model.threads = (int)x)
         INT_OPT(NULL, "--chunk", 1, INT32_MAX, o.engine.model.chunk = x)
         INT_OPT(NULL, "--max-queue", 1, 1 << 20, o.engine.max_queue = (int)x)
-        INT_OPT(NULL, "--request-timeout", 0, 1 << 30, o.request_timeout_s = (double)x)
         INT_OPT(NULL, "--max-body", 1, (int64_t)OMNIC_MAX_BODY_BYTES, o.max_body_bytes = (size_t)x)
         INT_OPT(NULL, "--http-threads", 1, 64, o.http_threads = (int)x)
-        INT_OPT(NULL, "--shutdown-timeout", 0, 1 << 20, shutdown_s = (double)x)
 #undef STR_OPT
 #undef INT_OPT
+        if ((r = omnic__arg_str(argc, argv, &i, NULL, "--request-timeout", &v)) != 0) {
+            if (r < 0 || parse_seconds("--request-timeout", v, &o.request_timeout_s) < 0) return 2;
+            continue;
+        }
+        if ((r = omnic__arg_str(argc, argv, &i, NULL, "--shutdown-timeout", &v)) != 0) {
+            if (r < 0 || parse_seconds("--shutdown-timeout", v, &shutdown_s) < 0) return 2;
+            continue;
+        }
         if ((r = omnic__arg_str(argc, argv, &i, NULL, "--cors-origin", &v)) != 0) {
             if (r < 0) return 2;
             if (o.n_cors_origins == OMNIC_MAX_CORS_ORIGINS) {

@@ -14,7 +14,8 @@
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: omnic template -m DIR [--template FILE] [--add-generation-prompt] [--bos TOKEN] [--eos TOKEN]\n"
+    fprintf(f, "usage: omnic template -m DIR [--template FILE] [--add-generation-prompt] [--bos TOKEN] "
+               "[--eos TOKEN]\n"
                "                      < conversation.json\n"
                "  stdin: a JSON list of messages, or {\"messages\": [...], ...keyword arguments}\n"
                "  -m DIR                   checkpoint whose chat template and tokenizer_config.json to use\n"
@@ -131,10 +132,11 @@ int omnic__cli_template(int argc, char **argv)
         source = tmpl_path;
     }
     if (!text) {
-        fprintf(stderr,
-                "omnic template: %s has no chat template (looked for chat_template.jinja, chat_template.json, "
-                "tokenizer_config.json and processor_config.json); pass --template FILE\n",
-                dir);
+        fprintf(
+            stderr,
+            "omnic template: %s has no chat template (looked for chat_template.jinja, chat_template.json, "
+            "tokenizer_config.json and processor_config.json); pass --template FILE\n",
+            dir);
         goto done;
     }
 
@@ -142,8 +144,8 @@ int omnic__cli_template(int argc, char **argv)
     json_error_t jerr;
     conv = json_loadb(input, input_len, JSON_DECODE_ANY, &jerr);
     if (!conv) {
-        fprintf(stderr, "omnic template: stdin: malformed JSON at line %d, column %d: %s\n", jerr.line, jerr.column,
-                jerr.text);
+        fprintf(stderr, "omnic template: stdin: malformed JSON at line %d, column %d: %s\n", jerr.line,
+                jerr.column, jerr.text);
         goto done;
     }
     const json_t *messages = conv;
@@ -161,7 +163,8 @@ int omnic__cli_template(int argc, char **argv)
         fprintf(stderr, "omnic template: stdin must be a list of messages or {\"messages\": [...], ...}\n");
         goto done;
     }
-    if (omnic__template_chat_vars(ck ? ck->tokenizer_config : NULL, messages, extra, agp, &vars, &err) != OMNIC_OK) {
+    if (omnic__template_chat_vars(ck ? ck->tokenizer_config : NULL, messages, extra, agp, &vars, &err) !=
+        OMNIC_OK) {
         fprintf(stderr, "omnic template: %s\n", err.msg);
         goto done;
     }

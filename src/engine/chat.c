@@ -1,39 +1,65 @@
-/* Chat prompt rendering (the checkpoint's template, apply_chat_template's variables) and
- * encoding without adding special tokens again (the template writes them). */
+/* Chat prompt rendering and encoding. */
 #include <string.h>
 
 #include "engine/chat.h"
 #include "tokenizer/template.h"
 
+struct omnic__chat {
+    const omnic__checkpoint *ck; /* borrowed */
+    omnic__template *tmpl;       /* owned */
+};
+
+omnic_status omnic__chat_create(const omnic__checkpoint *ck, omnic__chat **out, omnic_err *err)
+{
+    if (!ck->chat_template)
+        return OMNIC_FAIL(err, OMNIC_E_NOT_FOUND, "%s has no chat template (use --raw)", ck->dir);
+    omnic__chat *c = omnic_alloc_array(1, sizeof *c);
+    if (!c) return OMNIC_FAIL(err, OMNIC_E_NOMEM, "out of memory for a chat template");
+    c->ck = ck;
+    omnic_status s = omnic__template_parse(ck->chat_template, strlen(ck->chat_template), NULL, &c->tmpl, err);
+    if (s != OMNIC_OK) {
+        omnic__err_prefix(err, "%s: chat template", ck->chat_template_source ? ck->chat_template_source : ck->dir);
+        omnic_free(c);
+        return s;
+    }
+    *out = c;
+    return OMNIC_OK;
+}
+
+void omnic__chat_destroy(omnic__chat *c)
+{
+    if (!c) return;
+    omnic__template_destroy(c->tmpl);
+    omnic_free(c);
+}
+
+omnic_status omnic__chat_apply(const omnic__chat *c, const omnic__tokenizer *tok, const json_t *messages,
+                               bool add_generation_prompt, const json_t *extra, char **text, int32_t **ids,
+                               size_t *n, omnic_err *err)
+{
+    json_t *vars = NULL;
+    char *t = NULL;
+    size_t len = 0;
+    OMNIC_TRY(omnic__template_chat_vars(c->ck->tokenizer_config, messages, extra, add_generation_prompt, &vars, err));
+    omnic_status s = omnic__template_render(c->tmpl, vars, NULL, &t, &len, err);
+    json_decref(vars);
+    if (s != OMNIC_OK) return s;
+    if ((s = omnic__tokenizer_encode(tok, t, len, false, ids, n, err)) != OMNIC_OK) {
+        omnic_free(t);
+        return s;
+    }
+    *text = t;
+    return OMNIC_OK;
+}
+
 omnic_status omnic__chat_encode(const omnic__checkpoint *ck, const omnic__tokenizer *tok, const json_t *messages,
                                 bool add_generation_prompt, const json_t *extra, char **text, int32_t **ids,
                                 size_t *n, omnic_err *err)
 {
-    if (!ck->chat_template)
-        return OMNIC_FAIL(err, OMNIC_E_NOT_FOUND, "%s has no chat template (use a raw prompt)", ck->dir);
-    omnic__template *t = NULL;
-    json_t *vars = NULL;
-    char *out = NULL;
-    size_t len = 0;
-    omnic_status s = omnic__template_parse(ck->chat_template, strlen(ck->chat_template), NULL, &t, err);
-    if (s != OMNIC_OK) {
-        omnic__err_prefix(err, "chat template (%s)", ck->chat_template_source ? ck->chat_template_source : "?");
-        goto out;
-    }
-    if ((s = omnic__template_chat_vars(ck->tokenizer_config, messages, extra, add_generation_prompt, &vars, err)) !=
-        OMNIC_OK)
-        goto out;
-    if ((s = omnic__template_render(t, vars, NULL, &out, &len, err)) != OMNIC_OK) {
-        omnic__err_prefix(err, "chat template (%s)", ck->chat_template_source ? ck->chat_template_source : "?");
-        goto out;
-    }
-    if ((s = omnic__tokenizer_encode(tok, out, len, false, ids, n, err)) != OMNIC_OK) goto out;
-    *text = out;
-    out = NULL;
-out:
-    omnic_free(out);
-    json_decref(vars);
-    omnic__template_destroy(t);
+    omnic__chat *c = NULL;
+    OMNIC_TRY(omnic__chat_create(ck, &c, err));
+    omnic_status s = omnic__chat_apply(c, tok, messages, add_generation_prompt, extra, text, ids, n, err);
+    omnic__chat_destroy(c);
     return s;
 }
 

@@ -9,10 +9,28 @@
 #include "io/checkpoint.h"
 #include "tokenizer/tokenizer.h"
 
+/* A checkpoint's parsed chat template, ready to render many conversations (immutable: any
+ * number of threads may apply it at once). */
+typedef struct omnic__chat omnic__chat;
+
+/* Parses ck's chat template. ck is borrowed and must outlive *out. Returns owned *out.
+ * Errors: E_NOT_FOUND (the checkpoint has no chat template), the template parser's errors
+ * (E_INVALID with line and column, E_UNSUPPORTED, E_TOO_LARGE: prefixed with the file the
+ * template came from), E_NOMEM. */
+omnic_status omnic__chat_create(const omnic__checkpoint *ck, omnic__chat **out, omnic_err *err);
+/* NULL ok. */
+void omnic__chat_destroy(omnic__chat *c);
+
 /* Renders messages (a JSON array of {role, content}; borrowed) with extra template
- * variables (a JSON object or NULL; borrowed) into owned *text, and encodes it into
- * owned *ids / *n. Errors: E_NOT_FOUND (the checkpoint has no chat template), template
- * errors (line and column), tokenizer errors. */
+ * variables (a JSON object or NULL; borrowed) into owned *text, and encodes it into owned
+ * *ids / *n (no special tokens added: the template wrote them). Outputs are unchanged on
+ * failure. Errors: template render errors (E_INVALID "line L: ..." or raise_exception's
+ * message, E_TOO_LARGE naming the limit), tokenizer errors, E_NOMEM. */
+omnic_status omnic__chat_apply(const omnic__chat *c, const omnic__tokenizer *tok, const json_t *messages,
+                               bool add_generation_prompt, const json_t *extra, char **text, int32_t **ids,
+                               size_t *n, omnic_err *err);
+
+/* One-off omnic__chat_create + omnic__chat_apply + omnic__chat_destroy. */
 omnic_status omnic__chat_encode(const omnic__checkpoint *ck, const omnic__tokenizer *tok, const json_t *messages,
                                 bool add_generation_prompt, const json_t *extra, char **text, int32_t **ids,
                                 size_t *n, omnic_err *err);

@@ -159,6 +159,7 @@ static void finish(omnic__engine *e, int si, omnic__finish why, const char *erro
     pthread_mutex_lock(&e->mu); /* omnic__engine_cancel reads s->req under mu */
     s->req = NULL;
     e->busy--;
+    omnic__metrics_gauges(&e->metrics, e->busy, e->q_len); /* current even when the scheduler goes idle */
     pthread_cond_broadcast(&e->idle);
     pthread_mutex_unlock(&e->mu);
     request_free(r);
@@ -528,6 +529,7 @@ omnic_status omnic__engine_submit(omnic__engine *e, const omnic__gen_request *r,
     else e->q_head = q;
     e->q_tail = q;
     e->q_len++;
+    omnic__metrics_gauges(&e->metrics, e->busy, e->q_len);
     *id = q->id;
     pthread_cond_signal(&e->wake);
     pthread_mutex_unlock(&e->mu);

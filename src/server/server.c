@@ -6,6 +6,7 @@
 #include <netdb.h>
 #include <poll.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -63,6 +64,9 @@ struct omnic__server {
     struct MHD_Daemon *d;
     int port;
     omnic__engine *_Atomic engine; /* NULL until loaded */
+    omnic__chat *chat;             /* the parsed chat template; NULL: see chat_status */
+    omnic_status chat_status;      /* why chat is NULL (E_NOT_FOUND: the model has none) */
+    char chat_error[OMNIC_ERR_MSG_MAX];
     atomic_int state;              /* server_state */
     bool have_key;
     uint8_t key_hash[32];
@@ -236,6 +240,7 @@ typedef struct conn_state {
     /* streaming (HTTP side only) */
     omnic__buf out;     /* formatted bytes not yet handed to MHD */
     size_t out_pos;
+    int n_choices;
     omnic__buf *spare;  /* [n_choices] text swapped out of the channel */
     bool *final_sent;   /* [n_choices] */
     bool roles_sent, stream_ended;
@@ -250,7 +255,7 @@ static void conn_state_free(conn_state *cs)
     omnic_free(cs->ids);
     omnic_free(cs->n_ids);
     omnic__buf_free(&cs->out);
-    for (int i = 0; cs->spare && cs->ch && i < cs->ch->n_choices; i++) omnic__buf_free(&cs->spare[i]);
+    for (int i = 0; cs->spare && i < cs->n_choices; i++) omnic__buf_free(&cs->spare[i]);
     omnic_free(cs->spare);
     omnic_free(cs->final_sent);
     omnic_free(cs);
@@ -505,28 +510,30 @@ static http_reject reject_of(const omnic__api_error *e)
 }
 
 /* Renders and tokenizes messages with the chat template. */
-static omnic_status chat_ids(omnic__engine *eng, const json_t *msgs, bool add_generation_prompt, int32_t **ids,
-                             size_t *n, omnic__api_error *e)
+static omnic_status chat_ids(omnic__server *s, omnic__engine *eng, const json_t *msgs, bool add_generation_prompt,
+                             int32_t **ids, size_t *n, omnic__api_error *e)
 {
-    const omnic__model *m = omnic__engine_model(eng);
+    if (!s->chat) {
+        if (s->chat_status == OMNIC_E_NOT_FOUND)
+            return omnic__api_fail(e, 400, NULL, "no_chat_template", "messages",
+                                   "This model has no chat template; use /v1/completions with a prompt");
+        /* the checkpoint's template does not parse: the model's fault, not the request's */
+        return omnic__api_fail(e, s->chat_status == OMNIC_E_UNSUPPORTED ? 501 : 500, NULL, "chat_template", NULL,
+                               "The model's chat template cannot be used: %s", s->chat_error);
+    }
     char *text = NULL;
     omnic_err err;
     omnic_err_clear(&err);
-    omnic_status st = omnic__chat_encode(m->ckpt, omnic__engine_tokenizer(eng), msgs, add_generation_prompt, NULL,
-                                         &text, ids, n, &err);
+    omnic_status st =
+        omnic__chat_apply(s->chat, omnic__engine_tokenizer(eng), msgs, add_generation_prompt, NULL, &text, ids, n, &err);
     omnic_free(text);
     switch (st) {
     case OMNIC_OK: return OMNIC_OK;
-    case OMNIC_E_NOT_FOUND:
-        return omnic__api_fail(e, 400, NULL, "no_chat_template", "messages",
-                               "This model has no chat template; use /v1/completions with a prompt");
-    case OMNIC_E_UNSUPPORTED: return omnic__api_fail(e, 501, NULL, "not_implemented", "messages", "%s", err.msg);
     case OMNIC_E_NOMEM: return omnic__api_fail(e, 503, NULL, NULL, NULL, "out of memory applying the chat template");
-    case OMNIC_E_INVALID:
-    case OMNIC_E_TOO_LARGE:
-    case OMNIC_E_CORRUPT:
+    case OMNIC_E_UNSUPPORTED: return omnic__api_fail(e, 501, NULL, "chat_template", "messages", "%s", err.msg);
+    default:
+        /* raise_exception ("roles must alternate"), limits, invalid text: the conversation's fault */
         return omnic__api_fail(e, 400, NULL, "invalid_value", "messages", "The chat template failed: %s", err.msg);
-    default: return omnic__api_fail(e, 500, NULL, NULL, NULL, "chat template: %s", err.msg);
     }
 }
 
@@ -541,7 +548,7 @@ static enum MHD_Result do_tokenize(conn_state *cs)
     int32_t *ids = NULL;
     size_t n = 0;
     if (t.messages) {
-        if (chat_ids(eng, t.messages, t.add_generation_prompt, &ids, &n, &e) != OMNIC_OK) {
+        if (chat_ids(cs->srv, eng, t.messages, t.add_generation_prompt, &ids, &n, &e) != OMNIC_OK) {
             omnic__api_tokenize_deinit(&t);
             return respond_error(cs, &e, reject_of(&e));
         }
@@ -818,7 +825,7 @@ static enum MHD_Result do_generate(conn_state *cs)
     cs->n_ids = omnic_alloc_array(cs->n_prompts, sizeof *cs->n_ids);
     if (!cs->ids || !cs->n_ids) FAIL_RESPONSE(cs, REJ_NONE, 503, NULL, NULL, "out of memory");
     if (kind == OMNIC_API_CHAT) {
-        if (chat_ids(eng, rq->messages, true, &cs->ids[0], &cs->n_ids[0], &e) != OMNIC_OK)
+        if (chat_ids(s, eng, rq->messages, true, &cs->ids[0], &cs->n_ids[0], &e) != OMNIC_OK)
             return respond_error(cs, &e, reject_of(&e));
     } else {
         for (size_t p = 0; p < cs->n_prompts; p++) {
@@ -849,6 +856,7 @@ static enum MHD_Result do_generate(conn_state *cs)
     /* the channel, then one engine request per choice */
     int n_choices = (int)cs->n_prompts * rq->n;
     cs->spare = omnic_alloc_array((size_t)n_choices, sizeof *cs->spare);
+    cs->n_choices = n_choices;
     cs->final_sent = omnic_alloc_array((size_t)n_choices * 2, sizeof *cs->final_sent);
     channel *ch = cs->spare && cs->final_sent ? channel_create(eng, n_choices, rq->stream) : NULL;
     if (!ch) FAIL_RESPONSE(cs, REJ_NONE, 503, NULL, NULL, "out of memory");
@@ -1055,6 +1063,7 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, en
             if (toe != MHD_REQUEST_TERMINATED_COMPLETED_OK || gone) atomic_fetch_add(&s->disconnects, 1);
             channel_cancel(ch);
         }
+        cs->ch = NULL;
         channel_release(ch);
     }
     conn_state_free(cs);
@@ -1069,7 +1078,7 @@ static void *watchdog_main(void *arg)
     while (!s->watchdog_stop) {
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts);
-        ts.tv_nsec += 200 * 1000 * 1000;
+        ts.tv_nsec += 100 * 1000 * 1000;
         if (ts.tv_nsec >= 1000000000) ts.tv_sec++, ts.tv_nsec -= 1000000000;
         pthread_cond_timedwait(&s->cv, &s->mu, &ts);
         if (s->watchdog_stop) break;
@@ -1103,6 +1112,17 @@ static void *watchdog_main(void *arg)
 }
 
 /* ---- lifecycle ---- */
+
+/* libmicrohttpd's own messages (mostly clients that went away) go to the info log. */
+static void mhd_log(void *cls, const char *fmt, va_list ap)
+{
+    (void)cls;
+    char msg[512];
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    size_t n = strlen(msg);
+    while (n && (msg[n - 1] == '\n' || msg[n - 1] == '\r')) msg[--n] = '\0';
+    OMNIC_LOG_I("http: %s", msg);
+}
 
 static void base_name(const char *dir, char *out, size_t n)
 {
@@ -1171,7 +1191,8 @@ omnic_status omnic__server_create(const omnic__server_opts *o, omnic__server **o
     s->d = MHD_start_daemon(flags, (uint16_t)o->port, NULL, NULL, on_request, s, MHD_OPTION_SOCK_ADDR,
                             (struct sockaddr *)&addr, MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
                             MHD_OPTION_THREAD_POOL_SIZE, threads, MHD_OPTION_CONNECTION_LIMIT,
-                            (unsigned int)OMNIC_MAX_CONNECTIONS, MHD_OPTION_CONNECTION_TIMEOUT, 300u, MHD_OPTION_END);
+                            (unsigned int)OMNIC_MAX_CONNECTIONS, MHD_OPTION_CONNECTION_TIMEOUT, 300u, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
+                            MHD_OPTION_END);
     if (!s->d) {
         st = OMNIC_FAIL(err, OMNIC_E_IO, "cannot listen on %s:%d: %s", host, o->port,
                         errno ? strerror(errno) : "libmicrohttpd failed to start");
@@ -1204,6 +1225,13 @@ omnic_status omnic__server_load(omnic__server *s, omnic_err *err)
     OMNIC_TRY(omnic__engine_create(s->o.model_dir, &s->o.engine, &e, err));
     const omnic__model *m = omnic__engine_model(e);
     snprintf(s->fingerprint, sizeof s->fingerprint, "fp_%.10s", m->identity);
+    omnic_err cerr;
+    omnic_err_clear(&cerr);
+    s->chat_status = omnic__chat_create(m->ckpt, &s->chat, &cerr);
+    if (s->chat_status != OMNIC_OK) {
+        snprintf(s->chat_error, sizeof s->chat_error, "%s", cerr.msg);
+        if (s->chat_status != OMNIC_E_NOT_FOUND) OMNIC_LOG_W("chat completions disabled: %s", cerr.msg);
+    }
     atomic_store(&s->engine, e);
     int expect = ST_LOADING;
     atomic_compare_exchange_strong(&s->state, &expect, ST_READY);
@@ -1256,6 +1284,7 @@ void omnic__server_destroy(omnic__server *s)
 {
     if (!s) return;
     omnic__server_shutdown(s, 0);
+    omnic__chat_destroy(s->chat);
     omnic__engine_destroy(atomic_load(&s->engine));
     pthread_mutex_destroy(&s->mu);
     pthread_cond_destroy(&s->cv);

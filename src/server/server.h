@@ -19,7 +19,7 @@
  * completed response cancels the request's engine work (its slots free at the next step).
  * The channel outlives the HTTP side while engine requests still hold it (their DONE event
  * drops the last reference). Suspended connections are invisible to libmicrohttpd, so a
- * watchdog thread polls their sockets (POLLRDHUP) every 200 ms and cancels the work of
+ * watchdog thread polls their sockets (POLLRDHUP) every 100 ms and cancels the work of
  * clients that went away while queued, prefilling or waiting for a non-streamed answer.
  *
  * Shutdown: omnic__server_shutdown answers 503 to new work, lets in-flight requests finish

@@ -27,7 +27,8 @@ static void sweep(omnic__jrender *r)
 {
     r->sweeping = true;
     for (omnic__jscope *s = r->scopes; s; s = s->next) {
-        for (size_t i = 0; i < s->n; i++) omnic__jv_unref(r, s->vars[i].v);
+        for (size_t i = 0; i < s->n; i++)
+            omnic__jv_unref(r, s->vars[i].v);
         s->n = 0;
         if (s->parent) {
             omnic__jscope_unref(r, s->parent); /* only counts down while sweeping */
@@ -58,8 +59,9 @@ static void sweep(omnic__jrender *r)
     r->sweeping = false;
 }
 
-omnic_status omnic__template_render(const omnic__template *t, const json_t *vars, const omnic__template_opts *opts,
-                                    char **out, size_t *out_len, omnic_err *err)
+omnic_status omnic__template_render(const omnic__template *t, const json_t *vars,
+                                    const omnic__template_opts *opts, char **out, size_t *out_len,
+                                    omnic_err *err)
 {
     if (!t || !out) return OMNIC_FAIL(err, OMNIC_E_INVALID, "chat template render: NULL template or output");
     if (vars && !json_is_object(vars))
@@ -90,7 +92,8 @@ omnic_status omnic__template_render(const omnic__template *t, const json_t *vars
     if (rc == OMNIC_OK) {
         res = omnic_malloc(root.n + 1);
         if (!res) {
-            rc = OMNIC_FAIL(err, OMNIC_E_NOMEM, "out of memory copying %zu bytes of rendered chat template", root.n);
+            rc = OMNIC_FAIL(err, OMNIC_E_NOMEM, "out of memory copying %zu bytes of rendered chat template",
+                            root.n);
         } else {
             if (root.n) memcpy(res, root.p, root.n);
             res[root.n] = '\0';
@@ -126,14 +129,16 @@ static omnic_status token_text(const json_t *v, const char *key, const char **ou
                       omnic__json_type_phrase(v));
 }
 
-omnic_status omnic__template_chat_vars(const json_t *tokenizer_config, const json_t *messages, const json_t *extra,
-                                       bool add_generation_prompt, json_t **out, omnic_err *err)
+omnic_status omnic__template_chat_vars(const json_t *tokenizer_config, const json_t *messages,
+                                       const json_t *extra, bool add_generation_prompt, json_t **out,
+                                       omnic_err *err)
 {
     if (!json_is_array(messages))
         return OMNIC_FAIL(err, OMNIC_E_INVALID, "chat messages must be a JSON array, got %s",
                           omnic__json_type_phrase(messages));
     if (extra && !json_is_object(extra))
-        return OMNIC_FAIL(err, OMNIC_E_INVALID, "chat template keyword arguments must be a JSON object, got %s",
+        return OMNIC_FAIL(err, OMNIC_E_INVALID,
+                          "chat template keyword arguments must be a JSON object, got %s",
                           omnic__json_type_phrase(extra));
     omnic_status rc = OMNIC_OK;
     json_t *v = json_object(), *list = NULL;
@@ -161,7 +166,8 @@ omnic_status omnic__template_chat_vars(const json_t *tokenizer_config, const jso
             list = NULL;
         }
     }
-    if (json_object_set_new(v, "tools", json_null()) || json_object_set_new(v, "documents", json_null())) goto nomem;
+    if (json_object_set_new(v, "tools", json_null()) || json_object_set_new(v, "documents", json_null()))
+        goto nomem;
     if (extra && json_object_update(v, (json_t *)(uintptr_t)extra)) goto nomem;
     if (json_object_set(v, "messages", (json_t *)(uintptr_t)messages)) goto nomem;
     if (add_generation_prompt || !json_object_get(v, "add_generation_prompt"))

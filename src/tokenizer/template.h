@@ -18,15 +18,16 @@
 /* Bounds and knobs for parsing and rendering. A zero field means the OMNIC_MAX_TEMPLATE_*
  * default from core/limits.h. Hitting a limit gives OMNIC_E_TOO_LARGE naming it and the number. */
 typedef struct omnic__template_opts {
-    size_t max_bytes;        /* template source size (OMNIC_MAX_TEMPLATE_BYTES) */
-    int max_nesting;         /* parser nesting of blocks and expressions (OMNIC_MAX_TEMPLATE_NESTING) */
-    size_t max_output;       /* rendered bytes; also the longest string built (OMNIC_MAX_TEMPLATE_OUTPUT) */
-    size_t max_memory;       /* bytes of values live during a render (OMNIC_MAX_TEMPLATE_MEMORY) */
-    uint64_t max_iterations; /* loop iterations + macro calls + filter items (OMNIC_MAX_TEMPLATE_ITERATIONS) */
-    int max_call_depth;      /* nested macro/caller calls (OMNIC_MAX_TEMPLATE_CALL_DEPTH) */
-    int64_t max_range;       /* items one range() may produce (OMNIC_MAX_TEMPLATE_RANGE) */
-    int max_value_depth;     /* nesting of values converted, printed, compared (OMNIC_MAX_TEMPLATE_VALUE_DEPTH) */
-    int64_t now;             /* strftime_now's clock (Unix seconds, local time); 0: the current time */
+    size_t max_bytes;  /* template source size (OMNIC_MAX_TEMPLATE_BYTES) */
+    int max_nesting;   /* parser nesting of blocks and expressions (OMNIC_MAX_TEMPLATE_NESTING) */
+    size_t max_output; /* rendered bytes; also the longest string built (OMNIC_MAX_TEMPLATE_OUTPUT) */
+    size_t max_memory; /* bytes of values live during a render (OMNIC_MAX_TEMPLATE_MEMORY) */
+    uint64_t
+        max_iterations;  /* loop iterations + macro calls + filter items (OMNIC_MAX_TEMPLATE_ITERATIONS) */
+    int max_call_depth;  /* nested macro/caller calls (OMNIC_MAX_TEMPLATE_CALL_DEPTH) */
+    int64_t max_range;   /* items one range() may produce (OMNIC_MAX_TEMPLATE_RANGE) */
+    int max_value_depth; /* nesting of values converted, printed, compared (OMNIC_MAX_TEMPLATE_VALUE_DEPTH) */
+    int64_t now;         /* strftime_now's clock (Unix seconds, local time); 0: the current time */
 } omnic__template_opts;
 
 typedef struct omnic__template omnic__template;
@@ -46,8 +47,9 @@ void omnic__template_destroy(omnic__template *t);
  * *out_len bytes (out_len may be NULL); both unchanged on failure.
  * Errors: E_INVALID (runtime errors, "line L: ...", raise_exception's message), E_TOO_LARGE
  * (a limit: names it and the number), E_NOMEM. */
-omnic_status omnic__template_render(const omnic__template *t, const json_t *vars, const omnic__template_opts *opts,
-                                    char **out, size_t *out_len, omnic_err *err);
+omnic_status omnic__template_render(const omnic__template *t, const json_t *vars,
+                                    const omnic__template_opts *opts, char **out, size_t *out_len,
+                                    omnic_err *err);
 
 /* The variables transformers' apply_chat_template passes, as a new JSON object (owned,
  * json_decref): the special tokens of tokenizer_config (bos_token, eos_token, unk_token,
@@ -56,7 +58,8 @@ omnic_status omnic__template_render(const omnic__template *t, const json_t *vars
  * extra (may be NULL; an object), then messages (borrowed array, referenced) and
  * add_generation_prompt (true when add_generation_prompt, else extra's value, else false).
  * tokenizer_config may be NULL. Errors: E_INVALID (wrong types), E_NOMEM. */
-omnic_status omnic__template_chat_vars(const json_t *tokenizer_config, const json_t *messages, const json_t *extra,
-                                       bool add_generation_prompt, json_t **out, omnic_err *err);
+omnic_status omnic__template_chat_vars(const json_t *tokenizer_config, const json_t *messages,
+                                       const json_t *extra, bool add_generation_prompt, json_t **out,
+                                       omnic_err *err);
 
 #endif

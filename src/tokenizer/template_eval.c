@@ -31,10 +31,13 @@ void omnic__jscope_unref(omnic__jrender *r, omnic__jscope *s)
     while (s) {
         if (--s->rc > 0 || r->sweeping) return;
         omnic__jscope *parent = s->parent;
-        if (s->prev) s->prev->next = s->next;
-        else r->scopes = s->next;
+        if (s->prev)
+            s->prev->next = s->next;
+        else
+            r->scopes = s->next;
         if (s->next) s->next->prev = s->prev;
-        for (size_t i = 0; i < s->n; i++) omnic__jv_unref(r, s->vars[i].v);
+        for (size_t i = 0; i < s->n; i++)
+            omnic__jv_unref(r, s->vars[i].v);
         omnic__jmem_free(r, s->vars);
         omnic__jmem_free(r, s);
         s = parent;
@@ -53,7 +56,7 @@ omnic_status omnic__jscope_set(omnic__jrender *r, omnic__jscope *s, const char *
     if (s->n == s->cap) {
         size_t cap = s->cap ? s->cap * 2 : 8;
         void *p = NULL;
-        omnic_status rc = omnic__jmem_realloc(r, s->vars, cap * sizeof *s->vars, &p);
+        omnic_status rc = omnic__jmem_realloc_array(r, s->vars, cap, sizeof *s->vars, &p);
         if (rc != OMNIC_OK) {
             omnic__jv_unref(r, v);
             return rc;
@@ -77,8 +80,10 @@ static const omnic__jv *scope_get(const omnic__jscope *s, const char *name, size
 
 void omnic__jargs_free(omnic__jrender *r, omnic__jargs *a)
 {
-    for (size_t i = 0; i < a->npos; i++) omnic__jv_unref(r, a->pos[i]);
-    for (size_t i = 0; i < a->nkw; i++) omnic__jv_unref(r, a->kw[i]);
+    for (size_t i = 0; i < a->npos; i++)
+        omnic__jv_unref(r, a->pos[i]);
+    for (size_t i = 0; i < a->nkw; i++)
+        omnic__jv_unref(r, a->kw[i]);
     omnic__jmem_free(r, a->pos);
     omnic__jmem_free(r, a->kname);
     omnic__jmem_free(r, a->klen);
@@ -92,7 +97,7 @@ omnic_status omnic__jargs_push(omnic__jrender *r, omnic__jargs *a, omnic__jv v)
     if (a->npos == a->cap_pos) {
         size_t cap = a->cap_pos ? a->cap_pos * 2 : 4;
         void *p = NULL;
-        omnic_status rc = omnic__jmem_realloc(r, a->pos, cap * sizeof *a->pos, &p);
+        omnic_status rc = omnic__jmem_realloc_array(r, a->pos, cap, sizeof *a->pos, &p);
         if (rc != OMNIC_OK) {
             omnic__jv_unref(r, v);
             return rc;
@@ -104,21 +109,25 @@ omnic_status omnic__jargs_push(omnic__jrender *r, omnic__jargs *a, omnic__jv v)
     return OMNIC_OK;
 }
 
-omnic_status omnic__jargs_push_kw(omnic__jrender *r, omnic__jargs *a, const char *name, size_t len, omnic__jv v)
+omnic_status omnic__jargs_push_kw(omnic__jrender *r, omnic__jargs *a, const char *name, size_t len,
+                                  omnic__jv v)
 {
     for (size_t i = 0; i < a->nkw; i++)
         if (a->klen[i] == len && !memcmp(a->kname[i], name, len)) {
             omnic__jv_unref(r, v);
-            return omnic__jfail(r, OMNIC_E_INVALID, "got multiple values for keyword argument '%.*s'", (int)len, name);
+            return omnic__jfail(r, OMNIC_E_INVALID, "got multiple values for keyword argument '%.*s'",
+                                (int)len, name);
         }
     if (a->nkw == a->cap_kw) {
         size_t cap = a->cap_kw ? a->cap_kw * 2 : 4;
         void *p1, *p2, *p3;
-        omnic_status rc = omnic__jmem_realloc(r, a->kname, cap * sizeof *a->kname, &p1);
+        omnic_status rc = omnic__jmem_realloc_array(r, a->kname, cap, sizeof *a->kname, &p1);
         if (rc == OMNIC_OK) a->kname = p1;
-        if (rc == OMNIC_OK && (rc = omnic__jmem_realloc(r, a->klen, cap * sizeof *a->klen, &p2)) == OMNIC_OK)
+        if (rc == OMNIC_OK &&
+            (rc = omnic__jmem_realloc_array(r, a->klen, cap, sizeof *a->klen, &p2)) == OMNIC_OK)
             a->klen = p2;
-        if (rc == OMNIC_OK && (rc = omnic__jmem_realloc(r, a->kw, cap * sizeof *a->kw, &p3)) == OMNIC_OK) a->kw = p3;
+        if (rc == OMNIC_OK && (rc = omnic__jmem_realloc_array(r, a->kw, cap, sizeof *a->kw, &p3)) == OMNIC_OK)
+            a->kw = p3;
         if (rc != OMNIC_OK) {
             omnic__jv_unref(r, v);
             return rc;
@@ -154,8 +163,8 @@ static omnic_status eval_args(omnic__jrender *r, omnic__jnode *const *kids, size
         } else if (k->kind == OMNIC_JN_DSTARARG) {
             OMNIC_TRY(omnic__jeval(r, k->a, s, &v));
             if (v.kind != OMNIC_JV_DICT) {
-                omnic_status rc = omnic__jfail(r, OMNIC_E_INVALID, "argument after ** must be a mapping, not %s",
-                                               omnic__jv_type(v));
+                omnic_status rc = omnic__jfail(
+                    r, OMNIC_E_INVALID, "argument after ** must be a mapping, not %s", omnic__jv_type(v));
                 omnic__jv_unref(r, v);
                 return rc;
             }
@@ -182,16 +191,26 @@ static omnic_status eval_args(omnic__jrender *r, omnic__jnode *const *kids, size
 static const char *obj_name(int kind)
 {
     switch (kind) {
-    case OMNIC_JV_DICT: return "dict object";
-    case OMNIC_JV_NS: return "Namespace object";
-    case OMNIC_JV_STR: return "str object";
-    case OMNIC_JV_LIST: return "list object";
-    case OMNIC_JV_INT: return "int object";
-    case OMNIC_JV_FLOAT: return "float object";
-    case OMNIC_JV_BOOL: return "bool object";
-    case OMNIC_JV_NONE: return "None";
-    case OMNIC_JV_LOOP: return "LoopContext object";
-    default: return "object";
+    case OMNIC_JV_DICT:
+        return "dict object";
+    case OMNIC_JV_NS:
+        return "Namespace object";
+    case OMNIC_JV_STR:
+        return "str object";
+    case OMNIC_JV_LIST:
+        return "list object";
+    case OMNIC_JV_INT:
+        return "int object";
+    case OMNIC_JV_FLOAT:
+        return "float object";
+    case OMNIC_JV_BOOL:
+        return "bool object";
+    case OMNIC_JV_NONE:
+        return "None";
+    case OMNIC_JV_LOOP:
+        return "LoopContext object";
+    default:
+        return "object";
     }
 }
 
@@ -205,13 +224,15 @@ omnic_status omnic__jundef_fail(omnic__jrender *r, omnic__jv v)
     if (n->kind == OMNIC_JN_NAME || n->kind == OMNIC_JN_PARAM)
         rc = omnic__jfail(r, OMNIC_E_INVALID, "'%.*s' is undefined", (int)n->slen, n->s);
     else if (n->kind == OMNIC_JN_GETATTR)
-        rc = omnic__jfail(r, OMNIC_E_INVALID, "'%s' has no attribute '%.*s'", obj_name(v.aux), (int)n->slen, n->s);
+        rc = omnic__jfail(r, OMNIC_E_INVALID, "'%s' has no attribute '%.*s'", obj_name(v.aux), (int)n->slen,
+                          n->s);
     else if (n->kind == OMNIC_JN_GETITEM && n->b->kind == OMNIC_JN_CONST && n->b->k.kind == OMNIC_JV_STR)
         rc = omnic__jfail(r, OMNIC_E_INVALID, "'%s' has no attribute '%.*s'", obj_name(v.aux),
                           (int)(OMNIC_JSTR(n->b->k)->len > 100 ? 100 : OMNIC_JSTR(n->b->k)->len),
                           OMNIC_JSTR(n->b->k)->p);
     else if (n->kind == OMNIC_JN_GETITEM && n->b->kind == OMNIC_JN_CONST && n->b->k.kind == OMNIC_JV_INT)
-        rc = omnic__jfail(r, OMNIC_E_INVALID, "'%s' has no element %lld", obj_name(v.aux), (long long)n->b->k.u.i);
+        rc = omnic__jfail(r, OMNIC_E_INVALID, "'%s' has no element %lld", obj_name(v.aux),
+                          (long long)n->b->k.u.i);
     else if (n->kind == OMNIC_JN_GETITEM)
         rc = omnic__jfail(r, OMNIC_E_INVALID, "'%s' has no such item", obj_name(v.aux));
     else
@@ -222,12 +243,14 @@ omnic_status omnic__jundef_fail(omnic__jrender *r, omnic__jv v)
 
 /* ---- attribute and item access --------------------------------------------------------------- */
 
-static omnic_status bound_method(omnic__jrender *r, omnic__jv self, const char *name, size_t len, omnic__jv *out)
+static omnic_status bound_method(omnic__jrender *r, omnic__jv self, const char *name, size_t len,
+                                 omnic__jv *out)
 {
     void *p = NULL;
     OMNIC_TRY(omnic__jmem_alloc(r, sizeof(omnic__jfunc), &p));
     omnic__jfunc *f = p;
-    *f = (omnic__jfunc){.h = {.rc = 1, .kind = OMNIC_JV_FUNC}, .fkind = OMNIC_JF_METHOD, .name = name, .name_len = len};
+    *f = (omnic__jfunc){
+        .h = {.rc = 1, .kind = OMNIC_JV_FUNC}, .fkind = OMNIC_JF_METHOD, .name = name, .name_len = len};
     f->self = omnic__jv_ref(self);
     *out = omnic__jv_obj(&f->h);
     return OMNIC_OK;
@@ -240,29 +263,42 @@ static omnic_status loop_attr(omnic__jrender *r, omnic__jv obj, const char *name
     size_t i = l->index0, n = l->length;
     *found = true;
 #define IS(lit) (len == sizeof(lit) - 1 && !memcmp(name, lit, len))
-    if (IS("index")) *out = omnic__jv_int((int64_t)i + 1);
-    else if (IS("index0")) *out = omnic__jv_int((int64_t)i);
-    else if (IS("revindex")) *out = omnic__jv_int((int64_t)(n - i));
-    else if (IS("revindex0")) *out = omnic__jv_int((int64_t)(n - i - 1));
-    else if (IS("first")) *out = omnic__jv_bool(i == 0);
-    else if (IS("last")) *out = omnic__jv_bool(i + 1 == n);
-    else if (IS("length")) *out = omnic__jv_int((int64_t)n);
-    else if (IS("depth")) *out = omnic__jv_int(1);
-    else if (IS("depth0")) *out = omnic__jv_int(0);
-    else if (IS("previtem")) *out = i > 0 ? omnic__jv_ref(l->items->v[i - 1]) : omnic__jv_undef(NULL, OMNIC_JV_LOOP);
+    if (IS("index"))
+        *out = omnic__jv_int((int64_t)i + 1);
+    else if (IS("index0"))
+        *out = omnic__jv_int((int64_t)i);
+    else if (IS("revindex"))
+        *out = omnic__jv_int((int64_t)(n - i));
+    else if (IS("revindex0"))
+        *out = omnic__jv_int((int64_t)(n - i - 1));
+    else if (IS("first"))
+        *out = omnic__jv_bool(i == 0);
+    else if (IS("last"))
+        *out = omnic__jv_bool(i + 1 == n);
+    else if (IS("length"))
+        *out = omnic__jv_int((int64_t)n);
+    else if (IS("depth"))
+        *out = omnic__jv_int(1);
+    else if (IS("depth0"))
+        *out = omnic__jv_int(0);
+    else if (IS("previtem"))
+        *out = i > 0 ? omnic__jv_ref(l->items->v[i - 1]) : omnic__jv_undef(NULL, OMNIC_JV_LOOP);
     else if (IS("nextitem"))
         *out = i + 1 < n ? omnic__jv_ref(l->items->v[i + 1]) : omnic__jv_undef(NULL, OMNIC_JV_LOOP);
-    else if (IS("cycle")) return bound_method(r, obj, "cycle", 5, out);
-    else *found = false;
+    else if (IS("cycle"))
+        return bound_method(r, obj, "cycle", 5, out);
+    else
+        *found = false;
 #undef IS
     return OMNIC_OK;
 }
 
-omnic_status omnic__jgetattr(omnic__jrender *r, omnic__jv obj, const char *name, size_t len, const omnic__jnode *n,
-                             omnic__jv *out)
+omnic_status omnic__jgetattr(omnic__jrender *r, omnic__jv obj, const char *name, size_t len,
+                             const omnic__jnode *n, omnic__jv *out)
 {
     switch (obj.kind) {
-    case OMNIC_JV_UNDEF: return omnic__jundef_fail(r, obj);
+    case OMNIC_JV_UNDEF:
+        return omnic__jundef_fail(r, obj);
     case OMNIC_JV_DICT:
         if (omnic__jmethod_exists(obj.kind, name, len)) return bound_method(r, obj, name, len, out);
         __attribute__((fallthrough));
@@ -278,7 +314,8 @@ omnic_status omnic__jgetattr(omnic__jrender *r, omnic__jv obj, const char *name,
     case OMNIC_JV_LIST:
         if (omnic__jmethod_exists(obj.kind, name, len)) return bound_method(r, obj, name, len, out);
         if (obj.kind == OMNIC_JV_LIST && (obj.u.o->flags & OMNIC_JLIST_GROUP)) {
-            bool grouper = len == 7 && !memcmp(name, "grouper", 7), list = len == 4 && !memcmp(name, "list", 4);
+            bool grouper = len == 7 && !memcmp(name, "grouper", 7),
+                 list = len == 4 && !memcmp(name, "list", 4);
             if (grouper || list) {
                 *out = omnic__jv_ref(OMNIC_JLIST(obj)->v[grouper ? 0 : 1]);
                 return OMNIC_OK;
@@ -291,7 +328,8 @@ omnic_status omnic__jgetattr(omnic__jrender *r, omnic__jv obj, const char *name,
         if (found) return OMNIC_OK;
         break;
     }
-    default: break;
+    default:
+        break;
     }
     *out = omnic__jv_undef(n, obj.kind);
     return OMNIC_OK;
@@ -304,7 +342,8 @@ static int64_t seq_index(int64_t i, size_t n)
     return i >= 0 && (uint64_t)i < n ? i : -1;
 }
 
-omnic_status omnic__jgetitem(omnic__jrender *r, omnic__jv obj, omnic__jv key, const omnic__jnode *n, omnic__jv *out)
+omnic_status omnic__jgetitem(omnic__jrender *r, omnic__jv obj, omnic__jv key, const omnic__jnode *n,
+                             omnic__jv *out)
 {
     if (obj.kind == OMNIC_JV_UNDEF) return omnic__jundef_fail(r, obj);
     bool int_key = key.kind == OMNIC_JV_INT || key.kind == OMNIC_JV_BOOL;
@@ -340,7 +379,8 @@ omnic_status omnic__jgetitem(omnic__jrender *r, omnic__jv obj, omnic__jv key, co
             }
         }
         break;
-    default: break;
+    default:
+        break;
     }
     if (key.kind == OMNIC_JV_STR && obj.kind != OMNIC_JV_NS)
         return omnic__jgetattr(r, obj, OMNIC_JSTR(key)->p, OMNIC_JSTR(key)->len, n, out);
@@ -349,8 +389,8 @@ omnic_status omnic__jgetitem(omnic__jrender *r, omnic__jv obj, omnic__jv key, co
 }
 
 /* Python slice semantics on a length n: fills start, stop, step and the item count. */
-static omnic_status slice_bounds(omnic__jrender *r, const omnic__jv *parts, size_t n, int64_t *start, int64_t *step,
-                                 size_t *count)
+static omnic_status slice_bounds(omnic__jrender *r, const omnic__jv *parts, size_t n, int64_t *start,
+                                 int64_t *step, size_t *count)
 {
     int64_t v[3];
     bool given[3];
@@ -399,7 +439,8 @@ static omnic_status do_slice(omnic__jrender *r, omnic__jv obj, const omnic__jv *
         omnic__jv res;
         OMNIC_TRY(omnic__jlist_new(r, count, obj.u.o->flags & OMNIC_JLIST_TUPLE, &res));
         for (size_t k = 0; k < count; k++) {
-            omnic_status rc = omnic__jlist_push(r, OMNIC_JLIST(res), omnic__jv_ref(l->v[start + (int64_t)k * step]));
+            omnic_status rc =
+                omnic__jlist_push(r, OMNIC_JLIST(res), omnic__jv_ref(l->v[start + (int64_t)k * step]));
             if (rc != OMNIC_OK) {
                 omnic__jv_unref(r, res);
                 return rc;
@@ -420,7 +461,7 @@ static omnic_status do_slice(omnic__jrender *r, omnic__jv obj, const omnic__jv *
         /* code point offsets, then gather */
         void *p = NULL;
         size_t *offs;
-        OMNIC_TRY(omnic__jmem_alloc(r, (s->ncp + 1) * sizeof(size_t), &p));
+        OMNIC_TRY(omnic__jmem_array(r, (s->ncp + 1), sizeof(size_t), &p));
         offs = p;
         for (size_t i = 0, k = 0; k <= s->ncp; k++) {
             offs[k] = i;
@@ -437,7 +478,8 @@ static omnic_status do_slice(omnic__jrender *r, omnic__jv obj, const omnic__jv *
         omnic__jbuf_free(r, &b);
         return rc;
     }
-    return omnic__jfail(r, OMNIC_E_INVALID, "'%s' object is not subscriptable with a slice", omnic__jv_type(obj));
+    return omnic__jfail(r, OMNIC_E_INVALID, "'%s' object is not subscriptable with a slice",
+                        omnic__jv_type(obj));
 }
 
 /* ---- iteration ---------------------------------------------------------------------------------- */
@@ -452,15 +494,18 @@ omnic_status omnic__jiter(omnic__jrender *r, omnic__jv v, omnic__jv *out)
         }
         const omnic__jlist *l = OMNIC_JLIST(v);
         OMNIC_TRY(omnic__jlist_new(r, l->n, false, out));
-        for (size_t i = 0; i < l->n; i++) OMNIC_JLIST(*out)->v[i] = omnic__jv_ref(l->v[i]);
+        for (size_t i = 0; i < l->n; i++)
+            OMNIC_JLIST(*out)->v[i] = omnic__jv_ref(l->v[i]);
         OMNIC_JLIST(*out)->n = l->n;
         return OMNIC_OK;
     }
-    case OMNIC_JV_UNDEF: return omnic__jlist_new(r, 0, false, out);
+    case OMNIC_JV_UNDEF:
+        return omnic__jlist_new(r, 0, false, out);
     case OMNIC_JV_DICT: {
         const omnic__jdict *d = OMNIC_JDICT(v);
         OMNIC_TRY(omnic__jlist_new(r, d->n, false, out));
-        for (size_t i = 0; i < d->n; i++) OMNIC_JLIST(*out)->v[i] = omnic__jv_ref(omnic__jv_obj(&d->k[i]->h));
+        for (size_t i = 0; i < d->n; i++)
+            OMNIC_JLIST(*out)->v[i] = omnic__jv_ref(omnic__jv_obj(&d->k[i]->h));
         OMNIC_JLIST(*out)->n = d->n;
         return OMNIC_OK;
     }
@@ -504,20 +549,29 @@ static int64_t as_i(omnic__jv v)
 static const char *op_sym(int op)
 {
     switch (op) {
-    case OMNIC_JOP_ADD: return "+";
-    case OMNIC_JOP_SUB: return "-";
-    case OMNIC_JOP_MUL: return "*";
-    case OMNIC_JOP_DIV: return "/";
-    case OMNIC_JOP_FLOORDIV: return "//";
-    case OMNIC_JOP_MOD: return "%";
-    case OMNIC_JOP_POW: return "** or pow()";
-    default: return "?";
+    case OMNIC_JOP_ADD:
+        return "+";
+    case OMNIC_JOP_SUB:
+        return "-";
+    case OMNIC_JOP_MUL:
+        return "*";
+    case OMNIC_JOP_DIV:
+        return "/";
+    case OMNIC_JOP_FLOORDIV:
+        return "//";
+    case OMNIC_JOP_MOD:
+        return "%";
+    case OMNIC_JOP_POW:
+        return "** or pow()";
+    default:
+        return "?";
     }
 }
 
 static omnic_status int_overflow(omnic__jrender *r, int op)
 {
-    return omnic__jfail(r, OMNIC_E_INVALID, "integer overflow in '%s' (omnic's integers are 64-bit)", op_sym(op));
+    return omnic__jfail(r, OMNIC_E_INVALID, "integer overflow in '%s' (omnic's integers are 64-bit)",
+                        op_sym(op));
 }
 
 /* Repeats seq (str or list) k times. */
@@ -528,11 +582,13 @@ static omnic_status repeat(omnic__jrender *r, omnic__jv seq, int64_t k, omnic__j
         const omnic__jstr *s = OMNIC_JSTR(seq);
         size_t total;
         if (!omnic_size_mul(&total, s->len, (size_t)k) || total > r->lim.max_output)
-            return omnic__jfail(r, OMNIC_E_TOO_LARGE, "string repetition over %zu bytes (OMNIC_MAX_TEMPLATE_OUTPUT)",
+            return omnic__jfail(r, OMNIC_E_TOO_LARGE,
+                                "string repetition over %zu bytes (OMNIC_MAX_TEMPLATE_OUTPUT)",
                                 r->lim.max_output);
         omnic__jbuf b = {0};
         omnic_status rc = OMNIC_OK;
-        for (int64_t i = 0; i < k && rc == OMNIC_OK; i++) rc = omnic__jbuf_put(r, &b, s->p, s->len);
+        for (int64_t i = 0; i < k && rc == OMNIC_OK; i++)
+            rc = omnic__jbuf_put(r, &b, s->p, s->len);
         if (rc == OMNIC_OK) return omnic__jstr_from_buf(r, &b, out);
         omnic__jbuf_free(r, &b);
         return rc;
@@ -542,85 +598,10 @@ static omnic_status repeat(omnic__jrender *r, omnic__jv seq, int64_t k, omnic__j
     if (!omnic_size_mul(&total, l->n, (size_t)k)) return omnic__jstep(r, UINT64_MAX);
     OMNIC_TRY(omnic__jstep(r, total));
     OMNIC_TRY(omnic__jlist_new(r, total, seq.u.o->flags & OMNIC_JLIST_TUPLE, out));
-    for (size_t i = 0; i < total; i++) OMNIC_JLIST(*out)->v[i] = omnic__jv_ref(l->v[i % l->n]);
+    for (size_t i = 0; i < total; i++)
+        OMNIC_JLIST(*out)->v[i] = omnic__jv_ref(l->v[i % l->n]);
     OMNIC_JLIST(*out)->n = total;
     return OMNIC_OK;
-}
-
-/* Python's printf-style str % args for %s %r %d %i %f %% (with width/precision). */
-static omnic_status str_format(omnic__jrender *r, const omnic__jstr *fmt, omnic__jv args, omnic__jv *out)
-{
-    const omnic__jv *items = &args;
-    size_t nitems = 1, used = 0;
-    if (args.kind == OMNIC_JV_LIST && (args.u.o->flags & OMNIC_JLIST_TUPLE)) {
-        items = OMNIC_JLIST(args)->v;
-        nitems = OMNIC_JLIST(args)->n;
-    }
-    omnic__jbuf b = {0};
-    omnic_status rc = OMNIC_OK;
-    for (size_t i = 0; i < fmt->len && rc == OMNIC_OK; i++) {
-        char c = fmt->p[i];
-        if (c != '%') {
-            rc = omnic__jbuf_putc(r, &b, c);
-            continue;
-        }
-        char spec[32];
-        size_t k = 0;
-        spec[k++] = '%';
-        i++;
-        while (i < fmt->len && k < 20 && strchr("-+ 0#", fmt->p[i])) spec[k++] = fmt->p[i++];
-        while (i < fmt->len && k < 24 && ((fmt->p[i] >= '0' && fmt->p[i] <= '9') || fmt->p[i] == '.'))
-            spec[k++] = fmt->p[i++];
-        if (i >= fmt->len) {
-            rc = omnic__jfail(r, OMNIC_E_INVALID, "incomplete format");
-            break;
-        }
-        char conv = fmt->p[i];
-        if (conv == '%') {
-            rc = omnic__jbuf_putc(r, &b, '%');
-            continue;
-        }
-        if (used >= nitems) {
-            rc = omnic__jfail(r, OMNIC_E_INVALID, "not enough arguments for format string");
-            break;
-        }
-        omnic__jv a = items[used++];
-        if (conv == 's' || conv == 'r') {
-            omnic__jbuf t = {0};
-            rc = conv == 's' ? omnic__jv_write_str(r, &t, a) : omnic__jv_write_repr(r, &t, a, 0);
-            if (rc == OMNIC_OK) {
-                spec[k++] = 's';
-                spec[k] = '\0';
-                if (k == 2) rc = omnic__jbuf_put(r, &b, t.p ? t.p : "", t.n);
-                else rc = omnic__jbuf_printf(r, &b, spec, t.p ? t.p : "");
-            }
-            omnic__jbuf_free(r, &t);
-        } else if (conv == 'd' || conv == 'i' || conv == 'f' || conv == 'e' || conv == 'g' || conv == 'x') {
-            if (!is_num(a)) {
-                rc = omnic__jfail(r, OMNIC_E_INVALID, "%%%c format: a real number is required, not %s", conv,
-                                  omnic__jv_type(a));
-                break;
-            }
-            if (conv == 'd' || conv == 'i' || conv == 'x') {
-                memcpy(spec + k, "ll", 2);
-                k += 2;
-                spec[k++] = conv == 'x' ? 'x' : 'd';
-                spec[k] = '\0';
-                rc = omnic__jbuf_printf(r, &b, spec, (long long)(a.kind == OMNIC_JV_FLOAT ? (int64_t)a.u.f : as_i(a)));
-            } else {
-                spec[k++] = conv;
-                spec[k] = '\0';
-                rc = omnic__jbuf_printf(r, &b, spec, as_f(a));
-            }
-        } else {
-            rc = omnic__jfail(r, OMNIC_E_UNSUPPORTED, "unsupported format character '%c'", conv);
-        }
-    }
-    if (rc == OMNIC_OK && used < nitems && args.kind == OMNIC_JV_LIST && (args.u.o->flags & OMNIC_JLIST_TUPLE))
-        rc = omnic__jfail(r, OMNIC_E_INVALID, "not all arguments converted during string formatting");
-    if (rc == OMNIC_OK) return omnic__jstr_from_buf(r, &b, out);
-    omnic__jbuf_free(r, &b);
-    return rc;
 }
 
 static omnic_status type_error(omnic__jrender *r, int op, omnic__jv a, omnic__jv b)
@@ -628,10 +609,11 @@ static omnic_status type_error(omnic__jrender *r, int op, omnic__jv a, omnic__jv
     if (a.kind == OMNIC_JV_UNDEF) return omnic__jundef_fail(r, a);
     if (b.kind == OMNIC_JV_UNDEF) return omnic__jundef_fail(r, b);
     if (op == OMNIC_JOP_ADD && a.kind == OMNIC_JV_STR)
-        return omnic__jfail(r, OMNIC_E_INVALID, "can only concatenate str (not \"%s\") to str", omnic__jv_type(b));
+        return omnic__jfail(r, OMNIC_E_INVALID, "can only concatenate str (not \"%s\") to str",
+                            omnic__jv_type(b));
     if (op == OMNIC_JOP_ADD && a.kind == OMNIC_JV_LIST)
-        return omnic__jfail(r, OMNIC_E_INVALID, "can only concatenate %s (not \"%s\") to %s", omnic__jv_type(a),
-                            omnic__jv_type(b), omnic__jv_type(a));
+        return omnic__jfail(r, OMNIC_E_INVALID, "can only concatenate %s (not \"%s\") to %s",
+                            omnic__jv_type(a), omnic__jv_type(b), omnic__jv_type(a));
     return omnic__jfail(r, OMNIC_E_INVALID, "unsupported operand type(s) for %s: '%s' and '%s'", op_sym(op),
                         omnic__jv_type(a), omnic__jv_type(b));
 }
@@ -644,19 +626,28 @@ omnic_status omnic__jbinop(omnic__jrender *r, int op, omnic__jv a, omnic__jv b, 
         double fx = as_f(a), fy = as_f(b);
         switch (op) {
         case OMNIC_JOP_ADD:
-            if (fl) *out = omnic__jv_float(fx + fy);
-            else if (__builtin_add_overflow(x, y, &z)) return int_overflow(r, op);
-            else *out = omnic__jv_int(z);
+            if (fl)
+                *out = omnic__jv_float(fx + fy);
+            else if (__builtin_add_overflow(x, y, &z))
+                return int_overflow(r, op);
+            else
+                *out = omnic__jv_int(z);
             return OMNIC_OK;
         case OMNIC_JOP_SUB:
-            if (fl) *out = omnic__jv_float(fx - fy);
-            else if (__builtin_sub_overflow(x, y, &z)) return int_overflow(r, op);
-            else *out = omnic__jv_int(z);
+            if (fl)
+                *out = omnic__jv_float(fx - fy);
+            else if (__builtin_sub_overflow(x, y, &z))
+                return int_overflow(r, op);
+            else
+                *out = omnic__jv_int(z);
             return OMNIC_OK;
         case OMNIC_JOP_MUL:
-            if (fl) *out = omnic__jv_float(fx * fy);
-            else if (__builtin_mul_overflow(x, y, &z)) return int_overflow(r, op);
-            else *out = omnic__jv_int(z);
+            if (fl)
+                *out = omnic__jv_float(fx * fy);
+            else if (__builtin_mul_overflow(x, y, &z))
+                return int_overflow(r, op);
+            else
+                *out = omnic__jv_int(z);
             return OMNIC_OK;
         case OMNIC_JOP_DIV:
             if (fy == 0.0) return omnic__jfail(r, OMNIC_E_INVALID, "division by zero");
@@ -667,7 +658,8 @@ omnic_status omnic__jbinop(omnic__jrender *r, int op, omnic__jv a, omnic__jv b, 
             if (fl) { /* Python's float divmod */
                 if (fy == 0.0)
                     return omnic__jfail(r, OMNIC_E_INVALID,
-                                        op == OMNIC_JOP_MOD ? "float modulo" : "float floor division by zero");
+                                        op == OMNIC_JOP_MOD ? "float modulo"
+                                                            : "float floor division by zero");
                 double mod = fmod(fx, fy), div = (fx - mod) / fy, fdiv;
                 if (mod != 0.0) {
                     if ((fy < 0) != (mod < 0)) {
@@ -688,8 +680,10 @@ omnic_status omnic__jbinop(omnic__jrender *r, int op, omnic__jv a, omnic__jv b, 
             }
             if (y == 0) return omnic__jfail(r, OMNIC_E_INVALID, "integer division or modulo by zero");
             if (x == INT64_MIN && y == -1) {
-                if (op == OMNIC_JOP_MOD) *out = omnic__jv_int(0);
-                else return int_overflow(r, op);
+                if (op == OMNIC_JOP_MOD)
+                    *out = omnic__jv_int(0);
+                else
+                    return int_overflow(r, op);
                 return OMNIC_OK;
             }
             {
@@ -715,15 +709,18 @@ omnic_status omnic__jbinop(omnic__jrender *r, int op, omnic__jv a, omnic__jv b, 
                 *out = omnic__jv_int(res);
                 return OMNIC_OK;
             }
-            if (fx == 0.0 && fy < 0) return omnic__jfail(r, OMNIC_E_INVALID, "0.0 cannot be raised to a negative power");
+            if (fx == 0.0 && fy < 0)
+                return omnic__jfail(r, OMNIC_E_INVALID, "0.0 cannot be raised to a negative power");
             {
                 double v = pow(fx, fy);
                 if (isnan(v) && !isnan(fx) && !isnan(fy))
-                    return omnic__jfail(r, OMNIC_E_INVALID, "negative number cannot be raised to a fractional power");
+                    return omnic__jfail(r, OMNIC_E_INVALID,
+                                        "negative number cannot be raised to a fractional power");
                 *out = omnic__jv_float(v);
             }
             return OMNIC_OK;
-        default: break;
+        default:
+            break;
         }
     }
     if (op == OMNIC_JOP_ADD && a.kind == OMNIC_JV_STR && b.kind == OMNIC_JV_STR) {
@@ -749,17 +746,21 @@ omnic_status omnic__jbinop(omnic__jrender *r, int op, omnic__jv a, omnic__jv b, 
         OMNIC_TRY(omnic__jstep(r, x->n + y->n));
         OMNIC_TRY(omnic__jlist_new(r, x->n + y->n, a.u.o->flags & OMNIC_JLIST_TUPLE, out));
         omnic__jlist *l = OMNIC_JLIST(*out);
-        for (size_t i = 0; i < x->n; i++) l->v[l->n++] = omnic__jv_ref(x->v[i]);
-        for (size_t i = 0; i < y->n; i++) l->v[l->n++] = omnic__jv_ref(y->v[i]);
+        for (size_t i = 0; i < x->n; i++)
+            l->v[l->n++] = omnic__jv_ref(x->v[i]);
+        for (size_t i = 0; i < y->n; i++)
+            l->v[l->n++] = omnic__jv_ref(y->v[i]);
         return OMNIC_OK;
     }
     if (op == OMNIC_JOP_MUL) {
-        if ((a.kind == OMNIC_JV_STR || a.kind == OMNIC_JV_LIST) && (b.kind == OMNIC_JV_INT || b.kind == OMNIC_JV_BOOL))
+        if ((a.kind == OMNIC_JV_STR || a.kind == OMNIC_JV_LIST) &&
+            (b.kind == OMNIC_JV_INT || b.kind == OMNIC_JV_BOOL))
             return repeat(r, a, as_i(b), out);
-        if ((b.kind == OMNIC_JV_STR || b.kind == OMNIC_JV_LIST) && (a.kind == OMNIC_JV_INT || a.kind == OMNIC_JV_BOOL))
+        if ((b.kind == OMNIC_JV_STR || b.kind == OMNIC_JV_LIST) &&
+            (a.kind == OMNIC_JV_INT || a.kind == OMNIC_JV_BOOL))
             return repeat(r, b, as_i(a), out);
     }
-    if (op == OMNIC_JOP_MOD && a.kind == OMNIC_JV_STR) return str_format(r, OMNIC_JSTR(a), b, out);
+    if (op == OMNIC_JOP_MOD && a.kind == OMNIC_JV_STR) return omnic__jstr_percent(r, OMNIC_JSTR(a), b, out);
     return type_error(r, op, a, b);
 }
 
@@ -772,19 +773,24 @@ omnic_status omnic__jcontains(omnic__jrender *r, omnic__jv x, omnic__jv c, bool 
         if (x.kind != OMNIC_JV_STR)
             return omnic__jfail(r, OMNIC_E_INVALID, "'in <string>' requires string as left operand, not %s",
                                 omnic__jv_type(x));
-        if (OMNIC_JSTR(x)->len == 0) *out = true;
-        else *out = memmem(OMNIC_JSTR(c)->p, OMNIC_JSTR(c)->len, OMNIC_JSTR(x)->p, OMNIC_JSTR(x)->len) != NULL;
+        if (OMNIC_JSTR(x)->len == 0)
+            *out = true;
+        else
+            *out = memmem(OMNIC_JSTR(c)->p, OMNIC_JSTR(c)->len, OMNIC_JSTR(x)->p, OMNIC_JSTR(x)->len) != NULL;
         return OMNIC_OK;
     case OMNIC_JV_LIST: {
         const omnic__jlist *l = OMNIC_JLIST(c);
         OMNIC_TRY(omnic__jstep(r, l->n));
-        for (size_t i = 0; i < l->n && !*out; i++) OMNIC_TRY(omnic__jv_eq(r, x, l->v[i], 0, out));
+        for (size_t i = 0; i < l->n && !*out; i++)
+            OMNIC_TRY(omnic__jv_eq(r, x, l->v[i], 0, out));
         return OMNIC_OK;
     }
     case OMNIC_JV_DICT:
-        if (x.kind == OMNIC_JV_STR) *out = omnic__jdict_get(OMNIC_JDICT(c), OMNIC_JSTR(x)->p, OMNIC_JSTR(x)->len) != NULL;
+        if (x.kind == OMNIC_JV_STR)
+            *out = omnic__jdict_get(OMNIC_JDICT(c), OMNIC_JSTR(x)->p, OMNIC_JSTR(x)->len) != NULL;
         return OMNIC_OK;
-    case OMNIC_JV_UNDEF: return OMNIC_OK;
+    case OMNIC_JV_UNDEF:
+        return OMNIC_OK;
     default:
         return omnic__jfail(r, OMNIC_E_INVALID, "argument of type '%s' is not iterable", omnic__jv_type(c));
     }
@@ -794,17 +800,20 @@ static omnic_status compare(omnic__jrender *r, int op, omnic__jv a, omnic__jv b,
 {
     int c;
     switch (op) {
-    case OMNIC_JOP_EQ: return omnic__jv_eq(r, a, b, 0, out);
+    case OMNIC_JOP_EQ:
+        return omnic__jv_eq(r, a, b, 0, out);
     case OMNIC_JOP_NE:
         OMNIC_TRY(omnic__jv_eq(r, a, b, 0, out));
         *out = !*out;
         return OMNIC_OK;
-    case OMNIC_JOP_IN: return omnic__jcontains(r, a, b, out);
+    case OMNIC_JOP_IN:
+        return omnic__jcontains(r, a, b, out);
     case OMNIC_JOP_NOTIN:
         OMNIC_TRY(omnic__jcontains(r, a, b, out));
         *out = !*out;
         return OMNIC_OK;
-    default: break;
+    default:
+        break;
     }
     if ((a.kind == OMNIC_JV_FLOAT && isnan(a.u.f)) || (b.kind == OMNIC_JV_FLOAT && isnan(b.u.f))) {
         if (is_num(a) && is_num(b)) {
@@ -816,10 +825,13 @@ static omnic_status compare(omnic__jrender *r, int op, omnic__jv a, omnic__jv b,
     if (b.kind == OMNIC_JV_UNDEF) return omnic__jundef_fail(r, b);
     omnic_status rc = omnic__jv_cmp(r, a, b, false, 0, &c);
     if (rc != OMNIC_OK) {
-        const char *sym = op == OMNIC_JOP_LT ? "<" : op == OMNIC_JOP_LE ? "<=" : op == OMNIC_JOP_GT ? ">" : ">=";
+        const char *sym = op == OMNIC_JOP_LT   ? "<"
+                          : op == OMNIC_JOP_LE ? "<="
+                          : op == OMNIC_JOP_GT ? ">"
+                                               : ">=";
         if (rc == OMNIC_E_INVALID && !(is_num(a) && is_num(b)))
-            return omnic__jfail(r, OMNIC_E_INVALID, "'%s' not supported between instances of '%s' and '%s'", sym,
-                                omnic__jv_type(a), omnic__jv_type(b));
+            return omnic__jfail(r, OMNIC_E_INVALID, "'%s' not supported between instances of '%s' and '%s'",
+                                sym, omnic__jv_type(a), omnic__jv_type(b));
         return rc;
     }
     *out = op == OMNIC_JOP_LT ? c < 0 : op == OMNIC_JOP_LE ? c <= 0 : op == OMNIC_JOP_GT ? c > 0 : c >= 0;
@@ -834,9 +846,10 @@ static omnic_status call_macro(omnic__jrender *r, const omnic__jfunc *f, omnic__
     const char *mname = f->fkind == OMNIC_JF_MACRO ? m->s : "caller";
     int mlen = f->fkind == OMNIC_JF_MACRO ? (int)m->slen : 6;
     if (r->depth >= r->lim.max_call_depth)
-        return omnic__jfail(r, OMNIC_E_TOO_LARGE,
-                            "macro calls nested deeper than %d (OMNIC_MAX_TEMPLATE_CALL_DEPTH) calling '%.*s'",
-                            r->lim.max_call_depth, mlen, mname);
+        return omnic__jfail(
+            r, OMNIC_E_TOO_LARGE,
+            "macro calls nested deeper than %d (OMNIC_MAX_TEMPLATE_CALL_DEPTH) calling '%.*s'",
+            r->lim.max_call_depth, mlen, mname);
     OMNIC_TRY(omnic__jstep(r, 1));
     omnic__jscope *s;
     OMNIC_TRY(omnic__jscope_new(r, f->closure, &s));
@@ -845,7 +858,7 @@ static omnic_status call_macro(omnic__jrender *r, const omnic__jfunc *f, omnic__
     omnic__jv extra_kw = omnic__jv_none();
     if (a->nkw) {
         void *p = NULL;
-        if ((rc = omnic__jmem_alloc(r, a->nkw * sizeof(bool), &p)) != OMNIC_OK) goto out;
+        if ((rc = omnic__jmem_array(r, a->nkw, sizeof(bool), &p)) != OMNIC_OK) goto out;
         used = p;
         memset(used, 0, a->nkw * sizeof(bool));
     }
@@ -861,8 +874,9 @@ static omnic_status call_macro(omnic__jrender *r, const omnic__jfunc *f, omnic__
             if (a->klen[k] == param->slen && !memcmp(a->kname[k], param->s, param->slen)) {
                 if (have) {
                     omnic__jv_unref(r, v);
-                    rc = omnic__jfail(r, OMNIC_E_INVALID, "macro '%.*s' got multiple values for argument '%.*s'", mlen,
-                                      mname, (int)param->slen, param->s);
+                    rc = omnic__jfail(r, OMNIC_E_INVALID,
+                                      "macro '%.*s' got multiple values for argument '%.*s'", mlen, mname,
+                                      (int)param->slen, param->s);
                     goto out;
                 }
                 v = omnic__jv_ref(a->kw[k]);
@@ -879,8 +893,8 @@ static omnic_status call_macro(omnic__jrender *r, const omnic__jfunc *f, omnic__
     if (rc != OMNIC_OK) goto out;
     if (a->npos > m->nkids) {
         if (!(m->flags & OMNIC_JMACRO_VARARGS)) {
-            rc = omnic__jfail(r, OMNIC_E_INVALID, "macro '%.*s' takes not more than %zu argument(s)", mlen, mname,
-                              m->nkids);
+            rc = omnic__jfail(r, OMNIC_E_INVALID, "macro '%.*s' takes not more than %zu argument(s)", mlen,
+                              mname, m->nkids);
             goto out;
         }
     }
@@ -888,7 +902,8 @@ static omnic_status call_macro(omnic__jrender *r, const omnic__jfunc *f, omnic__
         omnic__jv t;
         size_t extra = a->npos > m->nkids ? a->npos - m->nkids : 0;
         if ((rc = omnic__jlist_new(r, extra, true, &t)) != OMNIC_OK) goto out;
-        for (size_t i = 0; i < extra; i++) OMNIC_JLIST(t)->v[i] = omnic__jv_ref(a->pos[m->nkids + i]);
+        for (size_t i = 0; i < extra; i++)
+            OMNIC_JLIST(t)->v[i] = omnic__jv_ref(a->pos[m->nkids + i]);
         OMNIC_JLIST(t)->n = extra;
         if ((rc = omnic__jscope_set(r, s, "varargs", 7, t)) != OMNIC_OK) goto out;
     }
@@ -899,17 +914,18 @@ static omnic_status call_macro(omnic__jrender *r, const omnic__jfunc *f, omnic__
         if (used[k]) continue;
         if (a->klen[k] == 6 && !memcmp(a->kname[k], "caller", 6) && f->fkind == OMNIC_JF_MACRO) {
             if (m->flags & OMNIC_JMACRO_CALLER) {
-                if ((rc = omnic__jscope_set(r, s, "caller", 6, omnic__jv_ref(a->kw[k]))) != OMNIC_OK) goto out;
+                if ((rc = omnic__jscope_set(r, s, "caller", 6, omnic__jv_ref(a->kw[k]))) != OMNIC_OK)
+                    goto out;
                 continue;
             }
         }
         if (!(m->flags & OMNIC_JMACRO_KWARGS)) {
-            rc = omnic__jfail(r, OMNIC_E_INVALID, "macro '%.*s' takes no keyword argument '%.*s'", mlen, mname,
-                              (int)a->klen[k], a->kname[k]);
+            rc = omnic__jfail(r, OMNIC_E_INVALID, "macro '%.*s' takes no keyword argument '%.*s'", mlen,
+                              mname, (int)a->klen[k], a->kname[k]);
             goto out;
         }
-        if ((rc = omnic__jdict_setc(r, OMNIC_JDICT(extra_kw), a->kname[k], a->klen[k], omnic__jv_ref(a->kw[k]))) !=
-            OMNIC_OK)
+        if ((rc = omnic__jdict_setc(r, OMNIC_JDICT(extra_kw), a->kname[k], a->klen[k],
+                                    omnic__jv_ref(a->kw[k]))) != OMNIC_OK)
             goto out;
     }
     if (m->flags & OMNIC_JMACRO_KWARGS) {
@@ -927,8 +943,10 @@ static omnic_status call_macro(omnic__jrender *r, const omnic__jfunc *f, omnic__
         r->out = saved;
         r->line = line;
         r->jump = 0;
-        if (rc == OMNIC_OK) rc = omnic__jstr_from_buf(r, &buf, out);
-        else omnic__jbuf_free(r, &buf);
+        if (rc == OMNIC_OK)
+            rc = omnic__jstr_from_buf(r, &buf, out);
+        else
+            omnic__jbuf_free(r, &buf);
     }
 out:
     omnic__jv_unref(r, extra_kw);
@@ -952,12 +970,15 @@ omnic_status omnic__jcall(omnic__jrender *r, omnic__jv fn, omnic__jargs *a, omni
     const omnic__jfunc *f = OMNIC_JFUNC(fn);
     switch (f->fkind) {
     case OMNIC_JF_MACRO:
-    case OMNIC_JF_CALLER: return call_macro(r, f, a, out);
-    case OMNIC_JF_GLOBAL: return omnic__jglobal_call(r, f->id, a, out);
+    case OMNIC_JF_CALLER:
+        return call_macro(r, f, a, out);
+    case OMNIC_JF_GLOBAL:
+        return omnic__jglobal_call(r, f->id, a, out);
     case OMNIC_JF_METHOD:
         if (f->self.kind == OMNIC_JV_LOOP) return loop_cycle(r, OMNIC_JLOOP(f->self), a, out);
         return omnic__jmethod(r, f->self, f->name, f->name_len, a, out);
-    default: return omnic__jfail(r, OMNIC_E_INTERNAL, "bad function kind");
+    default:
+        return omnic__jfail(r, OMNIC_E_INTERNAL, "bad function kind");
     }
 }
 
@@ -967,7 +988,8 @@ static omnic_status make_func(omnic__jrender *r, int fkind, const omnic__jnode *
     void *p = NULL;
     OMNIC_TRY(omnic__jmem_alloc(r, sizeof(omnic__jfunc), &p));
     omnic__jfunc *f = p;
-    *f = (omnic__jfunc){.h = {.rc = 1, .kind = OMNIC_JV_FUNC}, .fkind = (uint8_t)fkind, .node = n, .closure = closure};
+    *f = (omnic__jfunc){
+        .h = {.rc = 1, .kind = OMNIC_JV_FUNC}, .fkind = (uint8_t)fkind, .node = n, .closure = closure};
     closure->rc++;
     *out = omnic__jv_obj(&f->h);
     return OMNIC_OK;
@@ -1013,8 +1035,10 @@ static omnic_status eval_filter_chain(omnic__jrender *r, const omnic__jnode *n, 
                                       omnic__jv *out)
 {
     omnic__jv in;
-    if (n->a) OMNIC_TRY(eval_filter_chain(r, n->a, s, x, &in));
-    else in = omnic__jv_ref(x);
+    if (n->a)
+        OMNIC_TRY(eval_filter_chain(r, n->a, s, x, &in));
+    else
+        in = omnic__jv_ref(x);
     omnic__jargs a = {0};
     omnic_status rc = eval_args(r, n->kids, n->nkids, s, &a);
     r->line = n->line;
@@ -1030,7 +1054,9 @@ omnic_status omnic__jeval(omnic__jrender *r, const omnic__jnode *n, omnic__jscop
     omnic_status rc = OMNIC_OK;
     omnic__jv a = omnic__jv_none(), b = omnic__jv_none();
     switch (n->kind) {
-    case OMNIC_JN_CONST: *out = omnic__jv_ref(n->k); return OMNIC_OK;
+    case OMNIC_JN_CONST:
+        *out = omnic__jv_ref(n->k);
+        return OMNIC_OK;
     case OMNIC_JN_NAME: {
         const omnic__jv *v = scope_get(s, n->s, n->slen);
         if (v) {
@@ -1060,10 +1086,12 @@ omnic_status omnic__jeval(omnic__jrender *r, const omnic__jnode *n, omnic__jscop
             if (pn[k]) rc = omnic__jeval(r, pn[k], s, &parts[k]);
         r->line = n->line;
         if (rc == OMNIC_OK) rc = do_slice(r, a, parts, out);
-        for (int k = 0; k < 3; k++) omnic__jv_unref(r, parts[k]);
+        for (int k = 0; k < 3; k++)
+            omnic__jv_unref(r, parts[k]);
         break;
     }
-    case OMNIC_JN_CALL: return eval_call(r, n, s, out);
+    case OMNIC_JN_CALL:
+        return eval_call(r, n, s, out);
     case OMNIC_JN_FILTER: {
         OMNIC_TRY(omnic__jeval(r, n->a, s, &a));
         omnic__jargs args = {0};
@@ -1087,16 +1115,21 @@ omnic_status omnic__jeval(omnic__jrender *r, const omnic__jnode *n, omnic__jscop
     case OMNIC_JN_UNARY:
         OMNIC_TRY(omnic__jeval(r, n->a, s, &a));
         r->line = n->line;
-        if (n->op == OMNIC_JOP_NOT) *out = omnic__jv_bool(!omnic__jv_truthy(a));
-        else if (a.kind == OMNIC_JV_FLOAT) *out = omnic__jv_float(n->op == OMNIC_JOP_NEG ? -a.u.f : a.u.f);
+        if (n->op == OMNIC_JOP_NOT)
+            *out = omnic__jv_bool(!omnic__jv_truthy(a));
+        else if (a.kind == OMNIC_JV_FLOAT)
+            *out = omnic__jv_float(n->op == OMNIC_JOP_NEG ? -a.u.f : a.u.f);
         else if (a.kind == OMNIC_JV_INT || a.kind == OMNIC_JV_BOOL) {
             int64_t x = as_i(a);
-            if (n->op == OMNIC_JOP_NEG && x == INT64_MIN) rc = int_overflow(r, OMNIC_JOP_SUB);
-            else *out = omnic__jv_int(n->op == OMNIC_JOP_NEG ? -x : x);
-        } else if (a.kind == OMNIC_JV_UNDEF) rc = omnic__jundef_fail(r, a);
+            if (n->op == OMNIC_JOP_NEG && x == INT64_MIN)
+                rc = int_overflow(r, OMNIC_JOP_SUB);
+            else
+                *out = omnic__jv_int(n->op == OMNIC_JOP_NEG ? -x : x);
+        } else if (a.kind == OMNIC_JV_UNDEF)
+            rc = omnic__jundef_fail(r, a);
         else
-            rc = omnic__jfail(r, OMNIC_E_INVALID, "bad operand type for unary %c: '%s'", n->op == OMNIC_JOP_NEG ? '-' : '+',
-                              omnic__jv_type(a));
+            rc = omnic__jfail(r, OMNIC_E_INVALID, "bad operand type for unary %c: '%s'",
+                              n->op == OMNIC_JOP_NEG ? '-' : '+', omnic__jv_type(a));
         break;
     case OMNIC_JN_BINOP:
         OMNIC_TRY(omnic__jeval(r, n->a, s, &a));
@@ -1154,7 +1187,8 @@ omnic_status omnic__jeval(omnic__jrender *r, const omnic__jnode *n, omnic__jscop
         OMNIC_TRY(omnic__jlist_new(r, n->nkids, n->kind == OMNIC_JN_TUPLE, &a));
         for (size_t i = 0; i < n->nkids && rc == OMNIC_OK; i++) {
             omnic__jv x;
-            if ((rc = omnic__jeval(r, n->kids[i], s, &x)) == OMNIC_OK) rc = omnic__jlist_push(r, OMNIC_JLIST(a), x);
+            if ((rc = omnic__jeval(r, n->kids[i], s, &x)) == OMNIC_OK)
+                rc = omnic__jlist_push(r, OMNIC_JLIST(a), x);
         }
         if (rc == OMNIC_OK) {
             *out = a;
@@ -1167,7 +1201,8 @@ omnic_status omnic__jeval(omnic__jrender *r, const omnic__jnode *n, omnic__jscop
             omnic__jv k, v;
             if ((rc = omnic__jeval(r, n->kids[i]->a, s, &k)) != OMNIC_OK) break;
             if (k.kind != OMNIC_JV_STR) {
-                rc = omnic__jfail(r, OMNIC_E_UNSUPPORTED, "dict keys must be strings here, not %s", omnic__jv_type(k));
+                rc = omnic__jfail(r, OMNIC_E_UNSUPPORTED, "dict keys must be strings here, not %s",
+                                  omnic__jv_type(k));
                 omnic__jv_unref(r, k);
                 break;
             }
@@ -1180,7 +1215,9 @@ omnic_status omnic__jeval(omnic__jrender *r, const omnic__jnode *n, omnic__jscop
             return OMNIC_OK;
         }
         break;
-    default: rc = omnic__jfail(r, OMNIC_E_INTERNAL, "unexpected node %d in an expression", n->kind); break;
+    default:
+        rc = omnic__jfail(r, OMNIC_E_INTERNAL, "unexpected node %d in an expression", n->kind);
+        break;
     }
     omnic__jv_unref(r, a);
     omnic__jv_unref(r, b);
@@ -1221,8 +1258,11 @@ static omnic_status exec_set(omnic__jrender *r, const omnic__jnode *target, omni
     const omnic__jv *ns = scope_get(s, target->a->s, target->a->slen);
     if (!ns || ns->kind != OMNIC_JV_NS) {
         omnic__jv_unref(r, v);
-        if (!ns) return omnic__jfail(r, OMNIC_E_INVALID, "'%.*s' is undefined", (int)target->a->slen, target->a->s);
-        return omnic__jfail(r, OMNIC_E_INVALID, "cannot assign attribute on non-namespace object ('%.*s' is %s)",
+        if (!ns)
+            return omnic__jfail(r, OMNIC_E_INVALID, "'%.*s' is undefined", (int)target->a->slen,
+                                target->a->s);
+        return omnic__jfail(r, OMNIC_E_INVALID,
+                            "cannot assign attribute on non-namespace object ('%.*s' is %s)",
                             (int)target->a->slen, target->a->s, omnic__jv_type(*ns));
     }
     return omnic__jdict_setc(r, OMNIC_JDICT(*ns), target->s, target->slen, v);
@@ -1261,7 +1301,8 @@ static omnic_status exec_for(omnic__jrender *r, const omnic__jnode *n, omnic__js
         void *p = NULL;
         if ((rc = omnic__jmem_alloc(r, sizeof(omnic__jloop), &p)) != OMNIC_OK) goto out;
         omnic__jloop *l = p;
-        *l = (omnic__jloop){.h = {.rc = 1, .kind = OMNIC_JV_LOOP}, .length = OMNIC_JLIST(items)->n,
+        *l = (omnic__jloop){.h = {.rc = 1, .kind = OMNIC_JV_LOOP},
+                            .length = OMNIC_JLIST(items)->n,
                             .items = (omnic__jlist *)omnic__jv_ref(items).u.o};
         loopv = omnic__jv_obj(&l->h);
     }
@@ -1323,7 +1364,8 @@ omnic_status omnic__jexec(omnic__jrender *r, const omnic__jnode *n, omnic__jscop
             if (r->jump) return OMNIC_OK;
         }
         return OMNIC_OK;
-    case OMNIC_JN_TEXT: return omnic__jbuf_put(r, r->out, n->s, n->slen);
+    case OMNIC_JN_TEXT:
+        return omnic__jbuf_put(r, r->out, n->s, n->slen);
     case OMNIC_JN_OUTPUT:
         OMNIC_TRY(omnic__jeval(r, n->a, s, &v));
         rc = omnic__jv_write_str(r, r->out, v);
@@ -1337,7 +1379,8 @@ omnic_status omnic__jexec(omnic__jrender *r, const omnic__jnode *n, omnic__jscop
             if (t) return omnic__jexec(r, n->b, s);
             return n->c ? omnic__jexec(r, n->c, s) : OMNIC_OK;
         }
-    case OMNIC_JN_FOR: return exec_for(r, n, s);
+    case OMNIC_JN_FOR:
+        return exec_for(r, n, s);
     case OMNIC_JN_SET:
         OMNIC_TRY(omnic__jeval(r, n->b, s, &v));
         r->line = n->line;
@@ -1367,8 +1410,10 @@ omnic_status omnic__jexec(omnic__jrender *r, const omnic__jnode *n, omnic__jscop
             return rc;
         }
         rc = eval_args(r, call->kids, call->nkids, s, &a);
-        if (rc == OMNIC_OK) rc = omnic__jargs_push_kw(r, &a, "caller", 6, caller);
-        else omnic__jv_unref(r, caller);
+        if (rc == OMNIC_OK)
+            rc = omnic__jargs_push_kw(r, &a, "caller", 6, caller);
+        else
+            omnic__jv_unref(r, caller);
         r->line = n->line;
         if (rc == OMNIC_OK) rc = omnic__jcall(r, fn, &a, &res);
         omnic__jargs_free(r, &a);
@@ -1393,14 +1438,20 @@ omnic_status omnic__jexec(omnic__jrender *r, const omnic__jnode *n, omnic__jscop
         OMNIC_TRY(omnic__jscope_new(r, s, &ws));
         rc = OMNIC_OK;
         for (size_t i = 0; i < n->nkids && rc == OMNIC_OK; i++) {
-            if ((rc = omnic__jeval(r, n->kids[i]->b, s, &v)) == OMNIC_OK) rc = assign(r, n->kids[i]->a, ws, v);
+            if ((rc = omnic__jeval(r, n->kids[i]->b, s, &v)) == OMNIC_OK)
+                rc = assign(r, n->kids[i]->a, ws, v);
         }
         if (rc == OMNIC_OK) rc = omnic__jexec(r, n->b, ws);
         omnic__jscope_unref(r, ws);
         return rc;
     }
-    case OMNIC_JN_BREAK: r->jump = JUMP_BREAK; return OMNIC_OK;
-    case OMNIC_JN_CONTINUE: r->jump = JUMP_CONTINUE; return OMNIC_OK;
-    default: return omnic__jfail(r, OMNIC_E_INTERNAL, "unexpected node %d as a statement", n->kind);
+    case OMNIC_JN_BREAK:
+        r->jump = JUMP_BREAK;
+        return OMNIC_OK;
+    case OMNIC_JN_CONTINUE:
+        r->jump = JUMP_CONTINUE;
+        return OMNIC_OK;
+    default:
+        return omnic__jfail(r, OMNIC_E_INTERNAL, "unexpected node %d as a statement", n->kind);
     }
 }

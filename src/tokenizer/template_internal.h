@@ -17,6 +17,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "tokenizer/template.h"
 
@@ -89,10 +90,10 @@ typedef struct omnic__jdict {
 } omnic__jdict;
 
 typedef enum omnic__jfkind {
-    OMNIC_JF_MACRO,   /* node: N_MACRO; closure: defining scope */
-    OMNIC_JF_CALLER,  /* node: N_CALL_BLOCK (caller() of a call block); closure */
-    OMNIC_JF_GLOBAL,  /* builtin global function: id */
-    OMNIC_JF_METHOD,  /* bound method: self + name */
+    OMNIC_JF_MACRO,  /* node: N_MACRO; closure: defining scope */
+    OMNIC_JF_CALLER, /* node: N_CALL_BLOCK (caller() of a call block); closure */
+    OMNIC_JF_GLOBAL, /* builtin global function: id */
+    OMNIC_JF_METHOD, /* bound method: self + name */
 } omnic__jfkind;
 
 struct omnic__jscope;
@@ -133,17 +134,18 @@ typedef struct omnic__jscope {
 
 typedef enum omnic__jnkind {
     /* statements */
-    OMNIC_JN_BODY,        /* kids */
-    OMNIC_JN_TEXT,        /* s, slen */
-    OMNIC_JN_OUTPUT,      /* a: expression */
-    OMNIC_JN_IF,          /* a: test, b: body, c: else (BODY or IF) or NULL */
-    OMNIC_JN_FOR,         /* a: target, b: iterable, c: filter test or NULL, d: body, e: else or NULL */
-    OMNIC_JN_SET,         /* a: target (NAME, TUPLE of NAME, NSATTR), b: value */
-    OMNIC_JN_SET_BLOCK,   /* a: target, b: body, c: filter chain (FILTER with a == NULL at the bottom) or NULL */
-    OMNIC_JN_MACRO,       /* s: name, kids: PARAM, b: body, flags: OMNIC_JMACRO_* */
-    OMNIC_JN_CALL_BLOCK,  /* a: CALL, kids: PARAM of caller, b: body, flags */
+    OMNIC_JN_BODY,       /* kids */
+    OMNIC_JN_TEXT,       /* s, slen */
+    OMNIC_JN_OUTPUT,     /* a: expression */
+    OMNIC_JN_IF,         /* a: test, b: body, c: else (BODY or IF) or NULL */
+    OMNIC_JN_FOR,        /* a: target, b: iterable, c: filter test or NULL, d: body, e: else or NULL */
+    OMNIC_JN_SET,        /* a: target (NAME, TUPLE of NAME, NSATTR), b: value */
+    OMNIC_JN_SET_BLOCK,  /* a: target, b: body, c: filter chain (FILTER with a == NULL at the bottom) or NULL
+                          */
+    OMNIC_JN_MACRO,      /* s: name, kids: PARAM, b: body, flags: OMNIC_JMACRO_* */
+    OMNIC_JN_CALL_BLOCK, /* a: CALL, kids: PARAM of caller, b: body, flags */
     OMNIC_JN_FILTER_BLOCK, /* a: filter chain, b: body */
-    OMNIC_JN_WITH,        /* kids: SET, b: body */
+    OMNIC_JN_WITH,         /* kids: SET, b: body */
     OMNIC_JN_BREAK,
     OMNIC_JN_CONTINUE,
     /* expressions */
@@ -160,10 +162,10 @@ typedef enum omnic__jnkind {
     OMNIC_JN_CONCAT,  /* kids */
     OMNIC_JN_COMPARE, /* a: first operand, kids: OPERAND (op, a) */
     OMNIC_JN_OPERAND,
-    OMNIC_JN_COND,   /* a: test, b: value when true, c: value when false or NULL */
-    OMNIC_JN_LIST,   /* kids */
-    OMNIC_JN_TUPLE,  /* kids */
-    OMNIC_JN_DICT,   /* kids: PAIR (a: key, b: value) */
+    OMNIC_JN_COND,  /* a: test, b: value when true, c: value when false or NULL */
+    OMNIC_JN_LIST,  /* kids */
+    OMNIC_JN_TUPLE, /* kids */
+    OMNIC_JN_DICT,  /* kids: PAIR (a: key, b: value) */
     OMNIC_JN_PAIR,
     OMNIC_JN_KWARG,    /* s: name, a: value */
     OMNIC_JN_STARARG,  /* a */
@@ -217,7 +219,7 @@ typedef struct omnic__jnode {
 struct omnic__template {
     char *src; /* normalized source (newlines as \n); TEXT and names point into it */
     size_t src_len;
-    omnic__jnode *root; /* BODY */
+    omnic__jnode *root;           /* BODY */
     struct omnic__jblock *blocks; /* chunk allocator for nodes, kid arrays and constants */
 };
 
@@ -241,9 +243,9 @@ typedef enum omnic__jtt {
 } omnic__jtt;
 
 typedef enum omnic__jtokop {
-    OMNIC_JTOK_ADD = 1, /* + */
-    OMNIC_JTOK_SUB,     /* - */
-    OMNIC_JTOK_DIV,     /* / */
+    OMNIC_JTOK_ADD = 1,  /* + */
+    OMNIC_JTOK_SUB,      /* - */
+    OMNIC_JTOK_DIV,      /* / */
     OMNIC_JTOK_FLOORDIV, /* // */
     OMNIC_JTOK_MUL,      /* * */
     OMNIC_JTOK_MOD,      /* % */
@@ -306,15 +308,15 @@ typedef struct omnic__jrender {
     omnic_err *err;
     size_t live, peak; /* bytes held through omnic__jmem */
     uint64_t steps;
-    int depth;            /* macro/caller calls in progress */
-    int32_t line;         /* line of the node being evaluated, for messages */
-    int jump;             /* 1: break, 2: continue pending */
-    omnic__jbuf *out;     /* where statements write */
+    int depth;              /* macro/caller calls in progress */
+    int32_t line;           /* line of the node being evaluated, for messages */
+    int jump;               /* 1: break, 2: continue pending */
+    omnic__jbuf *out;       /* where statements write */
     omnic__jobj *free_list; /* worklist of objects whose count reached zero */
     bool freeing;
-    bool sweeping;              /* final sweep: scopes and namespaces are not freed on rc == 0 */
-    omnic__jscope *scopes;      /* live scopes */
-    omnic__jdict *namespaces;   /* live namespaces */
+    bool sweeping;            /* final sweep: scopes and namespaces are not freed on rc == 0 */
+    omnic__jscope *scopes;    /* live scopes */
+    omnic__jdict *namespaces; /* live namespaces */
 } omnic__jrender;
 
 /* Raises a runtime error "line N: <message>" (line of the node being evaluated). */
@@ -328,6 +330,9 @@ omnic_status omnic__jstep(omnic__jrender *r, uint64_t n);
 omnic_status omnic__jmem_alloc(omnic__jrender *r, size_t n, void **out);
 omnic_status omnic__jmem_realloc(omnic__jrender *r, void *p, size_t n, void **out);
 void omnic__jmem_free(omnic__jrender *r, void *p);
+/* n * elem bytes, the product checked for overflow. */
+omnic_status omnic__jmem_array(omnic__jrender *r, size_t n, size_t elem, void **out);
+omnic_status omnic__jmem_realloc_array(omnic__jrender *r, void *p, size_t n, size_t elem, void **out);
 
 /* Output buffers: appends fail with E_TOO_LARGE past max_output. */
 omnic_status omnic__jbuf_put(omnic__jrender *r, omnic__jbuf *b, const char *s, size_t n);
@@ -439,7 +444,8 @@ omnic_status omnic__jv_write_json(omnic__jrender *r, omnic__jbuf *b, omnic__jv v
 /* Python ==. E_TOO_LARGE past the value depth. */
 omnic_status omnic__jv_eq(omnic__jrender *r, omnic__jv a, omnic__jv b, int depth, bool *out);
 /* Python <, for sorting and comparisons: *out is -1, 0 or 1. Errors when the types do not order. */
-omnic_status omnic__jv_cmp(omnic__jrender *r, omnic__jv a, omnic__jv b, bool ignore_case, int depth, int *out);
+omnic_status omnic__jv_cmp(omnic__jrender *r, omnic__jv a, omnic__jv b, bool ignore_case, int depth,
+                           int *out);
 
 /* ---- UTF-8 ----------------------------------------------------------------------------- */
 
@@ -464,7 +470,8 @@ omnic_status omnic__jexec(omnic__jrender *r, const omnic__jnode *n, omnic__jscop
 omnic_status omnic__jscope_new(omnic__jrender *r, omnic__jscope *parent, omnic__jscope **out);
 void omnic__jscope_unref(omnic__jrender *r, omnic__jscope *s);
 /* Binds name (borrowed; must outlive the render) in s, taking the reference of v. */
-omnic_status omnic__jscope_set(omnic__jrender *r, omnic__jscope *s, const char *name, size_t len, omnic__jv v);
+omnic_status omnic__jscope_set(omnic__jrender *r, omnic__jscope *s, const char *name, size_t len,
+                               omnic__jv v);
 
 /* Evaluated call arguments: positional then keyword. Each value holds a reference. */
 typedef struct omnic__jargs {
@@ -479,15 +486,17 @@ typedef struct omnic__jargs {
 } omnic__jargs;
 void omnic__jargs_free(omnic__jrender *r, omnic__jargs *a);
 omnic_status omnic__jargs_push(omnic__jrender *r, omnic__jargs *a, omnic__jv v);
-omnic_status omnic__jargs_push_kw(omnic__jrender *r, omnic__jargs *a, const char *name, size_t len, omnic__jv v);
+omnic_status omnic__jargs_push_kw(omnic__jrender *r, omnic__jargs *a, const char *name, size_t len,
+                                  omnic__jv v);
 
 /* Calls a callable value (macro, caller, global, method). */
 omnic_status omnic__jcall(omnic__jrender *r, omnic__jv fn, omnic__jargs *args, omnic__jv *out);
 /* obj.name (Python getattr then getitem). *out may be Undefined (n: node for messages). */
-omnic_status omnic__jgetattr(omnic__jrender *r, omnic__jv obj, const char *name, size_t len, const omnic__jnode *n,
-                             omnic__jv *out);
+omnic_status omnic__jgetattr(omnic__jrender *r, omnic__jv obj, const char *name, size_t len,
+                             const omnic__jnode *n, omnic__jv *out);
 /* obj[key] (getitem then getattr). */
-omnic_status omnic__jgetitem(omnic__jrender *r, omnic__jv obj, omnic__jv key, const omnic__jnode *n, omnic__jv *out);
+omnic_status omnic__jgetitem(omnic__jrender *r, omnic__jv obj, omnic__jv key, const omnic__jnode *n,
+                             omnic__jv *out);
 /* Raises the UndefinedError for v ("'x' is undefined", "'dict object' has no attribute 'y'"). */
 omnic_status omnic__jundef_fail(omnic__jrender *r, omnic__jv v);
 /* Python's a <op> b for + - * / // % ** (op: OMNIC_JOP_*). */
@@ -497,14 +506,80 @@ omnic_status omnic__jcontains(omnic__jrender *r, omnic__jv x, omnic__jv c, bool 
 /* Iterates: a list of the items of v (list, tuple, dict keys, string characters, Undefined -> []). */
 omnic_status omnic__jiter(omnic__jrender *r, omnic__jv v, omnic__jv *out_list);
 
-/* ---- builtins (template_builtins.c) -------------------------------------------------- */
+/* d.items(): a new list of (key, value) tuples. */
+omnic_status omnic__jdict_items(omnic__jrender *r, const omnic__jdict *d, omnic__jv *out);
+
+/* ---- builtin arguments (template_strings.c) ---------------------------------------------- */
+
+#define OMNIC_JNAME_IS(name, len, lit) ((len) == sizeof(lit) - 1 && !memcmp((name), (lit), (len)))
+
+/* Binds a's positional and keyword arguments to the parameter names: out[i] points at the
+ * argument or is NULL. Errors (E_INVALID) name `what` for too many or unknown arguments. */
+omnic_status omnic__jbind(omnic__jrender *r, const char *what, omnic__jargs *a, const char *const *names,
+                          size_t n, const omnic__jv **out);
+/* Declares `arg[]` bound to the listed parameter names (in a function with r and a). */
+#define OMNIC_JBIND(what, ...)                                                                               \
+    static const char *const names_[] = {__VA_ARGS__};                                                       \
+    const omnic__jv *arg[sizeof names_ / sizeof names_[0]];                                                  \
+    OMNIC_TRY(omnic__jbind(r, what, a, names_, sizeof names_ / sizeof names_[0], arg))
+#define OMNIC_JNO_ARGS(what)                                                                                 \
+    do {                                                                                                     \
+        if (a->npos || a->nkw) return omnic__jfail(r, OMNIC_E_INVALID, "%s takes no arguments", what);       \
+    } while (0)
+
+static inline bool omnic__jarg_given(const omnic__jv *v)
+{
+    return v && v->kind != OMNIC_JV_UNDEF;
+}
+static inline bool omnic__jarg_bool(const omnic__jv *v, bool dflt)
+{
+    return omnic__jarg_given(v) ? omnic__jv_truthy(*v) : dflt;
+}
+/* An integer argument (bools count; absent or None: dflt). */
+omnic_status omnic__jarg_int(omnic__jrender *r, const omnic__jv *v, int64_t dflt, const char *what,
+                             int64_t *out);
+/* A string argument. */
+omnic_status omnic__jarg_str(omnic__jrender *r, const omnic__jv *v, const char *what,
+                             const omnic__jstr **out);
+
+/* ---- strings (template_strings.c) --------------------------------------------------------- */
+
+typedef enum omnic__jcase {
+    OMNIC_JCASE_UPPER,      /* str.upper() (and the upper filter) */
+    OMNIC_JCASE_LOWER,      /* str.lower() */
+    OMNIC_JCASE_TITLE,      /* str.title() */
+    OMNIC_JCASE_CAPITALIZE, /* str.capitalize() */
+    OMNIC_JCASE_SWAP,       /* str.swapcase() */
+    OMNIC_JCASE_JTITLE,     /* jinja2's title filter: words split at whitespace - ( { [ < */
+} omnic__jcase;
+omnic_status omnic__jstr_case(omnic__jrender *r, const omnic__jstr *s, int mode, omnic__jv *out);
+/* strip / lstrip / rstrip (which: 1 left, 2 right, 3 both) of chars (NULL: whitespace). */
+omnic_status omnic__jstr_strip(omnic__jrender *r, omnic__jv s, const omnic__jstr *chars, int which,
+                               omnic__jv *out);
+/* s.replace(old, rep, count) (count < 0: all). */
+omnic_status omnic__jstr_replace(omnic__jrender *r, omnic__jv s, const omnic__jstr *old,
+                                 const omnic__jstr *rep, int64_t count, omnic__jv *out);
+omnic_status omnic__jstr_splitlines(omnic__jrender *r, const omnic__jstr *s, bool keepends, omnic__jv *out);
+/* s.center(width, fill) (fill NULL: space). */
+omnic_status omnic__jstr_center(omnic__jrender *r, omnic__jv s, int64_t width, const omnic__jstr *fill,
+                                omnic__jv *out);
+/* str(x).isupper() / .islower(). */
+omnic_status omnic__jstr_case_test(omnic__jrender *r, omnic__jv x, bool upper, bool *out);
+/* fmt % args (Python's printf-style formatting: %s %r %d %i %x %f %e %g %%, flags, width, precision). */
+omnic_status omnic__jstr_percent(omnic__jrender *r, const omnic__jstr *fmt, omnic__jv args, omnic__jv *out);
+bool omnic__jstr_method_exists(const char *name, size_t len);
+omnic_status omnic__jstr_method(omnic__jrender *r, omnic__jv self, const char *name, size_t len,
+                                omnic__jargs *a, omnic__jv *out);
+
+/* ---- filters (template_filters.c), tests, methods, globals (template_builtins.c) ------ */
 
 /* Applies filter name to x (borrowed). E_INVALID for an unknown filter. */
 omnic_status omnic__jfilter(omnic__jrender *r, const char *name, size_t len, omnic__jv x, omnic__jargs *a,
                             omnic__jv *out);
 bool omnic__jfilter_exists(const char *name, size_t len);
 /* Runs test name on x. */
-omnic_status omnic__jtest(omnic__jrender *r, const char *name, size_t len, omnic__jv x, omnic__jargs *a, bool *out);
+omnic_status omnic__jtest(omnic__jrender *r, const char *name, size_t len, omnic__jv x, omnic__jargs *a,
+                          bool *out);
 bool omnic__jtest_exists(const char *name, size_t len);
 /* Whether type kind has a method name (str, dict, list, loop). */
 bool omnic__jmethod_exists(int kind, const char *name, size_t len);

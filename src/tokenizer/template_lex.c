@@ -30,8 +30,8 @@ static omnic_status lex_fail(lexer *lx, int32_t line, int32_t col, const char *f
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    return OMNIC_FAIL(lx->err, OMNIC_E_INVALID, "chat template syntax error at line %d, column %d: %s", (int)line,
-                      (int)col, msg);
+    return OMNIC_FAIL(lx->err, OMNIC_E_INVALID, "chat template syntax error at line %d, column %d: %s",
+                      (int)line, (int)col, msg);
 }
 
 /* Moves the cursor to byte offset to (>= pos), keeping line and column. */
@@ -54,7 +54,8 @@ static omnic_status push(lexer *lx, omnic__jtok tok)
     omnic__jtoks *t = lx->toks;
     if (t->n == t->cap) {
         size_t cap = t->cap ? t->cap * 2 : 256, bytes;
-        if (!omnic_size_mul(&bytes, cap, sizeof *t->v)) return OMNIC_FAIL(lx->err, OMNIC_E_NOMEM, "too many tokens");
+        if (!omnic_size_mul(&bytes, cap, sizeof *t->v))
+            return OMNIC_FAIL(lx->err, OMNIC_E_NOMEM, "too many tokens");
         omnic__jtok *v = omnic_realloc(t->v, bytes);
         if (!v) return OMNIC_FAIL(lx->err, OMNIC_E_NOMEM, "out of memory lexing the chat template");
         t->v = v;
@@ -83,7 +84,8 @@ static size_t space_at(const char *s, size_t n, size_t i)
 static size_t skip_space(const char *s, size_t n, size_t i)
 {
     size_t k;
-    while (i < n && (k = space_at(s, n, i)) > 0) i += k;
+    while (i < n && (k = space_at(s, n, i)) > 0)
+        i += k;
     return i;
 }
 
@@ -92,7 +94,8 @@ static size_t rstrip_end(const char *s, size_t b, size_t e)
 {
     while (e > b) {
         size_t st = e - 1;
-        while (st > b && ((unsigned char)s[st] & 0xC0u) == 0x80u) st--;
+        while (st > b && ((unsigned char)s[st] & 0xC0u) == 0x80u)
+            st--;
         if (space_at(s, e, st) != e - st) break;
         e = st;
     }
@@ -117,12 +120,14 @@ static omnic_status emit_data(lexer *lx, size_t b, size_t e, char sign, bool is_
         bool line_starting = b == 0 || lx->s[b - 1] == '\n';
         if (nl || line_starting) {
             size_t i = lpos;
-            while (i < e && (lx->s[i] == ' ' || lx->s[i] == '\t')) i++;
+            while (i < e && (lx->s[i] == ' ' || lx->s[i] == '\t'))
+                i++;
             if (i == e) e = lpos;
         }
     }
     if (e > b) {
-        omnic__jtok tok = {.type = OMNIC_JT_DATA, .line = lx->line, .col = lx->col, .s = lx->s + b, .len = e - b};
+        omnic__jtok tok = {
+            .type = OMNIC_JT_DATA, .line = lx->line, .col = lx->col, .s = lx->s + b, .len = e - b};
         OMNIC_TRY(push(lx, tok));
     }
     return OMNIC_OK;
@@ -183,20 +188,47 @@ static omnic_status lex_string(lexer *lx)
         uint32_t cp;
         int digits = 0;
         switch (e) {
-        case '\\': d[o++] = '\\'; continue;
-        case '\'': d[o++] = '\''; continue;
-        case '"': d[o++] = '"'; continue;
-        case 'a': d[o++] = '\a'; continue;
-        case 'b': d[o++] = '\b'; continue;
-        case 'f': d[o++] = '\f'; continue;
-        case 'n': d[o++] = '\n'; continue;
-        case 'r': d[o++] = '\r'; continue;
-        case 't': d[o++] = '\t'; continue;
-        case 'v': d[o++] = '\v'; continue;
-        case '\n': continue; /* line continuation */
-        case 'x': digits = 2; break;
-        case 'u': digits = 4; break;
-        case 'U': digits = 8; break;
+        case '\\':
+            d[o++] = '\\';
+            continue;
+        case '\'':
+            d[o++] = '\'';
+            continue;
+        case '"':
+            d[o++] = '"';
+            continue;
+        case 'a':
+            d[o++] = '\a';
+            continue;
+        case 'b':
+            d[o++] = '\b';
+            continue;
+        case 'f':
+            d[o++] = '\f';
+            continue;
+        case 'n':
+            d[o++] = '\n';
+            continue;
+        case 'r':
+            d[o++] = '\r';
+            continue;
+        case 't':
+            d[o++] = '\t';
+            continue;
+        case 'v':
+            d[o++] = '\v';
+            continue;
+        case '\n':
+            continue; /* line continuation */
+        case 'x':
+            digits = 2;
+            break;
+        case 'u':
+            digits = 4;
+            break;
+        case 'U':
+            digits = 8;
+            break;
         default:
             if (e >= '0' && e <= '7') {
                 cp = (uint32_t)(e - '0');
@@ -214,13 +246,14 @@ static omnic_status lex_string(lexer *lx)
         for (int m = 0; m < digits; m++) {
             int h = k + (size_t)m < end ? hexval(s[k + (size_t)m]) : -1;
             if (h < 0)
-                return lex_fail(lx, line, col, "truncated \\%c escape in a string literal (needs %d hex digits)", e,
-                                digits);
+                return lex_fail(lx, line, col,
+                                "truncated \\%c escape in a string literal (needs %d hex digits)", e, digits);
             cp = cp * 16 + (uint32_t)h;
         }
         k += (size_t)digits;
         if (cp > 0x10FFFFu || (cp >= 0xD800u && cp <= 0xDFFFu))
-            return lex_fail(lx, line, col, "\\%c escape U+%04X is not a Unicode scalar value", e, (unsigned)cp);
+            return lex_fail(lx, line, col, "\\%c escape U+%04X is not a Unicode scalar value", e,
+                            (unsigned)cp);
         /* \xNN with NN < 0x80 is one byte; larger values are code points (Python). */
         o += omnic__ju8_put(d + o, cp);
     }
@@ -249,9 +282,12 @@ static size_t digits_end(const lexer *lx, size_t i, int base)
     size_t j = i;
     if (j >= lx->n || !isdig(lx->s[j], base)) return i;
     while (j < lx->n) {
-        if (isdig(lx->s[j], base)) j++;
-        else if (lx->s[j] == '_' && j + 1 < lx->n && isdig(lx->s[j + 1], base)) j++;
-        else break;
+        if (isdig(lx->s[j], base))
+            j++;
+        else if (lx->s[j] == '_' && j + 1 < lx->n && isdig(lx->s[j + 1], base))
+            j++;
+        else
+            break;
     }
     return j;
 }
@@ -269,8 +305,10 @@ static omnic_status lex_number(lexer *lx)
         size_t j = i + 2;
         if (s[j] == '_') j++;
         size_t e = digits_end(lx, j, base);
-        if (e == j) base = 10; /* "0x" without digits: just 0 */
-        else i = e;
+        if (e == j)
+            base = 10; /* "0x" without digits: just 0 */
+        else
+            i = e;
     }
     bool is_float = false;
     if (base == 10) {
@@ -321,27 +359,29 @@ static const struct {
     const char *s;
     uint8_t op;
 } OPS[] = {
-    {"//", OMNIC_JTOK_FLOORDIV}, {"**", OMNIC_JTOK_POW},  {"==", OMNIC_JTOK_EQ},       {"!=", OMNIC_JTOK_NE},
-    {">=", OMNIC_JTOK_GTEQ},     {"<=", OMNIC_JTOK_LTEQ}, {"+", OMNIC_JTOK_ADD},       {"-", OMNIC_JTOK_SUB},
-    {"/", OMNIC_JTOK_DIV},       {"*", OMNIC_JTOK_MUL},   {"%", OMNIC_JTOK_MOD},       {"~", OMNIC_JTOK_TILDE},
-    {"[", OMNIC_JTOK_LBRACKET},  {"]", OMNIC_JTOK_RBRACKET}, {"(", OMNIC_JTOK_LPAREN}, {")", OMNIC_JTOK_RPAREN},
-    {"{", OMNIC_JTOK_LBRACE},    {"}", OMNIC_JTOK_RBRACE}, {">", OMNIC_JTOK_GT},       {"<", OMNIC_JTOK_LT},
-    {"=", OMNIC_JTOK_ASSIGN},    {".", OMNIC_JTOK_DOT},   {":", OMNIC_JTOK_COLON},     {"|", OMNIC_JTOK_PIPE},
+    {"//", OMNIC_JTOK_FLOORDIV}, {"**", OMNIC_JTOK_POW},      {"==", OMNIC_JTOK_EQ},
+    {"!=", OMNIC_JTOK_NE},       {">=", OMNIC_JTOK_GTEQ},     {"<=", OMNIC_JTOK_LTEQ},
+    {"+", OMNIC_JTOK_ADD},       {"-", OMNIC_JTOK_SUB},       {"/", OMNIC_JTOK_DIV},
+    {"*", OMNIC_JTOK_MUL},       {"%", OMNIC_JTOK_MOD},       {"~", OMNIC_JTOK_TILDE},
+    {"[", OMNIC_JTOK_LBRACKET},  {"]", OMNIC_JTOK_RBRACKET},  {"(", OMNIC_JTOK_LPAREN},
+    {")", OMNIC_JTOK_RPAREN},    {"{", OMNIC_JTOK_LBRACE},    {"}", OMNIC_JTOK_RBRACE},
+    {">", OMNIC_JTOK_GT},        {"<", OMNIC_JTOK_LT},        {"=", OMNIC_JTOK_ASSIGN},
+    {".", OMNIC_JTOK_DOT},       {":", OMNIC_JTOK_COLON},     {"|", OMNIC_JTOK_PIPE},
     {",", OMNIC_JTOK_COMMA},     {";", OMNIC_JTOK_SEMICOLON},
 };
 
 const char *omnic__jtokop_str(int op)
 {
     static const char *const quoted[] = {
-        [OMNIC_JTOK_ADD] = "'+'",      [OMNIC_JTOK_SUB] = "'-'",      [OMNIC_JTOK_DIV] = "'/'",
-        [OMNIC_JTOK_FLOORDIV] = "'//'", [OMNIC_JTOK_MUL] = "'*'",     [OMNIC_JTOK_MOD] = "'%'",
-        [OMNIC_JTOK_POW] = "'**'",     [OMNIC_JTOK_TILDE] = "'~'",    [OMNIC_JTOK_LBRACKET] = "'['",
-        [OMNIC_JTOK_RBRACKET] = "']'", [OMNIC_JTOK_LPAREN] = "'('",   [OMNIC_JTOK_RPAREN] = "')'",
-        [OMNIC_JTOK_LBRACE] = "'{'",   [OMNIC_JTOK_RBRACE] = "'}'",   [OMNIC_JTOK_EQ] = "'=='",
-        [OMNIC_JTOK_NE] = "'!='",      [OMNIC_JTOK_GT] = "'>'",       [OMNIC_JTOK_GTEQ] = "'>='",
-        [OMNIC_JTOK_LT] = "'<'",       [OMNIC_JTOK_LTEQ] = "'<='",    [OMNIC_JTOK_ASSIGN] = "'='",
-        [OMNIC_JTOK_DOT] = "'.'",      [OMNIC_JTOK_COLON] = "':'",    [OMNIC_JTOK_PIPE] = "'|'",
-        [OMNIC_JTOK_COMMA] = "','",    [OMNIC_JTOK_SEMICOLON] = "';'",
+        [OMNIC_JTOK_ADD] = "'+'",       [OMNIC_JTOK_SUB] = "'-'",       [OMNIC_JTOK_DIV] = "'/'",
+        [OMNIC_JTOK_FLOORDIV] = "'//'", [OMNIC_JTOK_MUL] = "'*'",       [OMNIC_JTOK_MOD] = "'%'",
+        [OMNIC_JTOK_POW] = "'**'",      [OMNIC_JTOK_TILDE] = "'~'",     [OMNIC_JTOK_LBRACKET] = "'['",
+        [OMNIC_JTOK_RBRACKET] = "']'",  [OMNIC_JTOK_LPAREN] = "'('",    [OMNIC_JTOK_RPAREN] = "')'",
+        [OMNIC_JTOK_LBRACE] = "'{'",    [OMNIC_JTOK_RBRACE] = "'}'",    [OMNIC_JTOK_EQ] = "'=='",
+        [OMNIC_JTOK_NE] = "'!='",       [OMNIC_JTOK_GT] = "'>'",        [OMNIC_JTOK_GTEQ] = "'>='",
+        [OMNIC_JTOK_LT] = "'<'",        [OMNIC_JTOK_LTEQ] = "'<='",     [OMNIC_JTOK_ASSIGN] = "'='",
+        [OMNIC_JTOK_DOT] = "'.'",       [OMNIC_JTOK_COLON] = "':'",     [OMNIC_JTOK_PIPE] = "'|'",
+        [OMNIC_JTOK_COMMA] = "','",     [OMNIC_JTOK_SEMICOLON] = "';'",
     };
     if (op <= 0 || op > OMNIC_JTOK_SEMICOLON) return "an operator";
     return quoted[op];
@@ -355,7 +395,8 @@ static omnic_status lex_tag(lexer *lx, bool is_var, int32_t open_line, int32_t o
     for (;;) {
         move_to(lx, skip_space(s, lx->n, lx->pos));
         if (lx->pos >= lx->n)
-            return lex_fail(lx, open_line, open_col, "unexpected end of template: '%s' is never closed with '%s'",
+            return lex_fail(lx, open_line, open_col,
+                            "unexpected end of template: '%s' is never closed with '%s'",
                             is_var ? "{{" : "{%", is_var ? "}}" : "%}");
         size_t p = lx->pos;
         int32_t line = lx->line, col = lx->col;
@@ -371,8 +412,10 @@ static omnic_status lex_tag(lexer *lx, bool is_var, int32_t open_line, int32_t o
                 char sign = s[p] == '%' ? 0 : s[p];
                 OMNIC_TRY(push_simple(lx, OMNIC_JT_BLOCK_END, 0, line, col));
                 move_to(lx, p + (sign ? 3 : 2));
-                if (sign == '-') move_to(lx, skip_space(s, lx->n, lx->pos));
-                else if (!sign && lx->pos < lx->n && s[lx->pos] == '\n') move_to(lx, lx->pos + 1); /* trim_blocks */
+                if (sign == '-')
+                    move_to(lx, skip_space(s, lx->n, lx->pos));
+                else if (!sign && lx->pos < lx->n && s[lx->pos] == '\n')
+                    move_to(lx, lx->pos + 1); /* trim_blocks */
                 return OMNIC_OK;
             }
         }
@@ -401,7 +444,8 @@ static omnic_status lex_tag(lexer *lx, bool is_var, int32_t open_line, int32_t o
         if (k == sizeof OPS / sizeof OPS[0]) {
             size_t j = p;
             uint32_t cp = omnic__ju8_next(s, lx->n, &j);
-            if (cp >= 0x20 && cp < 0x7f) return lex_fail(lx, line, col, "unexpected character '%c'", (char)cp);
+            if (cp >= 0x20 && cp < 0x7f)
+                return lex_fail(lx, line, col, "unexpected character '%c'", (char)cp);
             return lex_fail(lx, line, col, "unexpected character U+%04X", (unsigned)cp);
         }
         uint8_t op = OPS[k].op;
@@ -433,9 +477,12 @@ static omnic_status try_raw(lexer *lx, size_t after_sign, int32_t line, int32_t 
     if (!starts(lx, i, "raw")) return OMNIC_OK;
     i = skip_space(s, lx->n, i + 3);
     size_t body;
-    if (starts(lx, i, "-%}")) body = skip_space(s, lx->n, i + 3);
-    else if (starts(lx, i, "%}")) body = i + 2;
-    else return OMNIC_OK;
+    if (starts(lx, i, "-%}"))
+        body = skip_space(s, lx->n, i + 3);
+    else if (starts(lx, i, "%}"))
+        body = i + 2;
+    else
+        return OMNIC_OK;
     *is_raw = true;
     /* find {%[-+]? endraw (+%}|-%}|%}) */
     for (size_t j = body; j + 1 < lx->n; j++) {
@@ -447,16 +494,21 @@ static omnic_status try_raw(lexer *lx, size_t after_sign, int32_t line, int32_t 
         if (!starts(lx, k, "endraw")) continue;
         k = skip_space(s, lx->n, k + 6);
         size_t end;
-        if (starts(lx, k, "+%}")) end = k + 3;
-        else if (starts(lx, k, "-%}")) end = skip_space(s, lx->n, k + 3);
-        else if (starts(lx, k, "%}")) end = k + 2 + (k + 2 < lx->n && s[k + 2] == '\n' ? 1 : 0);
-        else continue;
+        if (starts(lx, k, "+%}"))
+            end = k + 3;
+        else if (starts(lx, k, "-%}"))
+            end = skip_space(s, lx->n, k + 3);
+        else if (starts(lx, k, "%}"))
+            end = k + 2 + (k + 2 < lx->n && s[k + 2] == '\n' ? 1 : 0);
+        else
+            continue;
         move_to(lx, body);
         OMNIC_TRY(emit_data(lx, body, j, sign, false));
         move_to(lx, end);
         return OMNIC_OK;
     }
-    return lex_fail(lx, line, col, "unexpected end of template: {%% raw %%} is never closed with {%% endraw %%}");
+    return lex_fail(lx, line, col,
+                    "unexpected end of template: {%% raw %%} is never closed with {%% endraw %%}");
 }
 
 omnic_status omnic__jlex(omnic__template *t, omnic__jtoks *toks, omnic_err *err)
@@ -517,11 +569,15 @@ omnic_status omnic__jlex(omnic__template *t, omnic__jtoks *toks, omnic_err *err)
                     end = s + m;
                     break;
                 }
-            if (!end) return lex_fail(&lx, tline, tcol, "unexpected end of template: comment is never closed with '#}'");
+            if (!end)
+                return lex_fail(&lx, tline, tcol,
+                                "unexpected end of template: comment is never closed with '#}'");
             size_t m = (size_t)(end - s), next = m + 2;
             char esign = m > k && (s[m - 1] == '-' || s[m - 1] == '+') ? s[m - 1] : 0;
-            if (esign == '-') next = skip_space(s, lx.n, next);
-            else if (!esign && next < lx.n && s[next] == '\n') next++;
+            if (esign == '-')
+                next = skip_space(s, lx.n, next);
+            else if (!esign && next < lx.n && s[next] == '\n')
+                next++;
             move_to(&lx, next);
             continue;
         }

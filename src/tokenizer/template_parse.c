@@ -67,7 +67,8 @@ typedef struct parser {
     size_t nopen;
 } parser;
 
-static omnic_status fail_at(parser *p, const omnic__jtok *t, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static omnic_status fail_at(parser *p, const omnic__jtok *t, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 
 static omnic_status fail_at(parser *p, const omnic__jtok *t, const char *fmt, ...)
 {
@@ -76,8 +77,8 @@ static omnic_status fail_at(parser *p, const omnic__jtok *t, const char *fmt, ..
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    return OMNIC_FAIL(p->err, OMNIC_E_INVALID, "chat template syntax error at line %d, column %d: %s", (int)t->line,
-                      (int)t->col, msg);
+    return OMNIC_FAIL(p->err, OMNIC_E_INVALID, "chat template syntax error at line %d, column %d: %s",
+                      (int)t->line, (int)t->col, msg);
 }
 
 static const omnic__jtok *cur(const parser *p)
@@ -106,18 +107,42 @@ static bool is_op(const omnic__jtok *t, int op)
 static void describe(const omnic__jtok *t, char *buf, size_t n)
 {
     switch (t->type) {
-    case OMNIC_JT_EOF: snprintf(buf, n, "end of template"); break;
-    case OMNIC_JT_DATA: snprintf(buf, n, "template text"); break;
-    case OMNIC_JT_VAR_BEGIN: snprintf(buf, n, "'{{'"); break;
-    case OMNIC_JT_VAR_END: snprintf(buf, n, "'}}'"); break;
-    case OMNIC_JT_BLOCK_BEGIN: snprintf(buf, n, "'{%%'"); break;
-    case OMNIC_JT_BLOCK_END: snprintf(buf, n, "'%%}'"); break;
-    case OMNIC_JT_NAME: snprintf(buf, n, "'%.*s'", (int)(t->len > 60 ? 60 : t->len), t->s); break;
-    case OMNIC_JT_STRING: snprintf(buf, n, "a string"); break;
-    case OMNIC_JT_INT: snprintf(buf, n, "integer %lld", (long long)t->i); break;
-    case OMNIC_JT_FLOAT: snprintf(buf, n, "a number"); break;
-    case OMNIC_JT_OP: snprintf(buf, n, "%s", omnic__jtokop_str(t->op)); break;
-    default: snprintf(buf, n, "a token"); break;
+    case OMNIC_JT_EOF:
+        snprintf(buf, n, "end of template");
+        break;
+    case OMNIC_JT_DATA:
+        snprintf(buf, n, "template text");
+        break;
+    case OMNIC_JT_VAR_BEGIN:
+        snprintf(buf, n, "'{{'");
+        break;
+    case OMNIC_JT_VAR_END:
+        snprintf(buf, n, "'}}'");
+        break;
+    case OMNIC_JT_BLOCK_BEGIN:
+        snprintf(buf, n, "'{%%'");
+        break;
+    case OMNIC_JT_BLOCK_END:
+        snprintf(buf, n, "'%%}'");
+        break;
+    case OMNIC_JT_NAME:
+        snprintf(buf, n, "'%.*s'", (int)(t->len > 60 ? 60 : t->len), t->s);
+        break;
+    case OMNIC_JT_STRING:
+        snprintf(buf, n, "a string");
+        break;
+    case OMNIC_JT_INT:
+        snprintf(buf, n, "integer %lld", (long long)t->i);
+        break;
+    case OMNIC_JT_FLOAT:
+        snprintf(buf, n, "a number");
+        break;
+    case OMNIC_JT_OP:
+        snprintf(buf, n, "%s", omnic__jtokop_str(t->op));
+        break;
+    default:
+        snprintf(buf, n, "a token");
+        break;
     }
 }
 
@@ -173,8 +198,8 @@ typedef struct kids {
 static omnic_status kids_push(parser *p, kids *k, omnic__jnode *x)
 {
     if (k->n == k->cap) {
-        size_t cap = k->cap ? k->cap * 2 : 4;
-        omnic__jnode **v = omnic__jt_alloc(p->t, cap * sizeof *v);
+        size_t cap = k->cap ? k->cap * 2 : 4, bytes;
+        omnic__jnode **v = omnic_size_mul(&bytes, cap, sizeof *v) ? omnic__jt_alloc(p->t, bytes) : NULL;
         if (!v) return OMNIC_FAIL(p->err, OMNIC_E_NOMEM, "out of memory parsing the chat template");
         if (k->n) memcpy(v, k->v, k->n * sizeof *v);
         k->v = v;
@@ -211,7 +236,8 @@ static omnic_status string_const(parser *p, omnic__jnode **out)
 {
     const omnic__jtok *first = cur(p);
     size_t total = 0, k = 0;
-    while (peek(p, k)->type == OMNIC_JT_STRING) total += peek(p, k++)->str->len;
+    while (peek(p, k)->type == OMNIC_JT_STRING)
+        total += peek(p, k++)->str->len;
     omnic__jstr *s = first->str;
     if (k > 1) {
         s = omnic__jt_alloc(p->t, sizeof *s + total + 1);
@@ -230,16 +256,20 @@ static omnic_status string_const(parser *p, omnic__jnode **out)
         s->ncp = omnic__ju8_count(d, o);
         s->p = d;
     }
-    for (size_t j = 0; j < k; j++) adv(p);
+    for (size_t j = 0; j < k; j++)
+        adv(p);
     return const_node(p, first, omnic__jv_obj(&s->h), out);
 }
 
 static void note_name(parser *p, const omnic__jtok *t)
 {
     if (!p->macro) return;
-    if (is_name(t, "varargs")) p->macro->flags |= OMNIC_JMACRO_VARARGS;
-    else if (is_name(t, "kwargs")) p->macro->flags |= OMNIC_JMACRO_KWARGS;
-    else if (is_name(t, "caller")) p->macro->flags |= OMNIC_JMACRO_CALLER;
+    if (is_name(t, "varargs"))
+        p->macro->flags |= OMNIC_JMACRO_VARARGS;
+    else if (is_name(t, "kwargs"))
+        p->macro->flags |= OMNIC_JMACRO_KWARGS;
+    else if (is_name(t, "caller"))
+        p->macro->flags |= OMNIC_JMACRO_CALLER;
 }
 
 static omnic_status parse_list_or_dict(parser *p, bool dict, omnic__jnode **out)
@@ -289,9 +319,14 @@ static omnic_status parse_primary(parser *p, omnic__jnode **out)
         (*out)->slen = t->len;
         adv(p);
         return OMNIC_OK;
-    case OMNIC_JT_STRING: return string_const(p, out);
-    case OMNIC_JT_INT: adv(p); return const_node(p, t, omnic__jv_int(t->i), out);
-    case OMNIC_JT_FLOAT: adv(p); return const_node(p, t, omnic__jv_float(t->f), out);
+    case OMNIC_JT_STRING:
+        return string_const(p, out);
+    case OMNIC_JT_INT:
+        adv(p);
+        return const_node(p, t, omnic__jv_int(t->i), out);
+    case OMNIC_JT_FLOAT:
+        adv(p);
+        return const_node(p, t, omnic__jv_float(t->f), out);
     case OMNIC_JT_OP:
         if (t->op == OMNIC_JTOK_LPAREN) {
             adv(p);
@@ -301,7 +336,8 @@ static omnic_status parse_primary(parser *p, omnic__jnode **out)
         if (t->op == OMNIC_JTOK_LBRACKET) return parse_list_or_dict(p, false, out);
         if (t->op == OMNIC_JTOK_LBRACE) return parse_list_or_dict(p, true, out);
         break;
-    default: break;
+    default:
+        break;
     }
     return unexpected(p, "an expression");
 }
@@ -322,14 +358,17 @@ static omnic_status parse_call_args(parser *p, kids *k)
         omnic__jnode *x;
         if (is_op(at, OMNIC_JTOK_MUL) || is_op(at, OMNIC_JTOK_POW)) {
             bool two = at->op == OMNIC_JTOK_POW;
-            if (two ? dstar : star) return fail_at(p, at, "only one %s argument is allowed", two ? "**" : "*");
+            if (two ? dstar : star)
+                return fail_at(p, at, "only one %s argument is allowed", two ? "**" : "*");
             adv(p);
             omnic__jnode *e;
             OMNIC_TRY(parse_expression(p, true, &e));
             OMNIC_TRY(node(p, two ? OMNIC_JN_DSTARARG : OMNIC_JN_STARARG, at, &x));
             x->a = e;
-            if (two) dstar = true;
-            else star = true;
+            if (two)
+                dstar = true;
+            else
+                star = true;
         } else if (at->type == OMNIC_JT_NAME && is_op(peek(p, 1), OMNIC_JTOK_ASSIGN)) {
             if (dstar) return fail_at(p, at, "keyword argument after **");
             adv(p);
@@ -365,7 +404,8 @@ static omnic_status parse_subscribed(parser *p, omnic__jnode **out)
         }
         adv(p);
     }
-    if (!is_op(cur(p), OMNIC_JTOK_COLON) && !is_op(cur(p), OMNIC_JTOK_RBRACKET) && !is_op(cur(p), OMNIC_JTOK_COMMA))
+    if (!is_op(cur(p), OMNIC_JTOK_COLON) && !is_op(cur(p), OMNIC_JTOK_RBRACKET) &&
+        !is_op(cur(p), OMNIC_JTOK_COMMA))
         OMNIC_TRY(parse_expression(p, true, &parts[1]));
     if (is_op(cur(p), OMNIC_JTOK_COLON)) {
         adv(p);
@@ -426,7 +466,8 @@ static omnic_status parse_postfix(parser *p, omnic__jnode *n, omnic__jnode **out
                 } else {
                     for (size_t i = 0; i < k.n; i++)
                         if (k.v[i]->kind == OMNIC_JN_SLICE && !k.v[i]->a)
-                            return fail_at(p, at, "a slice inside a multi-dimensional subscript is not supported");
+                            return fail_at(p, at,
+                                           "a slice inside a multi-dimensional subscript is not supported");
                     omnic__jnode *tup;
                     OMNIC_TRY(node(p, OMNIC_JN_TUPLE, at, &tup));
                     kids_set(tup, &k);
@@ -789,11 +830,15 @@ static omnic_status parse_tuple(parser *p, bool simplified, bool with_condexpr, 
         if (k.n) OMNIC_TRY(expect_op(p, OMNIC_JTOK_COMMA));
         if (tuple_end(p, extra_end)) break;
         omnic__jnode *x;
-        if (simplified) OMNIC_TRY(parse_primary(p, &x));
-        else OMNIC_TRY(parse_expression(p, with_condexpr, &x));
+        if (simplified)
+            OMNIC_TRY(parse_primary(p, &x));
+        else
+            OMNIC_TRY(parse_expression(p, with_condexpr, &x));
         OMNIC_TRY(kids_push(p, &k, x));
-        if (is_op(cur(p), OMNIC_JTOK_COMMA)) is_tuple = true;
-        else break;
+        if (is_op(cur(p), OMNIC_JTOK_COMMA))
+            is_tuple = true;
+        else
+            break;
     }
     if (!is_tuple) {
         if (k.n) {
@@ -824,19 +869,25 @@ static void ends_text(const char *const *ends, size_t nends, char *buf, size_t n
     size_t o = 0;
     buf[0] = '\0';
     for (size_t i = 0; i < nends && o < n; i++)
-        o += (size_t)snprintf(buf + o, n - o, "%s'%s'", i == 0 ? "" : i + 1 == nends ? " or " : ", ", ends[i]);
+        o += (size_t)snprintf(buf + o, n - o, "%s'%s'",
+                              i == 0           ? ""
+                              : i + 1 == nends ? " or "
+                                               : ", ",
+                              ends[i]);
 }
 
 /* Expects the opening tag's %}, parses a body up to one of ends (with BLOCK_BEGIN consumed and
  * the cursor on the end name), and with drop_needle also consumes the name. */
-static omnic_status parse_statements(parser *p, const char *block, const omnic__jtok *open, const char *const *ends,
-                                     size_t nends, bool drop_needle, omnic__jnode **out)
+static omnic_status parse_statements(parser *p, const char *block, const omnic__jtok *open,
+                                     const char *const *ends, size_t nends, bool drop_needle,
+                                     omnic__jnode **out)
 {
     OMNIC_TRY(expect_type(p, OMNIC_JT_BLOCK_END, "'%}'"));
     if (p->nopen >= sizeof p->open / sizeof p->open[0])
-        return OMNIC_FAIL(p->err, OMNIC_E_TOO_LARGE,
-                          "chat template: blocks nested deeper than %zu at line %d (OMNIC_MAX_TEMPLATE_NESTING)",
-                          sizeof p->open / sizeof p->open[0], (int)open->line);
+        return OMNIC_FAIL(
+            p->err, OMNIC_E_TOO_LARGE,
+            "chat template: blocks nested deeper than %zu at line %d (OMNIC_MAX_TEMPLATE_NESTING)",
+            sizeof p->open / sizeof p->open[0], (int)open->line);
     p->open[p->nopen++] = (open_block){block, ends, nends, open->line, open->col};
     omnic_status rc = subparse(p, ends, nends, out);
     p->nopen--;
@@ -977,7 +1028,8 @@ static omnic_status parse_signature(parser *p, omnic__jnode *n)
             OMNIC_TRY(parse_expression(p, true, &param->a));
             defaults = true;
         } else if (defaults) {
-            return fail_at(p, t, "non-default parameter '%.*s' follows a default parameter", (int)t->len, t->s);
+            return fail_at(p, t, "non-default parameter '%.*s' follows a default parameter", (int)t->len,
+                           t->s);
         }
         OMNIC_TRY(kids_push(p, &k, param));
     }
@@ -1032,10 +1084,11 @@ static omnic_status parse_statement(parser *p, omnic__jnode **out)
     static const char *const unsupported[] = {"include", "import", "from", "extends", "block", "autoescape"};
     for (size_t i = 0; i < sizeof unsupported / sizeof unsupported[0]; i++)
         if (is_name(open, unsupported[i]))
-            return OMNIC_FAIL(p->err, OMNIC_E_UNSUPPORTED,
-                              "chat template at line %d, column %d: {%% %s %%} is not supported (chat templates are "
-                              "rendered alone)",
-                              (int)open->line, (int)open->col, unsupported[i]);
+            return OMNIC_FAIL(
+                p->err, OMNIC_E_UNSUPPORTED,
+                "chat template at line %d, column %d: {%% %s %%} is not supported (chat templates are "
+                "rendered alone)",
+                (int)open->line, (int)open->col, unsupported[i]);
     OMNIC_TRY(enter(p));
     adv(p);
     omnic__jnode *n = NULL;
@@ -1097,9 +1150,11 @@ static omnic_status parse_statement(parser *p, omnic__jnode **out)
             const open_block *ob = &p->open[p->nopen - 1];
             char e[128];
             ends_text(ob->ends, ob->nends, e, sizeof e);
-            return fail_at(p, open, "unknown or misplaced tag %s: the innermost open block is '%s' (line %d, column %d) "
-                                    "which needs %s",
-                           d, ob->name, (int)ob->line, (int)ob->col, e);
+            return fail_at(
+                p, open,
+                "unknown or misplaced tag %s: the innermost open block is '%s' (line %d, column %d) "
+                "which needs %s",
+                d, ob->name, (int)ob->line, (int)ob->col, e);
         }
         if (open->len > 3 && !memcmp(open->s, "end", 3))
             return fail_at(p, open, "unexpected tag %s: there is no open block to close", d);
@@ -1153,18 +1208,21 @@ omnic_status omnic__template_parse(const char *src, size_t len, const omnic__tem
     if (max_nesting > OMNIC_MAX_TEMPLATE_NESTING) max_nesting = OMNIC_MAX_TEMPLATE_NESTING;
     if (!src && len) return OMNIC_FAIL(err, OMNIC_E_INVALID, "chat template: NULL source");
     if (len > max_bytes)
-        return OMNIC_FAIL(err, OMNIC_E_TOO_LARGE, "chat template of %zu bytes is over %zu (OMNIC_MAX_TEMPLATE_BYTES)",
-                          len, max_bytes);
+        return OMNIC_FAIL(err, OMNIC_E_TOO_LARGE,
+                          "chat template of %zu bytes is over %zu (OMNIC_MAX_TEMPLATE_BYTES)", len,
+                          max_bytes);
     size_t valid = omnic__ju8_valid(src, len);
     if (valid != len) {
         int line = 1, col = 1;
         for (size_t i = 0; i < valid; i++) {
-            if (src[i] == '\n') line++, col = 1;
-            else if (((unsigned char)src[i] & 0xC0u) != 0x80u) col++;
+            if (src[i] == '\n')
+                line++, col = 1;
+            else if (((unsigned char)src[i] & 0xC0u) != 0x80u)
+                col++;
         }
         return OMNIC_FAIL(err, OMNIC_E_INVALID,
-                          "chat template: invalid UTF-8 at line %d, column %d (byte offset %zu of %zu)", line, col, valid,
-                          len);
+                          "chat template: invalid UTF-8 at line %d, column %d (byte offset %zu of %zu)", line,
+                          col, valid, len);
     }
     omnic_status rc = OMNIC_OK;
     omnic__jtoks toks = {0};

@@ -64,7 +64,8 @@ size_t omnic__ju8_put(char *out, uint32_t cp)
 size_t omnic__ju8_count(const char *s, size_t len)
 {
     size_t n = 0;
-    for (size_t i = 0; i < len; i++) n += ((unsigned char)s[i] & 0xC0u) != 0x80u;
+    for (size_t i = 0; i < len; i++)
+        n += ((unsigned char)s[i] & 0xC0u) != 0x80u;
     return n;
 }
 
@@ -73,7 +74,8 @@ size_t omnic__ju8_offset(const char *s, size_t len, size_t k)
     size_t i = 0;
     while (i < len && k > 0) {
         i++;
-        while (i < len && ((unsigned char)s[i] & 0xC0u) == 0x80u) i++;
+        while (i < len && ((unsigned char)s[i] & 0xC0u) == 0x80u)
+            i++;
         k--;
     }
     return i;
@@ -81,9 +83,9 @@ size_t omnic__ju8_offset(const char *s, size_t len, size_t k)
 
 bool omnic__ju8_space(uint32_t cp)
 {
-    return (cp >= 0x09 && cp <= 0x0D) || (cp >= 0x1C && cp <= 0x20) || cp == 0x85 || cp == 0xA0 || cp == 0x1680 ||
-           (cp >= 0x2000 && cp <= 0x200A) || cp == 0x2028 || cp == 0x2029 || cp == 0x202F || cp == 0x205F ||
-           cp == 0x3000;
+    return (cp >= 0x09 && cp <= 0x0D) || (cp >= 0x1C && cp <= 0x20) || cp == 0x85 || cp == 0xA0 ||
+           cp == 0x1680 || (cp >= 0x2000 && cp <= 0x200A) || cp == 0x2028 || cp == 0x2029 || cp == 0x202F ||
+           cp == 0x205F || cp == 0x3000;
 }
 
 size_t omnic__ju8_valid(const char *s, size_t len)
@@ -144,16 +146,18 @@ omnic_status omnic__jstep(omnic__jrender *r, uint64_t n)
 
 static omnic_status mem_over(omnic__jrender *r, size_t want)
 {
-    return omnic__jfail(r, OMNIC_E_TOO_LARGE,
-                        "needs more than %zu bytes of memory (OMNIC_MAX_TEMPLATE_MEMORY; %zu in use, %zu more "
-                        "requested)",
-                        r->lim.max_memory, r->live, want);
+    return omnic__jfail(
+        r, OMNIC_E_TOO_LARGE,
+        "needs more than %zu bytes of memory (OMNIC_MAX_TEMPLATE_MEMORY; %zu in use, %zu more "
+        "requested)",
+        r->lim.max_memory, r->live, want);
 }
 
 omnic_status omnic__jmem_alloc(omnic__jrender *r, size_t n, void **out)
 {
     size_t total;
-    if (!omnic_size_add(&total, n, JMEM_HDR) || total > r->lim.max_memory - r->live || r->live > r->lim.max_memory)
+    if (!omnic_size_add(&total, n, JMEM_HDR) || total > r->lim.max_memory - r->live ||
+        r->live > r->lim.max_memory)
         return mem_over(r, n);
     unsigned char *p = omnic_malloc(total);
     if (!p) return omnic__jfail(r, OMNIC_E_NOMEM, "out of memory (%zu bytes)", total);
@@ -181,6 +185,20 @@ omnic_status omnic__jmem_realloc(omnic__jrender *r, void *p, size_t n, void **ou
     return OMNIC_OK;
 }
 
+omnic_status omnic__jmem_array(omnic__jrender *r, size_t n, size_t elem, void **out)
+{
+    size_t bytes;
+    if (!omnic_size_mul(&bytes, n, elem)) return mem_over(r, SIZE_MAX);
+    return omnic__jmem_alloc(r, bytes, out);
+}
+
+omnic_status omnic__jmem_realloc_array(omnic__jrender *r, void *p, size_t n, size_t elem, void **out)
+{
+    size_t bytes;
+    if (!omnic_size_mul(&bytes, n, elem)) return mem_over(r, SIZE_MAX);
+    return omnic__jmem_realloc(r, p, bytes, out);
+}
+
 void omnic__jmem_free(omnic__jrender *r, void *p)
 {
     if (!p) return;
@@ -197,11 +215,12 @@ static omnic_status buf_reserve(omnic__jrender *r, omnic__jbuf *b, size_t extra)
 {
     size_t need;
     if (!omnic_size_add(&need, b->n, extra) || need > r->lim.max_output)
-        return omnic__jfail(r, OMNIC_E_TOO_LARGE, "output or string over %zu bytes (OMNIC_MAX_TEMPLATE_OUTPUT)",
-                            r->lim.max_output);
+        return omnic__jfail(r, OMNIC_E_TOO_LARGE,
+                            "output or string over %zu bytes (OMNIC_MAX_TEMPLATE_OUTPUT)", r->lim.max_output);
     if (need + 1 <= b->cap) return OMNIC_OK;
     size_t cap = b->cap ? b->cap : 64;
-    while (cap < need + 1) cap = cap > SIZE_MAX / 2 ? need + 1 : cap * 2;
+    while (cap < need + 1)
+        cap = cap > SIZE_MAX / 2 ? need + 1 : cap * 2;
     if (cap > r->lim.max_output + 1) cap = r->lim.max_output + 1;
     void *p = NULL;
     OMNIC_TRY(omnic__jmem_realloc(r, b->p, cap, &p));
@@ -261,7 +280,8 @@ static void release(omnic__jrender *r, omnic__jobj *o)
     }
     case OMNIC_JV_LIST: {
         omnic__jlist *l = (omnic__jlist *)o;
-        for (size_t i = 0; i < l->n; i++) omnic__jv_unref(r, l->v[i]);
+        for (size_t i = 0; i < l->n; i++)
+            omnic__jv_unref(r, l->v[i]);
         omnic__jmem_free(r, l->v);
         break;
     }
@@ -276,8 +296,10 @@ static void release(omnic__jrender *r, omnic__jobj *o)
         omnic__jmem_free(r, d->v);
         omnic__jmem_free(r, d->idx);
         if (o->kind == OMNIC_JV_NS) {
-            if (d->ns_prev) d->ns_prev->ns_next = d->ns_next;
-            else r->namespaces = d->ns_next;
+            if (d->ns_prev)
+                d->ns_prev->ns_next = d->ns_next;
+            else
+                r->namespaces = d->ns_next;
             if (d->ns_next) d->ns_next->ns_prev = d->ns_prev;
         }
         break;
@@ -325,7 +347,8 @@ static omnic__jstr EMPTY_STR = {{-1, OMNIC_JV_STR, OMNIC_JSTR_BORROWED, NULL}, 0
 static omnic_status str_len_ok(omnic__jrender *r, size_t len)
 {
     if (len > r->lim.max_output)
-        return omnic__jfail(r, OMNIC_E_TOO_LARGE, "string of %zu bytes is over %zu (OMNIC_MAX_TEMPLATE_OUTPUT)", len,
+        return omnic__jfail(r, OMNIC_E_TOO_LARGE,
+                            "string of %zu bytes is over %zu (OMNIC_MAX_TEMPLATE_OUTPUT)", len,
                             r->lim.max_output);
     return OMNIC_OK;
 }
@@ -402,7 +425,7 @@ omnic_status omnic__jlist_new(omnic__jrender *r, size_t cap, bool tuple, omnic__
         size_t bytes;
         void *v = NULL;
         omnic_status rc = omnic_size_mul(&bytes, cap, sizeof(omnic__jv)) ? omnic__jmem_alloc(r, bytes, &v)
-                                                                           : mem_over(r, SIZE_MAX);
+                                                                         : mem_over(r, SIZE_MAX);
         if (rc != OMNIC_OK) {
             omnic__jmem_free(r, l);
             return rc;
@@ -419,8 +442,9 @@ omnic_status omnic__jlist_push(omnic__jrender *r, omnic__jlist *l, omnic__jv v)
     if (l->n == l->cap) {
         size_t cap = l->cap ? l->cap * 2 : 4, bytes;
         void *nv;
-        omnic_status rc = omnic_size_mul(&bytes, cap, sizeof(omnic__jv)) ? omnic__jmem_realloc(r, l->v, bytes, &nv)
-                                                                           : mem_over(r, SIZE_MAX);
+        omnic_status rc = omnic_size_mul(&bytes, cap, sizeof(omnic__jv))
+                              ? omnic__jmem_realloc(r, l->v, bytes, &nv)
+                              : mem_over(r, SIZE_MAX);
         if (rc != OMNIC_OK) {
             omnic__jv_unref(r, v);
             return rc;
@@ -450,7 +474,8 @@ omnic_status omnic__jdict_new(omnic__jrender *r, bool ns, omnic__jv *out)
 static uint64_t hash_bytes(const char *s, size_t n)
 {
     uint64_t h = 1469598103934665603ull;
-    for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)s[i]) * 1099511628211ull;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ (unsigned char)s[i]) * 1099511628211ull;
     return h;
 }
 
@@ -479,16 +504,18 @@ omnic__jv *omnic__jdict_get(const omnic__jdict *d, const char *k, size_t klen)
 static omnic_status dict_reindex(omnic__jrender *r, omnic__jdict *d)
 {
     size_t cap = 16;
-    while (cap < d->n * 2 + 2) cap *= 2;
+    while (cap < d->n * 2 + 2)
+        cap *= 2;
     void *p = NULL;
-    OMNIC_TRY(omnic__jmem_alloc(r, cap * sizeof(uint32_t), &p));
+    OMNIC_TRY(omnic__jmem_array(r, cap, sizeof(uint32_t), &p));
     omnic__jmem_free(r, d->idx);
     d->idx = p;
     d->idx_cap = cap;
     memset(d->idx, 0, cap * sizeof(uint32_t));
     for (size_t e = 0; e < d->n; e++) {
         size_t i = (size_t)hash_bytes(d->k[e]->p, d->k[e]->len) & (cap - 1);
-        while (d->idx[i]) i = (i + 1) & (cap - 1);
+        while (d->idx[i])
+            i = (i + 1) & (cap - 1);
         d->idx[i] = (uint32_t)(e + 1);
     }
     return OMNIC_OK;
@@ -511,9 +538,9 @@ omnic_status omnic__jdict_set(omnic__jrender *r, omnic__jdict *d, omnic__jstr *k
             rc = mem_over(r, SIZE_MAX);
             goto fail;
         }
-        if ((rc = omnic__jmem_realloc(r, d->k, cap * sizeof *d->k, &nk)) != OMNIC_OK) goto fail;
+        if ((rc = omnic__jmem_realloc_array(r, d->k, cap, sizeof *d->k, &nk)) != OMNIC_OK) goto fail;
         d->k = nk;
-        if ((rc = omnic__jmem_realloc(r, d->v, cap * sizeof *d->v, &nv)) != OMNIC_OK) goto fail;
+        if ((rc = omnic__jmem_realloc_array(r, d->v, cap, sizeof *d->v, &nv)) != OMNIC_OK) goto fail;
         d->v = nv;
         d->cap = cap;
     }
@@ -531,7 +558,8 @@ omnic_status omnic__jdict_set(omnic__jrender *r, omnic__jdict *d, omnic__jstr *k
     } else if (d->idx) {
         size_t mask = d->idx_cap - 1;
         size_t j = (size_t)hash_bytes(k->p, k->len) & mask;
-        while (d->idx[j]) j = (j + 1) & mask;
+        while (d->idx[j])
+            j = (j + 1) & mask;
         d->idx[j] = (uint32_t)d->n;
     }
     return OMNIC_OK;
@@ -560,20 +588,52 @@ omnic_status omnic__jdict_setc(omnic__jrender *r, omnic__jdict *d, const char *k
     return rc;
 }
 
+/* d.items(): a list of (key, value) tuples. */
+omnic_status omnic__jdict_items(omnic__jrender *r, const omnic__jdict *d, omnic__jv *out)
+{
+    OMNIC_TRY(omnic__jstep(r, d->n));
+    OMNIC_TRY(omnic__jlist_new(r, d->n, false, out));
+    for (size_t i = 0; i < d->n; i++) {
+        omnic__jv t;
+        omnic_status rc = omnic__jlist_new(r, 2, true, &t);
+        if (rc != OMNIC_OK) {
+            omnic__jv_unref(r, *out);
+            return rc;
+        }
+        OMNIC_JLIST(t)->v[0] = omnic__jv_ref(omnic__jv_obj(&d->k[i]->h));
+        OMNIC_JLIST(t)->v[1] = omnic__jv_ref(d->v[i]);
+        OMNIC_JLIST(t)->n = 2;
+        OMNIC_JLIST(*out)->v[OMNIC_JLIST(*out)->n++] = t;
+    }
+    return OMNIC_OK;
+}
+
 /* ---- JSON input --------------------------------------------------------------------------- */
 
 omnic_status omnic__jv_from_json(omnic__jrender *r, const json_t *j, int depth, omnic__jv *out)
 {
     if (depth > r->lim.max_value_depth)
-        return omnic__jfail(r, OMNIC_E_TOO_LARGE, "input JSON nested deeper than %d (OMNIC_MAX_TEMPLATE_VALUE_DEPTH)",
+        return omnic__jfail(r, OMNIC_E_TOO_LARGE,
+                            "input JSON nested deeper than %d (OMNIC_MAX_TEMPLATE_VALUE_DEPTH)",
                             r->lim.max_value_depth);
     switch (json_typeof(j)) {
-    case JSON_NULL: *out = omnic__jv_none(); return OMNIC_OK;
-    case JSON_TRUE: *out = omnic__jv_bool(true); return OMNIC_OK;
-    case JSON_FALSE: *out = omnic__jv_bool(false); return OMNIC_OK;
-    case JSON_INTEGER: *out = omnic__jv_int((int64_t)json_integer_value(j)); return OMNIC_OK;
-    case JSON_REAL: *out = omnic__jv_float(json_real_value(j)); return OMNIC_OK;
-    case JSON_STRING: return omnic__jstr_borrow(r, json_string_value(j), json_string_length(j), out);
+    case JSON_NULL:
+        *out = omnic__jv_none();
+        return OMNIC_OK;
+    case JSON_TRUE:
+        *out = omnic__jv_bool(true);
+        return OMNIC_OK;
+    case JSON_FALSE:
+        *out = omnic__jv_bool(false);
+        return OMNIC_OK;
+    case JSON_INTEGER:
+        *out = omnic__jv_int((int64_t)json_integer_value(j));
+        return OMNIC_OK;
+    case JSON_REAL:
+        *out = omnic__jv_float(json_real_value(j));
+        return OMNIC_OK;
+    case JSON_STRING:
+        return omnic__jstr_borrow(r, json_string_value(j), json_string_length(j), out);
     case JSON_ARRAY: {
         omnic__jv l;
         OMNIC_TRY(omnic__jlist_new(r, json_array_size(j), false, &l));
@@ -626,32 +686,52 @@ bool omnic__jv_truthy(omnic__jv v)
 {
     switch (v.kind) {
     case OMNIC_JV_UNDEF:
-    case OMNIC_JV_NONE: return false;
-    case OMNIC_JV_BOOL: return v.u.b;
-    case OMNIC_JV_INT: return v.u.i != 0;
-    case OMNIC_JV_FLOAT: return v.u.f != 0.0;
-    case OMNIC_JV_STR: return OMNIC_JSTR(v)->len > 0;
-    case OMNIC_JV_LIST: return OMNIC_JLIST(v)->n > 0;
-    case OMNIC_JV_DICT: return OMNIC_JDICT(v)->n > 0;
-    default: return true;
+    case OMNIC_JV_NONE:
+        return false;
+    case OMNIC_JV_BOOL:
+        return v.u.b;
+    case OMNIC_JV_INT:
+        return v.u.i != 0;
+    case OMNIC_JV_FLOAT:
+        return v.u.f != 0.0;
+    case OMNIC_JV_STR:
+        return OMNIC_JSTR(v)->len > 0;
+    case OMNIC_JV_LIST:
+        return OMNIC_JLIST(v)->n > 0;
+    case OMNIC_JV_DICT:
+        return OMNIC_JDICT(v)->n > 0;
+    default:
+        return true;
     }
 }
 
 const char *omnic__jkind_type(int kind)
 {
     switch (kind) {
-    case OMNIC_JV_UNDEF: return "Undefined";
-    case OMNIC_JV_NONE: return "NoneType";
-    case OMNIC_JV_BOOL: return "bool";
-    case OMNIC_JV_INT: return "int";
-    case OMNIC_JV_FLOAT: return "float";
-    case OMNIC_JV_STR: return "str";
-    case OMNIC_JV_LIST: return "list";
-    case OMNIC_JV_DICT: return "dict";
-    case OMNIC_JV_NS: return "Namespace";
-    case OMNIC_JV_FUNC: return "function";
-    case OMNIC_JV_LOOP: return "LoopContext";
-    default: return "object";
+    case OMNIC_JV_UNDEF:
+        return "Undefined";
+    case OMNIC_JV_NONE:
+        return "NoneType";
+    case OMNIC_JV_BOOL:
+        return "bool";
+    case OMNIC_JV_INT:
+        return "int";
+    case OMNIC_JV_FLOAT:
+        return "float";
+    case OMNIC_JV_STR:
+        return "str";
+    case OMNIC_JV_LIST:
+        return "list";
+    case OMNIC_JV_DICT:
+        return "dict";
+    case OMNIC_JV_NS:
+        return "Namespace";
+    case OMNIC_JV_FUNC:
+        return "function";
+    case OMNIC_JV_LOOP:
+        return "LoopContext";
+    default:
+        return "object";
     }
 }
 
@@ -692,7 +772,8 @@ void omnic__jfloat_repr(double f, char *buf, size_t n)
     for (; *p && *p != 'e'; p++)
         if (*p != '.' && nd < sizeof digits - 1) digits[nd++] = *p;
     digits[nd] = '\0';
-    while (nd > 1 && digits[nd - 1] == '0') digits[--nd] = '\0';
+    while (nd > 1 && digits[nd - 1] == '0')
+        digits[--nd] = '\0';
     int e = *p == 'e' ? atoi(p + 1) : 0;
     char out[64];
     size_t o = 0;
@@ -702,11 +783,15 @@ void omnic__jfloat_repr(double f, char *buf, size_t n)
         if (dp <= 0) {
             out[o++] = '0';
             out[o++] = '.';
-            for (int k = 0; k < -dp; k++) out[o++] = '0';
-            for (size_t k = 0; k < nd; k++) out[o++] = digits[k];
+            for (int k = 0; k < -dp; k++)
+                out[o++] = '0';
+            for (size_t k = 0; k < nd; k++)
+                out[o++] = digits[k];
         } else if ((size_t)dp >= nd) {
-            for (size_t k = 0; k < nd; k++) out[o++] = digits[k];
-            for (size_t k = nd; k < (size_t)dp; k++) out[o++] = '0';
+            for (size_t k = 0; k < nd; k++)
+                out[o++] = digits[k];
+            for (size_t k = nd; k < (size_t)dp; k++)
+                out[o++] = '0';
             out[o++] = '.';
             out[o++] = '0';
         } else {
@@ -720,7 +805,8 @@ void omnic__jfloat_repr(double f, char *buf, size_t n)
         out[o++] = digits[0];
         if (nd > 1) {
             out[o++] = '.';
-            for (size_t k = 1; k < nd; k++) out[o++] = digits[k];
+            for (size_t k = 1; k < nd; k++)
+                out[o++] = digits[k];
         }
         snprintf(out + o, sizeof out - o, "e%c%02d", e < 0 ? '-' : '+', e < 0 ? -e : e);
     }
@@ -740,8 +826,10 @@ static bool printable(uint32_t cp)
     case UTF8PROC_CATEGORY_CN:
     case UTF8PROC_CATEGORY_ZL:
     case UTF8PROC_CATEGORY_ZP:
-    case UTF8PROC_CATEGORY_ZS: return false;
-    default: return true;
+    case UTF8PROC_CATEGORY_ZS:
+        return false;
+    default:
+        return true;
     }
 }
 
@@ -756,14 +844,21 @@ static omnic_status write_str_repr(omnic__jrender *r, omnic__jbuf *b, const omni
         uint32_t cp = omnic__ju8_next(s->p, s->len, &i);
         char esc[16];
         int k = 0;
-        if (cp == (uint32_t)q || cp == '\\') k = snprintf(esc, sizeof esc, "\\%c", (char)cp);
-        else if (cp == '\t') k = snprintf(esc, sizeof esc, "\\t");
-        else if (cp == '\n') k = snprintf(esc, sizeof esc, "\\n");
-        else if (cp == '\r') k = snprintf(esc, sizeof esc, "\\r");
+        if (cp == (uint32_t)q || cp == '\\')
+            k = snprintf(esc, sizeof esc, "\\%c", (char)cp);
+        else if (cp == '\t')
+            k = snprintf(esc, sizeof esc, "\\t");
+        else if (cp == '\n')
+            k = snprintf(esc, sizeof esc, "\\n");
+        else if (cp == '\r')
+            k = snprintf(esc, sizeof esc, "\\r");
         else if (!printable(cp)) {
-            if (cp <= 0xff) k = snprintf(esc, sizeof esc, "\\x%02x", (unsigned)cp);
-            else if (cp <= 0xffff) k = snprintf(esc, sizeof esc, "\\u%04x", (unsigned)cp);
-            else k = snprintf(esc, sizeof esc, "\\U%08x", (unsigned)cp);
+            if (cp <= 0xff)
+                k = snprintf(esc, sizeof esc, "\\x%02x", (unsigned)cp);
+            else if (cp <= 0xffff)
+                k = snprintf(esc, sizeof esc, "\\u%04x", (unsigned)cp);
+            else
+                k = snprintf(esc, sizeof esc, "\\U%08x", (unsigned)cp);
         }
         if (k > 0) {
             OMNIC_TRY(omnic__jbuf_put(r, b, s->p + st - run, run));
@@ -789,10 +884,14 @@ static omnic_status write_value(omnic__jrender *r, omnic__jbuf *b, omnic__jv v, 
     char tmp[64];
     if (depth > r->lim.max_value_depth) return depth_fail(r);
     switch (v.kind) {
-    case OMNIC_JV_UNDEF: return repr ? omnic__jbuf_put(r, b, "Undefined", 9) : OMNIC_OK;
-    case OMNIC_JV_NONE: return omnic__jbuf_put(r, b, "None", 4);
-    case OMNIC_JV_BOOL: return v.u.b ? omnic__jbuf_put(r, b, "True", 4) : omnic__jbuf_put(r, b, "False", 5);
-    case OMNIC_JV_INT: return omnic__jbuf_printf(r, b, "%lld", (long long)v.u.i);
+    case OMNIC_JV_UNDEF:
+        return repr ? omnic__jbuf_put(r, b, "Undefined", 9) : OMNIC_OK;
+    case OMNIC_JV_NONE:
+        return omnic__jbuf_put(r, b, "None", 4);
+    case OMNIC_JV_BOOL:
+        return v.u.b ? omnic__jbuf_put(r, b, "True", 4) : omnic__jbuf_put(r, b, "False", 5);
+    case OMNIC_JV_INT:
+        return omnic__jbuf_printf(r, b, "%lld", (long long)v.u.i);
     case OMNIC_JV_FLOAT:
         omnic__jfloat_repr(v.u.f, tmp, sizeof tmp);
         return omnic__jbuf_put(r, b, tmp, strlen(tmp));
@@ -832,8 +931,10 @@ static omnic_status write_value(omnic__jrender *r, omnic__jbuf *b, omnic__jv v, 
         return omnic__jbuf_printf(r, b, "<built-in function %.*s>", (int)f->name_len, f->name);
     }
     case OMNIC_JV_LOOP:
-        return omnic__jbuf_printf(r, b, "<LoopContext %zu/%zu>", OMNIC_JLOOP(v)->index0 + 1, OMNIC_JLOOP(v)->length);
-    default: return OMNIC_OK;
+        return omnic__jbuf_printf(r, b, "<LoopContext %zu/%zu>", OMNIC_JLOOP(v)->index0 + 1,
+                                  OMNIC_JLOOP(v)->length);
+    default:
+        return OMNIC_OK;
     }
 }
 
@@ -872,13 +973,27 @@ static omnic_status write_json_str(omnic__jrender *r, omnic__jbuf *b, const char
         char esc[16];
         int k = 0;
         switch (cp) {
-        case '"': k = snprintf(esc, sizeof esc, "\\\""); break;
-        case '\\': k = snprintf(esc, sizeof esc, "\\\\"); break;
-        case '\n': k = snprintf(esc, sizeof esc, "\\n"); break;
-        case '\r': k = snprintf(esc, sizeof esc, "\\r"); break;
-        case '\t': k = snprintf(esc, sizeof esc, "\\t"); break;
-        case '\b': k = snprintf(esc, sizeof esc, "\\b"); break;
-        case '\f': k = snprintf(esc, sizeof esc, "\\f"); break;
+        case '"':
+            k = snprintf(esc, sizeof esc, "\\\"");
+            break;
+        case '\\':
+            k = snprintf(esc, sizeof esc, "\\\\");
+            break;
+        case '\n':
+            k = snprintf(esc, sizeof esc, "\\n");
+            break;
+        case '\r':
+            k = snprintf(esc, sizeof esc, "\\r");
+            break;
+        case '\t':
+            k = snprintf(esc, sizeof esc, "\\t");
+            break;
+        case '\b':
+            k = snprintf(esc, sizeof esc, "\\b");
+            break;
+        case '\f':
+            k = snprintf(esc, sizeof esc, "\\f");
+            break;
         default:
             if (cp < 0x20 || (ascii && cp >= 0x7f)) {
                 if (cp > 0xffff) {
@@ -905,7 +1020,8 @@ static omnic_status write_json_str(omnic__jrender *r, omnic__jbuf *b, const char
 static omnic_status json_newline(omnic__jrender *r, omnic__jbuf *b, const omnic__jjson_opts *o, int level)
 {
     OMNIC_TRY(omnic__jbuf_putc(r, b, '\n'));
-    for (int i = 0; i < level; i++) OMNIC_TRY(omnic__jbuf_put(r, b, o->indent, o->indent_len));
+    for (int i = 0; i < level; i++)
+        OMNIC_TRY(omnic__jbuf_put(r, b, o->indent, o->indent_len));
     return OMNIC_OK;
 }
 
@@ -923,15 +1039,20 @@ omnic_status omnic__jv_write_json(omnic__jrender *r, omnic__jbuf *b, omnic__jv v
     if (depth > r->lim.max_value_depth) return depth_fail(r);
     char tmp[64];
     switch (v.kind) {
-    case OMNIC_JV_NONE: return omnic__jbuf_put(r, b, "null", 4);
-    case OMNIC_JV_BOOL: return v.u.b ? omnic__jbuf_put(r, b, "true", 4) : omnic__jbuf_put(r, b, "false", 5);
-    case OMNIC_JV_INT: return omnic__jbuf_printf(r, b, "%lld", (long long)v.u.i);
+    case OMNIC_JV_NONE:
+        return omnic__jbuf_put(r, b, "null", 4);
+    case OMNIC_JV_BOOL:
+        return v.u.b ? omnic__jbuf_put(r, b, "true", 4) : omnic__jbuf_put(r, b, "false", 5);
+    case OMNIC_JV_INT:
+        return omnic__jbuf_printf(r, b, "%lld", (long long)v.u.i);
     case OMNIC_JV_FLOAT:
         if (isnan(v.u.f)) return omnic__jbuf_put(r, b, "NaN", 3);
-        if (isinf(v.u.f)) return v.u.f < 0 ? omnic__jbuf_put(r, b, "-Infinity", 9) : omnic__jbuf_put(r, b, "Infinity", 8);
+        if (isinf(v.u.f))
+            return v.u.f < 0 ? omnic__jbuf_put(r, b, "-Infinity", 9) : omnic__jbuf_put(r, b, "Infinity", 8);
         omnic__jfloat_repr(v.u.f, tmp, sizeof tmp);
         return omnic__jbuf_put(r, b, tmp, strlen(tmp));
-    case OMNIC_JV_STR: return write_json_str(r, b, OMNIC_JSTR(v)->p, OMNIC_JSTR(v)->len, o->ensure_ascii);
+    case OMNIC_JV_STR:
+        return write_json_str(r, b, OMNIC_JSTR(v)->p, OMNIC_JSTR(v)->len, o->ensure_ascii);
     case OMNIC_JV_LIST: {
         const omnic__jlist *l = OMNIC_JLIST(v);
         if (l->n == 0) return omnic__jbuf_put(r, b, "[]", 2);
@@ -950,12 +1071,13 @@ omnic_status omnic__jv_write_json(omnic__jrender *r, omnic__jbuf *b, omnic__jv v
         size_t *order = NULL;
         if (o->sort_keys) {
             void *p = NULL;
-            OMNIC_TRY(omnic__jmem_alloc(r, d->n * (sizeof(size_t) + sizeof(omnic__jstr *)), &p));
+            OMNIC_TRY(omnic__jmem_array(r, d->n, sizeof(size_t) + sizeof(omnic__jstr *), &p));
             omnic__jstr **keys = p;
             memcpy(keys, d->k, d->n * sizeof *keys);
             qsort(keys, d->n, sizeof *keys, key_cmp);
             order = (size_t *)(keys + d->n);
-            for (size_t i = 0; i < d->n; i++) order[i] = dict_find(d, keys[i]->p, keys[i]->len);
+            for (size_t i = 0; i < d->n; i++)
+                order[i] = dict_find(d, keys[i]->p, keys[i]->len);
         }
         omnic_status rc = omnic__jbuf_putc(r, b, '{');
         for (size_t i = 0; i < d->n && rc == OMNIC_OK; i++) {
@@ -972,7 +1094,8 @@ omnic_status omnic__jv_write_json(omnic__jrender *r, omnic__jbuf *b, omnic__jv v
         return rc;
     }
     default:
-        return omnic__jfail(r, OMNIC_E_INVALID, "Object of type %s is not JSON serializable", omnic__jv_type(v));
+        return omnic__jfail(r, OMNIC_E_INVALID, "Object of type %s is not JSON serializable",
+                            omnic__jv_type(v));
     }
 }
 
@@ -999,22 +1122,29 @@ omnic_status omnic__jv_eq(omnic__jrender *r, omnic__jv a, omnic__jv b, int depth
 {
     if (depth > r->lim.max_value_depth) return depth_fail(r);
     if (numeric(a) && numeric(b)) {
-        if (a.kind == OMNIC_JV_FLOAT && isnan(a.u.f)) *out = false;
-        else if (b.kind == OMNIC_JV_FLOAT && isnan(b.u.f)) *out = false;
-        else *out = num_cmp(a, b) == 0;
+        if (a.kind == OMNIC_JV_FLOAT && isnan(a.u.f))
+            *out = false;
+        else if (b.kind == OMNIC_JV_FLOAT && isnan(b.u.f))
+            *out = false;
+        else
+            *out = num_cmp(a, b) == 0;
         return OMNIC_OK;
     }
     *out = false;
     if (a.kind != b.kind) return OMNIC_OK;
     switch (a.kind) {
     case OMNIC_JV_UNDEF:
-    case OMNIC_JV_NONE: *out = true; return OMNIC_OK;
+    case OMNIC_JV_NONE:
+        *out = true;
+        return OMNIC_OK;
     case OMNIC_JV_STR:
-        *out = OMNIC_JSTR(a)->len == OMNIC_JSTR(b)->len && !memcmp(OMNIC_JSTR(a)->p, OMNIC_JSTR(b)->p, OMNIC_JSTR(a)->len);
+        *out = OMNIC_JSTR(a)->len == OMNIC_JSTR(b)->len &&
+               !memcmp(OMNIC_JSTR(a)->p, OMNIC_JSTR(b)->p, OMNIC_JSTR(a)->len);
         return OMNIC_OK;
     case OMNIC_JV_LIST: {
         const omnic__jlist *x = OMNIC_JLIST(a), *y = OMNIC_JLIST(b);
-        if ((a.u.o->flags & OMNIC_JLIST_TUPLE) != (b.u.o->flags & OMNIC_JLIST_TUPLE) || x->n != y->n) return OMNIC_OK;
+        if ((a.u.o->flags & OMNIC_JLIST_TUPLE) != (b.u.o->flags & OMNIC_JLIST_TUPLE) || x->n != y->n)
+            return OMNIC_OK;
         for (size_t i = 0; i < x->n; i++) {
             bool e;
             OMNIC_TRY(omnic__jv_eq(r, x->v[i], y->v[i], depth + 1, &e));
@@ -1036,7 +1166,9 @@ omnic_status omnic__jv_eq(omnic__jrender *r, omnic__jv a, omnic__jv b, int depth
         *out = true;
         return OMNIC_OK;
     }
-    default: *out = a.u.o == b.u.o; return OMNIC_OK;
+    default:
+        *out = a.u.o == b.u.o;
+        return OMNIC_OK;
     }
 }
 
@@ -1080,6 +1212,6 @@ omnic_status omnic__jv_cmp(omnic__jrender *r, omnic__jv a, omnic__jv b, bool ign
     }
     if (a.kind == OMNIC_JV_UNDEF) return omnic__jundef_fail(r, a);
     if (b.kind == OMNIC_JV_UNDEF) return omnic__jundef_fail(r, b);
-    return omnic__jfail(r, OMNIC_E_INVALID, "'<' not supported between instances of '%s' and '%s'", omnic__jv_type(a),
-                        omnic__jv_type(b));
+    return omnic__jfail(r, OMNIC_E_INVALID, "'<' not supported between instances of '%s' and '%s'",
+                        omnic__jv_type(a), omnic__jv_type(b));
 }

@@ -47,6 +47,18 @@ cmp -s "$tmp/a" "$tmp/b" && ok || bad "identity changed with threads"
 ! cmp -s "$tmp/a" "$tmp/c" && ok || bad "identity ignores capacity"
 ! cmp -s "$tmp/a" "$tmp/d" && ok || bad "identity ignores KV dtype"
 
+# --quant: weights converted at load; inspect reports both sizes; the identity names the transform
+for q in q8_0 q4_0; do
+  expect_ok "inspect --quant $q" "$OMNIC" inspect -m "$tmp/qwen2" --ctx 128 --quant $q
+  grep -q "as stored, .* as loaded (.* linear weights in $q)" "$tmp/out" && ok || bad "inspect --quant $q: sizes"
+  grep '^identity' "$tmp/out" >"$tmp/q_$q"
+  ! cmp -s "$tmp/a" "$tmp/q_$q" && ok || bad "identity ignores --quant $q"
+  expect_ok "bench --quant $q" "$OMNIC" bench -m "$tmp/qwen2" -p 24 -n 4 --batch 1,2 -r 1 --quant $q
+  grep -q "qwen2 $q" "$tmp/out" && ok || bad "bench --quant $q: table"
+done
+! cmp -s "$tmp/q_q8_0" "$tmp/q_q4_0" && ok || bad "identity: q8_0 == q4_0"
+expect_err "bad --quant" 1 "unknown weight quantization 'q3_k'" "$OMNIC" inspect -m "$tmp/qwen2" --quant q3_k
+
 # bad input: each names the problem
 expect_err "no model" 2 "-m DIR is required" "$OMNIC" inspect
 expect_err "missing dir" 1 "no such checkpoint directory" "$OMNIC" inspect -m "$tmp/nope"

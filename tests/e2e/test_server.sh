@@ -80,7 +80,7 @@ echo "startup: load failure exits $rc with a message; /health 503 while loading"
 
 # ---- main server: 4 slots ----
 MAX_BODY=1048576
-start_server main -m "$tmp/tiny" --parallel 4 --threads 2 --max-queue 16 --api-key "$KEY" \
+start_server main -m "$tmp/tiny" --parallel 4 --ctx 8192 --threads 2 --max-queue 16 --api-key "$KEY" \
   --cors-origin http://example.test --max-body $MAX_BODY --model-name tiny-qwen2 || exit 1
 MAIN=$PID
 B=http://127.0.0.1:$PORT
@@ -88,7 +88,7 @@ AUTH="Authorization: Bearer $KEY"
 
 # curl: health, models, CORS, a stream, completions with token ids, tokenize/detokenize
 [ "$(curl -s "$B/health")" = '{"status":"ok"}' ] || fail "health ok"
-curl -s -H "$AUTH" "$B/v1/models" | grep -q '"id":"tiny-qwen2".*"context_length":2048.*"input_modalities":\["text"\]' ||
+curl -s -H "$AUTH" "$B/v1/models" | grep -q '"id":"tiny-qwen2".*"context_length":8192.*"input_modalities":\["text"\]' ||
   fail "models: $(curl -s -H "$AUTH" "$B/v1/models")"
 h=$(curl -s -i -X OPTIONS -H "Origin: http://example.test" -H "Access-Control-Request-Method: POST" "$B/v1/chat/completions")
 echo "$h" | grep -q "204" && echo "$h" | grep -qi "access-control-allow-origin: http://example.test" &&
@@ -109,10 +109,6 @@ echo "$d" | grep -q '"prompt":"Hello world"' || fail "detokenize: $d"
 echo "curl: health, models, CORS, SSE stream, token-id prompts, tokenize/detokenize"
 
 # the official OpenAI Node client
-chat_code=$(curl -s -o /dev/null -w '%{http_code}' -H "$AUTH" "$B/v1/chat/completions" \
-  -d '{"messages":[{"role":"user","content":"hi"}],"max_tokens":1}')
-export OMNIC_CHAT_TEMPLATES=1
-[ "$chat_code" = 501 ] && OMNIC_CHAT_TEMPLATES=0 && echo "NOTE: chat templates not implemented in this build"
 (cd tests/oracle && node server_client.mjs "$B/v1" "$KEY" tiny-qwen2 4) || fail "openai client"
 
 $PY $CHECKS matrix "$PORT" "$KEY" 4 $MAX_BODY || fail "malformed-request matrix"
@@ -127,8 +123,9 @@ wait "$MAIN"
 rc=$?
 [ $rc -eq 0 ] && grep -q "stopped" "$tmp/main.log" || fail "SIGTERM exit status $rc: $(tail -5 "$tmp/main.log")"
 
-# ---- queue overflow and timeouts: 1 slot, queue of 1, 1 s timeout ----
-start_server queue -m "$tmp/tiny" --parallel 1 --threads 2 --max-queue 1 --request-timeout 1 --api-key "$KEY" || exit 1
+# ---- queue overflow and timeouts: 1 slot, queue of 1, 2 s timeout, long generations ----
+start_server queue -m "$tmp/tiny" --parallel 1 --ctx 16384 --threads 2 --max-queue 1 --request-timeout 2 \
+  --api-key "$KEY" || exit 1
 Q=$PID
 $PY $CHECKS queue "$PORT" "$KEY" || fail "queue"
 kill -INT "$Q"

@@ -12,19 +12,24 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static const char VARS[] =
-    "{\"bos_token\": \"<s>\", \"eos_token\": \"</s>\", \"add_generation_prompt\": true, \"tools\": [{\"type\": "
-    "\"function\", \"function\": {\"name\": \"get_weather\", \"parameters\": {\"type\": \"object\", \"properties\": "
+    "{\"bos_token\": \"<s>\", \"eos_token\": \"</s>\", \"add_generation_prompt\": true, \"tools\": "
+    "[{\"type\": "
+    "\"function\", \"function\": {\"name\": \"get_weather\", \"parameters\": {\"type\": \"object\", "
+    "\"properties\": "
     "{\"city\": {\"type\": \"string\"}}, \"required\": [\"city\"]}}}], \"documents\": null, \"messages\": ["
     "{\"role\": \"system\", \"content\": \"You are helpful.\"},"
-    "{\"role\": \"user\", \"content\": [{\"type\": \"image\"}, {\"type\": \"text\", \"text\": \"What is this?\"}]},"
-    "{\"role\": \"assistant\", \"content\": \"<think>\\nhmm\\n</think>\\n\\nA cat.\", \"tool_calls\": [{\"type\": "
+    "{\"role\": \"user\", \"content\": [{\"type\": \"image\"}, {\"type\": \"text\", \"text\": \"What is "
+    "this?\"}]},"
+    "{\"role\": \"assistant\", \"content\": \"<think>\\nhmm\\n</think>\\n\\nA cat.\", \"tool_calls\": "
+    "[{\"type\": "
     "\"function\", \"function\": {\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}}]},"
     "{\"role\": \"tool\", \"content\": \"sunny\"},"
     "{\"role\": \"user\", \"content\": \"Thanks! \\u00e9\\u4e16 \\ud83d\\ude00\"}]}";
 
 static void check(omnic_status rc, const omnic_err *err)
 {
-    if (rc != OMNIC_OK && (err->code != rc || memchr(err->msg, '\0', sizeof err->msg) == NULL || !err->msg[0]))
+    if (rc != OMNIC_OK &&
+        (err->code != rc || memchr(err->msg, '\0', sizeof err->msg) == NULL || !err->msg[0]))
         __builtin_trap();
 }
 
@@ -32,7 +37,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     static json_t *vars;
     omnic_err err;
-    if (!vars && omnic__json_parse(VARS, strlen(VARS), "fuzz vars", &vars, &err) != OMNIC_OK) __builtin_trap();
+    if (!vars && omnic__json_parse(VARS, strlen(VARS), "fuzz vars", &vars, &err) != OMNIC_OK)
+        __builtin_trap();
     /* small limits keep every input fast; they are what a hostile template runs into */
     omnic__template_opts opts = {.max_output = 1 << 20,
                                  .max_memory = 32 << 20,

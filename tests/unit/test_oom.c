@@ -303,6 +303,22 @@ static omnic_status sc_model(omnic_err *err)
     return rc;
 }
 
+/* Load-time quantization (q4_0) on the cpu backend: every allocation of the conversion fails cleanly. */
+static omnic_status sc_model_quant(omnic_err *err)
+{
+    omnic__model_opts opts = {.backend = "cpu", .threads = 2, .ctx = 64, .quant = "q4_0"};
+    omnic__model *m = NULL;
+    omnic_status rc = omnic__model_open(tiny_dir, &opts, &m, err);
+    if (rc != OMNIC_OK) {
+        assert_null(m);
+        return rc;
+    }
+    assert_non_null(m);
+    assert_true(m->dec.n_qweights > 0);
+    omnic__model_close(m);
+    return rc;
+}
+
 /* ---- tests -------------------------------------------------------------------------------- */
 
 static void test_oom_tensor(void **state)
@@ -353,6 +369,12 @@ static void test_oom_model(void **state)
     run_oom("model_open(ref)", sc_model);
 }
 
+static void test_oom_model_quant(void **state)
+{
+    (void)state;
+    run_oom("model_open(cpu, q4_0)", sc_model_quant);
+}
+
 int main(void)
 {
     // clang-format off
@@ -365,6 +387,7 @@ int main(void)
         cmocka_unit_test(test_oom_st_open_dir),
         cmocka_unit_test(test_oom_checkpoint),
         cmocka_unit_test(test_oom_model),
+        cmocka_unit_test(test_oom_model_quant),
     };
     // clang-format on
     return cmocka_run_group_tests(tests, group_setup, group_teardown);

@@ -394,13 +394,12 @@ OMNIC_INLINE OMNIC_VNNI void ldw_step(const uint8_t *p, int nblk, bool q4, const
 
 /* Activation step s of a row: q (64 bytes; q4_0: q_lo then q_hi, 128 bytes), corr, dv. */
 OMNIC_INLINE OMNIC_VNNI void tile_vnni(const uint8_t *act, const omnic__mq_layout *L, int mr, const uint8_t *w,
-                                       size_t ldw, int nr, int64_t nb, bool q4, const vnni_consts *c, float *out,
-                                       int64_t ldo)
+                                       size_t ldw, size_t pf, int nr, int64_t nb, bool q4, const vnni_consts *c,
+                                       float *out, int64_t ldo)
 {
     const int spb = q4 ? 4 : 2;                                                      /* blocks per step */
     const size_t sb = (size_t)spb * (q4 ? sizeof(omnic__block_q4_0) : sizeof(omnic__block_q8_0)); /* weight bytes */
     const size_t qb = q4 ? 128 : 64;                                                 /* activation bytes */
-    const size_t pf = (size_t)nr * ldw;                                              /* next tile, same row */
     __m512 acc[4][MQ_NR];
     OMNIC_UNROLL for (int i = 0; i < mr; i++) OMNIC_UNROLL for (int j = 0; j < nr; j++) acc[i][j] = _mm512_setzero_ps();
     const int64_t ns = (nb + spb - 1) / spb;
@@ -430,32 +429,42 @@ OMNIC_INLINE OMNIC_VNNI void tile_vnni(const uint8_t *act, const omnic__mq_layou
     OMNIC_UNROLL for (int i = 0; i < mr; i++) OMNIC_UNROLL for (int j = 0; j < nr; j++) out[i * ldo + j] = _mm512_reduce_add_ps(acc[i][j]);
 }
 
+/* Tiles: 4 weight rows per step of n (prefetching the same rows of the next step); activation
+ * rows in blocks of 4 (3, 2, 1 at the end). Blocks of 3 or 4 rows take the 4 weight rows as two
+ * tiles of 2 (keeps the accumulators and weights in the 32 zmm registers). The tile shape only
+ * groups elements; each element's own sequence of operations is the same in every tile. */
 OMNIC_INLINE OMNIC_VNNI void mq_vnni(const uint8_t *act, const omnic__mq_layout *L, int64_t M, int64_t K,
                                      const void *w, int64_t n0, int64_t n1, float *dst, int64_t N, bool q4)
 {
     const int64_t nb = K / OMNIC_QK;
     const size_t ldw = (size_t)nb * (q4 ? sizeof(omnic__block_q4_0) : sizeof(omnic__block_q8_0));
+    const size_t pf = (size_t)MQ_NR * ldw;
     const uint8_t *wb = w;
     const vnni_consts c = vnni_setup(q4);
     const size_t as = L->bytes;
+#define TILE(MR, NR, DN) tile_vnni(act + i * as, L, MR, wt + (DN) * ldw, ldw, pf, NR, nb, q4, &c, dst + i * N + n + (DN), N)
     int64_t n = n0;
     for (; n + MQ_NR <= n1; n += MQ_NR) {
         const uint8_t *wt = wb + (size_t)n * ldw;
         int64_t i = 0;
-        for (; i + 4 <= M; i += 4) tile_vnni(act + i * as, L, 4, wt, ldw, MQ_NR, nb, q4, &c, dst + i * N + n, N);
+        for (; i + 4 <= M; i += 4) {
+            TILE(4, 2, 0);
+            TILE(4, 2, 2);
+        }
         switch (M - i) {
-        case 3: tile_vnni(act + i * as, L, 3, wt, ldw, MQ_NR, nb, q4, &c, dst + i * N + n, N); break;
-        case 2: tile_vnni(act + i * as, L, 2, wt, ldw, MQ_NR, nb, q4, &c, dst + i * N + n, N); break;
-        case 1: tile_vnni(act + i * as, L, 1, wt, ldw, MQ_NR, nb, q4, &c, dst + i * N + n, N); break;
+        case 3: TILE(3, 2, 0); TILE(3, 2, 2); break;
+        case 2: TILE(2, 4, 0); break;
+        case 1: TILE(1, 4, 0); break;
         default: break;
         }
     }
     for (; n < n1; n++) {
         const uint8_t *wt = wb + (size_t)n * ldw;
         int64_t i = 0;
-        for (; i + 4 <= M; i += 4) tile_vnni(act + i * as, L, 4, wt, ldw, 1, nb, q4, &c, dst + i * N + n, N);
-        for (; i < M; i++) tile_vnni(act + i * as, L, 1, wt, ldw, 1, nb, q4, &c, dst + i * N + n, N);
+        for (; i + 4 <= M; i += 4) TILE(4, 1, 0);
+        for (; i < M; i++) TILE(1, 1, 0);
     }
+#undef TILE
 }
 
 static OMNIC_VNNI void mq_vnni_q8(const uint8_t *act, const omnic__mq_layout *L, int64_t M, int64_t K, const void *w,

@@ -5,7 +5,7 @@ usage: checks.py CHECK PORT KEY [ARGS...]
                           message; the server keeps serving
   concurrency             8 concurrent streams (greedy and seeded) on 4 slots == each alone
   disconnect              a client leaving mid-stream cancels its request and frees the slot
-  queue                   (server with --parallel 1 --max-queue 1 --request-timeout 1)
+  queue                   (server with --parallel 1 --max-queue 1 --request-timeout 2 --ctx 16384)
                           queue overflow gives 429 + Retry-After; timeouts give 504 / an SSE error
   rss PID N               N sequential short requests; RSS after 100 vs after N
   drain PID               SIGTERM: in-flight stream finishes, new work gets 503, exit
@@ -125,7 +125,7 @@ def matrix(max_n, max_body):
     long_stop = "x" * 300
     # (name, method, path, body (dict/bytes/str/None), extra headers, key?, status, code, param, message regex)
     cases = [
-        ("bad JSON", "POST", K, b'{"prompt": "x",}', None, True, 400, "invalid_json", None, r"parse.*line 1"),
+        ("bad JSON", "POST", K, b'{"prompt": "x",}', None, True, 400, "invalid_json", None, r"parse.*request body:1:\d+"),
         ("truncated JSON", "POST", K, b'{"prompt": "x", "max_tokens": 1', None, True, 400, "invalid_json", None,
          r"parse"),
         ("JSON array body", "POST", K, b'[1, 2]', None, True, 400, "invalid_json", None, r"object"),
@@ -240,8 +240,6 @@ def matrix(max_n, max_body):
          r"other"),
         ("wrong method", "GET", C, None, None, True, 405, "method_not_allowed", None, r"GET.*POST"),
         ("wrong method 2", "DELETE", "/v1/models", None, None, True, 405, "method_not_allowed", None, r"DELETE"),
-        ("oversized body", "POST", K, b'{"prompt": "' + b"a" * (max_body + 10) + b'"}', None, True, 413,
-         "request_too_large", None, rf"over the server's limit of {max_body}"),
         ("tokenize without content", "POST", "/tokenize", {"text": "x"}, None, True, 400, "invalid_value",
          "content", r"Missing"),
         ("detokenize bad ids", "POST", "/detokenize", {"tokens": ["a"]}, None, True, 400, "invalid_type",
@@ -267,6 +265,20 @@ def matrix(max_n, max_body):
                     f"{name}: type", err.get("type"))
         if status == 405:
             check("allow" in h, f"{name}: Allow header", h)
+    # a body over the limit: refused from its Content-Length, before it is read
+    s = socket.create_connection(("127.0.0.1", PORT))
+    s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + KEY.encode() +
+              b"\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n" % (max_body + 1))
+    s.sendall(b'{"prompt": "' + b"a" * 1000)
+    resp = b""
+    while b"\r\n\r\n" not in resp or not resp.rstrip().endswith(b"}"):
+        got = s.recv(65536)
+        if not got:
+            break
+        resp += got
+    s.close()
+    check(resp.startswith(b"HTTP/1.1 413") and b'"code":"request_too_large"' in resp and
+          b"over the server's limit of %d" % max_body in resp, "oversized body: 413", resp[:300])
     # a chunked body over the limit (no Content-Length): read, refused at the end
     conn = http.client.HTTPConnection("127.0.0.1", PORT, timeout=30)
     conn.putrequest("POST", "/v1/completions")
@@ -304,30 +316,36 @@ def matrix(max_n, max_body):
 # ---- concurrency: 8 streams on 4 slots, each == alone ----
 
 def bodies():
+    """8 streaming requests: completions and chat, greedy and seeded sampling."""
     prompts = ["Once upon a time", "The capital of France", "aaaa bbbb cccc", "1 2 3 4 5 6",
                "Hello, world!", "zebra yak xylophone", "What is the meaning", "lorem ipsum dolor"]
     out = []
     for i, p in enumerate(prompts):
-        b = {"prompt": p, "max_tokens": 20 + 3 * i, "ignore_eos": True, "stream": True, "temperature": 0}
+        b = {"max_tokens": 20 + 3 * i, "ignore_eos": True, "stream": True, "temperature": 0}
         if i % 2:
             b.update(temperature=0.8, top_p=0.9, seed=1000 + i)
         if i == 5:
             b.update(presence_penalty=0.5, frequency_penalty=0.3, top_k=40)
-        out.append(b)
+        if i in (2, 3, 6):
+            b["messages"] = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": p}]
+            out.append(("/v1/chat/completions", b))
+        else:
+            b["prompt"] = p
+            out.append(("/v1/completions", b))
     return out
 
 
 def concurrency():
     bs = bodies()
     alone = []
-    for b in bs:
-        st, ev, _ = stream("/v1/completions", b)
+    for path, b in bs:
+        st, ev, _ = stream(path, b)
         check(st == 200 and ev[-1] == "[DONE]", "alone: stream ends with [DONE]")
         alone.append(stream_text(ev))
     results = [None] * len(bs)
 
     def run(i):
-        st, ev, _ = stream("/v1/completions", bs[i])
+        st, ev, _ = stream(*bs[i])
         results[i] = (st, ev)
 
     peak = [0]
@@ -354,19 +372,19 @@ def concurrency():
         check(st == 200, f"concurrent {i}: 200", st)
         got = stream_text(ev)
         check(got == alone[i], f"concurrent {i} == alone", (got, alone[i]))
-        check(got[1] == "length", f"concurrent {i}: finish length", got[1])
+        check(got[1] == "length" and got[0], f"concurrent {i}: text, finish length", got)
     rows = after["omnic_decode_rows_total"] - before["omnic_decode_rows_total"]
     steps = after["omnic_decode_steps_total"] - before["omnic_decode_steps_total"]
     check(rows > steps, "decode steps were batched", (rows, steps))
-    print(f"concurrency: 8 streams on 4 slots bit-identical to alone (peak busy slots {peak[0]:.0f}, "
-          f"{rows / max(steps, 1):.2f} rows per decode step)", flush=True)
+    print(f"concurrency: 8 streams (5 completions, 3 chat; 4 greedy, 4 seeded) on 4 slots bit-identical to "
+          f"alone (peak busy slots {peak[0]:.0f}, {rows / max(steps, 1):.2f} rows per decode step)", flush=True)
 
 
 # ---- disconnect ----
 
 def disconnect():
     before = metrics()
-    body = {"prompt": "A long story", "max_tokens": 1900, "ignore_eos": True, "stream": True, "temperature": 0}
+    body = {"prompt": "A long story", "max_tokens": 8000, "ignore_eos": True, "stream": True, "temperature": 0}
     st, ev, conn = stream("/v1/completions", body, read_chunks=3)
     check(st == 200 and conn is not None, "long stream started", st)
     conn.sock.shutdown(socket.SHUT_RDWR)
@@ -384,13 +402,13 @@ def disconnect():
     check(ok, "disconnect: slot freed and the request counted cancelled", metrics())
     m = metrics()
     gen = m["omnic_generated_tokens_total"] - before["omnic_generated_tokens_total"]
-    check(gen < 1900, "disconnect: generation stopped early", gen)
+    check(gen < 8000, "disconnect: generation stopped early", gen)
     check(m["omnic_http_client_disconnects_total"] > before["omnic_http_client_disconnects_total"],
           "disconnect counted")
     # a client that leaves while its request waits (non-streamed, suspended): the watchdog notices
     before = metrics()
     s = socket.create_connection(("127.0.0.1", PORT))
-    payload = json.dumps({"prompt": "Another long story", "max_tokens": 1900, "ignore_eos": True,
+    payload = json.dumps({"prompt": "Another long story", "max_tokens": 8000, "ignore_eos": True, "n": 4,
                           "temperature": 0}).encode()
     s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + KEY.encode() +
               b"\r\nContent-Type: application/json\r\nContent-Length: " + str(len(payload)).encode() +
@@ -407,15 +425,16 @@ def disconnect():
             break
         time.sleep(0.02)
     gen2 = metrics()["omnic_generated_tokens_total"] - before["omnic_generated_tokens_total"]
-    check(ok2 and gen2 < 1900, "non-streamed client gone: cancelled by the watchdog", gen2)
-    print(f"disconnect: stream cancelled {dt * 1000:.0f} ms after the client left ({gen:.0f} of 1900 tokens); "
-          f"waiting client cancelled after {(time.time() - t1) * 1000:.0f} ms ({gen2:.0f} tokens)", flush=True)
+    check(ok2 and gen2 < 4 * 8000, "non-streamed client gone: cancelled by the watchdog", gen2)
+    print(f"disconnect: stream cancelled {dt * 1000:.0f} ms after the client left ({gen:.0f} of 8000 tokens); "
+          f"waiting client (n=4) cancelled after {(time.time() - t1) * 1000:.0f} ms ({gen2:.0f} of 32000 tokens)",
+          flush=True)
 
 
 # ---- queue overflow and timeouts (server: --parallel 1 --max-queue 1 --request-timeout 1) ----
 
 def queue():
-    long = {"prompt": "Tell me everything", "max_tokens": 1900, "ignore_eos": True, "temperature": 0}
+    long = {"prompt": "Tell me everything", "max_tokens": 16000, "ignore_eos": True, "temperature": 0}
     res = {}
 
     def run(name):
@@ -437,7 +456,7 @@ def queue():
           "queue is full" in js["error"]["message"], "429 error object", js)
     a.join()
     b.join()
-    # both ran past --request-timeout 1 s
+    # both ran past --request-timeout 2 s (b while it waited)
     for k in ("a", "b"):
         st, h, js = res[k]
         check(st == 504 and js["error"]["code"] == "request_timeout" and js["error"]["type"] == "timeout_error",
@@ -471,13 +490,16 @@ def rss(pid, n):
     at100 = 0
     t0 = time.time()
     for i in range(n):
-        # a mix: non-streamed, streamed, tokenize, and a rejected request
+        # a mix: non-streamed, streamed, chat, tokenize, and a rejected request
         path, body, want = "/v1/completions", {"prompt": f"request {i}", "max_tokens": 3, "temperature": 0}, 200
-        if i % 4 == 1:
+        if i % 5 == 1:
             body["stream"] = True
-        elif i % 4 == 2:
+        elif i % 5 == 2:
+            path, body = "/v1/chat/completions", {"messages": [{"role": "user", "content": f"request {i}"}],
+                                                  "max_tokens": 3, "stream": i % 2 == 0}
+        elif i % 5 == 3:
             path, body = "/tokenize", {"content": f"request {i}"}
-        elif i % 4 == 3:
+        elif i % 5 == 4:
             body["temperature"], want = 9, 400
         conn.request("POST", path, body=json.dumps(body), headers=hdr)
         r = conn.getresponse()
@@ -502,7 +524,7 @@ def drain(pid):
     res = {}
 
     def run():
-        res["s"] = stream("/v1/completions", {"prompt": "Draining", "max_tokens": 1500, "ignore_eos": True,
+        res["s"] = stream("/v1/completions", {"prompt": "Draining", "max_tokens": 6000, "ignore_eos": True,
                                               "stream": True, "temperature": 0})
 
     t = threading.Thread(target=run)
