@@ -480,17 +480,17 @@ static omnic_status f_batch(omnic__jrender *r, omnic__jv x, omnic__jargs *a, omn
     int64_t n = 0;
     OMNIC_TRY(omnic__jarg_int(r, arg[0], 0, "batch's linecount", &n));
     if (n <= 0) return omnic__jfail(r, OMNIC_E_INVALID, "batch's linecount must be positive");
-    omnic__jv items, row = omnic__jv_none();
+    omnic__jv items, row = omnic__jv_none(), res = omnic__jv_none();
     OMNIC_TRY(omnic__jiter(r, x, &items));
     const omnic__jlist *l = OMNIC_JLIST(items);
     omnic_status rc = omnic__jstep(r, l->n);
-    if (rc == OMNIC_OK) rc = omnic__jlist_new(r, 0, false, out);
+    if (rc == OMNIC_OK) rc = omnic__jlist_new(r, 0, false, &res);
     for (size_t i = 0; i < l->n && rc == OMNIC_OK; i++) {
         if (row.kind == OMNIC_JV_NONE && (rc = omnic__jlist_new(r, (size_t)n, false, &row)) != OMNIC_OK)
             break;
         rc = omnic__jlist_push(r, OMNIC_JLIST(row), omnic__jv_ref(l->v[i]));
         if (rc == OMNIC_OK && OMNIC_JLIST(row)->n == (size_t)n) {
-            rc = omnic__jlist_push(r, OMNIC_JLIST(*out), row);
+            rc = omnic__jlist_push(r, OMNIC_JLIST(res), row);
             row = omnic__jv_none();
         }
     }
@@ -498,13 +498,16 @@ static omnic_status f_batch(omnic__jrender *r, omnic__jv x, omnic__jargs *a, omn
         while (omnic__jarg_given(arg[1]) && OMNIC_JLIST(row)->n < (size_t)n && rc == OMNIC_OK)
             rc = omnic__jlist_push(r, OMNIC_JLIST(row), omnic__jv_ref(*arg[1]));
         if (rc == OMNIC_OK)
-            rc = omnic__jlist_push(r, OMNIC_JLIST(*out), row);
+            rc = omnic__jlist_push(r, OMNIC_JLIST(res), row);
         else
             omnic__jv_unref(r, row);
         row = omnic__jv_none();
     }
     omnic__jv_unref(r, row);
-    if (rc != OMNIC_OK && out->kind == OMNIC_JV_LIST) omnic__jv_unref(r, *out);
+    if (rc == OMNIC_OK)
+        *out = res;
+    else
+        omnic__jv_unref(r, res);
     omnic__jv_unref(r, items);
     return rc;
 }

@@ -228,8 +228,8 @@ omnic_status omnic__jstr_replace(omnic__jrender *r, omnic__jv s, const omnic__js
 static omnic_status push_piece(omnic__jrender *r, omnic__jv list, const char *s, size_t n)
 {
     omnic__jv piece;
-    OMNIC_TRY(omnic__jstr_new(r, s, n, &piece));
     OMNIC_TRY(omnic__jstep(r, 1));
+    OMNIC_TRY(omnic__jstr_new(r, s, n, &piece));
     return omnic__jlist_push(r, OMNIC_JLIST(list), piece);
 }
 

@@ -486,6 +486,42 @@ static void alloc_failures(const char *tmpl, const char *vars, const char *want)
     json_decref(v);
 }
 
+/* The iteration and memory limits cut renders off at every point: a clean E_TOO_LARGE each time
+ * and no leak. */
+static void limit_failures(const char *tmpl, const char *vars, const char *want)
+{
+    char *out;
+    omnic_err err;
+    omnic_status rc = OMNIC_E_TOO_LARGE;
+    for (uint64_t it = 1; rc != OMNIC_OK; it++) {
+        omnic__template_opts o = {.max_iterations = it};
+        rc = render_opts(tmpl, vars, &o, &out, &err);
+        if (rc != OMNIC_OK && rc != OMNIC_E_TOO_LARGE)
+            print_error("%s\niterations %llu: %s\n", tmpl, (unsigned long long)it, err.msg);
+        assert_true(rc == OMNIC_OK || rc == OMNIC_E_TOO_LARGE);
+        if (rc == OMNIC_OK) assert_string_equal(out, want);
+        omnic_free(out);
+    }
+    rc = OMNIC_E_TOO_LARGE;
+    for (size_t mem = 16; rc != OMNIC_OK; mem += mem / 8 + 16) {
+        omnic__template_opts o = {.max_memory = mem};
+        rc = render_opts(tmpl, vars, &o, &out, &err);
+        if (rc != OMNIC_OK && rc != OMNIC_E_TOO_LARGE)
+            print_error("%s\nmemory %zu: %s\n", tmpl, mem, err.msg);
+        assert_true(rc == OMNIC_OK || rc == OMNIC_E_TOO_LARGE);
+        if (rc == OMNIC_OK) assert_string_equal(out, want);
+        omnic_free(out);
+    }
+}
+
+static void test_limit_failures(void **state)
+{
+    (void)state;
+    limit_failures(RICH, RICH_VARS, RICH_OUT);
+    for (size_t i = 0; i < sizeof CASES / sizeof CASES[0]; i++)
+        limit_failures(CASES[i].tmpl, CASE_VARS, CASES[i].want);
+}
+
 static void test_alloc_failures(void **state)
 {
     (void)state;
@@ -597,11 +633,17 @@ static void test_chat_vars(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_python_semantics), cmocka_unit_test(test_none_and_undefined),
-        cmocka_unit_test(test_syntax_errors),    cmocka_unit_test(test_runtime_errors),
-        cmocka_unit_test(test_limits),           cmocka_unit_test(test_rich),
-        cmocka_unit_test(test_alloc_failures),   cmocka_unit_test(test_concurrent_renders),
-        cmocka_unit_test(test_strftime_now),     cmocka_unit_test(test_chat_vars),
+        cmocka_unit_test(test_python_semantics),
+        cmocka_unit_test(test_none_and_undefined),
+        cmocka_unit_test(test_syntax_errors),
+        cmocka_unit_test(test_runtime_errors),
+        cmocka_unit_test(test_limits),
+        cmocka_unit_test(test_rich),
+        cmocka_unit_test(test_alloc_failures),
+        cmocka_unit_test(test_limit_failures),
+        cmocka_unit_test(test_concurrent_renders),
+        cmocka_unit_test(test_strftime_now),
+        cmocka_unit_test(test_chat_vars),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
