@@ -6,6 +6,7 @@
 #include "cli/args.h"
 #include "cli/cli.h"
 #include "core/mem.h"
+#include "engine/modality.h"
 #include "models/model.h"
 
 static void human(char *buf, size_t n, double bytes)
@@ -120,6 +121,10 @@ int omnic__cli_inspect(int argc, char **argv)
         printf("  %-40s %12s\n", ck->files[i].name, b1);
     }
     printf("chat template: %s\n", ck->chat_template_source ? ck->chat_template_source : "none");
+    printf("inputs:    "); /* the predicate /v1/models and the server's request checks use */
+    for (int k = 0; k < OMNIC_MODALITY_COUNT; k++)
+        if (omnic__model_accepts(m, (omnic__modality)k)) printf(" %s", omnic__modality_name((omnic__modality)k));
+    printf("\n");
     printf("backend:    %s, %d thread%s\n", m->backend->name, m->prefill.nth, m->prefill.nth == 1 ? "" : "s");
     printf("modules (context %lld rows per slot, %d slot%s, prefill chunk %lld):\n", (long long)m->capacity,
            m->n_slots, m->n_slots == 1 ? "" : "s", (long long)m->chunk);

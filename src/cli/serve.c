@@ -20,16 +20,21 @@ static void usage(FILE *f)
             "usage: omnic serve -m DIR [--host 127.0.0.1] [--port 8080] [--parallel N] [--ctx C] [--threads T]\n"
             "                   [--api-key K | --api-key-file F] [--max-queue Q] [--request-timeout S]\n"
             "                   [--cors-origin O]... [--model-name NAME] [--chunk N] [--kv f16|f32]\n"
-            "                   [--backend cpu|ref] [--max-body BYTES] [--http-threads N] [--shutdown-timeout S]\n"
+            "                   [--backend cpu|ref] [--quant q8_0|q4_0] [--max-body BYTES] [--max-backlog BYTES]\n"
+            "                   [--http-threads N] [--shutdown-timeout S]\n"
             "  OpenAI-compatible HTTP server: POST /v1/chat/completions, POST /v1/completions,\n"
             "  GET /v1/models, GET /health, GET /metrics, POST /tokenize, POST /detokenize.\n"
             "  --parallel N       sequences decoded together (slots; default 4); n may go up to N\n"
             "  --ctx C            context per slot (default min(max_position_embeddings, 4096))\n"
+            "  --quant q4_0       quantize linear weights at load (q8_0 or q4_0)\n"
             "  --max-queue Q      requests waiting for a slot before 429 (default 64)\n"
             "  --request-timeout S  cancel a generation after S seconds (default: none)\n"
             "  --api-key K        require 'Authorization: Bearer K' (all routes but /health)\n"
             "  --cors-origin O    allow browser requests from origin O ('*': any); repeatable\n"
             "  --port 0           any free port (printed on stderr)\n"
+            "  --max-body BYTES   largest request body (default and cap: 8 MiB)\n"
+            "  --max-backlog BYTES  generated text held for a client that stops reading (or for a\n"
+            "                     non-streamed choice) before the request is cancelled (default and cap: 4 MiB)\n"
             "  --shutdown-timeout S  on SIGINT/SIGTERM, let in-flight requests finish for S s (default 30)\n");
 }
 
@@ -125,6 +130,7 @@ int omnic__cli_serve(int argc, char **argv)
         INT_OPT(NULL, "--chunk", 1, INT32_MAX, o.engine.model.chunk = x)
         INT_OPT(NULL, "--max-queue", 1, 1 << 20, o.engine.max_queue = (int)x)
         INT_OPT(NULL, "--max-body", 1, (int64_t)OMNIC_MAX_BODY_BYTES, o.max_body_bytes = (size_t)x)
+        INT_OPT(NULL, "--max-backlog", 1, (int64_t)OMNIC_MAX_CHOICE_TEXT, o.max_backlog_bytes = (size_t)x)
         INT_OPT(NULL, "--http-threads", 1, 64, o.http_threads = (int)x)
 #undef STR_OPT
 #undef INT_OPT
@@ -143,6 +149,14 @@ int omnic__cli_serve(int argc, char **argv)
                 return 2;
             }
             cors[o.n_cors_origins++] = v;
+            continue;
+        }
+        if ((r = omnic__arg_str(argc, argv, &i, NULL, "--quant", &v)) != 0) {
+            if (r < 0 || (strcmp(v, "q8_0") && strcmp(v, "q4_0") && strcmp(v, "none"))) {
+                fprintf(stderr, "omnic serve: --quant must be q8_0, q4_0 or none\n");
+                return 2;
+            }
+            o.engine.model.quant = v;
             continue;
         }
         if ((r = omnic__arg_str(argc, argv, &i, NULL, "--kv", &v)) != 0) {

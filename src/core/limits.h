@@ -88,6 +88,10 @@
  * client stopped reading, or the whole text of a non-streamed choice. Past it the request
  * is cancelled. */
 #define OMNIC_MAX_CHOICE_TEXT ((size_t)4 << 20)
+/* Kernel send buffer of each HTTP connection (bytes; SO_SNDBUF, which Linux doubles): with
+ * autotuning the kernel could hold up to tcp_wmem's 4 MiB for a client that stops reading.
+ * Plenty for token streams. */
+#define OMNIC_HTTP_SNDBUF (256 * 1024)
 /* Simultaneous HTTP connections. */
 #define OMNIC_MAX_CONNECTIONS 1024
 /* Bytes of an API key (--api-key / --api-key-file). */

@@ -391,8 +391,11 @@ omnic_status omnic__engine_create(const char *dir, const omnic__engine_opts *opt
         goto fail;
     }
     omnic__sampling_params dp = omnic__sampling_defaults();
+    /* Samplers see the first tokenizer-vocab logits of each row: ids past the tokenizer
+     * (padding rows of lm_head) could not be detokenized, so they are never sampled. */
+    const int64_t sample_vocab = (int64_t)omnic__tokenizer_vocab_size(e->tok);
     for (int i = 0; i < e->n_slots; i++)
-        if ((s = omnic__sampler_init(&e->slots[i].sampler, &dp, e->model->dec.cfg.vocab, err)) != OMNIC_OK) goto fail;
+        if ((s = omnic__sampler_init(&e->slots[i].sampler, &dp, sample_vocab, err)) != OMNIC_OK) goto fail;
     omnic__metrics_init(&e->metrics, e->n_slots);
     if (pthread_create(&e->thread, NULL, scheduler_main, e) != 0) {
         s = OMNIC_FAIL(err, OMNIC_E_INTERNAL, "could not start the scheduler thread");

@@ -427,6 +427,9 @@ static omnic_status parse_request(omnic__api_kind kind, const json_t *body, int 
         const json_t *u = field(v, "include_usage");
         if (u && !json_is_boolean(u)) return BADTYPE(e, "stream_options.include_usage", "a boolean", u);
         r->include_usage = json_is_true(u);
+        u = field(v, "continuous_usage_stats");
+        if (u && !json_is_boolean(u)) return BADTYPE(e, "stream_options.continuous_usage_stats", "a boolean", u);
+        r->continuous_usage = json_is_true(u);
     }
     OMNIC_TRY(get_bool(body, "ignore_eos", &r->ignore_eos, e));
     r->max_tokens = -1;
@@ -558,7 +561,7 @@ static void usage(omnic__buf *b, int64_t prompt, int64_t completion)
 
 /* One chunk with one choice: chat deltas carry role and/or content; completions carry text. */
 static bool chunk(omnic__buf *b, const omnic__api_meta *m, int index, const char *role, const char *text, size_t len,
-                  const char *finish)
+                  const char *finish, int64_t prompt, int64_t completion)
 {
     omnic__buf_puts(b, "data: ");
     head(b, m, true);
@@ -580,23 +583,31 @@ static bool chunk(omnic__buf *b, const omnic__api_meta *m, int index, const char
     if (finish) omnic__buf_printf(b, "\"%s\"", finish);
     else omnic__buf_puts(b, "null");
     omnic__buf_puts(b, "}]");
-    if (m->include_usage) omnic__buf_puts(b, ",\"usage\":null");
+    if (m->continuous_usage) {
+        omnic__buf_puts(b, ",\"usage\":");
+        usage(b, prompt, completion);
+    } else if (m->include_usage) {
+        omnic__buf_puts(b, ",\"usage\":null");
+    }
     return omnic__buf_puts(b, "}\n\n");
 }
 
-bool omnic__api_chunk_role(omnic__buf *b, const omnic__api_meta *m, int index)
+bool omnic__api_chunk_role(omnic__buf *b, const omnic__api_meta *m, int index, int64_t prompt_tokens)
 {
-    return chunk(b, m, index, "assistant", "", 0, NULL);
+    return chunk(b, m, index, "assistant", "", 0, NULL, prompt_tokens, 0);
 }
 
-bool omnic__api_chunk_text(omnic__buf *b, const omnic__api_meta *m, int index, const char *text, size_t len)
+bool omnic__api_chunk_text(omnic__buf *b, const omnic__api_meta *m, int index, const char *text, size_t len,
+                           int64_t prompt_tokens, int64_t completion_tokens)
 {
-    return chunk(b, m, index, NULL, text, len, NULL);
+    return chunk(b, m, index, NULL, text, len, NULL, prompt_tokens, completion_tokens);
 }
 
-bool omnic__api_chunk_finish(omnic__buf *b, const omnic__api_meta *m, int index, const char *finish_reason)
+bool omnic__api_chunk_finish(omnic__buf *b, const omnic__api_meta *m, int index, const char *finish_reason,
+                             int64_t prompt_tokens, int64_t completion_tokens)
 {
-    return chunk(b, m, index, NULL, m->kind == OMNIC_API_CHAT ? NULL : "", 0, finish_reason);
+    return chunk(b, m, index, NULL, m->kind == OMNIC_API_CHAT ? NULL : "", 0, finish_reason, prompt_tokens,
+                 completion_tokens);
 }
 
 bool omnic__api_chunk_usage(omnic__buf *b, const omnic__api_meta *m, int64_t prompt_tokens, int64_t completion_tokens)

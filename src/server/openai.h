@@ -7,7 +7,8 @@
  *   messages (chat; roles system, developer, user, assistant; content a string or an array
  *     of {"type":"text"} parts, joined with "\n"), prompt (completions: a string, an array of
  *     strings, an array of token ids or an array of such arrays), model, stream,
- *     stream_options.include_usage, max_tokens / max_completion_tokens, temperature [0, 2],
+ *     stream_options.include_usage (and vLLM's continuous_usage_stats: usage so far in every
+ *     chunk), max_tokens / max_completion_tokens, temperature [0, 2],
  *     top_p [0, 1] (0: greedy), seed, stop (a string or up to OMNIC_MAX_STOPS strings),
  *     presence_penalty / frequency_penalty [-2, 2], n (1..max_n), and the extensions
  *     top_k (-1 or 0: off), min_p [0, 1], repetition_penalty (0, 10], ignore_eos.
@@ -64,7 +65,7 @@ typedef struct omnic__api_request {
     json_t *messages;             /* CHAT: owned, normalized [{"role", "content": string[, "name"]}] */
     omnic__api_prompt *prompts;   /* COMPLETION: owned [n_prompts] */
     size_t n_prompts;
-    bool stream, include_usage, ignore_eos;
+    bool stream, include_usage, continuous_usage, ignore_eos;
     int64_t max_tokens;           /* -1: not given */
     int n;                        /* choices per prompt */
     omnic__sampling_params sampling;
@@ -113,12 +114,16 @@ typedef struct omnic__api_meta {
     const char *model;
     const char *fingerprint; /* system_fingerprint; NULL: omitted */
     bool include_usage;      /* stream_options.include_usage: "usage": null in each chunk */
+    bool continuous_usage;   /* stream_options.continuous_usage_stats: usage so far in each chunk */
 } omnic__api_meta;
 
-/* SSE events, each "data: {...}\n\n". */
-bool omnic__api_chunk_role(omnic__buf *b, const omnic__api_meta *m, int index); /* chat only */
-bool omnic__api_chunk_text(omnic__buf *b, const omnic__api_meta *m, int index, const char *text, size_t len);
-bool omnic__api_chunk_finish(omnic__buf *b, const omnic__api_meta *m, int index, const char *finish_reason);
+/* SSE events, each "data: {...}\n\n". prompt_tokens / completion_tokens: the choice's usage
+ * so far, written only with continuous_usage. */
+bool omnic__api_chunk_role(omnic__buf *b, const omnic__api_meta *m, int index, int64_t prompt_tokens); /* chat */
+bool omnic__api_chunk_text(omnic__buf *b, const omnic__api_meta *m, int index, const char *text, size_t len,
+                           int64_t prompt_tokens, int64_t completion_tokens);
+bool omnic__api_chunk_finish(omnic__buf *b, const omnic__api_meta *m, int index, const char *finish_reason,
+                             int64_t prompt_tokens, int64_t completion_tokens);
 bool omnic__api_chunk_usage(omnic__buf *b, const omnic__api_meta *m, int64_t prompt_tokens,
                             int64_t completion_tokens);
 bool omnic__api_sse_error(omnic__buf *b, const omnic__api_error *e);

@@ -70,7 +70,7 @@ struct omnic__server {
     atomic_int state;              /* server_state */
     bool have_key;
     uint8_t key_hash[32];
-    size_t max_body;
+    size_t max_body, max_text;
     int64_t started; /* Unix seconds */
     atomic_uint_fast64_t rng;
     /* live channels (HTTP side still present), for the watchdog and shutdown */
@@ -106,6 +106,7 @@ typedef struct choice {
     bool done;
     omnic__finish finish;
     int64_t prompt_tokens, completion_tokens;
+    int64_t tokens;            /* generated so far (TEXT events with a token) */
     omnic__buf text;           /* engine side: stream backlog, or the whole non-streamed text */
     char error[256];           /* engine error message (OMNIC_FINISH_ERROR) */
 } choice;
@@ -114,6 +115,8 @@ struct channel {
     pthread_mutex_t mu;
     int refs;                      /* HTTP side + engine requests not yet DONE */
     omnic__engine *engine;         /* borrowed */
+    size_t max_text;               /* per choice (the server's max_text) */
+    atomic_uint_fast64_t *overflows; /* the server's slow-client counter */
     struct MHD_Connection *conn;   /* NULL once the HTTP side completed */
     int fd;                        /* the connection's socket (watchdog) */
     bool stream;
@@ -182,8 +185,9 @@ static void on_engine_event(void *ctx, const omnic__gen_event *ev)
     bool overflow_now = false, last = false;
     pthread_mutex_lock(&ch->mu);
     if (ev->kind == OMNIC_EV_TEXT) {
+        if (ev->token >= 0) c->tokens++;
         if (ev->len && !ch->overflow) {
-            if (c->text.len + ev->len > OMNIC_MAX_CHOICE_TEXT || !omnic__buf_put(&c->text, ev->text, ev->len))
+            if (c->text.len + ev->len > ch->max_text || !omnic__buf_put(&c->text, ev->text, ev->len))
                 ch->overflow = overflow_now = true;
         }
         if (ch->suspended && ch->stream && (ev->len || overflow_now)) resume = ch->conn;
@@ -199,7 +203,10 @@ static void on_engine_event(void *ctx, const omnic__gen_event *ev)
     }
     if (resume) ch->suspended = false;
     pthread_mutex_unlock(&ch->mu);
-    if (overflow_now) channel_cancel(ch); /* siblings too; omnic__engine_cancel is allowed from a callback */
+    if (overflow_now) {
+        atomic_fetch_add(ch->overflows, 1);
+        channel_cancel(ch); /* siblings too; omnic__engine_cancel is allowed from a callback */
+    }
     if (resume) MHD_resume_connection(resume);
     if (last) channel_free(ch);
 }
@@ -242,6 +249,7 @@ typedef struct conn_state {
     size_t out_pos;
     int n_choices;
     omnic__buf *spare;  /* [n_choices] text swapped out of the channel */
+    int64_t *tokens;    /* [n_choices] tokens generated when the text was taken */
     bool *final_sent;   /* [n_choices] */
     bool roles_sent, stream_ended;
 } conn_state;
@@ -258,6 +266,7 @@ static void conn_state_free(conn_state *cs)
     for (int i = 0; cs->spare && i < cs->n_choices; i++) omnic__buf_free(&cs->spare[i]);
     omnic_free(cs->spare);
     omnic_free(cs->final_sent);
+    omnic_free(cs->tokens);
     omnic_free(cs);
 }
 
@@ -480,7 +489,7 @@ static enum MHD_Result do_metrics(conn_state *cs)
                       "omnic_http_generation_requests_active %d\n"
                       "# HELP omnic_server_ready 1 when the model is loaded and the server takes requests.\n"
                       "# TYPE omnic_server_ready gauge\nomnic_server_ready %d\n",
-                      (unsigned long long)atomic_load(&s->disconnects), OMNIC_MAX_CHOICE_TEXT,
+                      (unsigned long long)atomic_load(&s->disconnects), s->max_text,
                       (unsigned long long)atomic_load(&s->slow_clients), live,
                       atomic_load(&s->state) == ST_READY ? 1 : 0);
     return respond(cs, 200, "text/plain; version=0.0.4; charset=utf-8", &b, NULL, NULL);
@@ -646,7 +655,7 @@ static enum MHD_Result finish_nonstream(conn_state *cs)
     omnic__api_error e;
     if (overflow) {
         FAIL_RESPONSE(cs, REJ_NONE, 500, NULL, NULL,
-                      "The generated text passed the server's limit of %zu bytes per choice", OMNIC_MAX_CHOICE_TEXT);
+                      "The generated text passed the server's limit of %zu bytes per choice", cs->srv->max_text);
     }
     for (int i = 0; i < ch->n_choices; i++)
         if (!finished_ok(&ch->choices[i])) {
@@ -667,6 +676,9 @@ static enum MHD_Result finish_nonstream(conn_state *cs)
     omnic_free(out);
     return respond_json(cs, 200, &b);
 }
+
+/* Prompt tokens of choice i (logical, as usage reports them). */
+static int64_t prompt_of(const conn_state *cs, int i) { return (int64_t)cs->n_ids[(size_t)(i / cs->req.n)]; }
 
 /* SSE content reader (MHD polling thread): never blocks. */
 static ssize_t stream_reader(void *cls, uint64_t pos, char *buf, size_t max)
@@ -701,6 +713,7 @@ static ssize_t stream_reader(void *cls, uint64_t pos, char *buf, size_t max)
                 cs->spare[i] = t;
                 any = true;
             }
+            cs->tokens[i] = c->done ? c->completion_tokens : c->tokens;
             done_now[i] = c->done && !cs->final_sent[i];
             any |= done_now[i];
         }
@@ -714,30 +727,29 @@ static ssize_t stream_reader(void *cls, uint64_t pos, char *buf, size_t max)
         pthread_mutex_unlock(&ch->mu);
         /* format outside the lock: done choices are no longer written by the engine */
         if (!cs->roles_sent && cs->meta.kind == OMNIC_API_CHAT)
-            for (int i = 0; i < nc; i++) omnic__api_chunk_role(&cs->out, &cs->meta, i);
+            for (int i = 0; i < nc; i++) omnic__api_chunk_role(&cs->out, &cs->meta, i, prompt_of(cs, i));
         cs->roles_sent = true;
         omnic__api_error e;
         memset(&e, 0, sizeof e);
         bool failed = false;
         for (int i = 0; i < nc; i++) {
             if (cs->spare[i].len) {
-                omnic__api_chunk_text(&cs->out, &cs->meta, i, cs->spare[i].p, cs->spare[i].len);
+                omnic__api_chunk_text(&cs->out, &cs->meta, i, cs->spare[i].p, cs->spare[i].len, prompt_of(cs, i),
+                                      cs->tokens[i]);
                 omnic__buf_clear(&cs->spare[i]);
             }
             if (!done_now[i] || failed) continue;
             cs->final_sent[i] = true;
             const choice *c = &ch->choices[i];
             if (finished_ok(c)) {
-                omnic__api_chunk_finish(&cs->out, &cs->meta, i, finish_reason(c->finish));
+                omnic__api_chunk_finish(&cs->out, &cs->meta, i, finish_reason(c->finish), prompt_of(cs, i),
+                                        cs->tokens[i]);
             } else {
                 finish_error(cs->srv, c, &e);
                 failed = true;
             }
         }
-        if (overflow) {
-            atomic_fetch_add(&cs->srv->slow_clients, 1);
-            return MHD_CONTENT_READER_END_WITH_ERROR; /* the client is not reading anyway */
-        }
+        if (overflow) return MHD_CONTENT_READER_END_WITH_ERROR; /* the client is not reading anyway */
         if (failed) {
             omnic__api_sse_error(&cs->out, &e);
             cs->stream_ended = true; /* the completion callback cancels the other choices */
@@ -858,10 +870,13 @@ static enum MHD_Result do_generate(conn_state *cs)
     cs->spare = omnic_alloc_array((size_t)n_choices, sizeof *cs->spare);
     cs->n_choices = n_choices;
     cs->final_sent = omnic_alloc_array((size_t)n_choices * 2, sizeof *cs->final_sent);
-    channel *ch = cs->spare && cs->final_sent ? channel_create(eng, n_choices, rq->stream) : NULL;
+    cs->tokens = omnic_alloc_array((size_t)n_choices, sizeof *cs->tokens);
+    channel *ch = cs->spare && cs->final_sent && cs->tokens ? channel_create(eng, n_choices, rq->stream) : NULL;
     if (!ch) FAIL_RESPONSE(cs, REJ_NONE, 503, NULL, NULL, "out of memory");
     cs->ch = ch;
     ch->conn = cs->conn;
+    ch->max_text = s->max_text;
+    ch->overflows = &s->slow_clients;
     const union MHD_ConnectionInfo *ci = MHD_get_connection_info(cs->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
     ch->fd = ci ? ci->connect_fd : -1;
     live_add(s, ch);
@@ -871,7 +886,8 @@ static enum MHD_Result do_generate(conn_state *cs)
                                  .created = (int64_t)time(NULL),
                                  .model = s->model_id,
                                  .fingerprint = s->fingerprint,
-                                 .include_usage = rq->include_usage};
+                                 .include_usage = rq->include_usage,
+                                 .continuous_usage = rq->continuous_usage};
     for (int i = 0; i < n_choices; i++) {
         size_t p = (size_t)(i / rq->n);
         int j = i % rq->n;
@@ -1069,6 +1085,17 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, en
     conn_state_free(cs);
 }
 
+/* A new connection: bound the kernel's send buffer (OMNIC_HTTP_SNDBUF). */
+static void on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
+                          enum MHD_ConnectionNotificationCode code)
+{
+    (void)cls, (void)socket_context;
+    if (code != MHD_CONNECTION_NOTIFY_STARTED) return;
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+    int v = OMNIC_HTTP_SNDBUF;
+    if (ci) setsockopt(ci->connect_fd, SOL_SOCKET, SO_SNDBUF, &v, sizeof v);
+}
+
 /* ---- watchdog: disconnects of suspended connections ---- */
 
 static void *watchdog_main(void *arg)
@@ -1149,6 +1176,8 @@ omnic_status omnic__server_create(const omnic__server_opts *o, omnic__server **o
     s->o = *o;
     s->max_body = o->max_body_bytes && o->max_body_bytes < OMNIC_MAX_BODY_BYTES ? o->max_body_bytes
                                                                                : OMNIC_MAX_BODY_BYTES;
+    s->max_text = o->max_backlog_bytes && o->max_backlog_bytes < OMNIC_MAX_CHOICE_TEXT ? o->max_backlog_bytes
+                                                                                      : OMNIC_MAX_CHOICE_TEXT;
     if (o->model_id) snprintf(s->model_id, sizeof s->model_id, "%s", o->model_id);
     else base_name(o->model_dir, s->model_id, sizeof s->model_id);
     s->started = (int64_t)time(NULL);
@@ -1189,7 +1218,7 @@ omnic_status omnic__server_create(const omnic__server_opts *o, omnic__server **o
     unsigned int threads = o->http_threads > 0 ? (unsigned)o->http_threads : 4u;
     errno = 0;
     s->d = MHD_start_daemon(flags, (uint16_t)o->port, NULL, NULL, on_request, s, MHD_OPTION_SOCK_ADDR,
-                            (struct sockaddr *)&addr, MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
+                            (struct sockaddr *)&addr, MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_NOTIFY_CONNECTION, on_connection, s,
                             MHD_OPTION_THREAD_POOL_SIZE, threads, MHD_OPTION_CONNECTION_LIMIT,
                             (unsigned int)OMNIC_MAX_CONNECTIONS, MHD_OPTION_CONNECTION_TIMEOUT, 300u, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
                             MHD_OPTION_END);

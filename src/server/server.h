@@ -45,6 +45,7 @@ typedef struct omnic__server_opts {
     size_t n_cors_origins;
     double request_timeout_s;        /* per generation request, submit to finish; 0: none */
     size_t max_body_bytes;           /* 0: OMNIC_MAX_BODY_BYTES; larger is clamped to it */
+    size_t max_backlog_bytes;        /* text held per choice; 0: OMNIC_MAX_CHOICE_TEXT (also the cap) */
     int http_threads;                /* polling threads; 0: 4 */
 } omnic__server_opts;
 

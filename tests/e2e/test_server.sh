@@ -2,9 +2,11 @@
 # End-to-end tests of `omnic serve` on a tiny qwen2 checkpoint, on 127.0.0.1 with free ports:
 # the official OpenAI Node client (tests/oracle/server_client.mjs), curl, and Python checks
 # (tests/e2e/server/checks.py): malformed-request matrix, 8 concurrent streams on 4 slots ==
-# alone, disconnect cancels, 429 on queue overflow, timeouts, RSS over 1000 requests (release
-# builds only: skipped when $OMNIC contains "asan"), SIGTERM drain, load failure, 503 while
-# loading. Run by scripts/test.sh with OMNIC=build/release/omnic and build/asan/omnic.
+# alone, disconnect cancels, a client that stops reading is cancelled, 429 on queue overflow,
+# timeouts, RSS over 1000 requests (release
+# builds only: skipped when $OMNIC contains "asan"), SIGTERM drain, SIGINT past the drain
+# deadline, load failure, 503 while loading. Run by scripts/test.sh with
+# OMNIC=build/release/omnic and build/asan/omnic.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 OMNIC=${OMNIC:-build/release/omnic}
@@ -81,7 +83,7 @@ echo "startup: load failure exits $rc with a message; /health 503 while loading"
 # ---- main server: 4 slots ----
 MAX_BODY=1048576
 start_server main -m "$tmp/tiny" --parallel 4 --ctx 8192 --threads 2 --max-queue 16 --api-key "$KEY" \
-  --cors-origin http://example.test --max-body $MAX_BODY --model-name tiny-qwen2 || exit 1
+  --cors-origin http://example.test --max-body $MAX_BODY --model-name tiny-qwen2 --shutdown-timeout 300 || exit 1
 MAIN=$PID
 B=http://127.0.0.1:$PORT
 AUTH="Authorization: Bearer $KEY"
@@ -124,17 +126,25 @@ rc=$?
 [ $rc -eq 0 ] && grep -q "stopped" "$tmp/main.log" || fail "SIGTERM exit status $rc: $(tail -5 "$tmp/main.log")"
 
 # ---- queue overflow and timeouts: 1 slot, queue of 1, 2 s timeout, long generations ----
+printf '%s\n' "$KEY" >"$tmp/key.txt"
 start_server queue -m "$tmp/tiny" --parallel 1 --ctx 16384 --threads 2 --max-queue 1 --request-timeout 2 \
-  --api-key "$KEY" || exit 1
+  --api-key-file "$tmp/key.txt" --shutdown-timeout 0.5 || exit 1
 Q=$PID
 $PY $CHECKS queue "$PORT" "$KEY" || fail "queue"
-kill -INT "$Q"
+$PY $CHECKS deadline "$PORT" "$KEY" "$Q" || fail "deadline"
 wait "$Q"
 rc=$?
 [ $rc -eq 0 ] || fail "SIGINT exit status $rc"
-grep -qi "error\|panic\|sanitizer" "$tmp/main.log" "$tmp/queue.log" && {
+# ---- a client that stops reading: small backlog limit ----
+start_server slow -m "$tmp/tiny" --parallel 1 --ctx 16384 --threads 2 --max-backlog 2048 --api-key "$KEY" || exit 1
+S=$PID
+$PY $CHECKS slow "$PORT" "$KEY" || fail "slow client"
+kill -TERM "$S"
+wait "$S" || fail "slow server exit status"
+
+grep -qi "error\|panic\|sanitizer" "$tmp/main.log" "$tmp/queue.log" "$tmp/slow.log" && {
   fail "errors in the server logs"
-  grep -i "error\|panic\|sanitizer" "$tmp/main.log" "$tmp/queue.log" | head -20
+  grep -i "error\|panic\|sanitizer" "$tmp/main.log" "$tmp/queue.log" "$tmp/slow.log" | head -20
 }
 
 if [ $failed -ne 0 ]; then

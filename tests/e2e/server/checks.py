@@ -9,6 +9,8 @@ usage: checks.py CHECK PORT KEY [ARGS...]
                           queue overflow gives 429 + Retry-After; timeouts give 504 / an SSE error
   rss PID N               N sequential short requests; RSS after 100 vs after N
   drain PID               SIGTERM: in-flight stream finishes, new work gets 503, exit
+  deadline PID            SIGINT past --shutdown-timeout: the in-flight stream gets an error
+  slow                    (server with --max-backlog 2048) a client that stops reading is cancelled
 Only the Python standard library."""
 import http.client
 import json
@@ -376,6 +378,14 @@ def concurrency():
     rows = after["omnic_decode_rows_total"] - before["omnic_decode_rows_total"]
     steps = after["omnic_decode_steps_total"] - before["omnic_decode_steps_total"]
     check(rows > steps, "decode steps were batched", (rows, steps))
+    # continuous_usage_stats (vLLM's extension): usage so far in every chunk
+    st, ev, _ = stream("/v1/chat/completions", {"messages": [{"role": "user", "content": "count"}], "max_tokens": 12,
+                                                "ignore_eos": True, "stream": True,
+                                                "stream_options": {"include_usage": True,
+                                                                   "continuous_usage_stats": True}})
+    used = [json.loads(e)["usage"]["completion_tokens"] for e in ev if e != "[DONE]"]
+    check(st == 200 and used == sorted(used) and used[0] == 0 and used[-1] == 12 and len(used) >= 4,
+          "continuous usage stats", used)
     print(f"concurrency: 8 streams (5 completions, 3 chat; 4 greedy, 4 seeded) on 4 slots bit-identical to "
           f"alone (peak busy slots {peak[0]:.0f}, {rows / max(steps, 1):.2f} rows per decode step)", flush=True)
 
@@ -465,7 +475,12 @@ def queue():
     text, finish, err = stream_text(ev)
     check(st == 200 and err and err["code"] == "request_timeout" and ev[-1] != "[DONE]",
           "stream timeout: an SSE error event ends the stream", ev[-2:])
-    m = metrics()
+    t0 = time.time()
+    while time.time() - t0 < 5:  # the gauges follow the DONE event
+        m = metrics()
+        if m["omnic_slots_busy"] == 0 and m["omnic_queue_depth"] == 0:
+            break
+        time.sleep(0.01)
     check(m['omnic_requests_total{finish_reason="timeout"}'] >= 3, "timeouts counted")
     check(m['omnic_rejected_total{reason="queue_full"}'] >= 1, "queue_full counted")
     check(m["omnic_slots_busy"] == 0 and m["omnic_queue_depth"] == 0, "slots and queue empty after")
@@ -524,7 +539,7 @@ def drain(pid):
     res = {}
 
     def run():
-        res["s"] = stream("/v1/completions", {"prompt": "Draining", "max_tokens": 6000, "ignore_eos": True,
+        res["s"] = stream("/v1/completions", {"prompt": "Draining", "max_tokens": 3000, "ignore_eos": True,
                                               "stream": True, "temperature": 0})
 
     t = threading.Thread(target=run)
@@ -546,6 +561,63 @@ def drain(pid):
     print("drain: in-flight stream completed, new work refused with 503", flush=True)
 
 
+def slow():
+    """(server with --max-backlog 2048) a client that stops reading: its backlog passes the
+    limit, the request is cancelled and the slot freed while the connection is still open."""
+    before = metrics()
+    s = socket.socket()
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    s.connect(("127.0.0.1", PORT))
+    payload = json.dumps({"prompt": "Read me", "max_tokens": 16000, "ignore_eos": True, "stream": True}).encode()
+    s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + KEY.encode() +
+              b"\r\nContent-Type: application/json\r\nContent-Length: " + str(len(payload)).encode() +
+              b"\r\n\r\n" + payload)
+    first = s.recv(200)
+    check(first.startswith(b"HTTP/1.1 200"), "slow client: stream started", first)
+    t0 = time.time()
+    ok = False
+    while time.time() - t0 < 60:
+        m = metrics()
+        if m["omnic_http_slow_client_cancels_total"] > before["omnic_http_slow_client_cancels_total"] and \
+                m["omnic_slots_busy"] == 0:
+            ok = True
+            break
+        time.sleep(0.02)
+    m = metrics()
+    gen = m["omnic_generated_tokens_total"] - before["omnic_generated_tokens_total"]
+    check(ok and gen < 16000, "slow client: cancelled, slot freed", (gen, m["omnic_http_slow_client_cancels_total"]))
+    check(m['omnic_requests_total{finish_reason="cancelled"}'] > before['omnic_requests_total{finish_reason="cancelled"}'],
+          "slow client: counted cancelled")
+    s.close()
+    st, _, js = post("/v1/completions", {"prompt": "next", "max_tokens": 3})
+    check(st == 200, "server works after a slow client", st)
+    print(f"slow: a client that stopped reading was cancelled after {gen:.0f} tokens "
+          f"({time.time() - t0:.2f} s), connection still open", flush=True)
+
+
+def deadline(pid):
+    """SIGINT with --shutdown-timeout 0.5: a long stream is cancelled at the deadline with an
+    SSE error, and the server exits."""
+    res = {}
+
+    def run():
+        res["s"] = stream("/v1/completions", {"prompt": "Never ends", "max_tokens": 16000, "ignore_eos": True,
+                                              "stream": True})
+
+    t = threading.Thread(target=run)
+    t.start()
+    t0 = time.time()
+    while metrics()["omnic_slots_busy"] < 1 and time.time() - t0 < 10:
+        time.sleep(0.005)
+    os.kill(pid, signal.SIGINT)
+    t.join()
+    st, ev, _ = res["s"]
+    text, finish, err = stream_text(ev)
+    check(st == 200 and err and err["code"] == "shutting_down" and ev[-1] != "[DONE]",
+          "deadline: the stream ends with a shutting_down error", ev[-2:])
+    print(f"deadline: stream cancelled {time.time() - t0:.2f} s after SIGINT (deadline 0.5 s)", flush=True)
+
+
 def main():
     global PORT, KEY
     what, PORT, KEY = sys.argv[1], int(sys.argv[2]), sys.argv[3]
@@ -562,6 +634,10 @@ def main():
         rss(int(args[0]), int(args[1]))
     elif what == "drain":
         drain(int(args[0]))
+    elif what == "slow":
+        slow()
+    elif what == "deadline":
+        deadline(int(args[0]))
     else:
         sys.exit(f"unknown check {what}")
     print(f"{what}: {checks - failures}/{checks} checks passed", flush=True)
