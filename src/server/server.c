@@ -1113,7 +1113,8 @@ static void *watchdog_main(void *arg)
         channel *gone[64];
         int n = 0;
         for (channel *ch = s->live; ch && n < 64; ch = ch->next) {
-            pthread_mutex_lock(&ch->mu);
+            /* never wait on a channel while holding s->mu (a busy one is looked at next time) */
+            if (pthread_mutex_trylock(&ch->mu) != 0) continue;
             if (ch->suspended && ch->fd >= 0) {
                 /* suspended: libmicrohttpd will not close the socket under us */
                 struct pollfd p = {.fd = ch->fd, .events = POLLRDHUP};
@@ -1290,14 +1291,29 @@ void omnic__server_shutdown(omnic__server *s, double deadline_s)
         if (ts.tv_nsec >= 1000000000) ts.tv_sec++, ts.tv_nsec -= 1000000000;
         pthread_cond_timedwait(&s->cv, &s->mu, &ts);
     }
-    /* MHD_stop_daemon must not find suspended connections */
-    for (channel *ch = s->live; ch; ch = ch->next) {
-        pthread_mutex_lock(&ch->mu);
-        struct MHD_Connection *c = ch->suspended ? ch->conn : NULL;
-        ch->suspended = false;
-        ch->client_gone = true;
-        pthread_mutex_unlock(&ch->mu);
+    /* MHD_stop_daemon must not find suspended connections. Resume them one at a time with
+     * s->mu released (libmicrohttpd may be completing other requests, which takes s->mu); a
+     * suspended connection cannot complete, so its channel stays valid until resumed. */
+    for (;;) {
+        struct MHD_Connection *c = NULL;
+        bool busy = false;
+        for (channel *ch = s->live; ch && !c; ch = ch->next) {
+            if (pthread_mutex_trylock(&ch->mu) != 0) {
+                busy = true;
+                continue;
+            }
+            if (ch->suspended) {
+                c = ch->conn;
+                ch->suspended = false;
+                ch->client_gone = true;
+            }
+            pthread_mutex_unlock(&ch->mu);
+        }
+        if (!c && !busy) break;
+        pthread_mutex_unlock(&s->mu);
         if (c) MHD_resume_connection(c);
+        else nanosleep(&(struct timespec){.tv_nsec = 1000000}, NULL);
+        pthread_mutex_lock(&s->mu);
     }
     s->watchdog_stop = true;
     pthread_cond_broadcast(&s->cv);

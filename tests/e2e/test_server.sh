@@ -14,10 +14,11 @@ PY=/usr/bin/python3
 CHECKS=tests/e2e/server/checks.py
 KEY=test-key-$$
 tmp=$(mktemp -d)
-pids=()
 failed=0
 cleanup() {
-  for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; done
+  # only this shell's own background jobs that are still running (never a reused pid)
+  for p in $(jobs -pr); do kill -9 "$p" 2>/dev/null; done
+  wait 2>/dev/null
   rm -rf "$tmp"
 }
 trap cleanup EXIT
@@ -33,7 +34,6 @@ start_server() {
   shift
   "$OMNIC" serve --port 0 "$@" 2>"$tmp/$name.log" &
   PID=$!
-  pids+=("$PID")
   PORT=
   for _ in $(seq 1 600); do
     PORT=$(sed -n 's/.*listening on http:\/\/[^:]*:\([0-9]*\).*/\1/p' "$tmp/$name.log" | head -1)
@@ -64,7 +64,6 @@ mkdir -p "$tmp/slow"
 mkfifo "$tmp/slow/config.json"
 "$OMNIC" serve -m "$tmp/slow" --port 0 2>"$tmp/slow.log" &
 SLOW=$!
-pids+=("$SLOW")
 for _ in $(seq 1 200); do
   SP=$(sed -n 's/.*listening on http:\/\/[^:]*:\([0-9]*\).*/\1/p' "$tmp/slow.log" | head -1)
   [ -n "$SP" ] && break
