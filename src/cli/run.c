@@ -121,7 +121,7 @@ static void usage(FILE *f)
             "usage: omnic run -m DIR -p PROMPT [--system S] [--raw] [-n N] [--temp T] [--top-k K] [--top-p P]\n"
             "                 [--min-p M] [--repeat-penalty R] [--presence-penalty P] [--frequency-penalty F]\n"
             "                 [--seed S] [--stop STR]... [--ctx N] [--threads N] [--backend cpu|ref] [--kv f16|f32]\n"
-            "                 [--chunk N] [--ignore-eos] [--dump DIR]\n"
+            "                 [--quant q8_0|q4_0] [--chunk N] [--ignore-eos] [--dump DIR]\n"
             "  Text goes to stdout, timings to stderr. --raw skips the chat template (the prompt is\n"
             "  tokenized as is, with the tokenizer's special tokens). --dump writes every prefill stage\n"
             "  as .npy (tokens, positions, inputs_embeds, hidden_l*, kv_l*_k/v, prefill_logits, generated).\n");
@@ -193,6 +193,10 @@ int omnic__cli_run(int argc, char **argv)
             continue;
         }
         if ((r = omnic__arg_str(argc, argv, &i, NULL, "--backend", &eo.model.backend)) != 0) {
+            if (r < 0) return 2;
+            continue;
+        }
+        if ((r = omnic__arg_str(argc, argv, &i, NULL, "--quant", &eo.model.quant)) != 0) {
             if (r < 0) return 2;
             continue;
         }
