@@ -11,12 +11,12 @@
  *  - M <= OMNIC_CPU_MQ_MAX_M, or ip[0] = 1 (then in blocks of that many rows): the decode
  *    kernel. Thread ith takes a contiguous range of weight rows; each output element is one
  *    fixed reduction (depends only on K and the kernel), so rows are batch-invariant.
- *      AVX-512 (VNNI + VBMI): two blocks per zmm. The weight pair is gathered by one vpermt2b
- *        (q8_0; xor 0x80 makes it unsigned) or vpermb + shift + mask (q4_0 nibbles), its two
- *        f16 scales by vpermw + vcvtph2ps; vpdpbusd(weights u8, activations s8) starts from a
- *        per-block correction (-128 or -8 times the block's activation sum), so each block's
- *        lanes sum to its exact integer dot; lanes are converted and FMA'd with
- *        d_w * d_a into f32 accumulators, reduced once at the end.
+ *      AVX-512 (VNNI + VBMI): four blocks per step, 4 int32 lanes per block. Byte permutes
+ *        gather the weights into two u8 vectors (q8_0: q + 128; q4_0: low / high nibbles),
+ *        two vpdpbusd(weights u8, activations s8) start from a per-block correction (-128 or
+ *        -8 times the block's activation sum), so each block's lanes sum to its exact integer
+ *        dot; lanes are converted and FMA'd with d_w * d_a into f32 accumulators, reduced
+ *        once at the end.
  *      AVX2: one block per ymm; q8_0 by the sign trick (maddubs(|a|, sign(w, a))), q4_0 by
  *        maddubs(nibbles, a) plus the -8 * sum(a) correction; madd to i32, convert, FMA.
  *      scalar: integer block dots, f32 sum of (d_w * d_a) * dot.
@@ -52,7 +52,8 @@ omnic__mq_kind omnic__mq_kind_get(void)
 omnic__mq_layout omnic__mq_layout_of(omnic__mq_kind kind, omnic_dtype wdt, int64_t K)
 {
     omnic__mq_layout L = {0};
-    const size_t nb = (size_t)(K / OMNIC_QK), spb = wdt == OMNIC_DTYPE_Q4_0 ? 4 : 2, ns = (nb + spb - 1) / spb;
+    (void)wdt;
+    const size_t nb = (size_t)(K / OMNIC_QK), spb = 4, ns = (nb + spb - 1) / spb;
     const size_t kp = kind == OMNIC_MQ_VNNI ? ns * spb * OMNIC_QK : align64((size_t)K); /* q bytes */
     size_t off = align64(kp); /* q at 0 */
     if (kind == OMNIC_MQ_AVX2) {
@@ -153,7 +154,7 @@ static void quant_rows(omnic__mq_kind kind, omnic_dtype wdt, const float *a, int
                        const omnic__mq_layout *L)
 {
     const bool q4 = wdt == OMNIC_DTYPE_Q4_0;
-    const int64_t nb = K / OMNIC_QK, spb = q4 ? 4 : 2, ns = (nb + spb - 1) / spb;
+    const int64_t nb = K / OMNIC_QK, spb = 4, ns = (nb + spb - 1) / spb;
     const int32_t c = q4 ? 8 : 128; /* offset the unsigned weight operand carries (q4_0 nibbles, q8_0 q + 128) */
     for (int64_t i = 0; i < rows; i++) {
         uint8_t *r = buf + (size_t)i * L->bytes;
@@ -181,7 +182,7 @@ static void quant_rows(omnic__mq_kind kind, omnic_dtype wdt, const float *a, int
                     corr[16 * st + lanes * h] = -c * block_sum(q + b * OMNIC_QK);
                     for (int l = 0; l < lanes; l++) dv[16 * st + lanes * h + l] = d[b];
                 }
-                if (q4) { /* the quad's elements 0-15 of each block, then 16-31 */
+                { /* the quad's elements 0-15 of each block, then 16-31 */
                     int8_t tmp[4 * OMNIC_QK];
                     int8_t *qs = q + st * 4 * OMNIC_QK;
                     for (int h = 0; h < 4; h++) {
@@ -202,6 +203,13 @@ typedef void (*mq_fn)(const uint8_t *act, const omnic__mq_layout *L, int64_t M, 
                       int64_t n0, int64_t n1, float *dst, int64_t N);
 
 #define MQ_NR 4
+/* Decode kernels prefetch the same rows of the next tile into L1 and, further ahead, the bytes
+ * MQ_PF_L2 past the current position into L2: L1 prefetches alone are capped by the L1 miss
+ * buffers, and with short rows (K = 1536: 1.6 KB in q8_0) the L2 streamer keeps restarting.
+ * Measured on the Qwen2-1.5B shapes, 2 threads: q8_0 N = 8960, K = 1536 18.1 -> 20.2-21.1 GB/s,
+ * q4_0 16.2 -> 19.2 GB/s; K = 8960 unchanged. Prefetches never fault, so reaching past the
+ * weights is harmless. */
+#define MQ_PF_L2 16384
 
 /* ---- scalar ---- */
 
@@ -271,6 +279,7 @@ OMNIC_INLINE OMNIC_AVX2 void tile_avx2(const uint8_t *act, const omnic__mq_layou
         OMNIC_UNROLL for (int j = 0; j < nr; j++) {
             const uint8_t *blk = w + (size_t)j * ldw + (size_t)b * bb;
             _mm_prefetch((const char *)blk + (size_t)nr * ldw, _MM_HINT_T0);
+            _mm_prefetch((const char *)blk + MQ_PF_L2, _MM_HINT_T1);
             dw[j] = f16_scalar(blk);
             if (q4) {
                 __m128i x = _mm_loadu_si128((const __m128i *)(blk + 2));
@@ -330,98 +339,125 @@ static OMNIC_AVX2 void mq_avx2_q4(const uint8_t *act, const omnic__mq_layout *L,
 }
 
 /* ---- AVX-512 VNNI + VBMI; tiles of mr <= 4 activation rows x nr <= 4 weight rows ----
- * q8_0, a block pair per step (68 bytes: one 64-byte load + a broadcast dword): vpermt2b
- * gathers the 64 quants (lanes 0-7: block 0, 8-15: block 1), xor 0x80 makes them unsigned.
- * q4_0, a block quad per step (72 bytes: one 64-byte load + a broadcast qword): vpermt2b
- * gathers the 64 nibble bytes (16 per block), the low nibbles (elements 0-15 of each block)
- * and the high nibbles (16-31) make two u8 vectors with 4 lanes per block, matched by the
- * activation layout (q_lo, q_hi). Whole pairs / quads never read past their own bytes; a
- * partial one at the end of a row is loaded under a byte mask and its missing blocks read as
- * zeros (zero activations and scales pad them). */
+ * A step is a quad of blocks (128 elements). Its weights become two u8 vectors with 4 lanes
+ * (16 bytes) per block: w0 = elements 0-15 of each block, w1 = elements 16-31, matched by the
+ * activation layout (q_lo, q_hi; matmul_q.h), so two vpdpbusd leave each block's integer dot
+ * (plus the correction the activation row carries) in its 4 lanes.
+ *   q4_0 (72 bytes: a 64-byte load + a broadcast qword): one vpermt2b gathers the 64 nibble
+ *        bytes; low and high nibbles are w0 and w1.
+ *   q8_0 (136 bytes: two 64-byte loads + a broadcast qword): vpermt2b gathers w0; w1 takes a
+ *        vpermt2b plus a masked vpermb for its last 8 bytes; xor 0x80 makes both unsigned.
+ * Scales: vpermt2w + vcvtph2ps, each block's d over its 4 lanes. Whole quads never read past
+ * their own bytes; a partial quad at the end of a row is loaded under byte masks and its
+ * missing blocks read as zeros (zero activations and scales pad them). */
 
 typedef struct vnni_consts {
-    __m512i idx_q;  /* quant bytes of the step's blocks */
-    __m512i idx_d;  /* words: each block's f16 scale, repeated per lane of the block */
-    __mmask64 part[4]; /* byte masks of 0..3 blocks (partial step) */
+    __m512i idx_lo, idx_hi; /* bytes of w0 / w1 from (z0, z1) */
+    __m512i idx_hi2;        /* q8_0: bytes of w1 from z2 (lanes in hi2_mask) */
+    __mmask64 hi2_mask;
+    __m512i idx_d;          /* words: each block's f16 scale over its 4 lanes, from (z0, z1) */
+    __mmask64 part0[4], part1[4]; /* byte masks of z0 / z1 for a partial quad of 0..3 blocks */
 } vnni_consts;
 
 static OMNIC_VNNI vnni_consts vnni_setup(bool q4)
 {
     vnni_consts c;
-    uint8_t iq[64];
+    uint8_t lo[64], hi[64], hi2[64] = {0};
     uint16_t id[32] = {0};
     const int bb = q4 ? (int)sizeof(omnic__block_q4_0) : (int)sizeof(omnic__block_q8_0);
-    for (int k = 0; k < 64; k++) /* indices >= 64 pick the second source */
-        iq[k] = (uint8_t)(q4 ? bb * (k / 16) + 2 + k % 16 : bb * (k / 32) + 2 + k % 32);
-    for (int k = 0; k < 16; k++) id[k] = (uint16_t)(q4 ? (bb / 2) * (k / 4) : (bb / 2) * (k / 8));
-    c.idx_q = _mm512_loadu_si512(iq);
+    c.hi2_mask = 0;
+    for (int k = 0; k < 64; k++) { /* indices >= 64 pick the second source */
+        const int b = k / 16, e = k % 16;
+        lo[k] = (uint8_t)(bb * b + 2 + e);
+        int h = q4 ? bb * b + 2 + e : bb * b + 18 + e; /* q4_0: the same bytes, high nibbles */
+        if (h >= 128) {
+            hi2[k] = (uint8_t)(h - 128);
+            c.hi2_mask |= (__mmask64)1 << k;
+            h = 0;
+        }
+        hi[k] = (uint8_t)h;
+    }
+    for (int k = 0; k < 16; k++) id[k] = (uint16_t)((bb / 2) * (k / 4));
+    c.idx_lo = _mm512_loadu_si512(lo);
+    c.idx_hi = _mm512_loadu_si512(hi);
+    c.idx_hi2 = _mm512_loadu_si512(hi2);
     c.idx_d = _mm512_loadu_si512(id);
-    for (int r = 0; r < 4; r++) c.part[r] = bb * r < 64 ? (((__mmask64)1 << (bb * r)) - 1) : ~(__mmask64)0;
+    for (int r = 0; r < 4; r++) {
+        const int n = bb * r; /* bytes of r blocks */
+        c.part0[r] = n >= 64 ? ~(__mmask64)0 : (((__mmask64)1 << n) - 1);
+        c.part1[r] = n <= 64 ? 0 : n >= 128 ? ~(__mmask64)0 : (((__mmask64)1 << (n - 64)) - 1);
+    }
     return c;
 }
 
-/* Weight step at p: nblk = blocks in the step (2 for a q8_0 pair, 4 for a q4_0 quad) or fewer
- * at a row's end. q8_0: *w0 = 64 unsigned quants; q4_0: *w0 / *w1 = low / high nibbles. */
-OMNIC_INLINE OMNIC_VNNI void ldw_step(const uint8_t *p, int nblk, bool q4, const vnni_consts *c, __m512i *w0,
+/* Weight quad at p with nblk blocks (4, or fewer at a row's end) -> w0, w1 (u8), dw. */
+OMNIC_INLINE OMNIC_VNNI void ldw_quad(const uint8_t *p, int nblk, bool q4, const vnni_consts *c, __m512i *w0,
                                       __m512i *w1, __m512 *dw)
 {
-    __m512i z0, z1;
-    if (nblk == (q4 ? 4 : 2)) {
+    __m512i z0, z1, z2 = _mm512_setzero_si512();
+    if (nblk == 4) {
+        int64_t t;
         z0 = _mm512_loadu_si512(p);
         if (q4) {
-            int64_t t;
             memcpy(&t, p + 64, 8);
             z1 = _mm512_set1_epi64(t);
         } else {
-            int32_t t;
-            memcpy(&t, p + 64, 4);
-            z1 = _mm512_set1_epi32(t);
+            z1 = _mm512_loadu_si512(p + 64);
+            memcpy(&t, p + 128, 8);
+            z2 = _mm512_set1_epi64(t);
         }
     } else {
-        z0 = _mm512_maskz_loadu_epi8(c->part[nblk], p);
-        z1 = _mm512_setzero_si512();
+        z0 = _mm512_maskz_loadu_epi8(c->part0[nblk], p);
+        z1 = _mm512_maskz_loadu_epi8(c->part1[nblk], p + 64);
     }
-    __m512i g = _mm512_permutex2var_epi8(z0, c->idx_q, z1);
     if (q4) {
         const __m512i low4 = _mm512_set1_epi8(0x0f);
+        __m512i g = _mm512_permutex2var_epi8(z0, c->idx_lo, z1);
         *w0 = _mm512_and_si512(g, low4);
         *w1 = _mm512_and_si512(_mm512_srli_epi16(g, 4), low4);
     } else {
-        *w0 = _mm512_xor_si512(g, _mm512_set1_epi8((char)0x80));
+        const __m512i bias = _mm512_set1_epi8((char)0x80);
+        __m512i h = _mm512_permutex2var_epi8(z0, c->idx_hi, z1);
+        h = _mm512_mask_permutexvar_epi8(h, c->hi2_mask, c->idx_hi2, z2);
+        *w0 = _mm512_xor_si512(_mm512_permutex2var_epi8(z0, c->idx_lo, z1), bias);
+        *w1 = _mm512_xor_si512(h, bias);
     }
-    *dw = _mm512_cvtph_ps(_mm512_castsi512_si256(_mm512_permutexvar_epi16(c->idx_d, z0)));
+    *dw = _mm512_cvtph_ps(_mm512_castsi512_si256(_mm512_permutex2var_epi16(z0, c->idx_d, z1)));
 }
 
-/* Activation step s of a row: q (64 bytes; q4_0: q_lo then q_hi, 128 bytes), corr, dv. */
+/* Activation quad s of a row: q_lo, q_hi (128 bytes), corr, dv (64 bytes each). */
 OMNIC_INLINE OMNIC_VNNI void tile_vnni(const uint8_t *act, const omnic__mq_layout *L, int mr, const uint8_t *w,
                                        size_t ldw, size_t pf, int nr, int64_t nb, bool q4, const vnni_consts *c,
                                        float *out, int64_t ldo)
 {
-    const int spb = q4 ? 4 : 2;                                                      /* blocks per step */
-    const size_t sb = (size_t)spb * (q4 ? sizeof(omnic__block_q4_0) : sizeof(omnic__block_q8_0)); /* weight bytes */
-    const size_t qb = q4 ? 128 : 64;                                                 /* activation bytes */
+    const size_t sb = 4 * (q4 ? sizeof(omnic__block_q4_0) : sizeof(omnic__block_q8_0)); /* weight bytes per quad */
     __m512 acc[4][MQ_NR];
     OMNIC_UNROLL for (int i = 0; i < mr; i++) OMNIC_UNROLL for (int j = 0; j < nr; j++) acc[i][j] = _mm512_setzero_ps();
-    const int64_t ns = (nb + spb - 1) / spb;
+    const int64_t ns = (nb + 3) / 4;
     for (int64_t s = 0; s < ns; s++) {
-        const int nblk = nb - s * spb < spb ? (int)(nb - s * spb) : spb;
+        const int nblk = nb - s * 4 < 4 ? (int)(nb - s * 4) : 4;
         __m512i w0[MQ_NR], w1[MQ_NR];
         __m512 dw[MQ_NR];
         OMNIC_UNROLL for (int j = 0; j < nr; j++) {
             const uint8_t *wp = w + (size_t)j * ldw + (size_t)s * sb;
             _mm_prefetch((const char *)wp + pf, _MM_HINT_T0);
-            if (q4) _mm_prefetch((const char *)wp + pf + 64, _MM_HINT_T0);
-            ldw_step(wp, nblk, q4, c, &w0[j], &w1[j], &dw[j]);
+            _mm_prefetch((const char *)wp + pf + 64, _MM_HINT_T0);
+            _mm_prefetch((const char *)wp + MQ_PF_L2, _MM_HINT_T1);
+            _mm_prefetch((const char *)wp + MQ_PF_L2 + 64, _MM_HINT_T1);
+            if (!q4) {
+                _mm_prefetch((const char *)wp + pf + 128, _MM_HINT_T0);
+                _mm_prefetch((const char *)wp + MQ_PF_L2 + 128, _MM_HINT_T1);
+            }
+            ldw_quad(wp, nblk, q4, c, &w0[j], &w1[j], &dw[j]);
         }
         OMNIC_UNROLL for (int i = 0; i < mr; i++) {
             const uint8_t *r = act + (size_t)i * L->bytes;
-            const __m512i a0 = _mm512_loadu_si512(r + (size_t)s * qb);
-            const __m512i a1 = q4 ? _mm512_loadu_si512(r + (size_t)s * qb + 64) : a0;
+            const __m512i a0 = _mm512_loadu_si512(r + (size_t)s * 128);
+            const __m512i a1 = _mm512_loadu_si512(r + (size_t)s * 128 + 64);
             const __m512i corr = _mm512_loadu_si512(r + L->corr + (size_t)s * 64);
             const __m512 dv = _mm512_loadu_ps((const float *)(r + L->dv + (size_t)s * 64));
             OMNIC_UNROLL for (int j = 0; j < nr; j++) {
-                __m512i t = _mm512_dpbusd_epi32(corr, w0[j], a0);
-                if (q4) t = _mm512_dpbusd_epi32(t, w1[j], a1);
+                const __m512i t = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(corr, w0[j], a0), w1[j], a1);
                 acc[i][j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(t), _mm512_mul_ps(dw[j], dv), acc[i][j]);
             }
         }

@@ -26,12 +26,10 @@ omnic__mq_kind omnic__mq_kind_get(void);
  *   scalar: q, d.
  *   AVX2: + abs (|q|, K bytes) and corr (per block 8 x int32: lane 0 the q4_0 correction
  *         -8 * sum(q), other lanes 0).
- *   VNNI: steps of 2 blocks (q8_0) or 4 (q4_0), zero-padded to whole steps (q = 0, d = 0).
- *         q8_0 keeps q in order; q4_0 stores each quad as its blocks' elements 0-15, then
- *         their elements 16-31 (matching low and high nibbles). + corr (per step 16 x int32:
- *         the first lane of each block's lanes holds -c * sum(q), c = 128 for q8_0, 8 for
- *         q4_0) and dv (per step 16 x f32: each block's d over its lanes; 8 lanes per block
- *         for q8_0, 4 for q4_0).
+ *   VNNI: quads of 4 blocks, zero-padded to whole quads (q = 0, d = 0); each quad stores its
+ *         blocks' elements 0-15, then their elements 16-31 (128 bytes). + corr (per quad
+ *         16 x int32: lane 4b holds -c * sum(q) of block b, c = 128 for q8_0 weights, 8 for
+ *         q4_0; other lanes 0) and dv (per quad 16 x f32: block b's d in lanes 4b..4b+3).
  * bytes: the row stride (a multiple of 64). */
 typedef struct omnic__mq_layout {
     size_t abs, d, corr, dv, bytes;
