@@ -28,8 +28,9 @@ void omnic__quantize_row_q8_0(const float *x, void *y, int64_t k)
         const float id = d != 0.0f ? 1.0f / d : 0.0f;
         omnic__block_q8_0 blk;
         blk.d = omnic__f32_to_f16(d);
-        for (int j = 0; j < OMNIC_QK; j++) blk.qs[j] = (int8_t)round_away(x[j] * id); /* |x * id| <= 127 */
-        memcpy(&b[i], &blk, sizeof blk); /* y need not be aligned */
+        for (int j = 0; j < OMNIC_QK; j++)
+            blk.qs[j] = (int8_t)round_away(x[j] * id); /* |x * id| <= 127 */
+        memcpy(&b[i], &blk, sizeof blk);               /* y need not be aligned */
     }
 }
 
@@ -66,7 +67,8 @@ void omnic__dequantize_row_q8_0(const void *x, float *y, int64_t k)
         omnic__block_q8_0 blk;
         memcpy(&blk, &b[i], sizeof blk);
         const float d = omnic__f16_to_f32(blk.d);
-        for (int j = 0; j < OMNIC_QK; j++) y[j] = d * (float)blk.qs[j];
+        for (int j = 0; j < OMNIC_QK; j++)
+            y[j] = d * (float)blk.qs[j];
     }
 }
 
@@ -86,24 +88,30 @@ void omnic__dequantize_row_q4_0(const void *x, float *y, int64_t k)
 
 void omnic__quantize_row(omnic_dtype t, const float *x, void *y, int64_t k)
 {
-    if (t == OMNIC_DTYPE_Q8_0) omnic__quantize_row_q8_0(x, y, k);
-    else omnic__quantize_row_q4_0(x, y, k);
+    if (t == OMNIC_DTYPE_Q8_0)
+        omnic__quantize_row_q8_0(x, y, k);
+    else
+        omnic__quantize_row_q4_0(x, y, k);
 }
 
 void omnic__dequantize_row(omnic_dtype t, const void *x, float *y, int64_t k)
 {
-    if (t == OMNIC_DTYPE_Q8_0) omnic__dequantize_row_q8_0(x, y, k);
-    else omnic__dequantize_row_q4_0(x, y, k);
+    if (t == OMNIC_DTYPE_Q8_0)
+        omnic__dequantize_row_q8_0(x, y, k);
+    else
+        omnic__dequantize_row_q4_0(x, y, k);
 }
 
 void omnic__quantize_act_q8(const float *x, int8_t *q, float *d, int64_t k)
 {
     for (int64_t i = 0; i < k / OMNIC_QK; i++, x += OMNIC_QK, q += OMNIC_QK) {
         float amax = 0.0f;
-        for (int j = 0; j < OMNIC_QK; j++) amax = fmaxf(amax, fabsf(x[j]));
+        for (int j = 0; j < OMNIC_QK; j++)
+            amax = fmaxf(amax, fabsf(x[j]));
         const float di = amax / 127.0f;
         const float id = di != 0.0f ? 1.0f / di : 0.0f;
         d[i] = di;
-        for (int j = 0; j < OMNIC_QK; j++) q[j] = (int8_t)round_away(x[j] * id);
+        for (int j = 0; j < OMNIC_QK; j++)
+            q[j] = (int8_t)round_away(x[j] * id);
     }
 }

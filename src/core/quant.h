@@ -26,7 +26,7 @@
 #define OMNIC_QK 32 /* elements per block of every quantized type */
 
 typedef struct omnic__block_q8_0 {
-    uint16_t d;         /* f16 scale */
+    uint16_t d; /* f16 scale */
     int8_t qs[OMNIC_QK];
 } omnic__block_q8_0;
 

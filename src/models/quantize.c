@@ -16,10 +16,15 @@
 
 omnic_status omnic__quant_parse(const char *name, omnic_dtype *out, omnic_err *err)
 {
-    if (!name || !name[0] || !strcmp(name, "none")) *out = OMNIC_DTYPE_COUNT;
-    else if (!strcmp(name, "q8_0")) *out = OMNIC_DTYPE_Q8_0;
-    else if (!strcmp(name, "q4_0")) *out = OMNIC_DTYPE_Q4_0;
-    else return OMNIC_FAIL(err, OMNIC_E_INVALID, "unknown weight quantization '%s' (use q8_0, q4_0 or none)", name);
+    if (!name || !name[0] || !strcmp(name, "none"))
+        *out = OMNIC_DTYPE_COUNT;
+    else if (!strcmp(name, "q8_0"))
+        *out = OMNIC_DTYPE_Q8_0;
+    else if (!strcmp(name, "q4_0"))
+        *out = OMNIC_DTYPE_Q4_0;
+    else
+        return OMNIC_FAIL(err, OMNIC_E_INVALID, "unknown weight quantization '%s' (use q8_0, q4_0 or none)",
+                          name);
     return OMNIC_OK;
 }
 
@@ -44,17 +49,21 @@ static void quant_task(void *ctx, int ith, int nth)
         const int64_t r1 = hi - r0 < QUANT_ROWS ? hi : r0 + QUANT_ROWS;
         for (int64_t r = r0; r < r1; r++) {
             const void *s = src + (size_t)r * sb;
-            if (j->src->dtype == OMNIC_DTYPE_F16) omnic__f16_to_f32_row(s, row, (size_t)K);
-            else if (j->src->dtype == OMNIC_DTYPE_BF16) omnic__bf16_to_f32_row(s, row, (size_t)K);
-            else memcpy(row, s, (size_t)K * sizeof(float));
+            if (j->src->dtype == OMNIC_DTYPE_F16)
+                omnic__f16_to_f32_row(s, row, (size_t)K);
+            else if (j->src->dtype == OMNIC_DTYPE_BF16)
+                omnic__bf16_to_f32_row(s, row, (size_t)K);
+            else
+                memcpy(row, s, (size_t)K * sizeof(float));
             omnic__quantize_row(j->dst->dtype, row, dst + (size_t)r * db, K);
         }
         omnic__st_release(j->st, src + (size_t)r0 * sb, (size_t)(r1 - r0) * sb);
     }
 }
 
-omnic_status omnic__text_decoder_quantize(omnic__text_decoder *d, omnic_dtype qt, const omnic__safetensors *st,
-                                          omnic__threadpool *pool, omnic_err *err)
+omnic_status omnic__text_decoder_quantize(omnic__text_decoder *d, omnic_dtype qt,
+                                          const omnic__safetensors *st, omnic__threadpool *pool,
+                                          omnic_err *err)
 {
     int64_t params;
     omnic__text_decoder_param_stats(d, &params, &d->stored_bytes);
@@ -77,20 +86,24 @@ omnic_status omnic__text_decoder_quantize(omnic__text_decoder *d, omnic_dtype qt
     for (int64_t l = 0; l < L; l++) {
         omnic__text_decoder_layer *y = &d->layers[l];
         omnic__tensor *lw[7] = {&y->wq, &y->wk, &y->wv, &y->wo, &y->w_gate, &y->w_up, &y->w_down};
-        for (int i = 0; i < 7; i++) ws[n++] = lw[i];
+        for (int i = 0; i < 7; i++)
+            ws[n++] = lw[i];
     }
-    for (size_t i = 0; i < n; i++) kmax = ws[i]->dims[1] > kmax ? ws[i]->dims[1] : kmax;
+    for (size_t i = 0; i < n; i++)
+        kmax = ws[i]->dims[1] > kmax ? ws[i]->dims[1] : kmax;
     buf = omnic_alloc_array((size_t)nth * (size_t)kmax, sizeof *buf);
     if (!buf) {
-        s = OMNIC_FAIL(err, OMNIC_E_NOMEM, "out of memory for %d quantization rows of %lld", nth, (long long)kmax);
+        s = OMNIC_FAIL(err, OMNIC_E_NOMEM, "out of memory for %d quantization rows of %lld", nth,
+                       (long long)kmax);
         goto out;
     }
     for (size_t i = 0; i < n; i++) {
         omnic__tensor *w = ws[i];
         if (w->dims[1] % OMNIC_QK != 0) {
-            OMNIC_LOG_W("weights: %s [%lld, %lld] stays %s: rows of %lld elements are not whole %d-element blocks",
-                        w->name, (long long)w->dims[0], (long long)w->dims[1], omnic_dtype_name(w->dtype),
-                        (long long)w->dims[1], OMNIC_QK);
+            OMNIC_LOG_W(
+                "weights: %s [%lld, %lld] stays %s: rows of %lld elements are not whole %d-element blocks",
+                w->name, (long long)w->dims[0], (long long)w->dims[1], omnic_dtype_name(w->dtype),
+                (long long)w->dims[1], OMNIC_QK);
             continue;
         }
         omnic__tensor *q;

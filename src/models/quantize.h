@@ -16,8 +16,9 @@ omnic_status omnic__quant_parse(const char *name, omnic_dtype *out, omnic_err *e
  * st from RSS as it goes (omnic__st_release). A weight whose rows are not whole 32-element
  * blocks stays as stored (a warning names it). Sets d->stored_bytes first. On failure d
  * keeps pointing at valid weights (the ones not converted yet are as stored). */
-omnic_status omnic__text_decoder_quantize(omnic__text_decoder *d, omnic_dtype qt, const omnic__safetensors *st,
-                                          omnic__threadpool *pool, omnic_err *err);
+omnic_status omnic__text_decoder_quantize(omnic__text_decoder *d, omnic_dtype qt,
+                                          const omnic__safetensors *st, omnic__threadpool *pool,
+                                          omnic_err *err);
 
 /* Transform of a stored tensor for the bundle identity: "q8_0" / "q4_0" when d quantized
  * (a view of) the tensor named name, else "as-stored". */

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "core/arena.h"
+#include "core/dtype.h"
 #include "core/panic.h"
 #include "runtime/module.h"
 
@@ -160,8 +161,8 @@ static void bind(omnic__module *m, const omnic__call *c)
         if (t->kind == OMNIC_GT_KV_V) t->t.data = c->kv->v[t->layer].data;
         if (t->kind == OMNIC_GT_VIEW) { /* bases have lower ids, so they are bound already */
             const omnic__tensor *b = &g->tensors[t->base]->t;
-            size_t row_bytes = (size_t)(omnic__tensor_nelem(b) / (b->dims[0] ? b->dims[0] : 1)) *
-                               omnic_dtype_size(b->dtype);
+            size_t row_bytes =
+                omnic__dtype_row_bytes(b->dtype, omnic__tensor_nelem(b) / (b->dims[0] ? b->dims[0] : 1));
             t->t.data = (uint8_t *)b->data + (size_t)t->view_row * row_bytes;
         }
     }

@@ -36,7 +36,8 @@ static int setup(void **state)
                 " tools/mktiny.py --family phi3 --dtype bf16 --out %s/phi3 >/dev/null && " PY
                 " -c \"import sys; sys.path.insert(0, 'tools'); import mktiny; "
                 "mktiny.FAMILIES['llama'].tiny['intermediate'] = 80; "
-                "sys.exit(mktiny.main(['--family', 'llama', '--dtype', 'f32', '--out', '%s/llama-i80']))\" >/dev/null",
+                "sys.exit(mktiny.main(['--family', 'llama', '--dtype', 'f32', '--out', '%s/llama-i80']))\" "
+                ">/dev/null",
              tmp, tmp, tmp, tmp);
     return system(cmd) == 0 ? 0 : -1;
 }
@@ -53,8 +54,12 @@ static omnic__model *open_q(const char *name, const char *backend, const char *q
 {
     char dir[300];
     snprintf(dir, sizeof dir, "%s/%s", tmp, name);
-    omnic__model_opts o = {.backend = backend, .threads = threads, .ctx = strcmp(name, "phi3") ? CTX : 64,
-                           .kv_dtype = OMNIC_DTYPE_F32, .slots = slots, .quant = quant};
+    omnic__model_opts o = {.backend = backend,
+                           .threads = threads,
+                           .ctx = strcmp(name, "phi3") ? CTX : 64,
+                           .kv_dtype = OMNIC_DTYPE_F32,
+                           .slots = slots,
+                           .quant = quant};
     omnic__model *m = NULL;
     omnic_err err;
     omnic_status s = omnic__model_open(dir, &o, &m, &err);
@@ -68,7 +73,8 @@ static void prefill_toks(omnic__model *m, int slot, const int32_t *toks, int n, 
 {
     omnic_err err;
     int32_t pos[CTX];
-    for (int i = 0; i < n; i++) pos[i] = i;
+    for (int i = 0; i < n; i++)
+        pos[i] = i;
     for (int start = 0; start < n; start += chunk) {
         int len = n - start < chunk ? n - start : chunk;
         omnic__tensor tok, p;
@@ -78,7 +84,8 @@ static void prefill_toks(omnic__model *m, int slot, const int32_t *toks, int n, 
         tok.data = (void *)(uintptr_t)(toks + start);
         p.data = pos + start;
         const omnic__tensor *in[2] = {&tok, &p};
-        omnic__call c = {.n = len, .inputs = in, .n_inputs = 2, .kv = &m->kv, .slot = slot, .kv_start = start};
+        omnic__call c = {
+            .n = len, .inputs = in, .n_inputs = 2, .kv = &m->kv, .slot = slot, .kv_start = start};
         omnic_status s = omnic__module_call(&m->prefill, &c, &err);
         if (s != OMNIC_OK) fprintf(stderr, "prefill: %s\n", err.msg);
         assert_int_equal(s, OMNIC_OK);
@@ -91,7 +98,8 @@ static void decode_step(omnic__model *m, const int32_t *slots, const int32_t *to
 {
     omnic_err err;
     int32_t pos[16];
-    for (int b = 0; b < n; b++) pos[b] = (int32_t)m->kv.len[slots[b]];
+    for (int b = 0; b < n; b++)
+        pos[b] = (int32_t)m->kv.len[slots[b]];
     omnic__tensor t, p;
     int64_t d[1] = {n};
     omnic__tensor_init(&t, OMNIC_DTYPE_I32, 1, d, &err);
@@ -167,7 +175,8 @@ static int32_t LONGP[40];
  * flips are expected; q8_0 must agree teacher-forced on at least 3/4 of the steps. */
 static void check_agreement(const char *name)
 {
-    for (int i = 0; i < 40; i++) LONGP[i] = (int32_t)((i * 37 + 11) % 500);
+    for (int i = 0; i < 40; i++)
+        LONGP[i] = (int32_t)((i * 37 + 11) % 500);
     omnic__model *f = open_q(name, "cpu", NULL, 1, 2);
     const int64_t V = f->dec.cfg.vocab;
     float *lf = malloc((size_t)V * sizeof *lf), *lq = malloc((size_t)V * sizeof *lq);
@@ -184,25 +193,36 @@ static void check_agreement(const char *name)
         for (int p = 0; p < 2; p++) {
             int32_t g[GEN];
             greedy(m, p ? LONGP : TOKENS, p ? 40 : T, p ? 40 : T, g);
-            while (prefix[p] < GEN && g[prefix[p]] == gf[p][prefix[p]]) prefix[p]++;
+            while (prefix[p] < GEN && g[prefix[p]] == gf[p][prefix[p]])
+                prefix[p]++;
             forced += forced_agreement(m, p ? LONGP : TOKENS, p ? 40 : T, gf[p]);
         }
         omnic__kv_pool_clear_slot(&m->kv, 0);
         prefill_toks(m, 0, LONGP, 40, 40, lq);
         double se = 0, sf = 0;
-        for (int64_t v = 0; v < V; v++) se += ((double)lq[v] - lf[v]) * ((double)lq[v] - lf[v]), sf += (double)lf[v] * lf[v];
-        fprintf(stderr,
-                "%s %s vs f32: prefill logits NMSE %.3g; greedy common prefixes %d and %d of %d; teacher-forced "
-                "argmax agreement %d of %d\n",
-                name, qs[q], se / sf, prefix[0], prefix[1], GEN, forced, 2 * GEN);
+        for (int64_t v = 0; v < V; v++)
+            se += ((double)lq[v] - lf[v]) * ((double)lq[v] - lf[v]), sf += (double)lf[v] * lf[v];
+        fprintf(
+            stderr,
+            "%s %s vs f32: prefill logits NMSE %.3g; greedy common prefixes %d and %d of %d; teacher-forced "
+            "argmax agreement %d of %d\n",
+            name, qs[q], se / sf, prefix[0], prefix[1], GEN, forced, 2 * GEN);
         if (q == 0) assert_true(forced >= 2 * GEN * 3 / 4);
         omnic__model_close(m);
     }
     free(lf), free(lq);
 }
 
-static void test_agreement_llama(void **state) { (void)state; check_agreement("llama"); }
-static void test_agreement_qwen2(void **state) { (void)state; check_agreement("qwen2"); }
+static void test_agreement_llama(void **state)
+{
+    (void)state;
+    check_agreement("llama");
+}
+static void test_agreement_qwen2(void **state)
+{
+    (void)state;
+    check_agreement("qwen2");
+}
 
 /* cpu and ref run the same matmul contract (the same activation quantization), but their
  * other ops (norms, attention, summation orders) differ by f32 rounding, and an activation
@@ -213,7 +233,8 @@ static void test_agreement_qwen2(void **state) { (void)state; check_agreement("q
  * continuations of each backend agree teacher-forced on the other at >= 15 of 16 steps. */
 static void check_cpu_ref(const char *name, const char *quant)
 {
-    for (int i = 0; i < 40; i++) LONGP[i] = (int32_t)((i * 37 + 11) % 500);
+    for (int i = 0; i < 40; i++)
+        LONGP[i] = (int32_t)((i * 37 + 11) % 500);
     omnic__model *cpu = open_q(name, "cpu", quant, 1, 2), *ref = open_q(name, "ref", quant, 1, 1);
     int64_t V = cpu->dec.cfg.vocab;
     assert_true(cpu->dec.n_qweights > 0);
@@ -224,7 +245,8 @@ static void check_cpu_ref(const char *name, const char *quant)
         prefill_toks(cpu, 0, p ? LONGP : TOKENS, p ? 40 : T, p ? 40 : T, a);
         prefill_toks(ref, 0, p ? LONGP : TOKENS, p ? 40 : T, p ? 40 : T, b);
         double r = max_rel(a, b, V);
-        fprintf(stderr, "%s %s: cpu vs ref prefill logits (%d rows) max rel diff %.3g\n", name, quant, p ? 40 : T, r);
+        fprintf(stderr, "%s %s: cpu vs ref prefill logits (%d rows) max rel diff %.3g\n", name, quant,
+                p ? 40 : T, r);
         assert_true(r < 5e-2);
     }
     for (int p = 0; p < 2; p++) {
@@ -243,11 +265,31 @@ static void check_cpu_ref(const char *name, const char *quant)
     omnic__model_close(ref);
 }
 
-static void test_cpu_ref_llama_q8(void **state) { (void)state; check_cpu_ref("llama", "q8_0"); }
-static void test_cpu_ref_llama_q4(void **state) { (void)state; check_cpu_ref("llama", "q4_0"); }
-static void test_cpu_ref_qwen2_q8(void **state) { (void)state; check_cpu_ref("qwen2", "q8_0"); }
-static void test_cpu_ref_qwen2_q4(void **state) { (void)state; check_cpu_ref("qwen2", "q4_0"); }
-static void test_cpu_ref_phi3_q4(void **state) { (void)state; check_cpu_ref("phi3", "q4_0"); } /* fused, bf16 */
+static void test_cpu_ref_llama_q8(void **state)
+{
+    (void)state;
+    check_cpu_ref("llama", "q8_0");
+}
+static void test_cpu_ref_llama_q4(void **state)
+{
+    (void)state;
+    check_cpu_ref("llama", "q4_0");
+}
+static void test_cpu_ref_qwen2_q8(void **state)
+{
+    (void)state;
+    check_cpu_ref("qwen2", "q8_0");
+}
+static void test_cpu_ref_qwen2_q4(void **state)
+{
+    (void)state;
+    check_cpu_ref("qwen2", "q4_0");
+}
+static void test_cpu_ref_phi3_q4(void **state)
+{
+    (void)state;
+    check_cpu_ref("phi3", "q4_0");
+} /* fused, bf16 */
 
 /* 4 prompts decoded together give bit-identical logits to each decoded alone. */
 static void check_batch_invariance(const char *quant)
@@ -257,7 +299,8 @@ static void check_batch_invariance(const char *quant)
     enum { B = 4, STEPS = 8 };
     static const int lens[B] = {11, 3, 7, 1};
     float *batch = malloc((size_t)(B * V) * sizeof *batch), *alone = malloc((size_t)V * sizeof *alone);
-    float *first = malloc((size_t)(B * V) * sizeof *first), *steps = malloc((size_t)(STEPS * B * V) * sizeof *steps);
+    float *first = malloc((size_t)(B * V) * sizeof *first),
+          *steps = malloc((size_t)(STEPS * B * V) * sizeof *steps);
     int32_t cur[B], slots[B] = {0, 1, 2, 3}, hist[B][STEPS];
     for (int b = 0; b < B; b++) {
         prefill_toks(m, b, TOKENS + b, lens[b], T, first + b * V);
@@ -266,7 +309,8 @@ static void check_batch_invariance(const char *quant)
     for (int s = 0; s < STEPS; s++) {
         decode_step(m, slots, cur, B, batch);
         memcpy(steps + (size_t)s * B * V, batch, (size_t)(B * V) * sizeof *batch);
-        for (int b = 0; b < B; b++) hist[b][s] = cur[b], cur[b] = argmax(batch + b * V, V);
+        for (int b = 0; b < B; b++)
+            hist[b][s] = cur[b], cur[b] = argmax(batch + b * V, V);
     }
     for (int b = 0; b < B; b++) {
         omnic__kv_pool_clear_slot(&m->kv, 0);
@@ -282,8 +326,16 @@ static void check_batch_invariance(const char *quant)
     omnic__model_close(m);
 }
 
-static void test_batch_invariance_q8(void **state) { (void)state; check_batch_invariance("q8_0"); }
-static void test_batch_invariance_q4(void **state) { (void)state; check_batch_invariance("q4_0"); }
+static void test_batch_invariance_q8(void **state)
+{
+    (void)state;
+    check_batch_invariance("q8_0");
+}
+static void test_batch_invariance_q4(void **state)
+{
+    (void)state;
+    check_batch_invariance("q4_0");
+}
 
 /* The identity names the transform; thread counts do not change it. */
 static void test_identity(void **state)
@@ -325,7 +377,8 @@ static void test_partial_blocks(void **state)
     assert_int_equal(L->w_down.dtype, OMNIC_DTYPE_F32);
     assert_int_equal(L->w_gate.dtype, OMNIC_DTYPE_Q8_0);
     assert_int_equal(L->w_up.dtype, OMNIC_DTYPE_Q8_0);
-    assert_int_equal(m->dec.n_qweights, 2 + 6 * (size_t)m->dec.cfg.n_layers); /* embed, lm_head, 6 per layer */
+    assert_int_equal(m->dec.n_qweights,
+                     2 + 6 * (size_t)m->dec.cfg.n_layers); /* embed, lm_head, 6 per layer */
     int64_t V = m->dec.cfg.vocab;
     float *a = malloc((size_t)V * sizeof *a), *b = malloc((size_t)V * sizeof *b);
     prefill_toks(m, 0, TOKENS, T, T, a);
@@ -352,12 +405,12 @@ static void test_bad_quant(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_agreement_llama),    cmocka_unit_test(test_agreement_qwen2),
-        cmocka_unit_test(test_cpu_ref_llama_q8),   cmocka_unit_test(test_cpu_ref_llama_q4),
-        cmocka_unit_test(test_cpu_ref_qwen2_q8),   cmocka_unit_test(test_cpu_ref_qwen2_q4),
-        cmocka_unit_test(test_cpu_ref_phi3_q4),    cmocka_unit_test(test_batch_invariance_q8),
+        cmocka_unit_test(test_agreement_llama),     cmocka_unit_test(test_agreement_qwen2),
+        cmocka_unit_test(test_cpu_ref_llama_q8),    cmocka_unit_test(test_cpu_ref_llama_q4),
+        cmocka_unit_test(test_cpu_ref_qwen2_q8),    cmocka_unit_test(test_cpu_ref_qwen2_q4),
+        cmocka_unit_test(test_cpu_ref_phi3_q4),     cmocka_unit_test(test_batch_invariance_q8),
         cmocka_unit_test(test_batch_invariance_q4), cmocka_unit_test(test_identity),
-        cmocka_unit_test(test_partial_blocks),     cmocka_unit_test(test_bad_quant),
+        cmocka_unit_test(test_partial_blocks),      cmocka_unit_test(test_bad_quant),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

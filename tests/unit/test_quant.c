@@ -114,8 +114,8 @@ static void test_matches_ggml_reference(void **state)
         float scale = powf(10.0f, rng_f(-6, 4));
         for (int k = 0; k < K; k++) {
             float v = rng_f(-1, 1) * scale;
-            if (rep % 4 == 1) v = roundf(v * 8.0f) / 8.0f;      /* many exact ties */
-            if (rep % 4 == 2 && k % 7 == 0) v = 0.0f;           /* zeros */
+            if (rep % 4 == 1) v = roundf(v * 8.0f) / 8.0f;           /* many exact ties */
+            if (rep % 4 == 2 && k % 7 == 0) v = 0.0f;                /* zeros */
             if (rep % 4 == 3) v = (k % 32 == 5) ? -scale : v * 0.5f; /* one dominant negative */
             x[k] = v;
         }
@@ -146,12 +146,15 @@ static void test_crafted_blocks(void **state)
     memset(x, 0, sizeof x);
     omnic__quantize_row_q8_0(x, &b8, 32);
     assert_int_equal(b8.d, 0);
-    for (int j = 0; j < 32; j++) assert_int_equal(b8.qs[j], 0);
+    for (int j = 0; j < 32; j++)
+        assert_int_equal(b8.qs[j], 0);
     omnic__quantize_row_q4_0(x, &b4, 32);
     assert_true(b4.d == 0 || b4.d == 0x8000); /* d = 0 / -8 = -0, as in ggml */
-    for (int j = 0; j < 32; j++) assert_int_equal(q4_at(&b4, j), 8);
+    for (int j = 0; j < 32; j++)
+        assert_int_equal(q4_at(&b4, j), 8);
     omnic__dequantize_row_q4_0(&b4, y, 32);
-    for (int j = 0; j < 32; j++) assert_true(y[j] == 0.0f);
+    for (int j = 0; j < 32; j++)
+        assert_true(y[j] == 0.0f);
 
     /* q8_0 ties round away from zero: amax 127 gives d = 1, id = 1 */
     static const float t8[] = {127, 2.5f, -2.5f, 0.5f, -0.5f, 126.5f, -126.5f, 1.4999999f, -1.5f, 0};
@@ -160,7 +163,8 @@ static void test_crafted_blocks(void **state)
     memcpy(x, t8, sizeof t8);
     omnic__quantize_row_q8_0(x, &b8, 32);
     assert_true(omnic__f16_to_f32(b8.d) == 1.0f);
-    for (size_t j = 0; j < sizeof w8 / sizeof w8[0]; j++) assert_int_equal(b8.qs[j], w8[j]);
+    for (size_t j = 0; j < sizeof w8 / sizeof w8[0]; j++)
+        assert_int_equal(b8.qs[j], w8[j]);
 
     /* q4_0, largest magnitude negative (-8): d = 1; q = min(15, trunc(x + 8.5)): ties round up */
     static const float t4[] = {-8, 7, 7.5f, -2.5f, 2.5f, -0.5f, 0.5f, -7.5f, 6.49f};
@@ -169,8 +173,10 @@ static void test_crafted_blocks(void **state)
     memcpy(x, t4, sizeof t4);
     omnic__quantize_row_q4_0(x, &b4, 32);
     assert_true(omnic__f16_to_f32(b4.d) == 1.0f);
-    for (size_t j = 0; j < sizeof w4 / sizeof w4[0]; j++) assert_int_equal(q4_at(&b4, (int)j), w4[j]);
-    for (int j = 9; j < 32; j++) assert_int_equal(q4_at(&b4, j), 8);
+    for (size_t j = 0; j < sizeof w4 / sizeof w4[0]; j++)
+        assert_int_equal(q4_at(&b4, (int)j), w4[j]);
+    for (int j = 9; j < 32; j++)
+        assert_int_equal(q4_at(&b4, j), 8);
 
     /* largest magnitude positive (+8): d = -1; x = -8 maps to 16, clamped to 15 */
     memset(x, 0, sizeof x);
@@ -197,16 +203,20 @@ static void test_crafted_blocks(void **state)
     assert_true(omnic__f16_to_f32(b4.d) == 0.625f);
 
     /* element order of q4_0: element j low nibble of byte j, j + 16 high nibble */
-    for (int j = 0; j < 32; j++) x[j] = (float)(j % 16) - 8.0f;
+    for (int j = 0; j < 32; j++)
+        x[j] = (float)(j % 16) - 8.0f;
     x[0] = -8;
     omnic__quantize_row_q4_0(x, &b4, 32);
-    for (int j = 0; j < 16; j++) assert_int_equal(b4.qs[j], (uint8_t)(j | (j << 4)));
+    for (int j = 0; j < 16; j++)
+        assert_int_equal(b4.qs[j], (uint8_t)(j | (j << 4)));
 
     /* dequantization is exactly f16(d) * q */
-    for (int j = 0; j < 32; j++) x[j] = rng_f(-3, 3);
+    for (int j = 0; j < 32; j++)
+        x[j] = rng_f(-3, 3);
     omnic__quantize_row_q8_0(x, &b8, 32);
     omnic__dequantize_row(OMNIC_DTYPE_Q8_0, &b8, y, 32);
-    for (int j = 0; j < 32; j++) assert_true(y[j] == omnic__f16_to_f32(b8.d) * (float)b8.qs[j]);
+    for (int j = 0; j < 32; j++)
+        assert_true(y[j] == omnic__f16_to_f32(b8.d) * (float)b8.qs[j]);
 }
 
 /* |x - dequant(quant(x))| per element within the rounding step (+ the f16 rounding of d):
@@ -220,13 +230,15 @@ static void test_round_trip_bounds(void **state)
     static omnic__block_q8_0 b8[K / 32];
     static omnic__block_q4_0 b4[K / 32];
     double se8 = 0, se4 = 0, sx = 0;
-    for (int k = 0; k < K; k++) x[k] = rng_f(-1, 1) * (k % 97 == 0 ? 20.0f : 1.0f);
+    for (int k = 0; k < K; k++)
+        x[k] = rng_f(-1, 1) * (k % 97 == 0 ? 20.0f : 1.0f);
     omnic__quantize_row_q8_0(x, b8, K);
     omnic__dequantize_row_q8_0(b8, y, K);
     for (int k = 0; k < K; k++) {
         const float *blk = x + k / 32 * 32;
         float amax = 0;
-        for (int j = 0; j < 32; j++) amax = fmaxf(amax, fabsf(blk[j]));
+        for (int j = 0; j < 32; j++)
+            amax = fmaxf(amax, fabsf(blk[j]));
         const double d = amax / 127.0, d16 = omnic__f16_to_f32(b8[k / 32].d);
         const double err = fabs((double)x[k] - y[k]);
         assert_true(err <= 0.5 * d + 127 * fabs(d - d16) + 1e-12);
@@ -245,7 +257,8 @@ static void test_round_trip_bounds(void **state)
         assert_true(err <= fabs(d) + 8 * fabs(d - d16) + 1e-12);
         se4 += err * err;
     }
-    print_message("round trip NMSE (uniform rows, 1%% outliers x20): q8_0 %.3g, q4_0 %.3g\n", se8 / sx, se4 / sx);
+    print_message("round trip NMSE (uniform rows, 1%% outliers x20): q8_0 %.3g, q4_0 %.3g\n", se8 / sx,
+                  se4 / sx);
     assert_true(se8 / sx < 3e-4); /* blocks holding an outlier dominate both */
     assert_true(se4 / sx < 6e-2);
 }
@@ -287,14 +300,17 @@ static void test_act_quant_isas(void **state)
             x[k] = v;
         }
         if (rep % 3 == 1)
-            for (int b = 0; b < K / 32; b++) x[b * 32 + 7] = 127.0f; /* amax 127: id = 1, q = roundf(x) */
+            for (int b = 0; b < K / 32; b++)
+                x[b * 32 + 7] = 127.0f; /* amax 127: id = 1, q = roundf(x) */
         omnic__quantize_act_q8(x, qref, dref, K);
         for (int b = 0; b < K / 32; b++) {
             float amax = 0;
-            for (int j = 0; j < 32; j++) amax = fmaxf(amax, fabsf(x[b * 32 + j]));
+            for (int j = 0; j < 32; j++)
+                amax = fmaxf(amax, fabsf(x[b * 32 + j]));
             float d = amax / 127.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
             assert_true(dref[b] == d);
-            for (int j = 0; j < 32; j++) assert_int_equal(qref[b * 32 + j], (int8_t)roundf(x[b * 32 + j] * id));
+            for (int j = 0; j < 32; j++)
+                assert_int_equal(qref[b * 32 + j], (int8_t)roundf(x[b * 32 + j] * id));
         }
         kinds = 0;
         for (int kind = 0; kind < OMNIC_MQ_KIND_COUNT; kind++) {
@@ -319,9 +335,11 @@ static void test_act_quant_error(void **state)
     static int8_t qa[K];
     double se = 0, sr = 0;
     for (int rep = 0; rep < 8; rep++) {
-        for (int k = 0; k < K; k++) a[k] = rng_f(-1, 1);
+        for (int k = 0; k < K; k++)
+            a[k] = rng_f(-1, 1);
         for (int n = 0; n < N; n++)
-            for (int k = 0; k < K; k++) w[n][k] = rng_f(-1, 1);
+            for (int k = 0; k < K; k++)
+                w[n][k] = rng_f(-1, 1);
         omnic__quantize_act_q8(a, qa, da, K);
         for (int n = 0; n < N; n++) {
             double exact = 0, q = 0;
@@ -333,16 +351,17 @@ static void test_act_quant_error(void **state)
             sr += exact * exact;
         }
     }
-    print_message("q8 activation quantization: matmul NMSE %.3g against f32 activations (K = %d)\n", se / sr, K);
+    print_message("q8 activation quantization: matmul NMSE %.3g against f32 activations (K = %d)\n", se / sr,
+                  K);
     assert_true(se / sr < 1e-4);
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_layouts),        cmocka_unit_test(test_matches_ggml_reference),
-        cmocka_unit_test(test_crafted_blocks), cmocka_unit_test(test_round_trip_bounds),
-        cmocka_unit_test(test_bad_shapes),     cmocka_unit_test(test_act_quant_isas),
+        cmocka_unit_test(test_layouts),         cmocka_unit_test(test_matches_ggml_reference),
+        cmocka_unit_test(test_crafted_blocks),  cmocka_unit_test(test_round_trip_bounds),
+        cmocka_unit_test(test_bad_shapes),      cmocka_unit_test(test_act_quant_isas),
         cmocka_unit_test(test_act_quant_error),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

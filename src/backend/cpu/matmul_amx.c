@@ -26,17 +26,23 @@
 #define OMNIC_AMX_NC 64 /* weight rows per task (a multiple of 16) */
 #define AMX_MG 64       /* activation rows per group (kept in L2 while a chunk's tiles sweep it) */
 
-static size_t align64(size_t n) { return (n + 63) / 64 * 64; }
-static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+static size_t align64(size_t n)
+{
+    return (n + 63) / 64 * 64;
+}
+static int64_t cdiv(int64_t a, int64_t b)
+{
+    return (a + b - 1) / b;
+}
 
 /* Offsets of one thread's part. */
 typedef struct amx_part {
-    size_t bt;    /* act, VNNI tiles: [M16/16][nb][8 rows][16 x 4 bytes] */
-    size_t dav;   /* act scales: [M16/16][nb][16] f32 */
-    size_t qtmp;  /* one act row: K int8 + nb f32 */
-    size_t ws;    /* weight chunk: [OMNIC_AMX_NC][K] int8 */
-    size_t dws;   /* weight chunk scales: [OMNIC_AMX_NC][nb] f32 */
-    size_t cbuf;  /* two C tiles: 2 x 16 x 64 bytes */
+    size_t bt;   /* act, VNNI tiles: [M16/16][nb][8 rows][16 x 4 bytes] */
+    size_t dav;  /* act scales: [M16/16][nb][16] f32 */
+    size_t qtmp; /* one act row: K int8 + nb f32 */
+    size_t ws;   /* weight chunk: [OMNIC_AMX_NC][K] int8 */
+    size_t dws;  /* weight chunk scales: [OMNIC_AMX_NC][nb] f32 */
+    size_t cbuf; /* two C tiles: 2 x 16 x 64 bytes */
     size_t bytes;
 } amx_part;
 
@@ -106,7 +112,8 @@ static OMNIC_AMX void stage_act(const float *a, int64_t M, int64_t K, uint8_t *p
         }
         for (int64_t b = 0; b < nb; b++) {
             uint8_t *tile = bt + (size_t)(mt * nb + b) * 512;
-            for (int kg = 0; kg < 8; kg++) memcpy(tile + kg * 64 + mm * 4, q + b * OMNIC_QK + kg * 4, 4);
+            for (int kg = 0; kg < 8; kg++)
+                memcpy(tile + kg * 64 + mm * 4, q + b * OMNIC_QK + kg * 4, 4);
             dav[(mt * nb + b) * 16 + mm] = d[b];
         }
     }
@@ -166,8 +173,10 @@ OMNIC_INLINE OMNIC_AMX void transpose16(__m512 r[16])
         u[4 * g + 3] = _mm512_shuffle_ps(t[4 * g + 1], t[4 * g + 3], 0xee);
     }
     for (int k = 0; k < 4; k++) {
-        __m512 v0 = _mm512_shuffle_f32x4(u[k], u[4 + k], 0x44), v1 = _mm512_shuffle_f32x4(u[k], u[4 + k], 0xee);
-        __m512 v2 = _mm512_shuffle_f32x4(u[8 + k], u[12 + k], 0x44), v3 = _mm512_shuffle_f32x4(u[8 + k], u[12 + k], 0xee);
+        __m512 v0 = _mm512_shuffle_f32x4(u[k], u[4 + k], 0x44),
+               v1 = _mm512_shuffle_f32x4(u[k], u[4 + k], 0xee);
+        __m512 v2 = _mm512_shuffle_f32x4(u[8 + k], u[12 + k], 0x44),
+               v3 = _mm512_shuffle_f32x4(u[8 + k], u[12 + k], 0xee);
         r[0 + k] = _mm512_shuffle_f32x4(v0, v2, 0x88);
         r[4 + k] = _mm512_shuffle_f32x4(v0, v2, 0xdd);
         r[8 + k] = _mm512_shuffle_f32x4(v1, v3, 0x88);
@@ -180,14 +189,16 @@ OMNIC_INLINE OMNIC_AMX void fold(__m512 acc[16], const int32_t *c, const float *
                                  const float *da)
 {
     __m512 dv = _mm512_loadu_ps(da);
-    OMNIC_UNROLL for (int r = 0; r < 16; r++) {
+    OMNIC_UNROLL for (int r = 0; r < 16; r++)
+    {
         __m512 s = _mm512_mul_ps(_mm512_set1_ps(dw[r * nb + b]), dv);
         acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_loadu_si512(c + 16 * r)), s, acc[r]);
     }
 }
 
 /* One 16 x 16 output tile: weight rows t*16.. of the staged chunk x activation tile mt. */
-static OMNIC_AMX void tile_pair(uint8_t *part, const amx_part *P, int64_t K, int64_t t, int64_t mt, __m512 acc[16])
+static OMNIC_AMX void tile_pair(uint8_t *part, const amx_part *P, int64_t K, int64_t t, int64_t mt,
+                                __m512 acc[16])
 {
     const int64_t nb = K / OMNIC_QK;
     const int8_t *wa = (const int8_t *)(part + P->ws) + t * 16 * K;
@@ -195,7 +206,8 @@ static OMNIC_AMX void tile_pair(uint8_t *part, const amx_part *P, int64_t K, int
     const uint8_t *bt = part + P->bt + (size_t)mt * (size_t)nb * 512;
     const float *dav = (const float *)(part + P->dav) + mt * nb * 16;
     int32_t *c0 = (int32_t *)(part + P->cbuf), *c1 = c0 + 256;
-    for (int r = 0; r < 16; r++) acc[r] = _mm512_setzero_ps();
+    for (int r = 0; r < 16; r++)
+        acc[r] = _mm512_setzero_ps();
     /* tiles (0, 2, 4) take even blocks, (1, 3, 5) odd ones */
     _tile_zero(0);
     _tile_loadd(2, wa, K);

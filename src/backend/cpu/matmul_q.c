@@ -37,8 +37,14 @@
 #define QG_NC 256
 #define QG_MB 128
 
-static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
-static size_t align64(size_t n) { return (n + 63) / 64 * 64; }
+static int64_t cdiv(int64_t a, int64_t b)
+{
+    return (a + b - 1) / b;
+}
+static size_t align64(size_t n)
+{
+    return (n + 63) / 64 * 64;
+}
 
 omnic__mq_kind omnic__mq_kind_get(void)
 {
@@ -55,7 +61,7 @@ omnic__mq_layout omnic__mq_layout_of(omnic__mq_kind kind, omnic_dtype wdt, int64
     (void)wdt;
     const size_t nb = (size_t)(K / OMNIC_QK), spb = 4, ns = (nb + spb - 1) / spb;
     const size_t kp = kind == OMNIC_MQ_VNNI ? ns * spb * OMNIC_QK : align64((size_t)K); /* q bytes */
-    size_t off = align64(kp); /* q at 0 */
+    size_t off = align64(kp);                                                           /* q at 0 */
     if (kind == OMNIC_MQ_AVX2) {
         L.abs = off;
         off += kp;
@@ -83,8 +89,10 @@ OMNIC_INLINE OMNIC_AVX512 __m512 round_away16(__m512 v)
 {
     __m512 t = _mm512_roundscale_ps(v, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
     __m512 r = _mm512_sub_ps(v, t); /* exact */
-    t = _mm512_mask_add_ps(t, _mm512_cmp_ps_mask(r, _mm512_set1_ps(0.5f), _CMP_GE_OQ), t, _mm512_set1_ps(1.0f));
-    return _mm512_mask_sub_ps(t, _mm512_cmp_ps_mask(r, _mm512_set1_ps(-0.5f), _CMP_LE_OQ), t, _mm512_set1_ps(1.0f));
+    t = _mm512_mask_add_ps(t, _mm512_cmp_ps_mask(r, _mm512_set1_ps(0.5f), _CMP_GE_OQ), t,
+                           _mm512_set1_ps(1.0f));
+    return _mm512_mask_sub_ps(t, _mm512_cmp_ps_mask(r, _mm512_set1_ps(-0.5f), _CMP_LE_OQ), t,
+                              _mm512_set1_ps(1.0f));
 }
 
 static OMNIC_AVX512 void quant_row_avx512(const float *x, int8_t *q, float *d, int64_t K)
@@ -136,26 +144,31 @@ static OMNIC_AVX2 void quant_row_avx2(const float *x, int8_t *q, float *d, int64
 
 void omnic__mq_quant_row(omnic__mq_kind kind, const float *x, int8_t *q, float *d, int64_t K)
 {
-    if (kind == OMNIC_MQ_VNNI) quant_row_avx512(x, q, d, K);
-    else if (kind == OMNIC_MQ_AVX2) quant_row_avx2(x, q, d, K);
-    else omnic__quantize_act_q8(x, q, d, K);
+    if (kind == OMNIC_MQ_VNNI)
+        quant_row_avx512(x, q, d, K);
+    else if (kind == OMNIC_MQ_AVX2)
+        quant_row_avx2(x, q, d, K);
+    else
+        omnic__quantize_act_q8(x, q, d, K);
 }
 
 static int32_t block_sum(const int8_t *q)
 {
     int32_t s = 0;
-    for (int j = 0; j < OMNIC_QK; j++) s += q[j];
+    for (int j = 0; j < OMNIC_QK; j++)
+        s += q[j];
     return s;
 }
 
 /* Rows a[rows, K] into buf (stride L->bytes) with the extras kernel `kind` reads for weights wdt
  * (layouts: matmul_q.h). */
-static void quant_rows(omnic__mq_kind kind, omnic_dtype wdt, const float *a, int64_t rows, int64_t K, uint8_t *buf,
-                       const omnic__mq_layout *L)
+static void quant_rows(omnic__mq_kind kind, omnic_dtype wdt, const float *a, int64_t rows, int64_t K,
+                       uint8_t *buf, const omnic__mq_layout *L)
 {
     const bool q4 = wdt == OMNIC_DTYPE_Q4_0;
     const int64_t nb = K / OMNIC_QK, spb = 4, ns = (nb + spb - 1) / spb;
-    const int32_t c = q4 ? 8 : 128; /* offset the unsigned weight operand carries (q4_0 nibbles, q8_0 q + 128) */
+    const int32_t c =
+        q4 ? 8 : 128; /* offset the unsigned weight operand carries (q4_0 nibbles, q8_0 q + 128) */
     for (int64_t i = 0; i < rows; i++) {
         uint8_t *r = buf + (size_t)i * L->bytes;
         int8_t *q = (int8_t *)r;
@@ -163,7 +176,8 @@ static void quant_rows(omnic__mq_kind kind, omnic_dtype wdt, const float *a, int
         omnic__mq_quant_row(kind, a + i * K, q, d, K);
         if (kind == OMNIC_MQ_AVX2) {
             uint8_t *ab = r + L->abs;
-            for (int64_t k = 0; k < K; k++) ab[k] = (uint8_t)(q[k] < 0 ? -q[k] : q[k]);
+            for (int64_t k = 0; k < K; k++)
+                ab[k] = (uint8_t)(q[k] < 0 ? -q[k] : q[k]);
             int32_t *corr = (int32_t *)(r + L->corr);
             for (int64_t b = 0; b < nb; b++) {
                 memset(corr + 8 * b, 0, 32);
@@ -171,7 +185,8 @@ static void quant_rows(omnic__mq_kind kind, omnic_dtype wdt, const float *a, int
             }
         } else if (kind == OMNIC_MQ_VNNI) {
             memset(r + K, 0, (size_t)(ns * spb * OMNIC_QK - K)); /* whole steps: padded blocks q = 0, d = 0 */
-            for (int64_t b = nb; b < ns * spb; b++) d[b] = 0.0f;
+            for (int64_t b = nb; b < ns * spb; b++)
+                d[b] = 0.0f;
             int32_t *corr = (int32_t *)(r + L->corr);
             float *dv = (float *)(r + L->dv);
             const int lanes = 16 / (int)spb; /* int32 lanes per block */
@@ -180,7 +195,8 @@ static void quant_rows(omnic__mq_kind kind, omnic_dtype wdt, const float *a, int
                 for (int64_t h = 0; h < spb; h++) {
                     int64_t b = st * spb + h;
                     corr[16 * st + lanes * h] = -c * block_sum(q + b * OMNIC_QK);
-                    for (int l = 0; l < lanes; l++) dv[16 * st + lanes * h + l] = d[b];
+                    for (int l = 0; l < lanes; l++)
+                        dv[16 * st + lanes * h + l] = d[b];
                 }
                 { /* the quad's elements 0-15 of each block, then 16-31 */
                     int8_t tmp[4 * OMNIC_QK];
@@ -213,8 +229,8 @@ typedef void (*mq_fn)(const uint8_t *act, const omnic__mq_layout *L, int64_t M, 
 
 /* ---- scalar ---- */
 
-static void mq_scalar(const uint8_t *act, const omnic__mq_layout *L, int64_t M, int64_t K, const void *w, int64_t n0,
-                      int64_t n1, float *dst, int64_t N, bool q4)
+static void mq_scalar(const uint8_t *act, const omnic__mq_layout *L, int64_t M, int64_t K, const void *w,
+                      int64_t n0, int64_t n1, float *dst, int64_t N, bool q4)
 {
     const int64_t nb = K / OMNIC_QK;
     const size_t bb = q4 ? sizeof(omnic__block_q4_0) : sizeof(omnic__block_q8_0);
@@ -237,7 +253,8 @@ static void mq_scalar(const uint8_t *act, const omnic__mq_layout *L, int64_t M, 
                         s += ((blk[2 + j] >> 4) - 8) * qa[j + OMNIC_QK / 2];
                     }
                 } else {
-                    for (int j = 0; j < OMNIC_QK; j++) s += (int8_t)blk[2 + j] * qa[j];
+                    for (int j = 0; j < OMNIC_QK; j++)
+                        s += (int8_t)blk[2 + j] * qa[j];
                 }
                 acc += omnic__f16_to_f32(dh) * d[b] * (float)s;
             }
@@ -266,17 +283,20 @@ OMNIC_INLINE OMNIC_AVX2 float f16_scalar(const uint8_t *p)
     return _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtsi32_si128(h)));
 }
 
-OMNIC_INLINE OMNIC_AVX2 void tile_avx2(const uint8_t *act, const omnic__mq_layout *L, int mr, const uint8_t *w,
-                                       size_t ldw, int nr, int64_t nb, bool q4, float *out, int64_t ldo)
+OMNIC_INLINE OMNIC_AVX2 void tile_avx2(const uint8_t *act, const omnic__mq_layout *L, int mr,
+                                       const uint8_t *w, size_t ldw, int nr, int64_t nb, bool q4, float *out,
+                                       int64_t ldo)
 {
     const size_t bb = q4 ? sizeof(omnic__block_q4_0) : sizeof(omnic__block_q8_0);
     const __m256i ones = _mm256_set1_epi16(1), low4 = _mm256_set1_epi8(0x0f);
     __m256 acc[2][MQ_NR];
-    OMNIC_UNROLL for (int i = 0; i < mr; i++) OMNIC_UNROLL for (int j = 0; j < nr; j++) acc[i][j] = _mm256_setzero_ps();
+    OMNIC_UNROLL for (int i = 0; i < mr; i++) OMNIC_UNROLL for (int j = 0; j < nr; j++) acc[i][j] =
+        _mm256_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {
         __m256i wv[MQ_NR];
         float dw[MQ_NR];
-        OMNIC_UNROLL for (int j = 0; j < nr; j++) {
+        OMNIC_UNROLL for (int j = 0; j < nr; j++)
+        {
             const uint8_t *blk = w + (size_t)j * ldw + (size_t)b * bb;
             _mm_prefetch((const char *)blk + (size_t)nr * ldw, _MM_HINT_T0);
             _mm_prefetch((const char *)blk + MQ_PF_L2, _MM_HINT_T1);
@@ -289,21 +309,27 @@ OMNIC_INLINE OMNIC_AVX2 void tile_avx2(const uint8_t *act, const omnic__mq_layou
                 wv[j] = _mm256_loadu_si256((const __m256i *)(blk + 2));
             }
         }
-        OMNIC_UNROLL for (int i = 0; i < mr; i++) {
+        OMNIC_UNROLL for (int i = 0; i < mr; i++)
+        {
             const uint8_t *r = act + (size_t)i * L->bytes;
             __m256i a = _mm256_loadu_si256((const __m256i *)(r + b * OMNIC_QK));
             float da = ((const float *)(r + L->d))[b];
-            __m256i aa = q4 ? _mm256_setzero_si256() : _mm256_loadu_si256((const __m256i *)(r + L->abs + b * OMNIC_QK));
-            __m256i corr = q4 ? _mm256_loadu_si256((const __m256i *)(r + L->corr + b * 32)) : _mm256_setzero_si256();
-            OMNIC_UNROLL for (int j = 0; j < nr; j++) {
-                __m256i p16 = q4 ? _mm256_maddubs_epi16(wv[j], a) : _mm256_maddubs_epi16(aa, _mm256_sign_epi8(wv[j], a));
+            __m256i aa = q4 ? _mm256_setzero_si256()
+                            : _mm256_loadu_si256((const __m256i *)(r + L->abs + b * OMNIC_QK));
+            __m256i corr =
+                q4 ? _mm256_loadu_si256((const __m256i *)(r + L->corr + b * 32)) : _mm256_setzero_si256();
+            OMNIC_UNROLL for (int j = 0; j < nr; j++)
+            {
+                __m256i p16 = q4 ? _mm256_maddubs_epi16(wv[j], a)
+                                 : _mm256_maddubs_epi16(aa, _mm256_sign_epi8(wv[j], a));
                 __m256i p32 = _mm256_madd_epi16(p16, ones);
                 if (q4) p32 = _mm256_add_epi32(p32, corr);
                 acc[i][j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p32), _mm256_set1_ps(dw[j] * da), acc[i][j]);
             }
         }
     }
-    OMNIC_UNROLL for (int i = 0; i < mr; i++) OMNIC_UNROLL for (int j = 0; j < nr; j++) out[i * ldo + j] = omnic__hsum256(acc[i][j]);
+    OMNIC_UNROLL for (int i = 0; i < mr; i++) OMNIC_UNROLL for (int j = 0; j < nr; j++) out[i * ldo + j] =
+        omnic__hsum256(acc[i][j]);
 }
 
 OMNIC_INLINE OMNIC_AVX2 void mq_avx2(const uint8_t *act, const omnic__mq_layout *L, int64_t M, int64_t K,
@@ -316,24 +342,30 @@ OMNIC_INLINE OMNIC_AVX2 void mq_avx2(const uint8_t *act, const omnic__mq_layout 
     for (; n + MQ_NR <= n1; n += MQ_NR) {
         int64_t i = 0;
         for (; i + 2 <= M; i += 2)
-            tile_avx2(act + (size_t)i * L->bytes, L, 2, wb + (size_t)n * ldw, ldw, MQ_NR, nb, q4, dst + i * N + n, N);
-        if (i < M) tile_avx2(act + (size_t)i * L->bytes, L, 1, wb + (size_t)n * ldw, ldw, MQ_NR, nb, q4, dst + i * N + n, N);
+            tile_avx2(act + (size_t)i * L->bytes, L, 2, wb + (size_t)n * ldw, ldw, MQ_NR, nb, q4,
+                      dst + i * N + n, N);
+        if (i < M)
+            tile_avx2(act + (size_t)i * L->bytes, L, 1, wb + (size_t)n * ldw, ldw, MQ_NR, nb, q4,
+                      dst + i * N + n, N);
     }
     for (; n < n1; n++) {
         int64_t i = 0;
         for (; i + 2 <= M; i += 2)
-            tile_avx2(act + (size_t)i * L->bytes, L, 2, wb + (size_t)n * ldw, ldw, 1, nb, q4, dst + i * N + n, N);
-        if (i < M) tile_avx2(act + (size_t)i * L->bytes, L, 1, wb + (size_t)n * ldw, ldw, 1, nb, q4, dst + i * N + n, N);
+            tile_avx2(act + (size_t)i * L->bytes, L, 2, wb + (size_t)n * ldw, ldw, 1, nb, q4, dst + i * N + n,
+                      N);
+        if (i < M)
+            tile_avx2(act + (size_t)i * L->bytes, L, 1, wb + (size_t)n * ldw, ldw, 1, nb, q4, dst + i * N + n,
+                      N);
     }
 }
 
-static OMNIC_AVX2 void mq_avx2_q8(const uint8_t *act, const omnic__mq_layout *L, int64_t M, int64_t K, const void *w,
-                                  int64_t n0, int64_t n1, float *dst, int64_t N)
+static OMNIC_AVX2 void mq_avx2_q8(const uint8_t *act, const omnic__mq_layout *L, int64_t M, int64_t K,
+                                  const void *w, int64_t n0, int64_t n1, float *dst, int64_t N)
 {
     mq_avx2(act, L, M, K, w, n0, n1, dst, N, false);
 }
-static OMNIC_AVX2 void mq_avx2_q4(const uint8_t *act, const omnic__mq_layout *L, int64_t M, int64_t K, const void *w,
-                                  int64_t n0, int64_t n1, float *dst, int64_t N)
+static OMNIC_AVX2 void mq_avx2_q4(const uint8_t *act, const omnic__mq_layout *L, int64_t M, int64_t K,
+                                  const void *w, int64_t n0, int64_t n1, float *dst, int64_t N)
 {
     mq_avx2(act, L, M, K, w, n0, n1, dst, N, true);
 }
@@ -355,7 +387,7 @@ typedef struct vnni_consts {
     __m512i idx_lo, idx_hi; /* bytes of w0 / w1 from (z0, z1) */
     __m512i idx_hi2;        /* q8_0: bytes of w1 from z2 (lanes in hi2_mask) */
     __mmask64 hi2_mask;
-    __m512i idx_d;          /* words: each block's f16 scale over its 4 lanes, from (z0, z1) */
+    __m512i idx_d;                /* words: each block's f16 scale over its 4 lanes, from (z0, z1) */
     __mmask64 part0[4], part1[4]; /* byte masks of z0 / z1 for a partial quad of 0..3 blocks */
 } vnni_consts;
 
@@ -377,7 +409,8 @@ static OMNIC_VNNI vnni_consts vnni_setup(bool q4)
         }
         hi[k] = (uint8_t)h;
     }
-    for (int k = 0; k < 16; k++) id[k] = (uint16_t)((bb / 2) * (k / 4));
+    for (int k = 0; k < 16; k++)
+        id[k] = (uint16_t)((bb / 2) * (k / 4));
     c.idx_lo = _mm512_loadu_si512(lo);
     c.idx_hi = _mm512_loadu_si512(hi);
     c.idx_hi2 = _mm512_loadu_si512(hi2);
@@ -426,19 +459,22 @@ OMNIC_INLINE OMNIC_VNNI void ldw_quad(const uint8_t *p, int nblk, bool q4, const
 }
 
 /* Activation quad s of a row: q_lo, q_hi (128 bytes), corr, dv (64 bytes each). */
-OMNIC_INLINE OMNIC_VNNI void tile_vnni(const uint8_t *act, const omnic__mq_layout *L, int mr, const uint8_t *w,
-                                       size_t ldw, size_t pf, int nr, int64_t nb, bool q4, const vnni_consts *c,
-                                       float *out, int64_t ldo)
+OMNIC_INLINE OMNIC_VNNI void tile_vnni(const uint8_t *act, const omnic__mq_layout *L, int mr,
+                                       const uint8_t *w, size_t ldw, size_t pf, int nr, int64_t nb, bool q4,
+                                       const vnni_consts *c, float *out, int64_t ldo)
 {
-    const size_t sb = 4 * (q4 ? sizeof(omnic__block_q4_0) : sizeof(omnic__block_q8_0)); /* weight bytes per quad */
+    const size_t sb =
+        4 * (q4 ? sizeof(omnic__block_q4_0) : sizeof(omnic__block_q8_0)); /* weight bytes per quad */
     __m512 acc[4][MQ_NR];
-    OMNIC_UNROLL for (int i = 0; i < mr; i++) OMNIC_UNROLL for (int j = 0; j < nr; j++) acc[i][j] = _mm512_setzero_ps();
+    OMNIC_UNROLL for (int i = 0; i < mr; i++) OMNIC_UNROLL for (int j = 0; j < nr; j++) acc[i][j] =
+        _mm512_setzero_ps();
     const int64_t ns = (nb + 3) / 4;
     for (int64_t s = 0; s < ns; s++) {
         const int nblk = nb - s * 4 < 4 ? (int)(nb - s * 4) : 4;
         __m512i w0[MQ_NR], w1[MQ_NR];
         __m512 dw[MQ_NR];
-        OMNIC_UNROLL for (int j = 0; j < nr; j++) {
+        OMNIC_UNROLL for (int j = 0; j < nr; j++)
+        {
             const uint8_t *wp = w + (size_t)j * ldw + (size_t)s * sb;
             _mm_prefetch((const char *)wp + pf, _MM_HINT_T0);
             _mm_prefetch((const char *)wp + pf + 64, _MM_HINT_T0);
@@ -450,19 +486,22 @@ OMNIC_INLINE OMNIC_VNNI void tile_vnni(const uint8_t *act, const omnic__mq_layou
             }
             ldw_quad(wp, nblk, q4, c, &w0[j], &w1[j], &dw[j]);
         }
-        OMNIC_UNROLL for (int i = 0; i < mr; i++) {
+        OMNIC_UNROLL for (int i = 0; i < mr; i++)
+        {
             const uint8_t *r = act + (size_t)i * L->bytes;
             const __m512i a0 = _mm512_loadu_si512(r + (size_t)s * 128);
             const __m512i a1 = _mm512_loadu_si512(r + (size_t)s * 128 + 64);
             const __m512i corr = _mm512_loadu_si512(r + L->corr + (size_t)s * 64);
             const __m512 dv = _mm512_loadu_ps((const float *)(r + L->dv + (size_t)s * 64));
-            OMNIC_UNROLL for (int j = 0; j < nr; j++) {
+            OMNIC_UNROLL for (int j = 0; j < nr; j++)
+            {
                 const __m512i t = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(corr, w0[j], a0), w1[j], a1);
                 acc[i][j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(t), _mm512_mul_ps(dw[j], dv), acc[i][j]);
             }
         }
     }
-    OMNIC_UNROLL for (int i = 0; i < mr; i++) OMNIC_UNROLL for (int j = 0; j < nr; j++) out[i * ldo + j] = _mm512_reduce_add_ps(acc[i][j]);
+    OMNIC_UNROLL for (int i = 0; i < mr; i++) OMNIC_UNROLL for (int j = 0; j < nr; j++) out[i * ldo + j] =
+        _mm512_reduce_add_ps(acc[i][j]);
 }
 
 /* Tiles: 4 weight rows per step of n (prefetching the same rows of the next step); activation
@@ -478,7 +517,8 @@ OMNIC_INLINE OMNIC_VNNI void mq_vnni(const uint8_t *act, const omnic__mq_layout 
     const uint8_t *wb = w;
     const vnni_consts c = vnni_setup(q4);
     const size_t as = L->bytes;
-#define TILE(MR, NR, DN) tile_vnni(act + i * as, L, MR, wt + (DN) * ldw, ldw, pf, NR, nb, q4, &c, dst + i * N + n + (DN), N)
+#define TILE(MR, NR, DN)                                                                                     \
+    tile_vnni(act + i * as, L, MR, wt + (DN)*ldw, ldw, pf, NR, nb, q4, &c, dst + i * N + n + (DN), N)
     int64_t n = n0;
     for (; n + MQ_NR <= n1; n += MQ_NR) {
         const uint8_t *wt = wb + (size_t)n * ldw;
@@ -488,28 +528,38 @@ OMNIC_INLINE OMNIC_VNNI void mq_vnni(const uint8_t *act, const omnic__mq_layout 
             TILE(4, 2, 2);
         }
         switch (M - i) {
-        case 3: TILE(3, 2, 0); TILE(3, 2, 2); break;
-        case 2: TILE(2, 4, 0); break;
-        case 1: TILE(1, 4, 0); break;
-        default: break;
+        case 3:
+            TILE(3, 2, 0);
+            TILE(3, 2, 2);
+            break;
+        case 2:
+            TILE(2, 4, 0);
+            break;
+        case 1:
+            TILE(1, 4, 0);
+            break;
+        default:
+            break;
         }
     }
     for (; n < n1; n++) {
         const uint8_t *wt = wb + (size_t)n * ldw;
         int64_t i = 0;
-        for (; i + 4 <= M; i += 4) TILE(4, 1, 0);
-        for (; i < M; i++) TILE(1, 1, 0);
+        for (; i + 4 <= M; i += 4)
+            TILE(4, 1, 0);
+        for (; i < M; i++)
+            TILE(1, 1, 0);
     }
 #undef TILE
 }
 
-static OMNIC_VNNI void mq_vnni_q8(const uint8_t *act, const omnic__mq_layout *L, int64_t M, int64_t K, const void *w,
-                                  int64_t n0, int64_t n1, float *dst, int64_t N)
+static OMNIC_VNNI void mq_vnni_q8(const uint8_t *act, const omnic__mq_layout *L, int64_t M, int64_t K,
+                                  const void *w, int64_t n0, int64_t n1, float *dst, int64_t N)
 {
     mq_vnni(act, L, M, K, w, n0, n1, dst, N, false);
 }
-static OMNIC_VNNI void mq_vnni_q4(const uint8_t *act, const omnic__mq_layout *L, int64_t M, int64_t K, const void *w,
-                                  int64_t n0, int64_t n1, float *dst, int64_t N)
+static OMNIC_VNNI void mq_vnni_q4(const uint8_t *act, const omnic__mq_layout *L, int64_t M, int64_t K,
+                                  const void *w, int64_t n0, int64_t n1, float *dst, int64_t N)
 {
     mq_vnni(act, L, M, K, w, n0, n1, dst, N, true);
 }
@@ -519,7 +569,8 @@ static const mq_fn mq_table[OMNIC_MQ_KIND_COUNT][2] = {
     [OMNIC_MQ_AVX2] = {mq_avx2_q8, mq_avx2_q4},
     [OMNIC_MQ_VNNI] = {mq_vnni_q8, mq_vnni_q4},
 };
-_Static_assert(sizeof mq_table / sizeof mq_table[0] == OMNIC_MQ_KIND_COUNT, "mq_table out of step with kinds");
+_Static_assert(sizeof mq_table / sizeof mq_table[0] == OMNIC_MQ_KIND_COUNT,
+               "mq_table out of step with kinds");
 
 /* ------------------------------------------------------------------------------------------
  * Planning and dispatch. */
@@ -575,14 +626,16 @@ static void sgemm_path(const omnic__node *n, int ith, int nth, uint8_t *part)
     for (int64_t ci = c0; ci < c1; ci++) {
         int64_t n0 = ci * QG_NC, nc = N - n0 < QG_NC ? N - n0 : QG_NC;
         for (int64_t j = 0; j < nc; j++)
-            omnic__dequantize_row(w->dtype, (const uint8_t *)w->data + (size_t)(n0 + j) * wrow, wf + j * K, K);
+            omnic__dequantize_row(w->dtype, (const uint8_t *)w->data + (size_t)(n0 + j) * wrow, wf + j * K,
+                                  K);
         for (int64_t m0 = 0; m0 < M; m0 += QG_MB) {
             int64_t mb = M - m0 < QG_MB ? M - m0 : QG_MB;
             for (int64_t i = 0; i < mb; i++) {
                 const uint8_t *r = part + (size_t)(m0 + i) * L.bytes;
                 const int8_t *q = (const int8_t *)r;
                 const float *d = (const float *)(r + L.d);
-                for (int64_t k = 0; k < K; k++) af[i * K + k] = d[k / OMNIC_QK] * (float)q[k];
+                for (int64_t k = 0; k < K; k++)
+                    af[i * K + k] = d[k / OMNIC_QK] * (float)q[k];
             }
             omnic__cpu_sgemm(af, K, mb, wf, nc, dst + m0 * N + n0, N, bias ? bias + n0 : NULL);
         }
