@@ -179,7 +179,7 @@ static void quant_rows(omnic__mq_kind kind, omnic_dtype wdt, const float *a, int
             for (int64_t k = 0; k < K; k++)
                 ab[k] = (uint8_t)(q[k] < 0 ? -q[k] : q[k]);
             int32_t *corr = (int32_t *)(r + L->corr);
-            for (int64_t b = 0; b < nb; b++) {
+            for (int64_t b = 0; q4 && b < nb; b++) { /* q8_0 uses the sign trick instead */
                 memset(corr + 8 * b, 0, 32);
                 corr[8 * b] = -c * block_sum(q + b * OMNIC_QK);
             }
