@@ -173,6 +173,8 @@ def start_server(args):
         cmd += ["--quant", args.quant]
     if args.chunk:
         cmd += ["--chunk", str(args.chunk)]
+    if args.step_tokens:
+        cmd += ["--step-tokens", str(args.step_tokens)]
     log = open(args.log, "w")
     p = subprocess.Popen(cmd, stderr=log, stdout=log)
     port = None
@@ -202,6 +204,8 @@ def main():
     ap.add_argument("--parallel", type=int, default=8)
     ap.add_argument("--ctx", type=int, default=4096)
     ap.add_argument("--chunk", type=int, default=0, help="prefill chunk (server default when 0)")
+    ap.add_argument("--step-tokens", type=int, default=0,
+                    help="server --step-tokens: mixed prefill/decode steps (off when 0)")
     ap.add_argument("--concurrency", default="1,4,8")
     ap.add_argument("--requests", type=int, default=2, help="requests per client per concurrency level")
     ap.add_argument("--prompt-tokens", type=int, default=64)
@@ -226,14 +230,14 @@ def main():
     rng = random.Random(1234)
     out = {"load_s": load_s, "args": vars(args), "levels": []}
     print(f"# omnic serve bench: model {args.model or args.url}, quant {args.quant}, parallel {args.parallel}, "
-          f"threads {args.threads or 'all'}, prompt {args.prompt_tokens} tokens, {args.max_tokens} generated, "
+          f"threads {args.threads or 'all'}, step tokens {args.step_tokens or 'off'}, prompt {args.prompt_tokens} tokens, {args.max_tokens} generated, "
           f"{args.requests} requests per client (load {load_s:.1f} s)")
     try:
         one_request(args.host, port, args.api_key, [1, 2, 3, 4], 4)  # warm-up
         print("| concurrency | requests | errors | req/s | output tok/s | TTFT p50 (s) | TTFT p99 (s) | "
               "ITL p50 (ms) | ITL p99 (ms) |")
         print("|---|---|---|---|---|---|---|---|---|")
-        for c in [int(x) for x in args.concurrency.split(",")]:
+        for c in [int(x) for x in args.concurrency.split(",") if x]:
             res, wall = run_clients(args, port, c, args.requests, args.max_tokens, args.prompt_tokens, rng)
             row = summarize(str(c), res, wall)
             out["levels"].append(row)

@@ -13,6 +13,11 @@ Families (--family; config.json model_type in brackets):
   gemma3_text  Gemma3ForCausalLM [gemma3_text], (1 + w) sandwich norms, q/k norms, sliding and
                global layers, softcapping, SentencePiece-style BPE with byte fallback
 
+  llava        LlavaForConditionalGeneration [llava]: --vision clip|siglip tower + projector in
+               front of a --text llama|qwen2 model; <image> added token; preprocessor_config.json,
+               processor_config.json, chat_template.json; --new-names for the re-rooted weight
+               names; --dims real --preset llava-1.5-clip336 for LLaVA-1.5-7B shapes
+
 Written into --out DIR:
   config.json, generation_config.json        real HF keys for the family
   tokenizer.json, tokenizer_config.json      a real-format BPE tokenizer (byte-level, or
@@ -1294,6 +1299,216 @@ FAMILIES: Dict[str, Family] = {
     ),
 }
 
+# -----------------------------------------------------------------------------
+# LLaVA (LlavaForConditionalGeneration [llava]): a CLIP or SigLIP vision tower, the
+# two-layer projector and a llama / qwen2 text model (--vision, --text). Weights in the
+# old on-disk spelling (language_model.model.*, language_model.lm_head.weight,
+# vision_tower.vision_model.*, multi_modal_projector.*) or, with --new-names, the
+# transformers >= 4.52 spelling (model.language_model.*, lm_head.weight,
+# model.vision_tower.vision_model.*, model.multi_modal_projector.*). Values are seeded by
+# the old name, so both spellings hold the same numbers.
+# -----------------------------------------------------------------------------
+
+# llava-hf/llava-1.5-7b-hf chat_template.json (tests/oracle/templates/llava_1_5.jinja)
+LLAVA_CHAT_TEMPLATE = (
+    "{% for message in messages %}{% if message['role'] != 'system' %}{{ message['role'].upper() + ': '}}"
+    "{% endif %}{# Render all images first #}{% for content in message['content'] | selectattr('type', "
+    "'equalto', 'image') %}{{ '<image>\\n' }}{% endfor %}{# Render all text next #}{% if message['role'] != "
+    "'assistant' %}{% for content in message['content'] | selectattr('type', 'equalto', 'text') %}"
+    "{{ content['text'] + ' '}}{% endfor %}{% else %}{% for content in message['content'] | selectattr('type', "
+    "'equalto', 'text') %}{% generation %}{{ content['text'] + ' '}}{% endgeneration %}{% endfor %}{% endif %}"
+    "{% endfor %}{% if add_generation_prompt %}{{ 'ASSISTANT:' }}{% endif %}")
+
+OPENAI_CLIP_MEAN = [0.48145466, 0.4578275, 0.40821073]
+OPENAI_CLIP_STD = [0.26862954, 0.26130258, 0.27577711]
+
+# Tiny towers: CLIP 42 px / patch 14 -> 3x3 patches + CLS, 3 layers, feature layer -2
+# (layer 1's output), strategy default (CLS dropped) -> 9 rows; SigLIP 50 px / patch 16 ->
+# 3x3 patches (2 px dropped by the valid conv), 2 layers, feature layer -1, strategy full -> 9 rows.
+LLAVA_VISION_TINY = {
+    "clip": {"hidden": 32, "intermediate": 64, "layers": 3, "heads": 4, "patch": 14, "image": 42,
+             "feature_layer": -2, "strategy": "default"},
+    "siglip": {"hidden": 32, "intermediate": 64, "layers": 2, "heads": 4, "patch": 16, "image": 50,
+               "feature_layer": -1, "strategy": "full"},
+}
+LLAVA_PRESETS = {
+    # llava-hf/llava-1.5-7b-hf: CLIP ViT-L/14-336 + vicuna-7b (llama) text
+    "llava-1.5-clip336": {
+        "vision": "clip", "text": "llama",
+        "tower": {"hidden": 1024, "intermediate": 4096, "layers": 24, "heads": 16, "patch": 14, "image": 336,
+                  "feature_layer": -2, "strategy": "default"},
+        "text_dims": {"hidden": 4096, "layers": 32, "heads": 32, "kv_heads": 32, "head_dim": 128,
+                      "intermediate": 11008, "vocab": 32064, "max_pos": 4096, "rms_eps": 1e-5,
+                      "rope_theta": 10000.0, "rope_scaling": None, "tie": False},
+    },
+    # the same CLIP ViT-L/14-336 tower and projector shapes in front of the tiny llama text
+    # model (about 0.3 B params: tower benchmarks without writing a 7 B text model)
+    "llava-1.5-clip336-tower": {
+        "vision": "clip", "text": "llama",
+        "tower": {"hidden": 1024, "intermediate": 4096, "layers": 24, "heads": 16, "patch": 14, "image": 336,
+                  "feature_layer": -2, "strategy": "default"},
+        "text_dims": None,
+    },
+}
+
+
+def llava_vision_weights(v: dict, arch: str) -> List[WeightSpec]:
+    """Vision tower weights (HF CLIPVisionModel / SiglipVisionModel names under vision_tower.vision_model.)."""
+    C, I, p, g = v["hidden"], v["intermediate"], v["patch"], v["image"] // v["patch"]
+    P = "vision_tower.vision_model."
+    w: List[WeightSpec] = []
+    if arch == "clip":
+        w += [(P + "embeddings.class_embedding", (C,), "normal*2.5"),
+              (P + "embeddings.patch_embedding.weight", (C, 3, p, p)),
+              (P + "embeddings.position_embedding.weight", (g * g + 1, C)),
+              (P + "pre_layrnorm.weight", (C,), "norm"), (P + "pre_layrnorm.bias", (C,), "normal*0.5")]
+    else:
+        w += [(P + "embeddings.patch_embedding.weight", (C, 3, p, p)),
+              (P + "embeddings.patch_embedding.bias", (C,)),
+              (P + "embeddings.position_embedding.weight", (g * g, C))]
+    for i in range(v["layers"]):
+        q = f"{P}encoder.layers.{i}."
+        for proj in ("k_proj", "v_proj", "q_proj", "out_proj"):
+            w += [(f"{q}self_attn.{proj}.weight", (C, C)), (f"{q}self_attn.{proj}.bias", (C,), "normal*0.5")]
+        w += [(f"{q}layer_norm1.weight", (C,), "norm"), (f"{q}layer_norm1.bias", (C,), "normal*0.5"),
+              (f"{q}mlp.fc1.weight", (I, C)), (f"{q}mlp.fc1.bias", (I,), "normal*0.5"),
+              (f"{q}mlp.fc2.weight", (C, I)), (f"{q}mlp.fc2.bias", (C,), "normal*0.5"),
+              (f"{q}layer_norm2.weight", (C,), "norm"), (f"{q}layer_norm2.bias", (C,), "normal*0.5")]
+    w += [(P + "post_layernorm.weight", (C,), "norm"), (P + "post_layernorm.bias", (C,), "normal*0.5")]
+    return w
+
+
+def llava_vision_config(v: dict, arch: str) -> dict:
+    common = {"hidden_size": v["hidden"], "intermediate_size": v["intermediate"],
+              "num_hidden_layers": v["layers"], "num_attention_heads": v["heads"], "num_channels": 3,
+              "patch_size": v["patch"], "image_size": v["image"], "attention_dropout": 0.0}
+    if arch == "clip":
+        return dict(common, model_type="clip_vision_model", hidden_act="quick_gelu", layer_norm_eps=1e-5,
+                    projection_dim=768, vocab_size=32000)
+    return dict(common, model_type="siglip_vision_model", hidden_act="gelu_pytorch_tanh", layer_norm_eps=1e-6,
+                vision_use_head=False)
+
+
+def llava_rename(name: str, new: bool) -> str:
+    """Old on-disk name -> the spelling written."""
+    if not new:
+        return name
+    for old, nw in (("language_model.model.", "model.language_model."), ("language_model.lm_head.", "lm_head."),
+                    ("vision_tower.", "model.vision_tower."), ("multi_modal_projector.", "model.multi_modal_projector.")):
+        if name.startswith(old):
+            return nw + name[len(old):]
+    return name
+
+
+def build_llava(arch: str, text: str, v: dict, td: dict, tok: BpeTokenizer, tie: bool,
+                new_names: bool) -> Tuple[dict, List[WeightSpec], dict, dict]:
+    """config.json, weights (name, shape, init, seed name), preprocessor_config, processor_config."""
+    fam = FAMILIES[text]
+    ids = special_ids(tok)
+    text_cfg, text_w = fam.build(td, ids, tie)
+    g = v["image"] // v["patch"]
+    n_seq = g * g + (1 if arch == "clip" else 0)
+    n_rows = n_seq - (1 if v["strategy"] == "default" else 0)
+    image_id = tok.specials["<image>"]
+    D = td["hidden"]
+    specs: List[WeightSpec] = []
+    for s in text_w:  # text model: model.* -> language_model.model.*, lm_head -> language_model.lm_head
+        old = ("language_model." + s[0]) if s[0].startswith(("model.", "lm_head.")) else s[0]
+        specs.append((old, s[1], weight_init(s)))
+    specs += [(s[0], s[1], weight_init(s)) for s in llava_vision_weights(v, arch)]
+    specs += [("multi_modal_projector.linear_1.weight", (D, v["hidden"])),
+              ("multi_modal_projector.linear_1.bias", (D,), "normal*0.5"),
+              ("multi_modal_projector.linear_2.weight", (D, D)),
+              ("multi_modal_projector.linear_2.bias", (D,), "normal*0.5")]
+    specs = [(llava_rename(s[0], new_names), s[1], weight_init(s), s[0]) for s in specs]
+    config = {
+        "architectures": ["LlavaForConditionalGeneration"],
+        "model_type": "llava",
+        "ignore_index": -100,
+        "image_token_index": image_id,
+        "image_seq_length": n_rows,
+        "projector_hidden_act": "gelu",
+        "multimodal_projector_bias": True,
+        "vision_feature_layer": v["feature_layer"],
+        "vision_feature_select_strategy": v["strategy"],
+        "tie_word_embeddings": tie,
+        "text_config": text_cfg,
+        "vision_config": llava_vision_config(v, arch),
+    }
+    S = v["image"]
+    if arch == "clip":
+        pre = {"crop_size": {"height": S, "width": S}, "do_center_crop": True, "do_convert_rgb": True,
+               "do_normalize": True, "do_rescale": True, "do_resize": True, "image_mean": OPENAI_CLIP_MEAN,
+               "image_std": OPENAI_CLIP_STD, "image_processor_type": "CLIPImageProcessor",
+               "processor_class": "LlavaProcessor", "resample": 3, "rescale_factor": 0.00392156862745098,
+               "size": {"shortest_edge": S}}
+    else:
+        pre = {"do_convert_rgb": None, "do_normalize": True, "do_rescale": True, "do_resize": True,
+               "image_mean": [0.5, 0.5, 0.5], "image_std": [0.5, 0.5, 0.5],
+               "image_processor_type": "SiglipImageProcessor", "processor_class": "LlavaProcessor",
+               "resample": 3, "rescale_factor": 0.00392156862745098, "size": {"height": S, "width": S}}
+    proc = {"image_token": "<image>", "num_additional_image_tokens": 1 if arch == "clip" else 0,
+            "patch_size": v["patch"], "processor_class": "LlavaProcessor",
+            "vision_feature_select_strategy": v["strategy"]}
+    # HF LlavaProcessor: (S // patch)^2 + num_additional_image_tokens, minus 1 for "default"
+    assert g * g + proc["num_additional_image_tokens"] - (v["strategy"] == "default") == n_rows
+    return config, specs, pre, proc
+
+
+def main_llava(args) -> int:
+    t0 = time.time()
+    if args.verify:
+        raise SystemExit("--verify is not implemented for --family llava")
+    if args.dims == "real" or args.preset is not None:
+        preset = args.preset or next(iter(LLAVA_PRESETS))
+        if preset not in LLAVA_PRESETS:
+            raise SystemExit(f"llava has no preset {preset!r} (has: {', '.join(LLAVA_PRESETS)})")
+        p = LLAVA_PRESETS[preset]
+        arch, text, v, label = p["vision"], p["text"], dict(p["tower"]), preset
+        td = dict(p["text_dims"]) if p["text_dims"] else None
+        std = STD_REAL
+    else:
+        arch, text, label, std = args.vision, args.text, "tiny", STD_TINY
+        v = dict(LLAVA_VISION_TINY[arch])
+        td = None
+    fam = FAMILIES[text]
+    tok = train_tokenizer(fam.tokenizer, extra_specials=tuple(fam.extra_specials) + ("<image>",))
+    if td is None:
+        td, _ = resolve_dims(text, fam, "tiny", None, tok)
+    td.pop("tie", None)
+    tie_flag = bool(args.tie) if args.tie is not None else False
+    if td["vocab"] < tok.size:
+        raise SystemExit(f"vocab {td['vocab']} is smaller than the tokenizer ({tok.size})")
+    config, specs, pre, proc = build_llava(arch, text, v, td, tok, tie_flag, args.new_names)
+    config["torch_dtype"] = DTYPES[args.dtype][2]
+    config["text_config"]["torch_dtype"] = DTYPES[args.dtype][2]
+    config["transformers_version"] = "4.52.0" if args.new_names else "4.45.0"
+    os.makedirs(args.out, exist_ok=True)
+    ids = special_ids(tok)
+    write_json(os.path.join(args.out, "config.json"), config)
+    gen = {"bos_token_id": ids["bos"], "do_sample": False, "eos_token_id": ids["gen_eos"],
+           "transformers_version": config["transformers_version"]}
+    if ids["pad"] is not None:
+        gen["pad_token_id"] = ids["pad"]
+    write_json(os.path.join(args.out, "generation_config.json"), gen)
+    write_json(os.path.join(args.out, "tokenizer.json"), tokenizer_json(tok, args.merges_style), sort_keys=False)
+    tc = tokenizer_config_json(tok)
+    tc.pop("chat_template", None)  # LLaVA keeps its template in chat_template.json
+    write_json(os.path.join(args.out, "tokenizer_config.json"), tc)
+    write_json(os.path.join(args.out, "chat_template.json"), {"chat_template": LLAVA_CHAT_TEMPLATE})
+    write_json(os.path.join(args.out, "preprocessor_config.json"), pre)
+    write_json(os.path.join(args.out, "processor_config.json"), proc)
+    files = write_weights(args.out, specs, args.seed, std, args.dtype, args.shards)
+    nparams = sum(int(np.prod(s[1], dtype=np.int64)) for s in specs)
+    nbytes = sum(os.path.getsize(os.path.join(args.out, f)) for f in files)
+    print(f"mktiny: llava ({arch} + {text}) [{label}] dtype={args.dtype} names={'new' if args.new_names else 'old'} "
+          f"seed={args.seed} -> {args.out}")
+    print(f"  {len(specs)} tensors, {nparams:,} params, {nbytes / 2**20:.1f} MiB; image {v['image']} px, "
+          f"patch {v['patch']}, {config['image_seq_length']} rows per image, <image> = {config['image_token_index']}; "
+          f"{time.time() - t0:.2f} s")
+    return 0
+
+
 # =============================================================================
 # 5. Tensor values
 # =============================================================================
@@ -1357,7 +1572,8 @@ def tensor_chunks(spec: WeightSpec, seed: int, std: float, dtype: str, limit: Op
     n = int(np.prod(shape, dtype=np.int64))
     if limit is not None:
         n = min(n, limit)
-    rng = np.random.default_rng([seed, zlib.crc32(name.encode())])
+    seed_name = spec[3] if len(spec) > 3 else name  # llava: the old spelling, whatever is written
+    rng = np.random.default_rng([seed, zlib.crc32(seed_name.encode())])
     done = 0
     while done < n:
         m = min(CHUNK, n - done)
@@ -1650,7 +1866,11 @@ def resolve_dims(fam_name: str, fam: Family, dims: str, preset: Optional[str], t
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     ap = argparse.ArgumentParser(description="Write a tiny random HF-format checkpoint.")
-    ap.add_argument("--family", choices=sorted(FAMILIES), required=True)
+    ap.add_argument("--family", choices=sorted(list(FAMILIES) + ["llava"]), required=True)
+    ap.add_argument("--vision", choices=["clip", "siglip"], default="clip", help="llava: vision tower")
+    ap.add_argument("--text", choices=["llama", "qwen2"], default="llama", help="llava: text model")
+    ap.add_argument("--new-names", action="store_true",
+                    help="llava: transformers >= 4.52 weight names (model.language_model.*, ...)")
     ap.add_argument("--out", required=True, help="output directory (created; old model*.safetensors removed)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--dtype", choices=sorted(DTYPES), default="bf16")
@@ -1666,6 +1886,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     ap.add_argument("--verify", action="store_true", help="re-read and check everything written")
     args = ap.parse_args(argv)
 
+    if args.family == "llava":
+        return main_llava(args)
     t0 = time.time()
     fam = FAMILIES[args.family]
     tok = train_tokenizer(fam.tokenizer, extra_specials=fam.extra_specials)

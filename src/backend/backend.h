@@ -41,7 +41,9 @@ typedef enum omnic__op {
      * ip[0] = n_rot (even, <= head_dim; dims past n_rot pass through),
      * ip[1] = mode: 0 rotate-half (NeoX/HF: pairs (i, i + n_rot/2)), 1 interleaved (GPT-J: pairs (2i, 2i+1)).
      * Frequencies: inv_freq[i] = fp[0]^(-2i/n_rot) (fp[0] = theta base), or taken from
-     * src[2] f32 [n_rot/2] when given (llama3 / LongRoPE scaled tables).
+     * src[2] f32 [n_rot/2] when given (llama3 / LongRoPE scaled tables). With src[3] (i32 [T],
+     * values 0 or 1), src[2] is f32 [2, n_rot/2] and row t takes table row src[3][t]
+     * (LongRoPE: short or long factors, chosen per row as HF chooses them per forward).
      * angle = pos * inv_freq[i]; cos and sin are multiplied by fp[1] (attention factor, 1 plain).
      * Angles and cos/sin are computed in f32 as HF does: inv_freq f32, pos*inv_freq f32.
      * Exactly: inv_freq[i] = 1.0f / powf(fp[0], (float)(2i) / (float)n_rot);
@@ -76,7 +78,7 @@ typedef enum omnic__op {
     /* Conv2d with stride == kernel (ViT patch embedding) as a matmul:
      * image f32 [C, Hi, Wi] (src[0]), weight w* [O, C, ph, pw] (src[1]), optional bias f32 [O]
      * (src[2]); dst [(Hi/ph) * (Wi/pw), O], patches in row-major (py, px) order.
-     * Hi % ph == 0 and Wi % pw == 0. */
+     * Trailing pixels (Hi % ph rows, Wi % pw cols) are not read ("valid" conv). */
     OMNIC_OP_PATCH_EMBED,
     /* dst = concat(src[0], src[1]) along dim ip[0]; all dtypes, same dtype everywhere. */
     OMNIC_OP_CONCAT,

@@ -59,8 +59,9 @@ static omnic_status run_pp(omnic__model *m, int64_t n, uint64_t *seed, omnic_err
 {
     omnic__kv_pool_clear_slot(&m->kv, 0);
     int32_t *tok = omnic_alloc_array((size_t)m->chunk, sizeof *tok), *pos = omnic_alloc_array((size_t)m->chunk, sizeof *pos);
+    int32_t *sel = omnic_alloc_array((size_t)m->chunk, sizeof *sel);
     omnic_status s = OMNIC_OK;
-    if (!tok || !pos) {
+    if (!tok || !pos || !sel) {
         s = OMNIC_FAIL(err, OMNIC_E_NOMEM, "out of memory");
         goto out;
     }
@@ -73,20 +74,25 @@ static omnic_status run_pp(omnic__model *m, int64_t n, uint64_t *seed, omnic_err
         omnic__tensor_init(&p, OMNIC_DTYPE_I32, 1, d, err);
         t.data = tok;
         p.data = pos;
-        const omnic__tensor *in[2] = {&t, &p};
-        omnic__call c = {.n = len, .inputs = in, .n_inputs = 2, .kv = &m->kv, .slot = 0, .kv_start = start};
+        omnic__tensor r = t; /* LongRoPE table per row: of a forward of the whole prompt */
+        r.data = sel;
+        for (int64_t i = 0; i < len; i++) sel[i] = omnic__rope_long(&m->dec.cfg, n);
+        const omnic__tensor *in[3] = {&t, &p, &r};
+        omnic__call c = {.n = len, .inputs = in, .n_inputs = m->dec.rope_switch ? 3 : 2, .kv = &m->kv, .slot = 0,
+                         .kv_start = start};
         s = omnic__module_call(&m->prefill, &c, err);
     }
 out:
     omnic_free(tok);
     omnic_free(pos);
+    omnic_free(sel);
     return s;
 }
 
 /* n decode steps over B slots (each from an empty cache). */
 static omnic_status run_tg(omnic__model *m, int64_t n, int B, uint64_t *seed, omnic_err *err)
 {
-    int32_t slots[64], tok[64], pos[64];
+    int32_t slots[64], tok[64], pos[64], sel[64];
     for (int b = 0; b < B; b++) {
         omnic__kv_pool_clear_slot(&m->kv, b);
         slots[b] = b;
@@ -99,8 +105,12 @@ static omnic_status run_tg(omnic__model *m, int64_t n, int B, uint64_t *seed, om
         omnic__tensor_init(&p, OMNIC_DTYPE_I32, 1, d, err);
         t.data = tok;
         p.data = pos;
-        const omnic__tensor *in[2] = {&t, &p};
-        omnic__call c = {.n = B, .inputs = in, .n_inputs = 2, .kv = &m->kv, .row_slots = slots};
+        omnic__tensor r = t; /* LongRoPE table per row: a decode forward ends at its position */
+        r.data = sel;
+        for (int b = 0; b < B; b++) sel[b] = omnic__rope_long(&m->dec.cfg, step + 1);
+        const omnic__tensor *in[3] = {&t, &p, &r};
+        omnic__call c = {.n = B, .inputs = in, .n_inputs = m->dec.rope_switch ? 3 : 2, .kv = &m->kv,
+                         .row_slots = slots};
         OMNIC_TRY(omnic__module_call(&m->decode, &c, err));
     }
     return OMNIC_OK;

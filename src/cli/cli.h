@@ -10,5 +10,6 @@ int omnic__cli_tokenize(int argc, char **argv);
 int omnic__cli_detokenize(int argc, char **argv);
 int omnic__cli_template(int argc, char **argv);
 int omnic__cli_serve(int argc, char **argv);
+int omnic__cli_preprocess(int argc, char **argv);
 
 #endif

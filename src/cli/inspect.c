@@ -130,6 +130,16 @@ int omnic__cli_inspect(int argc, char **argv)
            m->n_slots, m->n_slots == 1 ? "" : "s", (long long)m->chunk);
     omnic__module_print(&m->prefill, stdout);
     omnic__module_print(&m->decode, stdout);
+    omnic__module_print(&m->embed_prefill, stdout);
+    if (m->vision) {
+        const omnic__vision_config *vc = &m->vision->cfg;
+        printf("vision:     %s tower, %lld px, patch %lld, hidden %lld, %lld of %lld layers run, %lld rows per image "
+               "(image token %d)\n",
+               vc->arch == OMNIC_VISION_CLIP ? "CLIP" : "SigLIP", (long long)vc->image_size, (long long)vc->patch,
+               (long long)vc->hidden, (long long)vc->feature_index, (long long)vc->n_layers, (long long)m->image_tokens,
+               m->image_token_id);
+        omnic__module_print(&m->encode, stdout);
+    }
     human(b1, sizeof b1, (double)omnic__model_planned_bytes(m));
     human(b2, sizeof b2, (double)omnic__model_kv_bytes(m));
     human(b3, sizeof b3, (double)(omnic__model_planned_bytes(m) + omnic__model_kv_bytes(m)));

@@ -19,6 +19,7 @@ static void usage(FILE *f)
                "  detokenize -m DIR  token ids (JSON) on stdin -> text, --skip-special, --jsonl, --stream\n"
                "  template -m DIR    conversation (JSON) on stdin -> prompt rendered by the chat template\n"
                "  serve -m DIR       OpenAI-compatible HTTP server (chat/completions, completions, models, metrics)\n"
+               "  preprocess --image FILE -m DIR --out FILE.npy  image -> pixel_values through the image processor\n"
                "  version            print the version\n"
                "run `omnic <command> --help` for a command's options\n",
             OMNIC_VERSION);
@@ -38,6 +39,7 @@ int main(int argc, char **argv)
     if (!strcmp(cmd, "detokenize")) return omnic__cli_detokenize(argc - 1, argv + 1);
     if (!strcmp(cmd, "template")) return omnic__cli_template(argc - 1, argv + 1);
     if (!strcmp(cmd, "serve")) return omnic__cli_serve(argc - 1, argv + 1);
+    if (!strcmp(cmd, "preprocess")) return omnic__cli_preprocess(argc - 1, argv + 1);
     if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) {
         printf("omnic %s\n", OMNIC_VERSION);
         return 0;

@@ -14,6 +14,8 @@
 #include "cli/cli.h"
 #include "core/npy.h"
 #include "engine/engine.h"
+#include "engine/media.h"
+#include "io/file.h"
 
 typedef struct run_state {
     pthread_mutex_t mu;
@@ -28,6 +30,7 @@ typedef struct run_state {
     const char *dump;   /* directory or NULL */
     const int32_t *prompt;
     size_t n_prompt;
+    size_t n_images;
     int dump_errors;
 } run_state;
 
@@ -84,18 +87,58 @@ static void dump_i32(run_state *st, const char *name, const int32_t *v, int64_t 
     dump_tensor(st, name, &t);
 }
 
-/* After prefill (scheduler thread): module taps, last-row logits and the slot's KV rows. */
-static void on_prefill(void *ctx, const omnic__model *m, int slot)
+/* name, or name_i when the request has several images. */
+static void image_name(const run_state *st, const char *base, int64_t i, char *out, size_t cap)
+{
+    if (st->n_images > 1) snprintf(out, cap, "%s_%lld", base, (long long)i);
+    else snprintf(out, cap, "%s", base);
+}
+
+/* After image i is encoded (scheduler thread): the selected features and projected rows. */
+static void on_encode(void *ctx, int64_t i, const omnic__tensor *features, const omnic__tensor *projected)
 {
     run_state *st = ctx;
-    const omnic__module *p = &m->prefill;
-    int64_t T = (int64_t)st->n_prompt;
-    dump_i32(st, "tokens", st->prompt, T);
+    char name[48];
+    image_name(st, "vision_features", i, name, sizeof name);
+    dump_tensor(st, name, features);
+    image_name(st, "projected", i, name, sizeof name);
+    dump_tensor(st, name, projected);
+}
+
+/* After prefill (scheduler thread): module taps, last-row logits and the slot's KV rows;
+ * for image prompts also the merged rows and the effective additive attention bias. */
+static void on_prefill(void *ctx, const omnic__prefill_info *info)
+{
+    run_state *st = ctx;
+    const omnic__model *m = info->model;
+    const omnic__module *p = info->module;
+    const omnic__prepared_prefill *pp = info->prepared;
+    int64_t T = pp ? pp->n_rows : (int64_t)st->n_prompt;
+    dump_i32(st, "tokens", st->prompt, (int64_t)st->n_prompt);
     int32_t *pos = malloc((size_t)T * sizeof *pos);
     if (pos) {
-        for (int64_t i = 0; i < T; i++) pos[i] = (int32_t)i;
+        for (int64_t i = 0; i < T; i++) pos[i] = pp ? pp->positions[i] : (int32_t)i;
         dump_i32(st, "positions", pos, T);
         free(pos);
+    }
+    if (pp) {
+        omnic__tensor t;
+        omnic_err err;
+        int64_t d[2] = {T, pp->hidden};
+        omnic__tensor_init(&t, OMNIC_DTYPE_F32, 2, d, &err);
+        t.data = pp->embeds;
+        dump_tensor(st, "inputs_embeds", &t);
+        float *bias = malloc((size_t)(T * T) * sizeof *bias); /* causal: 0 on and below the diagonal */
+        if (bias) {
+            for (int64_t i = 0; i < T; i++)
+                for (int64_t j = 0; j < T; j++)
+                    bias[i * T + j] = pp->bias ? pp->bias[i * T + j] : j <= i ? 0.0f : OMNIC_MASK_NEG;
+            d[1] = T;
+            omnic__tensor_init(&t, OMNIC_DTYPE_F32, 2, d, &err);
+            t.data = bias;
+            dump_tensor(st, "attn_bias", &t);
+            free(bias);
+        }
     }
     for (int i = 0; i < p->n_out; i++) {
         const omnic__tensor *t = omnic__module_output(p, i);
@@ -107,7 +150,7 @@ static void on_prefill(void *ctx, const omnic__model *m, int slot)
             rows.owns_data = false;
             rows.dims[0] = T;
             size_t row = (size_t)(rows.dims[1] * rows.dims[2]) * omnic_dtype_size(rows.dtype);
-            rows.data = (uint8_t *)rows.data + (size_t)slot * (size_t)m->kv.capacity * row;
+            rows.data = (uint8_t *)rows.data + (size_t)info->slot * (size_t)m->kv.capacity * row;
             char name[32];
             snprintf(name, sizeof name, "kv_l%d_%c", l, kv ? 'v' : 'k');
             dump_tensor(st, name, &rows);
@@ -121,10 +164,13 @@ static void usage(FILE *f)
             "usage: omnic run -m DIR -p PROMPT [--system S] [--raw] [-n N] [--temp T] [--top-k K] [--top-p P]\n"
             "                 [--min-p M] [--repeat-penalty R] [--presence-penalty P] [--frequency-penalty F]\n"
             "                 [--seed S] [--stop STR]... [--ctx N] [--threads N] [--backend cpu|ref] [--kv f16|f32]\n"
-            "                 [--quant q8_0|q4_0] [--chunk N] [--ignore-eos] [--dump DIR]\n"
+            "                 [--quant q8_0|q4_0] [--chunk N] [--ignore-eos] [--image FILE]... [--dump DIR]\n"
             "  Text goes to stdout, timings to stderr. --raw skips the chat template (the prompt is\n"
-            "  tokenized as is, with the tokenizer's special tokens). --dump writes every prefill stage\n"
-            "  as .npy (tokens, positions, inputs_embeds, hidden_l*, kv_l*_k/v, prefill_logits, generated).\n");
+            "  tokenized as is, with the tokenizer's special tokens; put the model's image placeholder in\n"
+            "  it once per --image). --image (JPEG, PNG, WebP; repeatable) goes before the text of the user\n"
+            "  message. --dump writes every prefill stage as .npy (tokens, positions, inputs_embeds,\n"
+            "  hidden_l*, kv_l*_k/v, prefill_logits, generated; with images also pixel_values,\n"
+            "  vision_features, projected, attn_bias; _i suffixes for several images).\n");
 }
 
 static int parse_float(const char *opt, const char *v, double lo, double hi, float *out)
@@ -145,8 +191,8 @@ int omnic__cli_run(int argc, char **argv)
     omnic__engine_opts eo = {.model = {.kv_dtype = OMNIC_DTYPE_F16, .slots = 1}};
     omnic__sampling_params sp = omnic__sampling_defaults();
     const char *dir = NULL, *prompt = NULL, *system = NULL, *dump = NULL;
-    const char *stops[OMNIC_MAX_STOPS];
-    size_t n_stops = 0;
+    const char *stops[OMNIC_MAX_STOPS], *images[OMNIC_MAX_REQUEST_IMAGES];
+    size_t n_stops = 0, n_images = 0;
     int64_t n_predict = 256;
     bool raw = false, ignore_eos = false;
     for (int i = 1; i < argc; i++) {
@@ -198,6 +244,15 @@ int omnic__cli_run(int argc, char **argv)
         }
         if ((r = omnic__arg_str(argc, argv, &i, NULL, "--quant", &eo.model.quant)) != 0) {
             if (r < 0) return 2;
+            continue;
+        }
+        if ((r = omnic__arg_str(argc, argv, &i, NULL, "--image", &v)) != 0) {
+            if (r < 0) return 2;
+            if (n_images == OMNIC_MAX_REQUEST_IMAGES) {
+                fprintf(stderr, "omnic run: at most %d --image files\n", OMNIC_MAX_REQUEST_IMAGES);
+                return 2;
+            }
+            images[n_images++] = v;
             continue;
         }
         if ((r = omnic__arg_str(argc, argv, &i, NULL, "--stop", &v)) != 0) {
@@ -272,6 +327,25 @@ int omnic__cli_run(int argc, char **argv)
     int32_t *ids = NULL;
     size_t n_ids = 0;
     char *text = NULL;
+    omnic__tensor *pixels[OMNIC_MAX_REQUEST_IMAGES] = {0};
+    if (n_images) { /* decode + the checkpoint's processor */
+        omnic__image_prep prep;
+        if (omnic__image_prep_init(&prep, m, &err) != OMNIC_OK) {
+            fprintf(stderr, "omnic run: --image: %s\n", err.msg);
+            goto out;
+        }
+        for (size_t k = 0; k < n_images; k++) {
+            char *bytes = NULL;
+            size_t len = 0;
+            if (omnic__read_file(images[k], OMNIC_MAX_MEDIA_BYTES, &bytes, &len, &err) != OMNIC_OK ||
+                omnic__image_prep_run(&prep, (const uint8_t *)bytes, len, NULL, &pixels[k], &err) != OMNIC_OK) {
+                fprintf(stderr, "omnic run: --image %s: %s\n", images[k], err.msg);
+                omnic_free(bytes);
+                goto out;
+            }
+            omnic_free(bytes);
+        }
+    }
     if (raw) {
         if (system) {
             fprintf(stderr, "omnic run: --system needs the chat template (drop --raw)\n");
@@ -283,18 +357,24 @@ int omnic__cli_run(int argc, char **argv)
             fprintf(stderr, "omnic run: prompt: %s\n", err.msg);
             goto out;
         }
-    } else if (omnic__chat_prompt(m->ckpt, omnic__engine_tokenizer(e), system, prompt, &text, &ids, &n_ids, &err) !=
-               OMNIC_OK) {
+    } else if (omnic__chat_prompt_images(m->ckpt, omnic__engine_tokenizer(e), system, prompt, n_images,
+                                         omnic__model_supports_image(m), &text, &ids, &n_ids, &err) != OMNIC_OK) {
         fprintf(stderr, "omnic run: %s\n", err.msg);
         goto out;
     }
-    if (dump && (int64_t)n_ids > m->chunk) {
-        fprintf(stderr, "omnic run: --dump needs the prompt in one prefill chunk: %zu tokens > --chunk %lld\n", n_ids,
-                (long long)m->chunk);
+    const int64_t expanded = (int64_t)n_ids + (int64_t)n_images * (m->image_tokens - 1);
+    if (dump && expanded > m->chunk) {
+        fprintf(stderr, "omnic run: --dump needs the prompt in one prefill chunk: %lld rows > --chunk %lld\n",
+                (long long)expanded, (long long)m->chunk);
         rc = 2;
         goto out;
     }
-    run_state st = {.dump = dump, .prompt = ids, .n_prompt = n_ids, .cap = n_predict};
+    run_state st = {.dump = dump, .prompt = ids, .n_prompt = n_ids, .n_images = n_images, .cap = n_predict};
+    for (size_t k = 0; dump && k < n_images; k++) {
+        char name[48];
+        image_name(&st, "pixel_values", (int64_t)k, name, sizeof name);
+        dump_tensor(&st, name, pixels[k]);
+    }
     pthread_mutex_init(&st.mu, NULL);
     pthread_cond_init(&st.cv, NULL);
     st.generated = malloc((size_t)n_predict * sizeof *st.generated);
@@ -312,7 +392,10 @@ int omnic__cli_run(int argc, char **argv)
                             .ignore_eos = ignore_eos,
                             .cb = on_event,
                             .cb_ctx = &st,
-                            .on_prefill = dump ? on_prefill : NULL};
+                            .on_prefill = dump ? on_prefill : NULL,
+                            .on_encode = dump ? on_encode : NULL,
+                            .images = (const omnic__tensor *const *)pixels,
+                            .n_images = n_images};
     uint64_t id;
     st.t_submit = now_s();
     if (omnic__engine_submit(e, &r, &id, &err) != OMNIC_OK) {
@@ -335,6 +418,7 @@ int omnic__cli_run(int argc, char **argv)
     rc = st.finish == OMNIC_FINISH_ERROR || st.dump_errors ? 1 : 0;
     free(st.generated);
 out:
+    for (size_t k = 0; k < n_images; k++) omnic__tensor_destroy(pixels[k]);
     omnic_free(ids);
     omnic_free(text);
     omnic__engine_destroy(e);

@@ -19,14 +19,20 @@ static void usage(FILE *f)
     fprintf(f,
             "usage: omnic serve -m DIR [--host 127.0.0.1] [--port 8080] [--parallel N] [--ctx C] [--threads T]\n"
             "                   [--api-key K | --api-key-file F] [--max-queue Q] [--request-timeout S]\n"
-            "                   [--cors-origin O]... [--model-name NAME] [--chunk N] [--kv f16|f32]\n"
-            "                   [--backend cpu|ref] [--quant q8_0|q4_0] [--max-body BYTES] [--max-backlog BYTES]\n"
-            "                   [--http-threads N] [--shutdown-timeout S]\n"
+            "                   [--cors-origin O]... [--model-name NAME] [--chunk N] [--step-tokens N]\n"
+            "                   [--kv f16|f32] [--backend cpu|ref] [--quant q8_0|q4_0] [--max-body BYTES] [--max-backlog BYTES]\n"
+            "                   [--http-threads N] [--shutdown-timeout S] [--media-dir DIR] [--max-images N]\n"
+            "                   [--max-image-pixels N]\n"
             "  OpenAI-compatible HTTP server: POST /v1/chat/completions, POST /v1/completions,\n"
             "  GET /v1/models, GET /health, GET /metrics, POST /tokenize, POST /detokenize.\n"
             "  --parallel N       sequences decoded together (slots; default 4); n may go up to N\n"
             "  --ctx C            context per slot (default min(max_position_embeddings, 4096))\n"
             "  --quant q4_0       quantize linear weights at load (q8_0 or q4_0)\n"
+            "  --step-tokens N    mixed steps: while other slots decode, a prompt is prefilled N - (decoding\n"
+            "                     slots) rows per step (at least 1) inside the decode call, so streams slow down\n"
+            "                     by those rows instead of a whole --chunk; every prompt row then takes the\n"
+            "                     batch-invariant kernels (slower prefill, outputs still independent of the\n"
+            "                     batch). Default 0: one --chunk of prefill per step.\n"
             "  --max-queue Q      requests waiting for a slot before 429 (default 64)\n"
             "  --request-timeout S  cancel a generation after S seconds (default: none)\n"
             "  --api-key K        require 'Authorization: Bearer K' (all routes but /health)\n"
@@ -35,7 +41,13 @@ static void usage(FILE *f)
             "  --max-body BYTES   largest request body (default and cap: 8 MiB)\n"
             "  --max-backlog BYTES  generated text held for a client that stops reading (or for a\n"
             "                     non-streamed choice) before the request is cancelled (default and cap: 4 MiB)\n"
-            "  --shutdown-timeout S  on SIGINT/SIGTERM, let in-flight requests finish for S s (default 30)\n");
+            "  --shutdown-timeout S  on SIGINT/SIGTERM, let in-flight requests finish for S s (default 30)\n"
+            "  Image input (models that take it: /v1/models lists \"image\"): image_url parts carry data:\n"
+            "  URLs (image/jpeg, image/png, image/webp), or file paths when --media-dir is given:\n"
+            "  --media-dir DIR    image parts may name files inside DIR (nothing outside it); remote\n"
+            "                     http(s) URLs are never fetched\n"
+            "  --max-images N     images per request (default and cap: 16)\n"
+            "  --max-image-pixels N  width x height of one decoded image (default and cap: 89478485)\n");
 }
 
 static int read_key_file(const char *path, char *out, size_t cap)
@@ -123,15 +135,19 @@ int omnic__cli_serve(int argc, char **argv)
         STR_OPT(NULL, "--api-key", o.api_key)
         STR_OPT(NULL, "--api-key-file", key_file)
         STR_OPT(NULL, "--backend", o.engine.model.backend)
+        STR_OPT(NULL, "--media-dir", o.media_dir)
         INT_OPT(NULL, "--port", 0, 65535, o.port = (int)x)
         INT_OPT("-np", "--parallel", 1, 256, o.engine.model.slots = (int)x)
         INT_OPT("-c", "--ctx", 1, INT32_MAX, o.engine.model.ctx = x)
         INT_OPT("-t", "--threads", 1, 256, o.engine.model.threads = (int)x)
         INT_OPT(NULL, "--chunk", 1, INT32_MAX, o.engine.model.chunk = x)
+        INT_OPT(NULL, "--step-tokens", 0, 1 << 16, o.engine.model.step_tokens = x)
         INT_OPT(NULL, "--max-queue", 1, 1 << 20, o.engine.max_queue = (int)x)
         INT_OPT(NULL, "--max-body", 1, (int64_t)OMNIC_MAX_BODY_BYTES, o.max_body_bytes = (size_t)x)
         INT_OPT(NULL, "--max-backlog", 1, (int64_t)OMNIC_MAX_CHOICE_TEXT, o.max_backlog_bytes = (size_t)x)
         INT_OPT(NULL, "--http-threads", 1, 64, o.http_threads = (int)x)
+        INT_OPT(NULL, "--max-images", 1, OMNIC_MAX_REQUEST_IMAGES, o.max_images = (int)x)
+        INT_OPT(NULL, "--max-image-pixels", 1, OMNIC_MAX_IMAGE_PIXELS, o.max_image_pixels = x)
 #undef STR_OPT
 #undef INT_OPT
         if ((r = omnic__arg_str(argc, argv, &i, NULL, "--request-timeout", &v)) != 0) {

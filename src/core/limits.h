@@ -75,6 +75,17 @@
 /* Nesting of values (lists, dicts) a render converts from JSON, prints, compares or serializes. */
 #define OMNIC_MAX_TEMPLATE_VALUE_DEPTH 256
 
+/* Images (src/mm/). Pixels (width x height) of one decoded image, checked against the file's
+ * header before any pixel memory is allocated; Pillow's decompression-bomb error threshold
+ * (2 x Image.MAX_IMAGE_PIXELS) is 178956970. */
+#define OMNIC_MAX_IMAGE_PIXELS 89478485
+/* Width or height of one decoded image (JPEG's own limit is 65500). */
+#define OMNIC_MAX_IMAGE_SIDE 32768
+/* Encoded bytes of one media item (a data: URL's decoded payload, an image file). */
+#define OMNIC_MAX_MEDIA_BYTES ((size_t)20 << 20)
+/* Images in one request (the server's --max-images may lower it). */
+#define OMNIC_MAX_REQUEST_IMAGES 16
+
 /* HTTP server (src/server/). Each may be lowered by `omnic serve` options where noted.
  * Request body bytes (JSON); a larger body gets 413 (--max-body). */
 #define OMNIC_MAX_BODY_BYTES ((size_t)8 << 20)

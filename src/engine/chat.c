@@ -63,14 +63,41 @@ omnic_status omnic__chat_encode(const omnic__checkpoint *ck, const omnic__tokeni
     return s;
 }
 
+omnic_status omnic__chat_content_parts(json_t *messages)
+{
+    for (size_t i = 0; i < json_array_size(messages); i++) {
+        json_t *m = json_array_get(messages, i), *c = json_object_get(m, "content");
+        if (!json_is_string(c)) continue;
+        json_t *parts = json_pack("[{s:s, s:O}]", "type", "text", "text", c);
+        if (!parts || json_object_set_new(m, "content", parts) != 0) return OMNIC_E_NOMEM;
+    }
+    return OMNIC_OK;
+}
+
 omnic_status omnic__chat_prompt(const omnic__checkpoint *ck, const omnic__tokenizer *tok, const char *system,
                                 const char *user, char **text, int32_t **ids, size_t *n, omnic_err *err)
 {
-    json_t *msgs = json_array();
+    return omnic__chat_prompt_images(ck, tok, system, user, 0, false, text, ids, n, err);
+}
+
+omnic_status omnic__chat_prompt_images(const omnic__checkpoint *ck, const omnic__tokenizer *tok, const char *system,
+                                       const char *user, size_t n_images, bool parts, char **text, int32_t **ids,
+                                       size_t *n, omnic_err *err)
+{
+    json_t *msgs = json_array(), *content = NULL;
     if (!msgs) return OMNIC_FAIL(err, OMNIC_E_NOMEM, "out of memory building messages");
     if (system) json_array_append_new(msgs, json_pack("{s:s, s:s}", "role", "system", "content", system));
-    json_array_append_new(msgs, json_pack("{s:s, s:s}", "role", "user", "content", user));
-    omnic_status s = omnic__chat_encode(ck, tok, msgs, true, NULL, text, ids, n, err);
+    if (n_images || parts) { /* content parts: the images, then the text (as the processors' examples) */
+        content = json_array();
+        for (size_t i = 0; content && i < n_images; i++) json_array_append_new(content, json_pack("{s:s}", "type", "image"));
+        if (content) json_array_append_new(content, json_pack("{s:s, s:s}", "type", "text", "text", user));
+        json_array_append_new(msgs, json_pack("{s:s, s:o}", "role", "user", "content", content));
+    } else {
+        json_array_append_new(msgs, json_pack("{s:s, s:s}", "role", "user", "content", user));
+    }
+    omnic_status s = parts && omnic__chat_content_parts(msgs) != OMNIC_OK
+                         ? OMNIC_FAIL(err, OMNIC_E_NOMEM, "out of memory building messages")
+                         : omnic__chat_encode(ck, tok, msgs, true, NULL, text, ids, n, err);
     json_decref(msgs);
     return s;
 }

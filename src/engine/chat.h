@@ -39,5 +39,16 @@ omnic_status omnic__chat_encode(const omnic__checkpoint *ck, const omnic__tokeni
  * generation prompt. */
 omnic_status omnic__chat_prompt(const omnic__checkpoint *ck, const omnic__tokenizer *tok, const char *system,
                                 const char *user, char **text, int32_t **ids, size_t *n, omnic_err *err);
+/* The same with n_images image parts ({"type": "image"}) before the text in the user
+ * message: the template writes the model's image placeholders. parts: the user content is a
+ * list of parts even without images (multimodal templates, e.g. LLaVA's, read only lists). */
+omnic_status omnic__chat_prompt_images(const omnic__checkpoint *ck, const omnic__tokenizer *tok, const char *system,
+                                       const char *user, size_t n_images, bool parts, char **text, int32_t **ids,
+                                       size_t *n, omnic_err *err);
+
+/* Multimodal processors render content as lists of parts: turns every string content of
+ * messages (a JSON array, modified in place) into [{"type": "text", "text": ...}].
+ * E_NOMEM only. */
+omnic_status omnic__chat_content_parts(json_t *messages);
 
 #endif

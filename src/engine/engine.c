@@ -8,6 +8,7 @@
 
 #include "engine/engine.h"
 #include "engine/stop.h"
+#include "models/merge.h"
 #include "io/json.h"
 #include "tokenizer/detok_stream.h"
 
@@ -24,16 +25,31 @@ typedef struct request {
     omnic__event_cb cb;
     void *cb_ctx;
     omnic__prefill_cb on_prefill;
+    omnic__encode_cb on_encode;
+    /* images: pixel_values [n_images, 3, S, S] (owned) encoded one per step into projected
+     * [n_images, image rows, H] (owned), then merged into pp */
+    float *pixels, *projected;
+    size_t n_images;
+    int64_t encoded;
+    omnic__prepared_prefill pp; /* set once every image is encoded (n_rows 0 before) */
     atomic_bool cancel;
     struct request *next; /* queue link */
 } request;
 
-typedef enum slot_phase { SLOT_FREE, SLOT_PREFILL, SLOT_DECODE } slot_phase;
+typedef enum slot_phase { SLOT_FREE, SLOT_ENCODE, SLOT_PREFILL, SLOT_DECODE } slot_phase;
 
 typedef struct slot {
     slot_phase phase;
     request *req;              /* owned while busy */
-    int64_t prefilled;         /* prompt rows in the KV cache */
+    int64_t prefilled;         /* rows of pf_tokens in the KV cache */
+    const int32_t *pf_tokens;  /* PREFILL: the rows to cache: the prompt, or the history (replay) */
+    int64_t pf_len;
+    /* LongRoPE models only (NULL otherwise): prompt + every token fed so far, owned. HF
+     * recomputes the whole cache with the long factors when a sequence first grows past
+     * original_max_position_embeddings; the slot then replays it as a prefill. */
+    int32_t *seq;
+    int64_t n_seq;
+    bool replay;               /* PREFILL of seq (no prompt callbacks) */
     int32_t next_token;        /* DECODE: sampled, fed at the next decode step */
     int64_t generated;
     omnic__sampler sampler;    /* buffers live as long as the engine */
@@ -50,8 +66,9 @@ struct omnic__engine {
     slot *slots;  /* owned [n_slots] */
     int n_slots;
     int prefill_rr; /* round-robin cursor over prefilling slots */
-    int32_t *dec_tok, *dec_pos, *dec_rows; /* [n_slots] decode inputs */
+    int32_t *dec_tok, *dec_pos, *dec_rows; /* [n_slots + step_tokens] decode-call inputs */
     int32_t *pre_pos;                      /* [chunk] prefill positions */
+    int32_t *rope_long;                    /* [max(chunk, n_slots + step_tokens)] LongRoPE table per row */
     pthread_t thread;
     bool thread_started;
     pthread_mutex_t mu;
@@ -82,6 +99,9 @@ static void request_free(request *r)
     for (size_t i = 0; r->stops && i < r->n_stops; i++) omnic_free(r->stops[i]);
     omnic_free(r->stops);
     omnic_free(r->prompt);
+    omnic_free(r->pixels);
+    omnic_free(r->projected);
+    omnic__prepared_prefill_deinit(&r->pp);
     omnic_free(r);
 }
 
@@ -150,18 +170,24 @@ static void finish(omnic__engine *e, int si, omnic__finish why, const char *erro
                            .error = error};
     omnic__metrics_finish(&e->metrics, why, (int64_t)r->n_prompt, s->generated);
     omnic__metrics_observe(&e->metrics, OMNIC_H_E2E, now_s() - r->t_submit);
-    r->cb(r->cb_ctx, &ev); /* after the metrics: a client that saw DONE sees them counted */
     omnic__detok_stream_deinit(&s->detok);
     omnic__stop_deinit(&s->stop);
     omnic__kv_pool_clear_slot(&e->model->kv, si);
     s->phase = SLOT_FREE;
     s->generated = s->prefilled = 0;
+    omnic_free(s->seq);
+    s->seq = NULL;
+    s->n_seq = 0;
+    s->pf_tokens = NULL;
+    s->pf_len = 0;
+    s->replay = false;
     pthread_mutex_lock(&e->mu); /* omnic__engine_cancel reads s->req under mu */
     s->req = NULL;
     e->busy--;
     omnic__metrics_gauges(&e->metrics, e->busy, e->q_len); /* current even when the scheduler goes idle */
     pthread_cond_broadcast(&e->idle);
     pthread_mutex_unlock(&e->mu);
+    r->cb(r->cb_ctx, &ev); /* last: a client that saw DONE sees it counted and its slot free */
     request_free(r);
 }
 
@@ -211,44 +237,133 @@ static void on_token(omnic__engine *e, int si, int32_t t)
 
 /* ---- scheduler ---- */
 
+/* With mixed steps, the token rows of a prompt longer than one chunk are computed with the
+ * batch-invariant kernels (inside decode calls, or prefill_inv), so its tokens never depend
+ * on the batch; shorter prompts take the faster text.token_prefill in one call. */
+static bool mixed_prompt(const omnic__engine *e, const slot *s)
+{
+    return e->model->step_tokens > 0 && s->pf_len > e->model->chunk && !s->req->pp.n_rows;
+}
+
+/* One chunk of slot si's pending rows through text.token_prefill (prefill_inv for a mixed
+ * prompt), or text.embeddings_prefill for a prepared (image) prompt; samples the first
+ * token after the last chunk. */
 static omnic_status prefill_chunk(omnic__engine *e, int si, omnic_err *err)
 {
     slot *s = &e->slots[si];
     omnic__model *m = e->model;
-    int64_t left = (int64_t)s->req->n_prompt - s->prefilled, n = left < m->chunk ? left : m->chunk;
-    for (int64_t i = 0; i < n; i++) e->pre_pos[i] = (int32_t)(s->prefilled + i);
-    omnic__tensor tok, pos;
-    int64_t d[1] = {n};
-    omnic__tensor_init(&tok, OMNIC_DTYPE_I32, 1, d, err);
+    const omnic__prepared_prefill *pp = s->req->pp.n_rows && !s->replay ? &s->req->pp : NULL;
+    omnic__module *mod = pp ? &m->embed_prefill : mixed_prompt(e, s) ? &m->prefill_inv : &m->prefill;
+    int64_t left = s->pf_len - s->prefilled, n = left < m->chunk ? left : m->chunk;
+    for (int64_t i = 0; i < n; i++) e->pre_pos[i] = pp ? pp->positions[s->prefilled + i] : (int32_t)(s->prefilled + i);
+    omnic__tensor rows, pos, sel;
+    int64_t d[1] = {n}, d2[2] = {n, m->dec.cfg.hidden};
     omnic__tensor_init(&pos, OMNIC_DTYPE_I32, 1, d, err);
-    tok.data = s->req->prompt + s->prefilled;
+    omnic__tensor_init(&sel, OMNIC_DTYPE_I32, 1, d, err);
+    if (pp) {
+        omnic__tensor_init(&rows, OMNIC_DTYPE_F32, 2, d2, err);
+        rows.data = pp->embeds + s->prefilled * pp->hidden;
+    } else {
+        omnic__tensor_init(&rows, OMNIC_DTYPE_I32, 1, d, err);
+        rows.data = (void *)(uintptr_t)(s->pf_tokens + s->prefilled);
+    }
     pos.data = e->pre_pos;
-    const omnic__tensor *in[2] = {&tok, &pos};
-    omnic__call c = {.n = n, .inputs = in, .n_inputs = 2, .kv = &m->kv, .slot = si, .kv_start = s->prefilled,
-                     .cancel = &s->req->cancel};
-    OMNIC_TRY(omnic__module_call(&m->prefill, &c, err));
+    sel.data = e->rope_long; /* LongRoPE: every prompt row is of a forward of the whole prompt (HF) */
+    for (int64_t i = 0; i < n; i++) e->rope_long[i] = omnic__rope_long(&m->dec.cfg, s->pf_len);
+    const omnic__tensor *in[3] = {&rows, &pos, &sel};
+    omnic__call c = {.n = n, .inputs = in, .n_inputs = m->dec.rope_switch ? 3 : 2, .kv = &m->kv, .slot = si,
+                     .kv_start = s->prefilled, .cancel = &s->req->cancel};
+    if (pp && pp->bias)
+        return OMNIC_FAIL(err, OMNIC_E_UNSUPPORTED, "%s: this model's mask mode takes no attention bias", mod->name);
+    OMNIC_TRY(omnic__module_call(mod, &c, err));
     s->prefilled += n;
-    omnic__metrics_steps(&e->metrics, 1, 0, 0);
-    if (s->prefilled == (int64_t)s->req->n_prompt) {
-        if (s->req->on_prefill) s->req->on_prefill(s->req->cb_ctx, m, si);
-        const float *logits = omnic__module_output(&m->prefill, m->prefill_logits)->data;
-        on_token(e, si, omnic__sampler_sample(&s->sampler, logits));
+    omnic__metrics_steps(&e->metrics, 1, 0, 0, 0);
+    if (s->prefilled == s->pf_len) {
+        if (s->req->on_prefill && !s->replay) {
+            omnic__prefill_info info = {.model = m, .slot = si, .module = mod, .prepared = pp};
+            s->req->on_prefill(s->req->cb_ctx, &info);
+        }
+        const int li = pp ? m->embed_prefill_logits : mod == &m->prefill_inv ? m->prefill_inv_logits : m->prefill_logits;
+        on_token(e, si, omnic__sampler_sample(&s->sampler, omnic__module_output(mod, li)->data));
     }
     return OMNIC_OK;
 }
 
-static void decode_step(omnic__engine *e)
+/* Encodes the next image of slot si (one per step); after the last one, merges them into
+ * the request's PreparedPrefill and moves the slot to PREFILL. */
+static omnic_status encode_next(omnic__engine *e, int si, omnic_err *err)
 {
+    slot *s = &e->slots[si];
+    request *r = s->req;
     omnic__model *m = e->model;
+    const int64_t S = m->image_size, R = m->image_tokens, H = m->dec.cfg.hidden;
+    omnic__tensor pv;
+    int64_t dims[3] = {3, S, S};
+    OMNIC_TRY(omnic__tensor_init(&pv, OMNIC_DTYPE_F32, 3, dims, err));
+    pv.data = r->pixels + r->encoded * 3 * S * S;
+    const omnic__tensor *proj, *feat;
+    OMNIC_TRY(omnic__model_encode_image(m, &pv, &proj, &feat, err));
+    if (proj->dims[0] != R || proj->dims[1] != H)
+        return OMNIC_FAIL(err, OMNIC_E_INTERNAL, "vision.encode gave [%lld, %lld] rows, expected [%lld, %lld]",
+                          (long long)proj->dims[0], (long long)proj->dims[1], (long long)R, (long long)H);
+    memcpy(r->projected + r->encoded * R * H, proj->data, (size_t)(R * H) * sizeof(float));
+    if (r->on_encode) r->on_encode(r->cb_ctx, r->encoded, feat, proj);
+    r->encoded++;
+    omnic__metrics_steps(&e->metrics, 1, 0, 0, 0);
+    if (r->encoded < (int64_t)r->n_images) return OMNIC_OK;
+    OMNIC_TRY(omnic__model_merge_images(m, r->prompt, (int64_t)r->n_prompt, r->projected, (int64_t)r->n_images,
+                                        &r->pp, err));
+    omnic_free(r->pixels), r->pixels = NULL;
+    omnic_free(r->projected), r->projected = NULL;
+    s->pf_len = r->pp.n_rows;
+    s->phase = SLOT_PREFILL;
+    return OMNIC_OK;
+}
+
+/* Rows of every generating slot into dec_tok / dec_pos / dec_rows; returns how many. */
+static int gather_decode_rows(omnic__engine *e)
+{
     int n = 0;
+    const omnic__text_config *cfg = &e->model->dec.cfg;
     for (int si = 0; si < e->n_slots; si++) {
-        if (e->slots[si].phase != SLOT_DECODE) continue;
+        slot *s = &e->slots[si];
+        if (s->phase != SLOT_DECODE) continue;
+        if (s->seq && e->model->kv.len[si] == cfg->rope_original_max_pos) {
+            /* LongRoPE crossing: the sequence becomes longer than original_max_position_embeddings;
+             * recompute every row with the long factors, as HF's generate does */
+            s->seq[s->n_seq++] = s->next_token;
+            omnic__kv_pool_clear_slot(&e->model->kv, si);
+            s->pf_tokens = s->seq;
+            s->pf_len = s->n_seq;
+            s->prefilled = 0;
+            s->replay = true;
+            s->phase = SLOT_PREFILL;
+            continue;
+        }
         e->dec_rows[n] = si;
         e->dec_tok[n] = e->slots[si].next_token;
-        e->dec_pos[n] = (int32_t)m->kv.len[si];
+        e->dec_pos[n] = (int32_t)e->model->kv.len[si];
         n++;
     }
+    return n;
+}
+
+/* One text.decode call over n_dec decode rows, then (mixed steps) the prompt rows of slot
+ * pf (pf_rows of them, -1 / 0: none). Decode rows sample; the prefill slot samples its
+ * first token when its prompt is complete. */
+static void decode_call(omnic__engine *e, int n_dec, int pf, int64_t pf_rows)
+{
+    omnic__model *m = e->model;
+    int64_t n = n_dec + (pf >= 0 ? pf_rows : 0);
     if (!n) return;
+    if (pf >= 0) {
+        slot *s = &e->slots[pf];
+        for (int64_t i = 0; i < pf_rows; i++) {
+            e->dec_rows[n_dec + i] = pf;
+            e->dec_tok[n_dec + i] = s->pf_tokens[s->prefilled + i];
+            e->dec_pos[n_dec + i] = (int32_t)(s->prefilled + i);
+        }
+    }
     omnic_err err;
     omnic__tensor tok, pos;
     int64_t d[1] = {n};
@@ -256,19 +371,75 @@ static void decode_step(omnic__engine *e)
     omnic__tensor_init(&pos, OMNIC_DTYPE_I32, 1, d, &err);
     tok.data = e->dec_tok;
     pos.data = e->dec_pos;
-    const omnic__tensor *in[2] = {&tok, &pos};
-    omnic__call c = {.n = n, .inputs = in, .n_inputs = 2, .kv = &m->kv, .row_slots = e->dec_rows};
+    omnic__tensor sel = tok; /* LongRoPE: a decode row's forward ends at its position */
+    sel.data = e->rope_long;
+    for (int64_t b = 0; b < n; b++)
+        e->rope_long[b] = omnic__rope_long(&m->dec.cfg, b < n_dec ? (int64_t)e->dec_pos[b] + 1
+                                                                  : e->slots[pf].pf_len);
+    const omnic__tensor *in[3] = {&tok, &pos, &sel};
+    omnic__call c = {.n = n, .inputs = in, .n_inputs = m->dec.rope_switch ? 3 : 2, .kv = &m->kv,
+                     .row_slots = e->dec_rows};
     if (omnic__module_call(&m->decode, &c, &err) != OMNIC_OK) {
-        for (int b = 0; b < n; b++) finish(e, e->dec_rows[b], OMNIC_FINISH_ERROR, err.msg);
+        for (int b = 0; b < n_dec; b++) finish(e, e->dec_rows[b], OMNIC_FINISH_ERROR, err.msg);
+        if (pf >= 0) finish(e, pf, OMNIC_FINISH_ERROR, err.msg);
         return;
     }
-    omnic__metrics_steps(&e->metrics, 0, 1, (uint64_t)n);
+    omnic__metrics_steps(&e->metrics, 0, n_dec > 0, (uint64_t)n_dec, pf >= 0 ? (uint64_t)pf_rows : 0);
     const float *logits = omnic__module_output(&m->decode, 0)->data;
     const int64_t V = m->dec.cfg.vocab;
-    for (int b = 0; b < n; b++) {
-        int si = e->dec_rows[b];
-        on_token(e, si, omnic__sampler_sample(&e->slots[si].sampler, logits + (int64_t)b * V));
+    for (int b = 0; b < n_dec; b++) {
+        slot *ds = &e->slots[e->dec_rows[b]];
+        if (ds->seq) ds->seq[ds->n_seq++] = e->dec_tok[b];
+        on_token(e, e->dec_rows[b], omnic__sampler_sample(&ds->sampler, logits + (int64_t)b * V));
     }
+    if (pf >= 0) {
+        slot *s = &e->slots[pf];
+        s->prefilled += pf_rows;
+        if (s->prefilled == s->pf_len)
+            on_token(e, pf, omnic__sampler_sample(&s->sampler, logits + (n - 1) * V));
+    }
+}
+
+/* One scheduler step's compute: the next prefilling slot (round robin) gets one chunk of
+ * text.token_prefill, then one batched decode; or, with mixed steps (step_tokens > 0) and
+ * a prompt longer than one chunk while other slots decode, its next prompt rows ride in the
+ * decode call itself, so the decoding streams wait for at most step_tokens extra rows. A request that dumps its
+ * prefill stages (on_prefill) always takes text.token_prefill, and an image request's rows
+ * take text.embeddings_prefill (after its images are encoded, one per step). */
+static void step(omnic__engine *e)
+{
+    omnic__model *m = e->model;
+    int pf = -1;
+    for (int i = 0; i < e->n_slots; i++) {
+        int si = (e->prefill_rr + i) % e->n_slots;
+        if (e->slots[si].phase != SLOT_PREFILL && e->slots[si].phase != SLOT_ENCODE) continue;
+        pf = si;
+        e->prefill_rr = (si + 1) % e->n_slots;
+        break;
+    }
+    if (pf >= 0 && e->slots[pf].phase == SLOT_ENCODE) { /* this step's prefill work: one image */
+        omnic_err err;
+        omnic_status st = encode_next(e, pf, &err);
+        if (st == OMNIC_E_CANCELLED) finish(e, pf, OMNIC_FINISH_CANCELLED, NULL);
+        else if (st != OMNIC_OK) finish(e, pf, OMNIC_FINISH_ERROR, err.msg);
+        decode_call(e, gather_decode_rows(e), -1, 0);
+        return;
+    }
+    int n_dec = gather_decode_rows(e);
+    if (pf >= 0 && n_dec > 0 && mixed_prompt(e, &e->slots[pf]) && !e->slots[pf].req->on_prefill) {
+        int64_t left = e->slots[pf].pf_len - e->slots[pf].prefilled;
+        int64_t room = m->step_tokens - n_dec > 1 ? m->step_tokens - n_dec : 1;
+        decode_call(e, n_dec, pf, left < room ? left : room);
+        return;
+    }
+    if (pf >= 0) {
+        omnic_err err;
+        omnic_status st = prefill_chunk(e, pf, &err);
+        if (st == OMNIC_E_CANCELLED) finish(e, pf, OMNIC_FINISH_CANCELLED, NULL);
+        else if (st != OMNIC_OK) finish(e, pf, OMNIC_FINISH_ERROR, err.msg);
+        n_dec = gather_decode_rows(e); /* the prompt may have completed: it decodes this step */
+    }
+    decode_call(e, n_dec, -1, 0);
 }
 
 /* Moves queued requests into free slots (called with mu held). Returns how many. */
@@ -286,6 +457,10 @@ static int admit_locked(omnic__engine *e, int *admitted)
         s->req = r;
         s->phase = SLOT_PREFILL;
         s->prefilled = s->generated = 0;
+        s->pf_tokens = r->prompt;
+        s->pf_len = (int64_t)r->n_prompt;
+        s->replay = false;
+        if (r->n_images) s->phase = SLOT_ENCODE;
         e->busy++;
         admitted[k++] = si;
     }
@@ -304,8 +479,23 @@ static void start_slot(omnic__engine *e, int si)
     memset(&s->detok, 0, sizeof s->detok);
     memset(&s->stop, 0, sizeof s->stop);
     if (omnic__detok_stream_init(&s->detok, e->tok, r->skip_special, &err) != OMNIC_OK ||
-        omnic__stop_init(&s->stop, (const char *const *)r->stops, r->n_stops, &err) != OMNIC_OK)
+        omnic__stop_init(&s->stop, (const char *const *)r->stops, r->n_stops, &err) != OMNIC_OK) {
         finish(e, si, OMNIC_FINISH_ERROR, err.msg);
+        return;
+    }
+    const omnic__model *m = e->model;
+    const int64_t orig = m->dec.cfg.rope_original_max_pos;
+    if (m->dec.rope_switch && !r->n_images && (int64_t)r->n_prompt <= orig &&
+        (int64_t)r->n_prompt + r->max_tokens > orig) {
+        /* the sequence may cross original_max_position_embeddings: keep it for the replay */
+        s->seq = omnic_alloc_array((size_t)r->n_prompt + (size_t)r->max_tokens, sizeof *s->seq);
+        if (!s->seq) {
+            finish(e, si, OMNIC_FINISH_ERROR, "out of memory for the token history of a LongRoPE sequence");
+            return;
+        }
+        memcpy(s->seq, r->prompt, r->n_prompt * sizeof *s->seq);
+        s->n_seq = (int64_t)r->n_prompt;
+    }
 }
 
 static void *scheduler_main(void *arg)
@@ -336,18 +526,7 @@ static void *scheduler_main(void *arg)
             if (done) break;
             continue;
         }
-        /* one prefill chunk per step, round robin over prefilling slots */
-        for (int i = 0; i < e->n_slots; i++) {
-            int si = (e->prefill_rr + i) % e->n_slots;
-            if (e->slots[si].phase != SLOT_PREFILL) continue;
-            omnic_err err;
-            omnic_status st = prefill_chunk(e, si, &err);
-            if (st == OMNIC_E_CANCELLED) finish(e, si, OMNIC_FINISH_CANCELLED, NULL);
-            else if (st != OMNIC_OK) finish(e, si, OMNIC_FINISH_ERROR, err.msg);
-            e->prefill_rr = (si + 1) % e->n_slots;
-            break;
-        }
-        decode_step(e);
+        step(e);
     }
     omnic_free(admitted);
     return NULL;
@@ -382,11 +561,14 @@ omnic_status omnic__engine_create(const char *dir, const omnic__engine_opts *opt
     }
     e->n_slots = e->model->n_slots;
     e->slots = omnic_alloc_array((size_t)e->n_slots, sizeof *e->slots);
-    e->dec_tok = omnic_alloc_array((size_t)e->n_slots, sizeof *e->dec_tok);
-    e->dec_pos = omnic_alloc_array((size_t)e->n_slots, sizeof *e->dec_pos);
-    e->dec_rows = omnic_alloc_array((size_t)e->n_slots, sizeof *e->dec_rows);
+    const size_t step_rows = (size_t)e->n_slots + (size_t)e->model->step_tokens;
+    e->dec_tok = omnic_alloc_array(step_rows, sizeof *e->dec_tok);
+    e->dec_pos = omnic_alloc_array(step_rows, sizeof *e->dec_pos);
+    e->dec_rows = omnic_alloc_array(step_rows, sizeof *e->dec_rows);
     e->pre_pos = omnic_alloc_array((size_t)e->model->chunk, sizeof *e->pre_pos);
-    if (!e->slots || !e->dec_tok || !e->dec_pos || !e->dec_rows || !e->pre_pos) {
+    e->rope_long = omnic_alloc_array((size_t)e->model->chunk > step_rows ? (size_t)e->model->chunk : step_rows,
+                                     sizeof *e->rope_long);
+    if (!e->slots || !e->dec_tok || !e->dec_pos || !e->dec_rows || !e->pre_pos || !e->rope_long) {
         s = OMNIC_FAIL(err, OMNIC_E_NOMEM, "out of memory for %d slots", e->n_slots);
         goto fail;
     }
@@ -437,6 +619,7 @@ void omnic__engine_destroy(omnic__engine *e)
     omnic_free(e->dec_pos);
     omnic_free(e->dec_rows);
     omnic_free(e->pre_pos);
+    omnic_free(e->rope_long);
     omnic_free(e->eos);
     omnic__tokenizer_free(e->tok);
     omnic__model_close(e->model);
@@ -488,15 +671,56 @@ omnic_status omnic__engine_submit(omnic__engine *e, const omnic__gen_request *r,
         s = OMNIC_FAIL(err, OMNIC_E_INVALID, "timeout %g must be >= 0", r->timeout_s);
         goto reject;
     }
-    if (__builtin_add_overflow((int64_t)r->n_prompt, r->max_tokens, &total) || total > cap) {
+    /* images: one per placeholder, the model's pixel size; the expanded length is admitted */
+    const omnic__model *m = e->model;
+    int64_t expanded = (int64_t)r->n_prompt, placeholders = 0;
+    for (size_t i = 0; m->image_token_id >= 0 && i < r->n_prompt; i++) placeholders += r->prompt[i] == m->image_token_id;
+    if (r->n_images && !omnic__model_supports_image(m)) {
+        s = OMNIC_FAIL(err, OMNIC_E_UNSUPPORTED, "this model does not take image input (%zu images given)",
+                       r->n_images);
+        goto reject;
+    }
+    if (placeholders != (int64_t)r->n_images) {
+        s = OMNIC_FAIL(err, OMNIC_E_INVALID, "the prompt has %lld image placeholders but %zu images were given",
+                       (long long)placeholders, r->n_images);
+        goto reject;
+    }
+    for (size_t i = 0; i < r->n_images; i++) {
+        const omnic__tensor *t = r->images[i];
+        if (!t || !t->data || t->dtype != OMNIC_DTYPE_F32 || t->ndim != 3 || t->dims[0] != 3 ||
+            t->dims[1] != m->image_size || t->dims[2] != m->image_size) {
+            s = OMNIC_FAIL(err, OMNIC_E_INVALID, "image %zu: pixel_values must be f32 [3, %lld, %lld]", i,
+                           (long long)m->image_size, (long long)m->image_size);
+            goto reject;
+        }
+    }
+    expanded += (int64_t)r->n_images * (m->image_tokens - 1);
+    if (__builtin_add_overflow(expanded, r->max_tokens, &total) || total > cap) {
         why = OMNIC_REJECT_CAPACITY;
         s = OMNIC_FAIL(err, OMNIC_E_CAPACITY,
-                       "prompt of %zu tokens + max_tokens %lld exceeds the context of %lld tokens", r->n_prompt,
+                       "prompt of %lld tokens + max_tokens %lld exceeds the context of %lld tokens", (long long)expanded,
                        (long long)r->max_tokens, (long long)cap);
+        goto reject;
+    }
+    const int64_t orig = m->dec.cfg.rope_original_max_pos;
+    if (r->n_images && m->dec.rope_switch && expanded <= orig && total > orig) {
+        s = OMNIC_FAIL(err, OMNIC_E_UNSUPPORTED,
+                       "an image prompt of %lld rows + max_tokens %lld would cross original_max_position_embeddings "
+                       "%lld, whose cache recomputation is not supported for image prompts",
+                       (long long)expanded, (long long)r->max_tokens, (long long)orig);
         goto reject;
     }
     q = omnic_alloc_array(1, sizeof *q);
     if (!q || !(q->prompt = omnic_alloc_array(r->n_prompt, sizeof *q->prompt))) goto nomem;
+    if (r->n_images) {
+        const size_t per = (size_t)(3 * m->image_size * m->image_size);
+        if (!(q->pixels = omnic_alloc_array(r->n_images * per, sizeof *q->pixels)) ||
+            !(q->projected = omnic_alloc_array(r->n_images * (size_t)(m->image_tokens * m->dec.cfg.hidden),
+                                               sizeof *q->projected)))
+            goto nomem;
+        for (size_t i = 0; i < r->n_images; i++) memcpy(q->pixels + i * per, r->images[i]->data, per * sizeof(float));
+        q->n_images = r->n_images;
+    }
     memcpy(q->prompt, r->prompt, r->n_prompt * sizeof *q->prompt);
     q->n_prompt = r->n_prompt;
     if (r->n_stops) {
@@ -512,6 +736,7 @@ omnic_status omnic__engine_submit(omnic__engine *e, const omnic__gen_request *r,
     q->cb = r->cb;
     q->cb_ctx = r->cb_ctx;
     q->on_prefill = r->on_prefill;
+    q->on_encode = r->on_encode;
     q->t_submit = now_s();
     atomic_init(&q->cancel, false);
     pthread_mutex_lock(&e->mu);

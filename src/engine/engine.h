@@ -1,7 +1,9 @@
 /* The engine: one scheduler thread owns N slots of a loaded model and runs requests
  * through them with continuous batching. Each step it admits queued requests into free
  * slots, runs at most one prefill chunk (so a long prompt delays other streams by one
- * chunk), then one batched decode over every generating slot; each slot samples,
+ * chunk), then one batched decode over every generating slot — or, with mixed steps
+ * (omnic__model_opts.step_tokens), one decode call that also carries up to step_tokens
+ * rows of one prompt, so a long prompt delays other streams by those rows only. Each slot samples,
  * detokenizes (streaming, UTF-8 safe), matches stop strings and reports text through
  * its request's callback. Slot-scoped state (KV rows, sampler, detokenizer, stop
  * matcher) is cleared on finish, cancel, error and reuse.
@@ -14,6 +16,7 @@
 
 #include "engine/metrics.h"
 #include "engine/sampling.h"
+#include "mm/prepared.h"
 #include "models/model.h"
 #include "tokenizer/tokenizer.h"
 
@@ -55,9 +58,21 @@ typedef struct omnic__gen_event {
 } omnic__gen_event;
 
 typedef void (*omnic__event_cb)(void *ctx, const omnic__gen_event *ev);
-/* Called once the prompt is in the cache, before the first token is sampled: the
- * prefill module's outputs (last chunk) and the slot's KV rows are readable. */
-typedef void (*omnic__prefill_cb)(void *ctx, const omnic__model *m, int slot);
+
+/* What a prefill callback may read (all borrowed, valid during the callback). */
+typedef struct omnic__prefill_info {
+    const omnic__model *model;
+    int slot;                              /* its KV rows hold the prompt */
+    const omnic__module *module;           /* the prefill module that ran the last chunk: its
+                                            * outputs are readable (text.token_prefill or
+                                            * text.embeddings_prefill) */
+    const omnic__prepared_prefill *prepared; /* image requests: the expanded rows; NULL otherwise */
+} omnic__prefill_info;
+/* Called once the prompt is in the cache, before the first token is sampled. */
+typedef void (*omnic__prefill_cb)(void *ctx, const omnic__prefill_info *info);
+/* Called after image i is encoded: the encoder's selected features and projected rows. */
+typedef void (*omnic__encode_cb)(void *ctx, int64_t image, const omnic__tensor *features,
+                                 const omnic__tensor *projected);
 
 typedef struct omnic__gen_request {
     const int32_t *prompt;          /* borrowed for the call; copied */
@@ -72,6 +87,13 @@ typedef struct omnic__gen_request {
     omnic__event_cb cb;             /* required */
     void *cb_ctx;
     omnic__prefill_cb on_prefill;   /* optional (stage dumps); gets cb_ctx */
+    omnic__encode_cb on_encode;     /* optional (stage dumps); gets cb_ctx */
+    /* Images: pixel_values f32 [3, S, S] each (the model's processor output; borrowed for the
+     * call, copied), one per image placeholder id in prompt, in order. The prompt stays the
+     * logical ids (usage, penalties, stop matching); each placeholder expands to the model's
+     * image rows for admission and positions. */
+    const omnic__tensor *const *images;
+    size_t n_images;
 } omnic__gen_request;
 
 /* Loads the model and tokenizer in dir (borrowed) and starts the scheduler. Returns owned. */
@@ -81,8 +103,10 @@ omnic_status omnic__engine_create(const char *dir, const omnic__engine_opts *opt
 void omnic__engine_destroy(omnic__engine *e);
 
 /* Validates and queues a request; *id identifies it. Nothing is queued on failure.
- * Errors: E_INVALID (empty prompt, bad sampling or stop strings, max_tokens < 1: names the
- * field), E_CAPACITY (prompt + max_tokens over the slot capacity: names the three numbers),
+ * Errors: E_INVALID (empty prompt, bad sampling or stop strings, max_tokens < 1, images that
+ * do not match the placeholders or the pixel size: names the field), E_UNSUPPORTED (images
+ * for a model without image input), E_CAPACITY (expanded prompt + max_tokens over the slot
+ * capacity: names the three numbers),
  * E_TOO_LARGE (the queue is full: names its size), E_CANCELLED (the engine is draining). */
 omnic_status omnic__engine_submit(omnic__engine *e, const omnic__gen_request *r, uint64_t *id, omnic_err *err);
 /* Asks for request id to stop; its slot is freed at the next step. Unknown ids are ignored. */

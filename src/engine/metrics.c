@@ -54,9 +54,11 @@ void omnic__metrics_gauges(omnic__metrics *m, int64_t slots_busy, int64_t queue_
     pthread_mutex_unlock(&m->mu);
 }
 
-void omnic__metrics_steps(omnic__metrics *m, uint64_t prefill_chunks, uint64_t decode_steps, uint64_t decode_rows)
+void omnic__metrics_steps(omnic__metrics *m, uint64_t prefill_chunks, uint64_t decode_steps, uint64_t decode_rows,
+                          uint64_t mixed_prompt_rows)
 {
     pthread_mutex_lock(&m->mu);
+    m->mixed_prompt_rows += mixed_prompt_rows;
     m->prefill_chunks += prefill_chunks;
     m->decode_steps += decode_steps;
     m->decode_rows += decode_rows;
@@ -146,6 +148,9 @@ omnic_status omnic__metrics_render(const omnic__metrics *s, char **out, size_t *
     put(&b, "# HELP omnic_decode_rows_total Rows (sequences) over all decode calls.\n"
             "# TYPE omnic_decode_rows_total counter\nomnic_decode_rows_total %llu\n",
         (unsigned long long)s->decode_rows);
+    put(&b, "# HELP omnic_mixed_prompt_rows_total Prompt rows prefilled inside decode calls (mixed steps).\n"
+            "# TYPE omnic_mixed_prompt_rows_total counter\nomnic_mixed_prompt_rows_total %llu\n",
+        (unsigned long long)s->mixed_prompt_rows);
     put(&b, "# HELP omnic_slots_busy Slots holding a request.\n# TYPE omnic_slots_busy gauge\nomnic_slots_busy %lld\n",
         (long long)s->slots_busy);
     put(&b, "# HELP omnic_slots_total Slots.\n# TYPE omnic_slots_total gauge\nomnic_slots_total %lld\n",

@@ -38,7 +38,8 @@ typedef struct omnic__metrics {
     uint64_t requests[OMNIC_FINISH_LABELS];  /* by finish reason */
     uint64_t rejected[OMNIC_REJECT_COUNT];
     uint64_t prompt_tokens, generated_tokens; /* logical tokens */
-    uint64_t prefill_chunks, decode_steps, decode_rows;
+    uint64_t prefill_chunks, decode_steps, decode_rows; /* decode_rows: generating rows only */
+    uint64_t mixed_prompt_rows;                         /* prompt rows carried by decode calls */
     int64_t slots_busy, slots_total, queue_depth;
     omnic__histogram hist[OMNIC_H_COUNT];
 } omnic__metrics;
@@ -49,7 +50,8 @@ void omnic__metrics_observe(omnic__metrics *m, omnic__hist_id h, double seconds)
 void omnic__metrics_finish(omnic__metrics *m, int finish, int64_t prompt_tokens, int64_t generated_tokens);
 void omnic__metrics_reject(omnic__metrics *m, omnic__reject_reason r);
 void omnic__metrics_gauges(omnic__metrics *m, int64_t slots_busy, int64_t queue_depth);
-void omnic__metrics_steps(omnic__metrics *m, uint64_t prefill_chunks, uint64_t decode_steps, uint64_t decode_rows);
+void omnic__metrics_steps(omnic__metrics *m, uint64_t prefill_chunks, uint64_t decode_steps, uint64_t decode_rows,
+                          uint64_t mixed_prompt_rows);
 /* A consistent copy. */
 void omnic__metrics_snapshot(omnic__metrics *m, omnic__metrics *out);
 

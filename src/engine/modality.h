@@ -20,8 +20,9 @@ typedef enum omnic__modality {
 const char *omnic__modality_name(omnic__modality m);
 
 /* Whether m (borrowed; NULL: false) accepts input of modality mod. Text: the token prefill
- * and decode modules are planned. Image and audio: no family wires an encoder module into
- * omnic__model yet, so false. */
+ * and decode modules are planned. Image: the vision tower, its vision.encode module, the
+ * processor config and text.embeddings_prefill (omnic__model_supports_image). Audio: no
+ * family wires an audio encoder yet, so false. */
 bool omnic__model_accepts(const omnic__model *m, omnic__modality mod);
 
 #endif

@@ -4,12 +4,17 @@
 #define OMNIC_MODELS_FAMILY_H
 
 #include "models/text_decoder.h"
+#include "models/vision.h"
 
 typedef struct omnic__family {
     const char *name;                /* "llama" */
     const char *const *model_types;  /* NULL-terminated config.json model_type values */
     /* Parses config.json into the decoder's config (what: file name for messages). */
     omnic_status (*parse_config)(const json_t *cfg, const char *what, omnic__text_config *out, omnic_err *err);
+    /* (optional) Parses the vision tower and projector settings (text: the parsed text
+     * config); NULL for text-only families. */
+    omnic_status (*parse_vision)(const json_t *cfg, const char *what, const omnic__text_config *text,
+                                 omnic__vision_config *out, omnic_err *err);
 } omnic__family;
 
 extern const omnic__family omnic__family_llama;
@@ -17,6 +22,7 @@ extern const omnic__family omnic__family_qwen2;
 extern const omnic__family omnic__family_qwen3;
 extern const omnic__family omnic__family_phi3;
 extern const omnic__family omnic__family_gemma3_text;
+extern const omnic__family omnic__family_llava;
 
 /* The family for config's model_type; E_UNSUPPORTED naming the model_type and the
  * supported list when none matches. */

@@ -24,9 +24,18 @@ static omnic_status compute_identity(omnic__model *m, omnic_err *err)
         w[i] = (omnic__weight_desc){t->name, t->dtype, t->ndim, t->dims,
                                     omnic__text_decoder_transform(&m->dec, t->name)};
     }
-    char modules[256];
-    snprintf(modules, sizeof modules, "%s:%s;%s:%s", m->prefill.name, m->prefill.contract, m->decode.name,
-             m->decode.contract);
+    char modules[512];
+    snprintf(modules, sizeof modules, "%s:%s;%s:%s;invariant_prefill=%d", m->prefill.name, m->prefill.contract,
+             m->decode.name, m->decode.contract, m->prefill_inv.finalized);
+    size_t used = strlen(modules);
+    snprintf(modules + used, sizeof modules - used, ";%s:%s", m->embed_prefill.name, m->embed_prefill.contract);
+    used = strlen(modules);
+    if (m->vision)
+        snprintf(modules + used, sizeof modules - used, ";%s:%s", m->encode.name, m->encode.contract);
+    static const char *const mask_names[] = {"causal", "causal+bias", "bias"};
+    char buckets[64] = "";
+    if (m->vision)
+        snprintf(buckets, sizeof buckets, "image:%lldx%lld", (long long)m->image_size, (long long)m->image_size);
     omnic__bundle_desc d = {
         .arch_config = arch,
         .weights = w,
@@ -34,7 +43,8 @@ static omnic_status compute_identity(omnic__model *m, omnic_err *err)
         .compute_dtypes = m->dec.n_qweights ? "act=f32;acc=f32;matmul_act=q8_32" : "act=f32;acc=f32",
         .capacity = m->capacity,
         .position_mode = "1d",
-        .mask_mode = "causal",
+        .mask_mode = mask_names[m->embed_mask],
+        .encoder_buckets = buckets,
         .kv_layout = "pool[slots*cap,n_kv,head_dim]",
         .kv_dtype = m->kv_dtype,
         .modules = modules,
@@ -44,6 +54,31 @@ out:
     omnic_free(w);
     free(arch); /* jansson's allocator */
     return s;
+}
+
+/* The vision tower, its vision.encode module (one image per call) and the image facts. */
+static omnic_status open_vision(omnic__model *m, const omnic__text_config *text, omnic_err *err)
+{
+    omnic__vision_config vc;
+    OMNIC_TRY(m->family->parse_vision(m->ckpt->config, "config.json", text, &vc, err));
+    m->vision = omnic_alloc_array(1, sizeof *m->vision);
+    if (!m->vision) return OMNIC_FAIL(err, OMNIC_E_NOMEM, "out of memory for a vision tower");
+    omnic_status s = omnic__vision_tower_load(m->vision, &vc, m->ckpt->weights, err);
+    if (s != OMNIC_OK) {
+        omnic_free(m->vision);
+        m->vision = NULL;
+        return s;
+    }
+    OMNIC_TRY(omnic__module_init(&m->encode, "vision.encode", "omnic.vision.encode/1", 1, err));
+    OMNIC_TRY(omnic__vision_tower_build(m->vision, &m->encode, err));
+    OMNIC_TRY(omnic__module_finalize(&m->encode, m->backend, m->pool, err));
+    OMNIC_TRY(omnic__module_constrain(&m->encode, "pixel_values", 0, true, err));
+    m->encode_features = omnic__module_find_output(&m->encode, "vision_features");
+    m->encode_projected = omnic__module_find_output(&m->encode, "projected");
+    m->image_token_id = vc.image_token_id;
+    m->image_tokens = vc.n_out;
+    m->image_size = vc.image_size;
+    return OMNIC_OK;
 }
 
 omnic_status omnic__model_open(const char *dir, const omnic__model_opts *opts, omnic__model **out, omnic_err *err)
@@ -66,21 +101,13 @@ omnic_status omnic__model_open(const char *dir, const omnic__model_opts *opts, o
     if ((s = m->family->parse_config(m->ckpt->config, "config.json", &cfg, err)) != OMNIC_OK) goto fail;
     if ((s = omnic__text_decoder_load(&m->dec, &cfg, m->ckpt->weights, err)) != OMNIC_OK) goto fail;
     m->capacity = opts && opts->ctx > 0 ? opts->ctx : (cfg.max_pos < 4096 ? cfg.max_pos : 4096);
-    if (cfg.rope_type == OMNIC_ROPE_LONGROPE && m->capacity > cfg.rope_original_max_pos) {
-        /* Past original_max_position_embeddings HF switches the whole sequence to the long
-         * factors and re-prefills it; omnic does not (yet), so it stays in the short range. */
-        if (opts && opts->ctx > 0) {
-            s = OMNIC_FAIL(err, OMNIC_E_UNSUPPORTED,
-                           "context %lld is past this LongRoPE model's original_max_position_embeddings %lld "
-                           "(longer contexts are not supported yet)",
-                           (long long)m->capacity, (long long)cfg.rope_original_max_pos);
-            goto fail;
-        }
-        m->capacity = cfg.rope_original_max_pos;
-    }
+    /* LongRoPE: rows switch to the long factors past original_max_position_embeddings */
+    m->dec.rope_switch = cfg.rope_type == OMNIC_ROPE_LONGROPE && m->capacity > cfg.rope_original_max_pos;
     m->n_slots = opts && opts->slots > 0 ? opts->slots : 1;
     m->chunk = opts && opts->chunk > 0 ? opts->chunk : 512;
     if (m->chunk > m->capacity) m->chunk = m->capacity;
+    m->step_tokens = opts && opts->step_tokens > 0 ? opts->step_tokens : 0;
+    if (m->step_tokens > m->capacity) m->step_tokens = m->capacity;
     int threads = opts && opts->threads > 0 ? opts->threads : omnic__cpu_count();
     if ((s = omnic__threadpool_create(&m->pool, threads, err)) != OMNIC_OK) goto fail;
     if (quant != OMNIC_DTYPE_COUNT &&
@@ -90,20 +117,43 @@ omnic_status omnic__model_open(const char *dir, const omnic__model_opts *opts, o
                                  m->kv_dtype, err)) != OMNIC_OK)
         goto fail;
     const int64_t kv_rows = (int64_t)m->n_slots * m->capacity;
-    struct { omnic__module *mod; const char *name, *contract; int64_t rows; bool all; } mods[2] = {
-        {&m->prefill, "text.token_prefill", "omnic.text.token_prefill/1", m->chunk, false},
-        {&m->decode, "text.decode", "omnic.text.decode/1", m->n_slots, true}};
-    for (int i = 0; i < 2; i++) {
+    struct { omnic__module *mod; const char *name, *contract; int64_t rows; bool all, invariant; } mods[3] = {
+        {&m->prefill, "text.token_prefill", "omnic.text.token_prefill/1", m->chunk, false, false},
+        {&m->decode, "text.decode", "omnic.text.decode/1", m->n_slots + m->step_tokens, true, true},
+        {&m->prefill_inv, "text.token_prefill", "omnic.text.token_prefill/1", m->chunk, false, true}};
+    for (int i = 0; i < (m->step_tokens > 0 ? 3 : 2); i++) {
         omnic__module *mod = mods[i].mod;
-        if ((s = omnic__module_init(mod, mods[i].name, mods[i].contract, mods[i].rows, err)) != OMNIC_OK ||
-            (s = omnic__text_decoder_build(&m->dec, mod, m->kv_dtype, kv_rows, mods[i].all,
+        if ((s = omnic__module_init(mod, mods[i].name, mods[i].contract, mods[i].rows, err)) != OMNIC_OK) goto fail;
+        mod->graph.batch_invariant = mods[i].invariant;
+        if ((s = omnic__text_decoder_build(&m->dec, mod, m->kv_dtype, kv_rows, mods[i].all,
                                            !mods[i].all && opts && opts->taps, err)) != OMNIC_OK ||
             (s = omnic__module_finalize(mod, m->backend, m->pool, err)) != OMNIC_OK ||
             (s = omnic__module_constrain(mod, "tokens", cfg.vocab, false, err)) != OMNIC_OK ||
-            (s = omnic__module_constrain(mod, "positions", INT32_MAX, false, err)) != OMNIC_OK)
+            (s = omnic__module_constrain(mod, "positions", INT32_MAX, false, err)) != OMNIC_OK ||
+            (m->dec.rope_switch && (s = omnic__module_constrain(mod, "rope_long", 2, false, err)) != OMNIC_OK))
             goto fail;
     }
     m->prefill_logits = omnic__module_find_output(&m->prefill, "logits");
+    m->prefill_inv_logits = omnic__module_find_output(&m->prefill_inv, "logits");
+    /* text.embeddings_prefill: the token prefill's graph from the first layer on, fed rows */
+    m->embed_mask = OMNIC_MASK_CAUSAL; /* every family so far: causal only */
+    if ((s = omnic__module_init(&m->embed_prefill, "text.embeddings_prefill", "omnic.text.embeddings_prefill/1",
+                                m->chunk, err)) != OMNIC_OK)
+        goto fail;
+    m->embed_prefill.graph.batch_invariant = false; /* as the token prefill (m->prefill) */
+    if ((s = omnic__text_decoder_build_embeddings(&m->dec, &m->embed_prefill, m->kv_dtype, kv_rows, m->embed_mask,
+                                                  opts && opts->taps, err)) != OMNIC_OK ||
+        (s = omnic__module_finalize(&m->embed_prefill, m->backend, m->pool, err)) != OMNIC_OK ||
+        (s = omnic__module_constrain(&m->embed_prefill, "inputs_embeds", 0, true, err)) != OMNIC_OK ||
+        (s = omnic__module_constrain(&m->embed_prefill, "positions", INT32_MAX, false, err)) != OMNIC_OK ||
+        (m->dec.rope_switch && (s = omnic__module_constrain(&m->embed_prefill, "rope_long", 2, false, err)) != OMNIC_OK))
+        goto fail;
+    if (m->embed_mask != OMNIC_MASK_CAUSAL &&
+        (s = omnic__module_constrain(&m->embed_prefill, "attn_bias", 0, true, err)) != OMNIC_OK)
+        goto fail;
+    m->embed_prefill_logits = omnic__module_find_output(&m->embed_prefill, "logits");
+    m->image_token_id = -1;
+    if (m->family->parse_vision && (s = open_vision(m, &cfg, err)) != OMNIC_OK) goto fail;
     if ((s = compute_identity(m, err)) != OMNIC_OK) goto fail;
     *out = m;
     return OMNIC_OK;
@@ -116,6 +166,11 @@ void omnic__model_close(omnic__model *m)
 {
     if (!m) return;
     omnic__module_deinit(&m->prefill);
+    omnic__module_deinit(&m->prefill_inv);
+    omnic__module_deinit(&m->embed_prefill);
+    omnic__module_deinit(&m->encode);
+    omnic__vision_tower_deinit(m->vision);
+    omnic_free(m->vision);
     omnic__module_deinit(&m->decode);
     omnic__kv_pool_deinit(&m->kv);
     omnic__threadpool_destroy(m->pool);
@@ -126,7 +181,8 @@ void omnic__model_close(omnic__model *m)
 
 size_t omnic__model_planned_bytes(const omnic__model *m)
 {
-    return m->prefill.plan.total_bytes + m->decode.plan.total_bytes;
+    return m->prefill.plan.total_bytes + m->prefill_inv.plan.total_bytes + m->decode.plan.total_bytes + m->embed_prefill.plan.total_bytes +
+           m->encode.plan.total_bytes;
 }
 
 size_t omnic__model_kv_bytes(const omnic__model *m)
@@ -136,4 +192,65 @@ size_t omnic__model_kv_bytes(const omnic__model *m)
     omnic__kv_pool_bytes((int)c->n_layers, m->n_slots, m->capacity, c->n_kv_heads, c->head_dim, m->kv_dtype, &n,
                          NULL);
     return n;
+}
+
+bool omnic__model_supports_image(const omnic__model *m)
+{
+    return m && m->vision && m->encode.finalized && m->encode_projected >= 0 && m->image_token_id >= 0 &&
+           m->ckpt->preprocessor_config != NULL;
+}
+
+omnic_status omnic__model_embed_tokens(const omnic__model *m, const int32_t *ids, int64_t n, float *out,
+                                       omnic_err *err)
+{
+    return omnic__text_decoder_embed_rows(&m->dec, m->backend, ids, n, out, err);
+}
+
+omnic_status omnic__model_encode_image(omnic__model *m, const omnic__tensor *pixel_values,
+                                       const omnic__tensor **projected, const omnic__tensor **features,
+                                       omnic_err *err)
+{
+    if (!m->vision || !m->encode.finalized)
+        return OMNIC_FAIL(err, OMNIC_E_UNSUPPORTED, "model (family %s) has no vision tower", m->family->name);
+    const omnic__tensor *in[1] = {pixel_values};
+    omnic__call c = {.n = 1, .inputs = in, .n_inputs = 1};
+    OMNIC_TRY(omnic__module_call(&m->encode, &c, err));
+    *projected = omnic__module_output(&m->encode, m->encode_projected);
+    if (features) *features = omnic__module_output(&m->encode, m->encode_features);
+    return OMNIC_OK;
+}
+
+omnic_status omnic__model_merge_embeds(const omnic__model *m, const int32_t *ids, int64_t n,
+                                       const omnic__tensor *const *items, int n_items, float *out,
+                                       omnic_err *err)
+{
+    const int64_t H = m->dec.cfg.hidden;
+    int64_t total = 0, placeholders = 0;
+    for (int k = 0; k < n_items; k++) {
+        const omnic__tensor *t = items[k];
+        if (!t || t->dtype != OMNIC_DTYPE_F32 || t->ndim != 2 || t->dims[1] != H || (t->dims[0] && !t->data))
+            return OMNIC_FAIL(err, OMNIC_E_INVALID, "merge: media item %d must be f32 [rows, %lld]", k, (long long)H);
+        total += t->dims[0];
+    }
+    for (int64_t i = 0; i < n; i++) placeholders += m->image_token_id >= 0 && ids[i] == m->image_token_id;
+    if (placeholders != total)
+        return OMNIC_FAIL(err, OMNIC_E_INVALID,
+                          "merge: image features and image tokens do not match: %lld image tokens, %lld feature rows "
+                          "in %d item%s",
+                          (long long)placeholders, (long long)total, n_items, n_items == 1 ? "" : "s");
+    int k = 0;
+    int64_t row = 0;
+    for (int64_t i = 0; i < n;) {
+        if (m->image_token_id >= 0 && ids[i] == m->image_token_id) {
+            while (row == items[k]->dims[0]) k++, row = 0; /* skips empty items too */
+            memcpy(out + i * H, (const float *)items[k]->data + row * H, (size_t)H * sizeof(float));
+            row++, i++;
+            continue;
+        }
+        int64_t j = i; /* a run of text ids: one lookup */
+        while (j < n && !(m->image_token_id >= 0 && ids[j] == m->image_token_id)) j++;
+        OMNIC_TRY(omnic__model_embed_tokens(m, ids + i, j - i, out + i * H, err));
+        i = j;
+    }
+    return OMNIC_OK;
 }

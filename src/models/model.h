@@ -12,6 +12,11 @@ typedef struct omnic__model_opts {
     int64_t ctx;          /* rows per slot; 0: min(max_position_embeddings, 4096) */
     int slots;            /* sequences decoded together; 0: 1 */
     int64_t chunk;        /* prefill rows per call; 0: min(ctx, 512) */
+    int64_t step_tokens;  /* > 0: mixed steps (engine): text.decode also takes up to this many
+                           * rows of a prompt longer than one chunk beside the decode rows, and
+                           * such prompts go through prefill_inv otherwise, so a row's result
+                           * never depends on the step that computed it. 0: prompts only go
+                           * through text.token_prefill. */
     omnic_dtype kv_dtype; /* f16 (default) or f32 */
     bool taps;            /* prefill also outputs inputs_embeds and hidden_l{i} (stage dumps) */
     const char *quant;    /* "q8_0" / "q4_0": quantize linear weights at load (models/quantize.h);
@@ -31,7 +36,28 @@ typedef struct omnic__model {
     omnic__kv_pool kv;                /* every slot's KV cache */
     omnic__module prefill;            /* text.token_prefill: one sequence, <= chunk rows */
     int prefill_logits;               /* index of its "logits" output */
-    omnic__module decode;             /* text.decode: one row per slot, <= n_slots rows */
+    omnic__module decode;             /* text.decode: one row per slot, plus up to step_tokens
+                                       * prompt rows in mixed steps */
+    int64_t step_tokens;              /* 0: no mixed steps */
+    omnic__module prefill_inv;        /* step_tokens > 0: text.token_prefill with batch-invariant
+                                       * matmuls (rows as text.decode computes them), for prompts
+                                       * longer than one chunk; not finalized otherwise */
+    int prefill_inv_logits;
+    /* text.embeddings_prefill: one sequence, <= chunk rows of post-scale embeddings
+     * (omnic__text_decoder_build_embeddings has the inputs and the bias layout) */
+    omnic__module embed_prefill;
+    int embed_prefill_logits;         /* index of its "logits" output */
+    omnic__mask_mode embed_mask;      /* its mask mode (causal: no attn_bias input) */
+    /* Vision (NULL / zero for text-only checkpoints): the tower + projector and its
+     * vision.encode module: pixel_values f32 [3, image_size, image_size] (finite) ->
+     * "vision_features" f32 [image_tokens, vision hidden] (the selected hidden state) and
+     * "projected" f32 [image_tokens, text hidden] (the rows that replace the image tokens). */
+    omnic__vision_tower *vision;      /* owned */
+    omnic__module encode;             /* vision.encode (finalized only when vision is set) */
+    int encode_features, encode_projected; /* output indices */
+    int32_t image_token_id;           /* the placeholder id (LLaVA image_token_index); -1: none */
+    int64_t image_tokens;             /* rows per image (placeholders after expansion) */
+    int64_t image_size;               /* pixel_values height = width */
     char identity[65];
 } omnic__model;
 
@@ -39,6 +65,34 @@ typedef struct omnic__model {
 omnic_status omnic__model_open(const char *dir, const omnic__model_opts *opts, omnic__model **out, omnic_err *err);
 /* NULL ok. */
 void omnic__model_close(omnic__model *m);
+
+/* True only when m (borrowed; NULL: false) can take images: the vision weights bound, the
+ * vision.encode module planned, and a preprocessor_config.json loaded. */
+bool omnic__model_supports_image(const omnic__model *m);
+
+/* Post-scale embedding rows of ids[0..n) into out [n, text hidden] f32, bit-identical to
+ * the rows text.token_prefill computes (omnic__text_decoder_embed_rows on m's backend).
+ * E_INVALID naming the index when an id is outside the vocabulary. */
+omnic_status omnic__model_embed_tokens(const omnic__model *m, const int32_t *ids, int64_t n, float *out,
+                                       omnic_err *err);
+
+/* The prompt's post-scale embeddings out [n, text hidden] f32 (DESIGN.md 3, LLaVA's merge):
+ * rows of ids equal to m->image_token_id are replaced, in order, by the rows of items[0],
+ * items[1], ... (each f32 [rows, text hidden], e.g. omnic__model_encode_image's projected
+ * output; borrowed); every other row is omnic__model_embed_tokens of its id. E_INVALID when
+ * the number of image-token ids differs from the items' total rows (names both counts), or an
+ * item has the wrong dtype/width, or an id is out of range; out is then unspecified. */
+omnic_status omnic__model_merge_embeds(const omnic__model *m, const int32_t *ids, int64_t n,
+                                       const omnic__tensor *const *items, int n_items, float *out,
+                                       omnic_err *err);
+
+/* Runs vision.encode on one image: pixel_values f32 [3, image_size, image_size] (borrowed,
+ * checked: shape and finite). On success *projected (and *features when not NULL) point at
+ * the module's outputs ([image_tokens, text hidden] / [image_tokens, vision hidden] f32),
+ * valid until the next encode call. E_UNSUPPORTED when m has no vision tower. */
+omnic_status omnic__model_encode_image(omnic__model *m, const omnic__tensor *pixel_values,
+                                       const omnic__tensor **projected, const omnic__tensor **features,
+                                       omnic_err *err);
 
 /* Memory the model needs beyond its mapped weights: planned module memory, and the KV
  * pool (bytes). */

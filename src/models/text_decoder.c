@@ -220,16 +220,21 @@ omnic_status omnic__text_decoder_load(omnic__text_decoder *d, const omnic__text_
     d->cfg = *c;
     const int64_t H = c->hidden, hd = c->head_dim, qd = c->n_heads * hd, kvd = c->n_kv_heads * hd,
                   I = c->intermediate;
-    const char *P = c->prefix;
+    const char *P = c->prefix, *head = c->lm_head_name ? c->lm_head_name : "lm_head.weight";
     char name[192];
     omnic_status s;
     int64_t emb[2] = {c->vocab, H};
 #define NAME(...) (snprintf(name, sizeof name, __VA_ARGS__), name)
+    if (c->alt_prefix && !omnic__st_find(st, NAME("%sembed_tokens.weight", P)) &&
+        omnic__st_find(st, NAME("%sembed_tokens.weight", c->alt_prefix))) { /* the other spelling */
+        P = d->cfg.prefix = c->alt_prefix;
+        head = d->cfg.lm_head_name = c->alt_lm_head_name ? c->alt_lm_head_name : "lm_head.weight";
+    }
     if ((s = bind(d, st, NAME("%sembed_tokens.weight", P), 2, emb, &d->embed, err)) != OMNIC_OK) goto fail;
     if ((s = bind(d, st, NAME("%snorm.weight", P), 1, &H, &d->norm, err)) != OMNIC_OK) goto fail;
     if (c->tie_embeddings) {
         d->lm_head = d->embed;
-    } else if ((s = bind(d, st, "lm_head.weight", 2, emb, &d->lm_head, err)) != OMNIC_OK) {
+    } else if ((s = bind(d, st, head, 2, emb, &d->lm_head, err)) != OMNIC_OK) {
         goto fail;
     }
     if (c->embed_scale > 0) { /* HF casts the scale to the embedding dtype before multiplying */
@@ -295,10 +300,21 @@ omnic_status omnic__text_decoder_load(omnic__text_decoder *d, const omnic__text_
         }
     }
 #undef NAME
-    if (c->rope_type == OMNIC_ROPE_LONGROPE) { /* short factors: the model caps the context (model.c) */
+    if (c->rope_type == OMNIC_ROPE_LONGROPE) { /* short factors, and [short; long] for rope_switch */
+        omnic__tensor *lt = NULL;
+        int64_t two[2] = {2, c->n_rot / 2};
         if ((s = rope_table(c, c->rope_theta, c->rope_type, c->longrope_short, "rope_inv_freq", &d->rope_global, err)) !=
-            OMNIC_OK)
+                OMNIC_OK ||
+            (s = rope_table(c, c->rope_theta, c->rope_type, c->longrope_long, "rope_inv_freq_long", &lt, err)) !=
+                OMNIC_OK ||
+            (s = omnic__tensor_create(&d->rope_two, OMNIC_DTYPE_F32, 2, two, err)) != OMNIC_OK) {
+            omnic__tensor_destroy(lt);
             goto fail;
+        }
+        snprintf(d->rope_two->name, sizeof d->rope_two->name, "rope_inv_freq_short_long");
+        memcpy(d->rope_two->data, d->rope_global->data, (size_t)two[1] * sizeof(float));
+        memcpy((float *)d->rope_two->data + two[1], lt->data, (size_t)two[1] * sizeof(float));
+        omnic__tensor_destroy(lt);
     } else if ((s = rope_table(c, c->rope_theta, c->rope_type, NULL, "rope_inv_freq", &d->rope_global, err)) !=
                OMNIC_OK) {
         goto fail;
@@ -323,6 +339,7 @@ void omnic__text_decoder_deinit(omnic__text_decoder *d)
     }
     omnic_free(d->layers);
     omnic__tensor_destroy(d->rope_global);
+    omnic__tensor_destroy(d->rope_two);
     omnic__tensor_destroy(d->rope_local);
     for (size_t i = 0; i < d->n_copies; i++) omnic__tensor_destroy(d->copies[i]);
     omnic_free(d->copies);
@@ -365,22 +382,22 @@ static omnic__tensor *norm(omnic__graph *g, const omnic__text_decoder *d, omnic_
     return omnic__g_rmsnorm(g, x, omnic__g_weight(g, w), (float)d->cfg.rms_eps, d->cfg.norm_one_plus);
 }
 
-omnic_status omnic__text_decoder_build(const omnic__text_decoder *d, omnic__module *m, omnic_dtype kv_dtype, int64_t kv_rows,
-                                  bool all_rows, bool taps, omnic_err *err)
+/* The decoder layers, final norm and head over post-scale rows x [T, H]; bias: the explicit
+ * additive attention bias (or NULL), causal: the causal flag of every attention. */
+static omnic_status build_body(const omnic__text_decoder *d, omnic__graph *g, omnic__tensor *x, omnic__tensor *pos,
+                               omnic__tensor *bias, bool causal, omnic_dtype kv_dtype, int64_t kv_rows, bool all_rows,
+                               bool taps, omnic_err *err)
 {
     const omnic__text_config *c = &d->cfg;
-    omnic__graph *g = &m->graph;
-    const int64_t cap = g->capacity, T = cap, hd = c->head_dim;
-    g->batch_invariant = all_rows; /* decode: a row's logits never depend on the batch */
-    int64_t one[1] = {cap};
-    omnic__tensor *tokens = omnic__g_input(g, "tokens", OMNIC_DTYPE_I32, 1, one, OMNIC_VAR_T);
-    omnic__tensor *pos = omnic__g_input(g, "positions", OMNIC_DTYPE_I32, 1, one, OMNIC_VAR_T);
+    const int64_t T = g->capacity, hd = c->head_dim;
     omnic__tensor *kvi = omnic__g_kv_index(g), *kvb = omnic__g_kv_begin(g);
     omnic__tensor *rope_global = omnic__g_weight(g, d->rope_global);
     omnic__tensor *rope_local = d->rope_local ? omnic__g_weight(g, d->rope_local) : NULL;
-    omnic__tensor *x = omnic__g_get_rows(g, omnic__g_weight(g, &d->embed), tokens);
-    if (c->embed_scale > 0) x = omnic__g_scale(g, x, c->embed_scale, 0.0f);
-    if (taps) omnic__g_mark_output(g, x, "inputs_embeds");
+    /* LongRoPE past original_max_position_embeddings: per-row short / long table (last input) */
+    int64_t rows[1] = {T};
+    omnic__tensor *rope_sel = d->rope_switch ? omnic__g_input(g, "rope_long", OMNIC_DTYPE_I32, 1, rows, OMNIC_VAR_T)
+                                             : NULL;
+    omnic__tensor *rope_two = rope_sel ? omnic__g_weight(g, d->rope_two) : NULL;
     for (int64_t l = 0; l < c->n_layers; l++) {
         const omnic__text_decoder_layer *L = &d->layers[l];
         const bool sliding = c->layer_sliding[l] != 0;
@@ -399,13 +416,18 @@ omnic_status omnic__text_decoder_build(const omnic__text_decoder *d, omnic__modu
         omnic__tensor *table = sliding && rope_local ? rope_local : rope_global;
         float theta = (float)(sliding && rope_local ? c->rope_local_theta : c->rope_theta);
         float af = sliding && rope_local ? 1.0f : c->rope_attn_factor;
-        q = omnic__g_rope(g, q, pos, (int)c->n_rot, 0, theta, table, af);
-        k = omnic__g_rope(g, k, pos, (int)c->n_rot, 0, theta, table, af);
+        if (rope_sel && table == rope_global) {
+            q = omnic__g_rope_select(g, q, pos, (int)c->n_rot, 0, theta, rope_two, rope_sel, af);
+            k = omnic__g_rope_select(g, k, pos, (int)c->n_rot, 0, theta, rope_two, rope_sel, af);
+        } else {
+            q = omnic__g_rope(g, q, pos, (int)c->n_rot, 0, theta, table, af);
+            k = omnic__g_rope(g, k, pos, (int)c->n_rot, 0, theta, table, af);
+        }
         omnic__tensor *kc = omnic__g_kv_layer(g, false, (int)l, kv_dtype, kv_rows, c->n_kv_heads, hd);
         omnic__tensor *vc = omnic__g_kv_layer(g, true, (int)l, kv_dtype, kv_rows, c->n_kv_heads, hd);
         kc = omnic__g_set_rows(g, kc, k, kvi);
         vc = omnic__g_set_rows(g, vc, v, kvi);
-        omnic__tensor *a = omnic__g_attention(g, q, kc, vc, kvi, NULL, kvb, c->attn_scale, true,
+        omnic__tensor *a = omnic__g_attention(g, q, kc, vc, kvi, bias, kvb, c->attn_scale, causal,
                                               sliding ? (int)c->sliding_window : 0, c->attn_softcap);
         int64_t flat[2] = {T, c->n_heads * hd};
         omnic__tensor *o = omnic__g_matmul(g, omnic__g_reshape(g, a, 2, flat), omnic__g_weight(g, &L->wo),
@@ -434,3 +456,89 @@ omnic_status omnic__text_decoder_build(const omnic__text_decoder *d, omnic__modu
     return OMNIC_OK;
 }
 
+omnic_status omnic__text_decoder_build(const omnic__text_decoder *d, omnic__module *m, omnic_dtype kv_dtype, int64_t kv_rows,
+                                  bool all_rows, bool taps, omnic_err *err)
+{
+    const omnic__text_config *c = &d->cfg;
+    omnic__graph *g = &m->graph;
+    /* decode (and a prefill the caller asked to match it): a row's result never depends on
+     * the other rows of the call */
+    g->batch_invariant = all_rows || g->batch_invariant;
+    int64_t one[1] = {g->capacity};
+    omnic__tensor *tokens = omnic__g_input(g, "tokens", OMNIC_DTYPE_I32, 1, one, OMNIC_VAR_T);
+    omnic__tensor *pos = omnic__g_input(g, "positions", OMNIC_DTYPE_I32, 1, one, OMNIC_VAR_T);
+    omnic__tensor *x = omnic__g_get_rows(g, omnic__g_weight(g, &d->embed), tokens);
+    if (c->embed_scale > 0) x = omnic__g_scale(g, x, c->embed_scale, 0.0f);
+    if (taps) omnic__g_mark_output(g, x, "inputs_embeds");
+    return build_body(d, g, x, pos, NULL, true, kv_dtype, kv_rows, all_rows, taps, err);
+}
+
+omnic_status omnic__text_decoder_build_embeddings(const omnic__text_decoder *d, omnic__module *m,
+                                                  omnic_dtype kv_dtype, int64_t kv_rows, omnic__mask_mode mask,
+                                                  bool taps, omnic_err *err)
+{
+    omnic__graph *g = &m->graph; /* batch_invariant: as the caller set it (it must match the token prefill's) */
+    int64_t emb[2] = {g->capacity, d->cfg.hidden}, one[1] = {g->capacity}, bd[2] = {g->capacity, kv_rows};
+    omnic__tensor *x = omnic__g_input(g, "inputs_embeds", OMNIC_DTYPE_F32, 2, emb, OMNIC_VAR_T);
+    omnic__tensor *pos = omnic__g_input(g, "positions", OMNIC_DTYPE_I32, 1, one, OMNIC_VAR_T);
+    omnic__tensor *bias = mask == OMNIC_MASK_CAUSAL ? NULL
+                                                    : omnic__g_input(g, "attn_bias", OMNIC_DTYPE_F32, 2, bd, OMNIC_VAR_T);
+    return build_body(d, g, x, pos, bias, mask != OMNIC_MASK_BIAS, kv_dtype, kv_rows, false, taps, err);
+}
+
+omnic_status omnic__text_decoder_embed_rows(const omnic__text_decoder *d, const omnic__backend_ops *b,
+                                            const int32_t *ids, int64_t n, float *out, omnic_err *err)
+{
+    const omnic__text_config *c = &d->cfg;
+    for (int64_t i = 0; i < n; i++)
+        if (ids[i] < 0 || ids[i] >= c->vocab)
+            return OMNIC_FAIL(err, OMNIC_E_INVALID, "embedding rows: token id [%lld] = %d is outside [0, %lld)",
+                              (long long)i, ids[i], (long long)c->vocab);
+    if (n <= 0) return OMNIC_OK;
+    omnic__tensor idt, dst;
+    int64_t id_dims[1] = {n}, out_dims[2] = {n, c->hidden};
+    OMNIC_TRY(omnic__tensor_init(&idt, OMNIC_DTYPE_I32, 1, id_dims, err));
+    OMNIC_TRY(omnic__tensor_init(&dst, OMNIC_DTYPE_F32, 2, out_dims, err));
+    idt.data = (void *)(uintptr_t)ids;
+    dst.data = out;
+    /* The very kernels the token prefill runs (one thread: both ops are exact per element). */
+    omnic__node get = {.op = OMNIC_OP_GET_ROWS, .src = {&d->embed, &idt}, .dst = &dst};
+    b->kernel[OMNIC_OP_GET_ROWS](&get, 0, 1, NULL);
+    if (c->embed_scale > 0) {
+        omnic__node sc = {.op = OMNIC_OP_SCALE, .src = {&dst}, .dst = &dst, .fp = {c->embed_scale, 0.0f}};
+        b->kernel[OMNIC_OP_SCALE](&sc, 0, 1, NULL);
+    }
+    return OMNIC_OK;
+}
+
+omnic_status omnic__text_bias_rows(const float *pb, int64_t T, int64_t kv_start, int64_t n, int slot,
+                                   int64_t capacity, int64_t kv_rows, float *out, omnic_err *err)
+{
+    int64_t end, slot_end;
+    if (T < 1 || n < 1 || kv_start < 0 || slot < 0 || capacity < 1 || __builtin_add_overflow(kv_start, n, &end) ||
+        end > T || end > capacity || __builtin_mul_overflow((int64_t)slot + 1, capacity, &slot_end) ||
+        slot_end > kv_rows)
+        return OMNIC_FAIL(err, OMNIC_E_INVALID,
+                          "attention bias: rows %lld..%lld of a %lld-row prompt into slot %d (%lld rows each, pool "
+                          "of %lld) do not fit",
+                          (long long)kv_start, (long long)kv_start + n - 1, (long long)T, slot, (long long)capacity,
+                          (long long)kv_rows);
+    const int64_t base = (int64_t)slot * capacity;
+    for (int64_t i = 0; i < n; i++) {
+        const float *src = pb + (size_t)(kv_start + i) * (size_t)T;
+        float *dst = out + (size_t)i * (size_t)kv_rows;
+        for (int64_t j = 0; j < kv_rows; j++) dst[j] = OMNIC_MASK_NEG;
+        for (int64_t k = 0; k < T; k++) {
+            if (!isfinite(src[k]))
+                return OMNIC_FAIL(err, OMNIC_E_INVALID, "attention bias [%lld, %lld] is not finite",
+                                  (long long)(kv_start + i), (long long)k);
+            if (k < end) dst[base + k] = src[k];
+            else if (src[k] > OMNIC_MASK_NEG / 2)
+                return OMNIC_FAIL(err, OMNIC_E_INVALID,
+                                  "attention bias: row %lld sees key %lld of a later chunk (the chunk ends at %lld; a "
+                                  "bidirectional span must not be split across prefill chunks)",
+                                  (long long)(kv_start + i), (long long)k, (long long)end);
+        }
+    }
+    return OMNIC_OK;
+}

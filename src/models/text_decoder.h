@@ -30,8 +30,7 @@ typedef struct omnic__text_config {
     omnic__rope_type rope_type;
     double rope_factor, rope_low_freq_factor, rope_high_freq_factor; /* llama3; factor also linear */
     int64_t rope_original_max_pos;                                   /* llama3, longrope */
-    float longrope_short[OMNIC_MAX_HEAD_DIM / 2], longrope_long[OMNIC_MAX_HEAD_DIM / 2]; /* [n_rot/2]; long
-                                                                                          * parsed, unused yet */
+    float longrope_short[OMNIC_MAX_HEAD_DIM / 2], longrope_long[OMNIC_MAX_HEAD_DIM / 2]; /* [n_rot/2] */
     float rope_attn_factor;     /* cos/sin multiplier (LongRoPE); 1 otherwise */
     double rope_local_theta;    /* sliding layers' base (Gemma3); 0: same as rope_theta, no scaling */
     bool tie_embeddings;
@@ -48,7 +47,19 @@ typedef struct omnic__text_config {
     int64_t sliding_window;     /* 0: none */
     uint8_t layer_sliding[OMNIC_MAX_LAYERS]; /* 1: layer uses the sliding window and local RoPE */
     const char *prefix;         /* weight-name prefix of the text model ("model.") */
+    const char *lm_head_name;   /* untied head's tensor name; NULL: "lm_head.weight" */
+    /* Second spelling of the names (LLaVA: old language_model.model.* vs new
+     * model.language_model.*): used instead of prefix / lm_head_name when the checkpoint has
+     * no prefix + "embed_tokens.weight" but has alt_prefix + "embed_tokens.weight". NULL: none. */
+    const char *alt_prefix, *alt_lm_head_name;
 } omnic__text_config;
+
+/* Attention masking of text.embeddings_prefill (part of the bundle's mask mode). */
+typedef enum omnic__mask_mode {
+    OMNIC_MASK_CAUSAL = 0,  /* causal only; no bias input */
+    OMNIC_MASK_CAUSAL_BIAS, /* causal and an explicit additive bias input */
+    OMNIC_MASK_BIAS,        /* the explicit additive bias alone (bidirectional spans) */
+} omnic__mask_mode;
 
 typedef struct omnic__text_decoder_layer {
     omnic__tensor attn_norm;              /* [H] input_layernorm */
@@ -69,6 +80,12 @@ typedef struct omnic__text_decoder {
     omnic__tensor lm_head;            /* [V, H]; the embedding when tied */
     omnic__text_decoder_layer *layers;     /* owned [n_layers] */
     omnic__tensor *rope_global;       /* owned f32 [n_rot/2]: full-attention layers (short factors for LongRoPE) */
+    omnic__tensor *rope_two;          /* owned f32 [2, n_rot/2] LongRoPE short; long factors, or NULL */
+    /* Set by the caller before building modules (LongRoPE whose context exceeds
+     * original_max_position_embeddings): full-attention layers then take the table per row
+     * from an extra last input "rope_long" i32 [n] (0 short, 1 long; omnic__rope_long says
+     * which), as HF switches per forward. */
+    bool rope_switch;
     omnic__tensor *rope_local;        /* owned f32 [n_rot/2]: sliding layers, or NULL */
     omnic__tensor **copies;           /* owned: aligned copies of weights the file left misaligned */
     size_t n_copies;
@@ -98,6 +115,55 @@ void omnic__text_decoder_deinit(omnic__text_decoder *d);
  * "hidden_l{i}" [n, H], for stage dumps (DESIGN.md 5); they stay alive to the end. */
 omnic_status omnic__text_decoder_build(const omnic__text_decoder *d, omnic__module *m, omnic_dtype kv_dtype, int64_t kv_rows,
                                   bool all_rows, bool taps, omnic_err *err);
+
+/* text.embeddings_prefill into m (initialized with its row capacity, the prefill chunk):
+ * the decoder of omnic__text_decoder_build (all_rows false) without the embedding lookup
+ * and scale. Inputs, in signature order:
+ *   inputs_embeds f32 [n, H]  post-scale rows (omnic__text_decoder_embed_rows for text;
+ *                             projected media rows), checked finite;
+ *   positions     i32 [n]     rope coordinates;
+ *   attn_bias     f32 [n, kv_rows]  (mask modes with a bias only) additive, checked finite:
+ *                 0 visible, a large finite negative (OMNIC_MASK_NEG) masked. Column j is
+ *                 KV pool row j (the attention op's [T, S] layout): for a one-sequence call
+ *                 into slot s at kv_start, prompt bias entry (kv_start + i, c) of a [T, T]
+ *                 prompt bias is column s * capacity + c of row i; omnic__text_bias_rows
+ *                 builds it. Columns outside the slot's rows [s*cap, s*cap + kv_start + n)
+ *                 must be masked in OMNIC_MASK_BIAS mode (the op then visits every pool row
+ *                 from the slot's start); in CAUSAL_BIAS mode the causal flag already hides them.
+ * Output logits f32 [1, V] of the last row; each row's K/V is written to its pool row as
+ * text.token_prefill does (one sequence per call, chunk by chunk). taps: also outputs
+ * hidden_l{i} [n, H]. With the rows token_prefill would look up, the result is
+ * bit-identical to it (same graph from the first layer on). */
+omnic_status omnic__text_decoder_build_embeddings(const omnic__text_decoder *d, omnic__module *m,
+                                                  omnic_dtype kv_dtype, int64_t kv_rows, omnic__mask_mode mask,
+                                                  bool taps, omnic_err *err);
+
+/* The masked value of an explicit attention bias (finite, so inputs stay finite-checked). */
+#define OMNIC_MASK_NEG (-1e30f)
+
+/* Post-scale embedding rows of ids[0..n) into out [n, H] f32 exactly as text.token_prefill
+ * computes them: backend b's get_rows kernel over the (possibly quantized) table, then
+ * its scale kernel with the decoder's embed_scale (already rounded to the table dtype).
+ * E_INVALID naming the index and value when an id is outside [0, vocab). Borrows all. */
+omnic_status omnic__text_decoder_embed_rows(const omnic__text_decoder *d, const omnic__backend_ops *b,
+                                            const int32_t *ids, int64_t n, float *out, omnic_err *err);
+
+/* Fills out [n, kv_rows] f32 (one embeddings_prefill call of n rows into slot `slot` at
+ * kv_start, slots of `capacity` rows) from a prompt bias [T, T] f32 (row r: query r, column
+ * c: key c; 0 visible, <= OMNIC_MASK_NEG / 2 masked): OMNIC_MASK_NEG everywhere except the
+ * slot's columns of keys 0..kv_start+n-1. E_INVALID when a row of the call would see a key of a
+ * later chunk (a bidirectional span split across chunks: DESIGN.md 3), when the bias is not
+ * finite, or when the ranges do not fit (names the numbers). */
+omnic_status omnic__text_bias_rows(const float *prompt_bias, int64_t T, int64_t kv_start, int64_t n, int slot,
+                                   int64_t capacity, int64_t kv_rows, float *out, omnic_err *err);
+
+/* The "rope_long" value of a row whose forward covers a sequence of seq_len rows (HF:
+ * max position + 1 of the forward; the whole prompt for prompt rows, position + 1 for a
+ * decode row): 1 when it is longer than original_max_position_embeddings. */
+static inline int32_t omnic__rope_long(const omnic__text_config *c, int64_t seq_len)
+{
+    return c->rope_type == OMNIC_ROPE_LONGROPE && seq_len > c->rope_original_max_pos;
+}
 
 /* Parameter count and bytes of the bound weights (tied head counted once). */
 void omnic__text_decoder_param_stats(const omnic__text_decoder *d, int64_t *params, int64_t *bytes);

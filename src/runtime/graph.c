@@ -326,17 +326,27 @@ omnic__tensor *omnic__g_softmax(omnic__graph *g, omnic__tensor *x, float scale)
 omnic__tensor *omnic__g_rope(omnic__graph *g, omnic__tensor *x, omnic__tensor *pos, int n_rot, int mode,
                              float theta, omnic__tensor *inv_freq, float attn_factor)
 {
+    return omnic__g_rope_select(g, x, pos, n_rot, mode, theta, inv_freq, NULL, attn_factor);
+}
+
+omnic__tensor *omnic__g_rope_select(omnic__graph *g, omnic__tensor *x, omnic__tensor *pos, int n_rot, int mode,
+                                    float theta, omnic__tensor *inv_freq, omnic__tensor *sel, float attn_factor)
+{
     if (!x || !pos || !need_f32(g, x, "rope")) return NULL;
     if (x->ndim != 3) return gfail(g, "rope: %s must be [T, heads, head_dim]", tname(x));
     if (pos->dtype != OMNIC_DTYPE_I32 || pos->ndim != 1 || pos->dims[0] != x->dims[0])
         return gfail(g, "rope: positions %s must be i32 [%lld]", tname(pos), (long long)x->dims[0]);
     if (n_rot < 2 || n_rot % 2 || n_rot > x->dims[2] || (mode != 0 && mode != 1))
         return gfail(g, "rope: n_rot %d / mode %d invalid for head_dim %lld", n_rot, mode, (long long)x->dims[2]);
-    if (inv_freq && (inv_freq->dtype != OMNIC_DTYPE_F32 || omnic__tensor_nelem(inv_freq) != n_rot / 2))
-        return gfail(g, "rope: inv_freq %s must be f32 [%d]", tname(inv_freq), n_rot / 2);
+    const int tables = sel ? 2 : 1;
+    if (sel && (!inv_freq || sel->dtype != OMNIC_DTYPE_I32 || sel->ndim != 1 || sel->dims[0] != x->dims[0]))
+        return gfail(g, "rope: table selector %s must be i32 [%lld] beside a table", tname(sel),
+                     (long long)x->dims[0]);
+    if (inv_freq && (inv_freq->dtype != OMNIC_DTYPE_F32 || omnic__tensor_nelem(inv_freq) != tables * (n_rot / 2)))
+        return gfail(g, "rope: inv_freq %s must be f32 [%d x %d]", tname(inv_freq), tables, n_rot / 2);
     omnic__tensor *d = result(g, x, OMNIC_DTYPE_F32, x->ndim, x->dims);
-    omnic__tensor *src[3] = {x, pos, inv_freq};
-    omnic__gnode *n = new_node(g, OMNIC_OP_ROPE, d, 3, src);
+    omnic__tensor *src[4] = {x, pos, inv_freq, sel};
+    omnic__gnode *n = new_node(g, OMNIC_OP_ROPE, d, sel ? 4 : 3, src);
     if (!n) return NULL;
     n->node.ip[0] = n_rot;
     n->node.ip[1] = mode;
@@ -359,10 +369,10 @@ omnic__tensor *omnic__g_attention(omnic__graph *g, omnic__tensor *q, omnic__tens
                      (long long)q->dims[2], (long long)k->dims[1], (long long)k->dims[2]);
     if (qpos->dtype != OMNIC_DTYPE_I32 || qpos->ndim != 1 || qpos->dims[0] != q->dims[0])
         return gfail(g, "attention: qpos %s must be i32 [%lld]", tname(qpos), (long long)q->dims[0]);
-    if (bias && (bias->dtype != OMNIC_DTYPE_F32 || bias->ndim != 2 || omnic__g_of(g, bias)->var != OMNIC_VAR_NONE ||
-                 omnic__g_of(g, q)->var != OMNIC_VAR_NONE || bias->dims[0] != q->dims[0] ||
-                 bias->dims[1] != k->dims[0]))
-        return gfail(g, "attention: bias %s must be fixed-shape f32 [T, S] with fixed q", tname(bias));
+    /* bias rows follow q's rows: both fixed, or both the call's n (row t at t * S either way) */
+    if (bias && (bias->dtype != OMNIC_DTYPE_F32 || bias->ndim != 2 || omnic__g_of(g, bias)->var != omnic__g_of(g, q)->var ||
+                 bias->dims[0] != q->dims[0] || bias->dims[1] != k->dims[0]))
+        return gfail(g, "attention: bias %s must be f32 [T, S] with q's row count", tname(bias));
     if (kv_begin && (kv_begin->dtype != OMNIC_DTYPE_I32 || kv_begin->ndim != 1 || kv_begin->dims[0] != q->dims[0]))
         return gfail(g, "attention: kv_begin %s must be i32 [%lld]", tname(kv_begin), (long long)q->dims[0]);
     omnic__tensor *d = result(g, q, OMNIC_DTYPE_F32, 3, q->dims);
@@ -426,6 +436,41 @@ omnic__tensor *omnic__g_slice_last_rows(omnic__graph *g, omnic__tensor *x, int64
     n->node.ip[1] = (int32_t)(x->dims[0] - n_rows);
     n->slice_from_end = true;
     return &gt->t;
+}
+
+omnic__tensor *omnic__g_concat(omnic__graph *g, omnic__tensor *a, omnic__tensor *b, int dim)
+{
+    if (!a || !b) return NULL;
+    bool ok = a->dtype == b->dtype && a->ndim == b->ndim && dim >= 0 && dim < a->ndim &&
+              omnic__g_of(g, a)->var == OMNIC_VAR_NONE && omnic__g_of(g, b)->var == OMNIC_VAR_NONE;
+    for (int i = 0; ok && i < a->ndim; i++) ok = i == dim || a->dims[i] == b->dims[i];
+    if (!ok) return gfail(g, "concat: %s and %s do not join along dim %d (fixed shapes, same dtype)", tname(a),
+                          tname(b), dim);
+    int64_t dims[OMNIC_MAX_DIMS];
+    memcpy(dims, a->dims, sizeof dims);
+    dims[dim] = a->dims[dim] + b->dims[dim];
+    omnic__tensor *d = result(g, a, a->dtype, a->ndim, dims);
+    omnic__tensor *src[2] = {a, b};
+    omnic__gnode *n = new_node(g, OMNIC_OP_CONCAT, d, 2, src);
+    if (!n) return NULL;
+    n->node.ip[0] = dim;
+    return d;
+}
+
+omnic__tensor *omnic__g_patch_embed(omnic__graph *g, omnic__tensor *img, omnic__tensor *w, omnic__tensor *bias)
+{
+    if (!img || !w || !need_f32(g, img, "patch_embed")) return NULL;
+    if (img->ndim != 3 || w->ndim != 4 || w->dims[1] != img->dims[0] || w->dims[2] < 1 || w->dims[3] < 1 ||
+        img->dims[1] < w->dims[2] || img->dims[2] < w->dims[3] || omnic__g_of(g, img)->var != OMNIC_VAR_NONE ||
+        (w->dtype != OMNIC_DTYPE_F32 && w->dtype != OMNIC_DTYPE_F16 && w->dtype != OMNIC_DTYPE_BF16))
+        return gfail(g, "patch_embed: image %s [C, H, W] and filter %s [O, C, ph, pw] (float) do not fit", tname(img),
+                     tname(w));
+    if (bias && (bias->dtype != OMNIC_DTYPE_F32 || omnic__tensor_nelem(bias) != w->dims[0]))
+        return gfail(g, "patch_embed: bias %s must be f32 [%lld]", tname(bias), (long long)w->dims[0]);
+    int64_t dims[2] = {(img->dims[1] / w->dims[2]) * (img->dims[2] / w->dims[3]), w->dims[0]};
+    omnic__tensor *d = result(g, img, OMNIC_DTYPE_F32, 2, dims);
+    omnic__tensor *src[3] = {img, w, bias};
+    return new_node(g, OMNIC_OP_PATCH_EMBED, d, 3, src) ? d : NULL;
 }
 
 omnic__tensor *omnic__g_argmax(omnic__graph *g, omnic__tensor *x)

@@ -100,6 +100,10 @@ omnic__tensor *omnic__g_layernorm(omnic__graph *g, omnic__tensor *x, omnic__tens
 omnic__tensor *omnic__g_softmax(omnic__graph *g, omnic__tensor *x, float scale);
 omnic__tensor *omnic__g_rope(omnic__graph *g, omnic__tensor *x, omnic__tensor *pos, int n_rot, int mode,
                              float theta, omnic__tensor *inv_freq, float attn_factor);
+/* RoPE with two frequency tables inv_freq f32 [2, n_rot/2]: row t uses table row sel[t]
+ * (sel i32 [T], values 0 / 1; an input constrained to [0, 2)). */
+omnic__tensor *omnic__g_rope_select(omnic__graph *g, omnic__tensor *x, omnic__tensor *pos, int n_rot, int mode,
+                                    float theta, omnic__tensor *inv_freq, omnic__tensor *sel, float attn_factor);
 omnic__tensor *omnic__g_attention(omnic__graph *g, omnic__tensor *q, omnic__tensor *k, omnic__tensor *v,
                                   omnic__tensor *qpos, omnic__tensor *bias, omnic__tensor *kv_begin, float scale,
                                   bool causal, int window, float softcap);
@@ -108,6 +112,12 @@ omnic__tensor *omnic__g_glu(omnic__graph *g, omnic__op op, omnic__tensor *gate, 
 omnic__tensor *omnic__g_get_rows(omnic__graph *g, omnic__tensor *table, omnic__tensor *ids);
 omnic__tensor *omnic__g_slice_last_rows(omnic__graph *g, omnic__tensor *x, int64_t n);
 omnic__tensor *omnic__g_argmax(omnic__graph *g, omnic__tensor *x);
+/* concat(a, b) along dim (fixed shapes, same dtype: weights converted to f32 first). */
+omnic__tensor *omnic__g_concat(omnic__graph *g, omnic__tensor *a, omnic__tensor *b, int dim);
+/* ViT patch embedding (conv with stride = kernel) of a fixed f32 image [C, H, W] by filter
+ * w [O, C, ph, pw] (+ bias f32 [O]) -> [(H/ph) * (W/pw), O]; trailing pixels that do not fill
+ * a patch are dropped, as a "valid" conv does (both kernels index by floor division). */
+omnic__tensor *omnic__g_patch_embed(omnic__graph *g, omnic__tensor *img, omnic__tensor *w, omnic__tensor *bias);
 omnic__tensor *omnic__g_softcap(omnic__graph *g, omnic__tensor *x, float cap);
 /* Writes src (converted) into dst, a view; returns dst so later reads order after it. */
 omnic__tensor *omnic__g_cpy(omnic__graph *g, omnic__tensor *src, omnic__tensor *dst);

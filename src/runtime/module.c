@@ -134,12 +134,13 @@ static omnic_status check_input(const omnic__module *m, const omnic__sig_entry *
     return OMNIC_OK;
 }
 
-/* Pool row of call row r, and the first row of its slot. */
-static void kv_row(const omnic__call *c, int64_t r, int32_t *index, int32_t *begin)
+/* Pool row of call row r, and the first row of its slot. off: r's place in its run of
+ * rows naming the same slot (per-row calls; 0 otherwise). */
+static void kv_row(const omnic__call *c, int64_t r, int64_t off, int32_t *index, int32_t *begin)
 {
     const int64_t cap = c->kv->capacity;
     int64_t slot = c->row_slots ? c->row_slots[r] : c->slot;
-    int64_t pos = c->row_slots ? c->kv->len[slot] : c->kv_start + r;
+    int64_t pos = c->row_slots ? c->kv->len[slot] + off : c->kv_start + r;
     *begin = (int32_t)(slot * cap);
     *index = (int32_t)(slot * cap + pos);
 }
@@ -152,9 +153,10 @@ static void bind(omnic__module *m, const omnic__call *c)
         omnic__gtensor *t = g->tensors[i];
         if (t->var == OMNIC_VAR_T) t->t.dims[0] = c->n;
         if (t->kind == OMNIC_GT_KV_INDEX || t->kind == OMNIC_GT_KV_BEGIN)
-            for (int64_t r = 0; r < c->n; r++) {
+            for (int64_t r = 0, off = 0; r < c->n; r++) {
                 int32_t index, begin;
-                kv_row(c, r, &index, &begin);
+                off = c->row_slots && r > 0 && c->row_slots[r] == c->row_slots[r - 1] ? off + 1 : 0;
+                kv_row(c, r, off, &index, &begin);
                 ((int32_t *)t->t.data)[r] = t->kind == OMNIC_GT_KV_INDEX ? index : begin;
             }
         if (t->kind == OMNIC_GT_KV_K) t->t.data = c->kv->k[t->layer].data;
@@ -197,18 +199,20 @@ static omnic_status check_kv(const omnic__module *m, const omnic__call *c, omnic
                               m->name, (long long)c->kv_start, (long long)c->n, (long long)p->capacity);
         return OMNIC_OK;
     }
-    for (int64_t r = 0; r < c->n; r++) {
+    for (int64_t r = 0, run = 0; r < c->n; r++) {
         int32_t s = c->row_slots[r];
         if (s < 0 || s >= p->n_slots)
             return OMNIC_FAIL(err, OMNIC_E_INVALID, "%s: row %lld names slot %d outside 0..%d", m->name, (long long)r,
                               s, p->n_slots - 1);
-        for (int64_t q = 0; q < r; q++)
-            if (c->row_slots[q] == s)
-                return OMNIC_FAIL(err, OMNIC_E_INVALID, "%s: rows %lld and %lld both name slot %d", m->name,
-                                  (long long)q, (long long)r, s);
-        if (p->len[s] + 1 > p->capacity)
-            return OMNIC_FAIL(err, OMNIC_E_CAPACITY, "%s: slot %d: %lld cached + 1 new row exceed the capacity of %lld",
-                              m->name, s, (long long)p->len[s], (long long)p->capacity);
+        run = r > 0 && c->row_slots[r - 1] == s ? run + 1 : 0;
+        if (run == 0)
+            for (int64_t q = 0; q < r; q++)
+                if (c->row_slots[q] == s)
+                    return OMNIC_FAIL(err, OMNIC_E_INVALID, "%s: rows %lld and %lld name slot %d but are not adjacent",
+                                      m->name, (long long)q, (long long)r, s);
+        if (p->len[s] + run + 1 > p->capacity)
+            return OMNIC_FAIL(err, OMNIC_E_CAPACITY, "%s: slot %d: %lld cached + %lld new rows exceed the capacity of %lld",
+                              m->name, s, (long long)p->len[s], (long long)(run + 1), (long long)p->capacity);
     }
     return OMNIC_OK;
 }

@@ -49,8 +49,9 @@ typedef struct omnic__module {
 /* A call of n rows. With a KV pool, rows map to cache rows in one of two ways:
  * - one sequence (row_slots NULL): row i is position kv_start + i of slot `slot`
  *   (prefill, chunk by chunk; kv_start <= the slot's length);
- * - one row per slot (row_slots given): row b appends to slot row_slots[b] at its
- *   current length (batched decode; slots distinct). */
+ * - per-row slots (row_slots given): rows naming the same slot form one run of adjacent
+ *   rows appended to that slot in order: the run's row j goes to position len + j
+ *   (batched decode: one row per slot; mixed steps: a prefill run beside decode rows). */
 typedef struct omnic__call {
     int64_t n;                            /* rows in this call, 1..capacity */
     const omnic__tensor *const *inputs;   /* [n_in] in signature order; borrowed */

@@ -124,8 +124,29 @@ static omnic_status get_num(const json_t *o, const char *key, double lo, double 
 
 /* ---- messages ---- */
 
-/* Normalizes one content value (a string or an array of parts) into an owned JSON string. */
-static omnic_status content_text(const json_t *c, const char *where, json_t **out, omnic__api_error *e)
+/* The URL of an image part: {"type": "image_url", "image_url": {"url": U} | U} or
+ * {"type": "input_image", "image_url": U}. */
+static omnic_status image_part_url(const json_t *part, const char *p, const json_t **url, omnic__api_error *e)
+{
+    char q[128];
+    const json_t *iu = json_object_get(part, "image_url");
+    snprintf(q, sizeof q, "%s.image_url", p);
+    if (json_is_object(iu)) {
+        snprintf(q, sizeof q, "%s.image_url.url", p);
+        iu = json_object_get(iu, "url");
+    }
+    if (!iu) return BAD(e, q, "Missing required parameter: '%s'", q);
+    if (!json_is_string(iu)) return BADTYPE(e, q, "a string", iu);
+    *url = iu;
+    return OMNIC_OK;
+}
+
+/* Normalizes one content value (a string or an array of parts) into an owned JSON value for
+ * the chat template: a string when it has text only (parts joined by newlines), else an array
+ * of {"type": "text", "text"} and {"type": "image"} parts in order, each image's URL appended
+ * to images (owned array, created on the first image). */
+static omnic_status content_value(const json_t *c, const char *where, json_t **images, json_t **out,
+                                  omnic__api_error *e)
 {
     char p[96];
     if (json_is_string(c)) {
@@ -135,47 +156,67 @@ static omnic_status content_text(const json_t *c, const char *where, json_t **ou
     snprintf(p, sizeof p, "%s.content", where);
     if (!json_is_array(c)) return BADTYPE(e, p, "a string or an array of content parts", c);
     omnic__buf b = {0};
-    for (size_t j = 0; j < json_array_size(c); j++) {
+    json_t *parts = json_array();
+    bool has_image = false, oom = !parts;
+    omnic_status st = OMNIC_OK;
+    for (size_t j = 0; j < json_array_size(c) && st == OMNIC_OK && !oom; j++) {
         const json_t *part = json_array_get(c, j);
         snprintf(p, sizeof p, "%s.content[%zu]", where, j);
         if (!json_is_object(part)) {
-            omnic__buf_free(&b);
-            return BADTYPE(e, p, "an object", part);
+            st = BADTYPE(e, p, "an object", part);
+            break;
         }
         const json_t *type = json_object_get(part, "type");
         if (!json_is_string(type)) {
-            omnic__buf_free(&b);
             snprintf(p, sizeof p, "%s.content[%zu].type", where, j);
-            return BADTYPE(e, p, "a string", type);
+            st = BADTYPE(e, p, "a string", type);
+            break;
         }
         const char *t = json_string_value(type);
         if (!strcmp(t, "text")) {
             const json_t *txt = json_object_get(part, "text");
             if (!json_is_string(txt)) {
-                omnic__buf_free(&b);
                 snprintf(p, sizeof p, "%s.content[%zu].text", where, j);
-                return BADTYPE(e, p, "a string", txt);
+                st = BADTYPE(e, p, "a string", txt);
+                break;
             }
             if (b.len) omnic__buf_put(&b, "\n", 1);
             omnic__buf_put(&b, json_string_value(txt), json_string_length(txt));
+            oom = json_array_append_new(parts, json_pack("{s:s, s:s%}", "type", "text", "text", json_string_value(txt),
+                                                         json_string_length(txt))) != 0;
             continue;
         }
-        omnic__buf_free(&b);
-        if (!strcmp(t, "image_url") || !strcmp(t, "input_image") || !strcmp(t, "input_audio") ||
-            !strcmp(t, "audio_url") || !strcmp(t, "video_url") || !strcmp(t, "file"))
-            return UNSUPPORTED(e, p, "This model does not accept '%s' content (its input modalities: text)", t);
-        return BAD(e, p, "Invalid '%s.type': '%.64s' is not a known content part type", p, t);
+        if (!strcmp(t, "image_url") || !strcmp(t, "input_image")) {
+            const json_t *url = NULL;
+            if ((st = image_part_url(part, p, &url, e)) != OMNIC_OK) break;
+            if (!*images && !(*images = json_array())) oom = true;
+            if (json_array_size(*images) >= OMNIC_MAX_REQUEST_IMAGES) {
+                st = BAD(e, p, "Invalid '%s': more than %d images in one request", p, OMNIC_MAX_REQUEST_IMAGES);
+                break;
+            }
+            oom = oom || json_array_append_new(*images, json_pack("{s:O, s:s}", "url", url, "param", p)) != 0 ||
+                  json_array_append_new(parts, json_pack("{s:s}", "type", "image")) != 0;
+            has_image = true;
+            continue;
+        }
+        if (!strcmp(t, "input_audio") || !strcmp(t, "audio_url") || !strcmp(t, "video_url") || !strcmp(t, "file")) {
+            st = UNSUPPORTED(e, p, "This model does not accept '%s' content (its input modalities: %s)", t,
+                             "text and image at most");
+            break;
+        }
+        st = BAD(e, p, "Invalid '%s.type': '%.64s' is not a known content part type", p, t);
     }
-    if (b.oom) {
-        omnic__buf_free(&b);
-        return omnic__api_fail(e, 503, NULL, NULL, NULL, "out of memory");
+    if (st == OMNIC_OK && (oom || b.oom)) st = omnic__api_fail(e, 503, NULL, NULL, NULL, "out of memory");
+    if (st == OMNIC_OK) {
+        *out = has_image ? json_incref(parts) : json_stringn_nocheck(b.p ? b.p : "", b.len);
+        if (!*out) st = omnic__api_fail(e, 503, NULL, NULL, NULL, "out of memory");
     }
-    *out = json_stringn_nocheck(b.p ? b.p : "", b.len);
+    json_decref(parts);
     omnic__buf_free(&b);
-    return *out ? OMNIC_OK : omnic__api_fail(e, 503, NULL, NULL, NULL, "out of memory");
+    return st;
 }
 
-static omnic_status parse_messages(const json_t *msgs, json_t **out, omnic__api_error *e)
+static omnic_status parse_messages(const json_t *msgs, json_t **out, json_t **images, omnic__api_error *e)
 {
     if (!msgs) return BAD(e, "messages", "Missing required parameter: 'messages'");
     if (!json_is_array(msgs)) return BADTYPE(e, "messages", "an array", msgs);
@@ -230,7 +271,7 @@ static omnic_status parse_messages(const json_t *msgs, json_t **out, omnic__api_
             break;
         }
         json_t *text = NULL;
-        if ((s = content_text(content, where, &text, e)) != OMNIC_OK) break;
+        if ((s = content_value(content, where, images, &text, e)) != OMNIC_OK) break;
         /* developer is OpenAI's newer name for system; chat templates know only system */
         json_t *nm = json_pack("{s:s, s:o}", "role", strcmp(r, "developer") ? r : "system", "content", text);
         const json_t *name = field(m, "name");
@@ -413,7 +454,7 @@ static omnic_status parse_request(omnic__api_kind kind, const json_t *body, int 
     OMNIC_TRY(get_int(body, "n", 1, max_n, NULL, &x, e));
     r->n = (int)(field(body, "n") ? x : 1);
     OMNIC_TRY(refuse_unsupported(kind, body, r->n, e));
-    if (kind == OMNIC_API_CHAT) OMNIC_TRY(parse_messages(field(body, "messages"), &r->messages, e));
+    if (kind == OMNIC_API_CHAT) OMNIC_TRY(parse_messages(field(body, "messages"), &r->messages, &r->images, e));
     else OMNIC_TRY(parse_prompts(field(body, "prompt"), r, e));
     size_t n_prompts = kind == OMNIC_API_CHAT ? 1 : r->n_prompts;
     if (n_prompts * (size_t)r->n > OMNIC_MAX_CHOICES)
@@ -475,6 +516,7 @@ void omnic__api_request_deinit(omnic__api_request *r)
 {
     if (!r) return;
     json_decref(r->messages);
+    json_decref(r->images);
     for (size_t i = 0; r->prompts && i < r->n_prompts; i++) omnic_free(r->prompts[i].ids);
     omnic_free(r->prompts);
     memset(r, 0, sizeof *r);
@@ -496,7 +538,10 @@ omnic_status omnic__api_parse_tokenize(const json_t *body, omnic__api_tokenize *
         out->len = json_string_length(text);
         out->add_special = true;
     } else if (msgs) {
-        if ((s = parse_messages(msgs, &out->messages, e)) != OMNIC_OK) return s;
+        json_t *images = NULL; /* image parts tokenize as the template's placeholders */
+        s = parse_messages(msgs, &out->messages, &images, e);
+        json_decref(images);
+        if (s != OMNIC_OK) return s;
     } else {
         return BAD(e, "content", "Missing required parameter: 'content' (or 'prompt', or 'messages')");
     }

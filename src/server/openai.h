@@ -62,7 +62,10 @@ typedef struct omnic__api_prompt {
 typedef struct omnic__api_request {
     omnic__api_kind kind;
     const char *model;            /* borrowed from the body; NULL when absent */
-    json_t *messages;             /* CHAT: owned, normalized [{"role", "content": string[, "name"]}] */
+    json_t *messages;             /* CHAT: owned, normalized [{"role", "content"[, "name"]}]: content a
+                                   * string, or (with images) [{"type": "text", "text"} | {"type": "image"}] */
+    json_t *images;               /* CHAT: owned array of the image parts in order, {"url": string,
+                                   * "param": "messages[i].content[j]"}, or NULL */
     omnic__api_prompt *prompts;   /* COMPLETION: owned [n_prompts] */
     size_t n_prompts;
     bool stream, include_usage, continuous_usage, ignore_eos;

@@ -2,6 +2,7 @@
  * libmicrohttpd and the engine, SSE streaming, the disconnect watchdog, metrics and
  * shutdown. See server.h for the threading and lifetime design. */
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <netdb.h>
 #include <poll.h>
@@ -22,7 +23,9 @@
 #include "core/log.h"
 #include "core/sha256.h"
 #include "engine/chat.h"
+#include "engine/media.h"
 #include "engine/modality.h"
+#include "server/media.h"
 #include "io/json.h"
 #include "server/openai.h"
 #include "server/server.h"
@@ -84,6 +87,10 @@ struct omnic__server {
     atomic_uint_fast64_t status[STATUS_MAX - STATUS_MIN + 1];
     atomic_uint_fast64_t rejected[REJ_COUNT];
     atomic_uint_fast64_t disconnects, slow_clients;
+    /* images (when the model takes them) */
+    omnic__image_prep prep;
+    bool images_ok;
+    char media_dir[PATH_MAX]; /* resolved --media-dir, "" when none */
 };
 
 static uint64_t rand64(omnic__server *s)
@@ -252,6 +259,8 @@ typedef struct conn_state {
     int64_t *tokens;    /* [n_choices] tokens generated when the text was taken */
     bool *final_sent;   /* [n_choices] */
     bool roles_sent, stream_ended;
+    omnic__tensor **pixels; /* [n_pixels] owned pixel_values of the request's images */
+    size_t n_pixels;
 } conn_state;
 
 static void conn_state_free(conn_state *cs)
@@ -267,6 +276,8 @@ static void conn_state_free(conn_state *cs)
     omnic_free(cs->spare);
     omnic_free(cs->final_sent);
     omnic_free(cs->tokens);
+    for (size_t i = 0; cs->pixels && i < cs->n_pixels; i++) omnic__tensor_destroy(cs->pixels[i]);
+    omnic_free(cs->pixels);
     omnic_free(cs);
 }
 
@@ -817,6 +828,46 @@ static void live_remove(omnic__server *s, channel *ch)
     pthread_mutex_unlock(&s->mu);
 }
 
+/* The request's image parts -> pixel_values (on this HTTP thread, never the scheduler's):
+ * fetched (data: URL or a file under --media-dir), decoded with the per-request pixel limit
+ * and run through the model's processor. Errors name the image and the problem. */
+static omnic_status prepare_images(conn_state *cs, omnic__api_error *e)
+{
+    omnic__server *s = cs->srv;
+    const json_t *urls = cs->req.images;
+    size_t n = json_array_size(urls);
+    const char *param0 = json_string_value(json_object_get(json_array_get(urls, 0), "param"));
+    if (!s->images_ok)
+        return omnic__api_fail(e, 400, NULL, "unsupported_parameter", param0,
+                               "This model does not accept 'image_url' content (its input modalities: text)");
+    int max = s->o.max_images > 0 && s->o.max_images < OMNIC_MAX_REQUEST_IMAGES ? s->o.max_images
+                                                                                : OMNIC_MAX_REQUEST_IMAGES;
+    if (n > (size_t)max)
+        return omnic__api_fail(e, 400, NULL, "invalid_value", "messages",
+                               "The request has %zu images, over the limit of %d per request", n, max);
+    cs->pixels = omnic_alloc_array(n, sizeof *cs->pixels);
+    if (!cs->pixels) return omnic__api_fail(e, 503, NULL, NULL, NULL, "out of memory");
+    omnic__image_limits lim = {.max_pixels = s->o.max_image_pixels};
+    for (size_t i = 0; i < n; i++) {
+        const json_t *u = json_object_get(json_array_get(urls, i), "url");
+        const char *param = json_string_value(json_object_get(json_array_get(urls, i), "param"));
+        uint8_t *bytes = NULL;
+        size_t len = 0;
+        omnic_err err;
+        omnic_err_clear(&err);
+        omnic_status st = omnic__media_fetch(json_string_value(u), json_string_length(u),
+                                             s->media_dir[0] ? s->media_dir : NULL, OMNIC_MAX_MEDIA_BYTES, &bytes, &len,
+                                             &err);
+        if (st == OMNIC_OK) st = omnic__image_prep_run(&s->prep, bytes, len, &lim, &cs->pixels[i], &err);
+        omnic_free(bytes);
+        if (st == OMNIC_E_NOMEM) return omnic__api_fail(e, 503, NULL, NULL, NULL, "image %zu: %s", i, err.msg);
+        if (st != OMNIC_OK)
+            return omnic__api_fail(e, 400, NULL, "invalid_image", param, "Invalid image in '%s': %s", param, err.msg);
+        cs->n_pixels = i + 1;
+    }
+    return OMNIC_OK;
+}
+
 static enum MHD_Result do_generate(conn_state *cs)
 {
     omnic__server *s = cs->srv;
@@ -837,6 +888,11 @@ static enum MHD_Result do_generate(conn_state *cs)
     cs->n_ids = omnic_alloc_array(cs->n_prompts, sizeof *cs->n_ids);
     if (!cs->ids || !cs->n_ids) FAIL_RESPONSE(cs, REJ_NONE, 503, NULL, NULL, "out of memory");
     if (kind == OMNIC_API_CHAT) {
+        if (rq->images) { /* before the template: a text-only model says so first */
+            if (prepare_images(cs, &e) != OMNIC_OK) return respond_error(cs, &e, reject_of(&e));
+        }
+        if (s->images_ok && omnic__chat_content_parts(rq->messages) != OMNIC_OK)
+            FAIL_RESPONSE(cs, REJ_NONE, 503, NULL, NULL, "out of memory");
         if (chat_ids(s, eng, rq->messages, true, &cs->ids[0], &cs->n_ids[0], &e) != OMNIC_OK)
             return respond_error(cs, &e, reject_of(&e));
     } else {
@@ -903,7 +959,9 @@ static enum MHD_Result do_generate(conn_state *cs)
                                 .skip_special = true,
                                 .ignore_eos = rq->ignore_eos,
                                 .cb = on_engine_event,
-                                .cb_ctx = &ch->choices[i]};
+                                .cb_ctx = &ch->choices[i],
+                                .images = (const omnic__tensor *const *)cs->pixels,
+                                .n_images = cs->n_pixels};
         /* n > 1: choice j samples with seed + j (reproducible), or a fresh random seed */
         r.sampling.seed = rq->has_seed ? rq->sampling.seed + (uint64_t)j : rand64(s);
         ch->choices[i].prompt = (int)p;
@@ -1172,9 +1230,15 @@ omnic_status omnic__server_create(const omnic__server_opts *o, omnic__server **o
         return OMNIC_FAIL(err, OMNIC_E_INVALID, "request timeout %g must be >= 0", o->request_timeout_s);
     if (o->api_key && (!o->api_key[0] || strlen(o->api_key) > OMNIC_MAX_API_KEY_BYTES))
         return OMNIC_FAIL(err, OMNIC_E_INVALID, "the API key must be 1..%d bytes", OMNIC_MAX_API_KEY_BYTES);
+    if (o->max_images < 0 || o->max_image_pixels < 0)
+        return OMNIC_FAIL(err, OMNIC_E_INVALID, "image limits must be >= 0");
+    char media_dir[PATH_MAX] = "";
+    if (o->media_dir && !realpath(o->media_dir, media_dir))
+        return OMNIC_FAIL(err, OMNIC_E_INVALID, "--media-dir %s: %s", o->media_dir, strerror(errno));
     omnic__server *s = omnic_alloc_array(1, sizeof *s);
     if (!s) return OMNIC_FAIL(err, OMNIC_E_NOMEM, "out of memory for the server");
     s->o = *o;
+    snprintf(s->media_dir, sizeof s->media_dir, "%s", media_dir);
     s->max_body = o->max_body_bytes && o->max_body_bytes < OMNIC_MAX_BODY_BYTES ? o->max_body_bytes
                                                                                : OMNIC_MAX_BODY_BYTES;
     s->max_text = o->max_backlog_bytes && o->max_backlog_bytes < OMNIC_MAX_CHOICE_TEXT ? o->max_backlog_bytes
@@ -1261,6 +1325,14 @@ omnic_status omnic__server_load(omnic__server *s, omnic_err *err)
     if (s->chat_status != OMNIC_OK) {
         snprintf(s->chat_error, sizeof s->chat_error, "%s", cerr.msg);
         if (s->chat_status != OMNIC_E_NOT_FOUND) OMNIC_LOG_W("chat completions disabled: %s", cerr.msg);
+    }
+    if (omnic__model_accepts(m, OMNIC_MODALITY_IMAGE)) {
+        omnic_status st = omnic__image_prep_init(&s->prep, m, err);
+        if (st != OMNIC_OK) {
+            omnic__engine_destroy(e);
+            return st;
+        }
+        s->images_ok = true;
     }
     atomic_store(&s->engine, e);
     int expect = ST_LOADING;

@@ -47,6 +47,9 @@ typedef struct omnic__server_opts {
     size_t max_body_bytes;           /* 0: OMNIC_MAX_BODY_BYTES; larger is clamped to it */
     size_t max_backlog_bytes;        /* text held per choice; 0: OMNIC_MAX_CHOICE_TEXT (also the cap) */
     int http_threads;                /* polling threads; 0: 4 */
+    const char *media_dir;           /* image parts may name files under it; NULL: none */
+    int max_images;                  /* images per request; 0: OMNIC_MAX_REQUEST_IMAGES (also the cap) */
+    int64_t max_image_pixels;        /* width x height of one decoded image; 0: OMNIC_MAX_IMAGE_PIXELS */
 } omnic__server_opts;
 
 /* Binds and starts answering (every route but /health gives 503 until the model is

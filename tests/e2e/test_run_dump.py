@@ -7,6 +7,7 @@ diverges is reported (tolerance: f32 KV on both sides, so only summation order
 differs: |omnic - ref| <= 1e-4 absolute; observed ~4e-6). The greedy continuation
 omnic generated through its decode module must be the reference's argmax at every
 step (the reference runs the prompt plus the generated tokens in one pass)."""
+import json
 import os
 import subprocess
 import sys
@@ -61,6 +62,45 @@ with tempfile.TemporaryDirectory() as tmp:
         ref_next = np.argmax(stages["logits"][len(tokens) - 1:], axis=-1).tolist()
         check(ref_next == generated, f"{fam}: greedy tokens differ from the reference:\n omnic {generated}\n ref   {ref_next}")
         print(f"{fam}: {n_stages} stages within 1e-4, {len(generated)} greedy tokens equal the reference")
+
+    # LongRoPE past original_max_position_embeddings (tiny phi3: 64, max 256). HF picks the
+    # factors per forward (long when the sequence is longer than 64), and its generate
+    # recomputes the whole cache when a sequence first grows past 64 (Phi3ForCausalLM.
+    # prepare_inputs_for_generation), so the logits of the row at position p are those of one
+    # forward over tokens 0..p. Two cases: a prompt longer than 64 (every row long), and a
+    # shorter prompt whose generation crosses 64 (omnic replays the history at the crossing).
+    model = os.path.join(tmp, "phi3")
+    words = (PROMPT + " ") * 8
+
+    def n_tokens(text):
+        r = subprocess.run([OMNIC, "tokenize", "-m", model], input=text, capture_output=True, text=True, check=True)
+        return len(json.loads(r.stdout))
+
+    cut = len(words)
+    while n_tokens(words[:cut]) > 58:
+        cut -= 1
+    for label, text in (("prompt past 64", (PROMPT + " ") * 3), ("generation crossing 64", words[:cut])):
+        dump = os.path.join(tmp, "phi3-long-dump")
+        r = subprocess.run([OMNIC, "run", "-m", model, "--raw", "-p", text, "-n", str(N_GEN), "--kv", "f32",
+                            "--ctx", "256", "--ignore-eos", "--dump", dump], capture_output=True, text=True)
+        check(r.returncode == 0, f"phi3 {label}: omnic run exit {r.returncode}: {r.stderr[-400:]}")
+        if r.returncode != 0:
+            continue
+        tokens = np.load(os.path.join(dump, "tokens.npy")).tolist()
+        generated = np.load(os.path.join(dump, "generated.npy")).tolist()
+        T = len(tokens)
+        check((T > 64) == (label == "prompt past 64") and T + N_GEN > 65, f"phi3 {label}: prompt of {T} tokens")
+        cmp = subprocess.run([PY, os.path.join(ROOT, "tools/ref/decoder.py"), "--model", model, "--tokens",
+                              ",".join(map(str, tokens)), "--compare", dump, "--atol", "1e-4", "--rtol", "0"],
+                             capture_output=True, text=True)
+        check(cmp.returncode == 0, f"phi3 {label}: stage comparison failed:\n{cmp.stdout}{cmp.stderr}")
+        seq = tokens + generated[:-1]
+        long_rows = decoder.forward(model, seq)["logits"]            # one forward past 64: long factors
+        short_rows = decoder.forward(model, seq[:64])["logits"] if T <= 64 else None  # rows 0..63, short
+        ref_next = [int(np.argmax(short_rows[p] if p < 64 else long_rows[p])) for p in range(T - 1, len(seq))]
+        check(ref_next == generated, f"phi3 {label}: greedy tokens differ:\n omnic {generated}\n ref   {ref_next}")
+        print(f"phi3 LongRoPE, {label} (prompt {T} tokens, {N_GEN} generated): stages within 1e-4, greedy tokens "
+              f"equal the reference")
 
 print(f"test_run_dump: {passed} passed, {failed} failed")
 sys.exit(1 if failed else 0)

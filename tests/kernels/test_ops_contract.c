@@ -699,20 +699,25 @@ static void test_rope(void **state)
         int64_t T_ = shapes[k][0], H = shapes[k][1], D = shapes[k][2], n_rot = shapes[k][3];
         for (int mode = 0; mode < 2; mode++) {
             /* v: 0 base 1e4 pos < 4096; 1 base 1e6, factor 1.2, pos < 32768;
-             * 2 explicit inv_freq table, pos < 131072 (f32 angle rounding dominates) */
-            for (int v = 0; v < 3; v++) {
+             * 2 explicit inv_freq table, pos < 131072 (f32 angle rounding dominates);
+             * 3 two tables [2, n_rot/2] and a per-row selector (LongRoPE short / long) */
+            for (int v = 0; v < 4; v++) {
                 rng_seed(5000 + (uint64_t)id++);
                 tbuf *x = T(OMNIC_DTYPE_F32, T_, H, D), *pos = T(OMNIC_DTYPE_I32, T_),
                      *dst = T(OMNIC_DTYPE_F32, T_, H, D);
-                tbuf *tbl = v == 2 ? T(OMNIC_DTYPE_F32, n_rot / 2) : NULL;
+                tbuf *tbl = v == 2 ? T(OMNIC_DTYPE_F32, n_rot / 2) : v == 3 ? T(OMNIC_DTYPE_F32, 2, n_rot / 2) : NULL;
+                tbuf *sel = v == 3 ? T(OMNIC_DTYPE_I32, T_) : NULL;
                 fill_uniform(x, -2, 2);
                 fill_i32(pos, 0, v == 0 ? 4096 : v == 1 ? 32768 : 131072);
-                /* llama3-like table: base^(-2i/n) with a wavelength ramp */
+                if (sel) fill_i32(sel, 0, 2);
+                /* llama3-like table: base^(-2i/n) with a wavelength ramp; the second table
+                 * (v 3) stretched per dim as LongRoPE's long factors do */
                 float *inv = tbl ? tbl->t.data : NULL;
                 for (int64_t i = 0; inv && i < n_rot / 2; i++)
                     inv[i] =
                         (float)(pow(500000.0, -2.0 * (double)i / (double)n_rot) / (1.0 + (double)(i % 3)));
-                omnic__node n = mknode(OMNIC_OP_ROPE, dst, x, pos, tbl, NULL, NULL);
+                for (int64_t i = 0; sel && i < n_rot / 2; i++) inv[n_rot / 2 + i] = inv[i] / (float)(1 + i);
+                omnic__node n = mknode(OMNIC_OP_ROPE, dst, x, pos, tbl, sel, NULL);
                 n.ip[0] = (int32_t)n_rot;
                 n.ip[1] = mode;
                 n.fp[0] = v == 1 ? 1e6f : 1e4f;
@@ -721,8 +726,28 @@ static void test_rope(void **state)
                          (long long)T_, (long long)H, (long long)D, (long long)n_rot, mode,
                          v == 0   ? "base=1e4"
                          : v == 1 ? "base=1e6 factor=1.2"
-                                  : "inv_freq table, pos<131072");
+                         : v == 2 ? "inv_freq table, pos<131072"
+                                  : "two tables + selector");
                 fails += check(label, &n, OMNIC_DTYPE_F32);
+                if (sel) { /* each row equals the plain op with its own table (ref backend) */
+                    tbuf *one = T(OMNIC_DTYPE_F32, n_rot / 2), *d1 = T(OMNIC_DTYPE_F32, T_, H, D);
+                    const int32_t *sv = sel->t.data;
+                    for (int k2 = 0; k2 < 2; k2++) {
+                        memcpy(one->t.data, inv + k2 * (n_rot / 2), (size_t)(n_rot / 2) * sizeof(float));
+                        omnic__node n1 = n;
+                        n1.src[2] = &one->t, n1.src[3] = NULL, n1.dst = &d1->t;
+                        ref_b->kernel[OMNIC_OP_ROPE](&n1, 0, 1, NULL);
+                        omnic__node n2 = n;
+                        ref_b->kernel[OMNIC_OP_ROPE](&n2, 0, 1, NULL);
+                        for (int64_t t = 0; t < T_; t++)
+                            if (sv[t] == k2 && memcmp((float *)d1->t.data + t * H * D, (float *)dst->t.data + t * H * D,
+                                                      (size_t)(H * D) * sizeof(float))) {
+                                fprintf(stderr, "FAIL %s: row %lld (table %d) differs from the one-table op\n", label,
+                                        (long long)t, k2);
+                                fails++;
+                            }
+                    }
+                }
                 bufs_free();
             }
         }

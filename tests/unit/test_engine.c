@@ -67,16 +67,27 @@ static void sink_wait(sink *s)
     pthread_mutex_unlock(&s->mu);
 }
 
-static omnic__engine *engine(int slots, int max_queue)
+static omnic__engine *engine_at(const char *model, int slots, int max_queue, int64_t step_tokens)
 {
-    omnic__engine_opts o = {.model = {.backend = "cpu", .threads = 2, .ctx = 256, .slots = slots, .chunk = 16},
+    omnic__engine_opts o = {.model = {.backend = "cpu", .threads = 2, .ctx = 256, .slots = slots, .chunk = 16,
+                                      .step_tokens = step_tokens},
                             .max_queue = max_queue};
     omnic__engine *e = NULL;
     omnic_err err;
-    omnic_status s = omnic__engine_create(dir, &o, &e, &err);
+    omnic_status s = omnic__engine_create(model, &o, &e, &err);
     if (s != OMNIC_OK) fprintf(stderr, "engine: %s\n", err.msg);
     assert_int_equal(s, OMNIC_OK);
     return e;
+}
+
+static omnic__engine *engine_steps(int slots, int max_queue, int64_t step_tokens)
+{
+    return engine_at(dir, slots, max_queue, step_tokens);
+}
+
+static omnic__engine *engine(int slots, int max_queue)
+{
+    return engine_steps(slots, max_queue, 0);
 }
 
 static const int32_t PROMPTS[8][6] = {{5, 17, 300, 42, 7, 9},   {100, 200, 300, 400, 1, 2}, {3, 3, 3, 3, 3, 3},
@@ -109,8 +120,12 @@ static int setup(void **state)
     (void)state;
     snprintf(dir, sizeof dir, "/tmp/omnic-test-engine-XXXXXX");
     if (!mkdtemp(dir)) return -1;
-    char cmd[512];
-    snprintf(cmd, sizeof cmd, PY " tools/mktiny.py --family qwen2 --out %s >/dev/null", dir);
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd,
+             PY " tools/mktiny.py --family qwen2 --out %s >/dev/null && " PY
+                " tools/mktiny.py --family phi3 --out %s/phi3 >/dev/null && " PY
+                " tools/mktiny.py --family llava --vision clip --text llama --dtype f32 --out %s/llava >/dev/null",
+             dir, dir, dir);
     return system(cmd) == 0 ? 0 : -1;
 }
 
@@ -188,6 +203,179 @@ static void test_concurrent_equals_alone(void **state)
     assert_int_equal(snap.requests[OMNIC_FINISH_LENGTH], 8);
     assert_true(snap.decode_rows > snap.decode_steps); /* rows were batched */
     omnic__engine_destroy(e4);
+}
+
+/* Mixed steps: long prompts prefilled beside decoding streams (inside their decode calls)
+ * give the same tokens as each request alone, and the decoding streams go on meanwhile. */
+static void test_mixed_steps_equal_alone(void **state)
+{
+    (void)state;
+    enum { N = 4, LONG = 70 };
+    static int32_t prompts[N][LONG];
+    static const size_t lens[N] = {6, LONG, 5, LONG - 9};
+    for (int i = 0; i < N; i++)
+        for (int j = 0; j < LONG; j++) prompts[i][j] = (int32_t)((i * 101 + j * 37 + 5) % 500);
+    static sink alone[N], together[N];
+    omnic__engine *e1 = engine_steps(1, 8, 6);
+    for (int i = 0; i < N; i++) {
+        sink_init(&alone[i]);
+        run_one(e1, req(prompts[i], lens[i], 24, &alone[i]), &alone[i]);
+    }
+    omnic__engine_destroy(e1);
+    omnic__engine *e = engine_steps(3, 8, 6);
+    uint64_t id;
+    omnic_err err;
+    for (int i = 0; i < N; i++) {
+        sink_init(&together[i]);
+        omnic__gen_request r = req(prompts[i], lens[i], 24, &together[i]);
+        assert_int_equal(omnic__engine_submit(e, &r, &id, &err), OMNIC_OK);
+    }
+    for (int i = 0; i < N; i++) {
+        sink_wait(&together[i]);
+        assert_int_equal(together[i].n_tokens, alone[i].n_tokens);
+        assert_memory_equal(together[i].tokens, alone[i].tokens, sizeof(int32_t) * (size_t)alone[i].n_tokens);
+    }
+    omnic__metrics snap;
+    omnic__metrics_snapshot(omnic__engine_metrics(e), &snap);
+    fprintf(stderr, "mixed steps: %llu prompt rows prefilled inside decode calls\n",
+            (unsigned long long)snap.mixed_prompt_rows);
+    assert_true(snap.mixed_prompt_rows > 0);
+    omnic__engine_destroy(e);
+}
+
+/* LongRoPE (tiny phi3: original 64, context 256): sequences that cross 64 while decoding
+ * replay their history with the long factors; batched, with and without mixed steps, each
+ * gives the tokens it gives alone. */
+static void test_longrope_replay_batched(void **state)
+{
+    (void)state;
+    enum { N = 3, MAXP = 80 };
+    static int32_t prompts[N][MAXP];
+    static const size_t lens[N] = {50, 60, 75};
+    for (int i = 0; i < N; i++)
+        for (int j = 0; j < MAXP; j++) prompts[i][j] = (int32_t)((i * 53 + j * 29 + 3) % 500);
+    char phi3[160];
+    snprintf(phi3, sizeof phi3, "%s/phi3", dir);
+    for (int64_t steps = 0; steps <= 6; steps += 6) {
+        static sink alone[N], together[N];
+        omnic__engine *e1 = engine_at(phi3, 1, 8, steps);
+        for (int i = 0; i < N; i++) {
+            sink_init(&alone[i]);
+            run_one(e1, req(prompts[i], lens[i], 30, &alone[i]), &alone[i]);
+            assert_int_equal(alone[i].n_tokens, 30);
+        }
+        omnic__engine_destroy(e1);
+        omnic__engine *e = engine_at(phi3, N, 8, steps);
+        uint64_t id;
+        omnic_err err;
+        for (int i = 0; i < N; i++) {
+            sink_init(&together[i]);
+            omnic__gen_request r = req(prompts[i], lens[i], 30, &together[i]);
+            assert_int_equal(omnic__engine_submit(e, &r, &id, &err), OMNIC_OK);
+        }
+        for (int i = 0; i < N; i++) {
+            sink_wait(&together[i]);
+            assert_int_equal(together[i].n_tokens, alone[i].n_tokens);
+            assert_memory_equal(together[i].tokens, alone[i].tokens, sizeof(int32_t) * (size_t)alone[i].n_tokens);
+        }
+        omnic__engine_destroy(e);
+    }
+}
+
+/* Image requests (tiny LLaVA): a prompt with the image placeholder and pixel_values, its
+ * pixels made up (the processor is tested elsewhere). */
+typedef struct image_req {
+    int32_t prompt[16];
+    size_t n;
+    omnic__tensor *pixels;
+    const omnic__tensor *images[1];
+} image_req;
+
+static void image_req_init(image_req *ir, const omnic__model *m, int k)
+{
+    omnic_err err;
+    int64_t d[3] = {3, m->image_size, m->image_size};
+    assert_int_equal(omnic__tensor_create(&ir->pixels, OMNIC_DTYPE_F32, 3, d, &err), OMNIC_OK);
+    float *px = ir->pixels->data;
+    for (int64_t i = 0; i < 3 * m->image_size * m->image_size; i++)
+        px[i] = (float)((i * 7 + k * 13) % 41) / 20.0f - 1.0f;
+    ir->images[0] = ir->pixels;
+    ir->n = 0;
+    for (int i = 0; i < 5; i++) ir->prompt[ir->n++] = (int32_t)(30 + i * 11 + k);
+    ir->prompt[ir->n++] = m->image_token_id;
+    for (int i = 0; i < 4; i++) ir->prompt[ir->n++] = (int32_t)(200 + i * 3 + k);
+}
+
+/* Text and image requests interleaved on 4 slots: each one's tokens equal its run alone;
+ * an image request cancelled before it runs, and one cancelled while it prefills, free
+ * their slots (busy slots back to zero); placeholder / image count mismatches are refused. */
+static void test_images_mixed_batch(void **state)
+{
+    (void)state;
+    char llava[160];
+    snprintf(llava, sizeof llava, "%s/llava", dir);
+    enum { N = 6 };
+    static sink alone[N], together[N];
+    static image_req ir[N];
+    omnic__engine *e1 = engine_at(llava, 1, 8, 0);
+    const omnic__model *m = omnic__engine_model(e1);
+    assert_true(m->image_token_id >= 0 && m->image_tokens > 1);
+    omnic__gen_request rs[N];
+    for (int i = 0; i < N; i++) {
+        image_req_init(&ir[i], m, i);
+        rs[i] = i % 2 ? req(PROMPTS[i], 6, 12, NULL) : req(ir[i].prompt, ir[i].n, 12, NULL);
+        if (i % 2 == 0) rs[i].images = ir[i].images, rs[i].n_images = 1;
+    }
+    for (int i = 0; i < N; i++) {
+        sink_init(&alone[i]);
+        rs[i].cb_ctx = &alone[i];
+        run_one(e1, rs[i], &alone[i]);
+        assert_int_equal(alone[i].finish, OMNIC_FINISH_LENGTH);
+        assert_int_equal(alone[i].prompt_tokens, (int64_t)rs[i].n_prompt); /* logical tokens */
+    }
+    /* mismatches: an image without a placeholder, a placeholder without an image */
+    uint64_t id;
+    omnic_err err;
+    omnic__gen_request bad = rs[1];
+    bad.images = ir[0].images, bad.n_images = 1;
+    assert_int_equal(omnic__engine_submit(e1, &bad, &id, &err), OMNIC_E_INVALID);
+    assert_non_null(strstr(err.msg, "0 image placeholders but 1 images"));
+    bad = rs[0];
+    bad.n_images = 0;
+    assert_int_equal(omnic__engine_submit(e1, &bad, &id, &err), OMNIC_E_INVALID);
+    omnic__engine_destroy(e1);
+    omnic__engine *e = engine_at(llava, 4, 16, 0);
+    for (int i = 0; i < N; i++) {
+        sink_init(&together[i]);
+        rs[i].cb_ctx = &together[i];
+        assert_int_equal(omnic__engine_submit(e, &rs[i], &id, &err), OMNIC_OK);
+    }
+    for (int i = 0; i < N; i++) {
+        sink_wait(&together[i]);
+        assert_int_equal(together[i].n_tokens, alone[i].n_tokens);
+        assert_memory_equal(together[i].tokens, alone[i].tokens, sizeof(int32_t) * (size_t)alone[i].n_tokens);
+    }
+    /* cancel: one queued behind a long request, one right after it starts */
+    sink a, b, c;
+    sink_init(&a), sink_init(&b), sink_init(&c);
+    omnic__gen_request ra = req(PROMPTS[1], 6, 200, &a), rb = rs[0], rc = rs[2];
+    rb.cb_ctx = &b, rc.cb_ctx = &c;
+    uint64_t ida, idb, idc;
+    assert_int_equal(omnic__engine_submit(e, &ra, &ida, &err), OMNIC_OK);
+    assert_int_equal(omnic__engine_submit(e, &rb, &idb, &err), OMNIC_OK);
+    omnic__engine_cancel(e, idb);
+    assert_int_equal(omnic__engine_submit(e, &rc, &idc, &err), OMNIC_OK);
+    omnic__engine_cancel(e, idc);
+    omnic__engine_cancel(e, ida);
+    sink_wait(&a), sink_wait(&b), sink_wait(&c);
+    assert_int_equal(b.finish, OMNIC_FINISH_CANCELLED);
+    assert_int_equal(c.finish, OMNIC_FINISH_CANCELLED);
+    omnic__metrics snap;
+    omnic__metrics_snapshot(omnic__engine_metrics(e), &snap);
+    assert_int_equal(snap.slots_busy, 0);
+    assert_int_equal(snap.queue_depth, 0);
+    omnic__engine_destroy(e);
+    for (int i = 0; i < N; i++) omnic__tensor_destroy(ir[i].pixels);
 }
 
 /* Cancelling frees the slot: the next request on a 1-slot engine runs. */
@@ -321,6 +509,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_stream_equals_decode), cmocka_unit_test(test_concurrent_equals_alone),
+        cmocka_unit_test(test_mixed_steps_equal_alone), cmocka_unit_test(test_longrope_replay_batched),
+        cmocka_unit_test(test_images_mixed_batch),
         cmocka_unit_test(test_cancel),               cmocka_unit_test(test_stop_string),
         cmocka_unit_test(test_admission),            cmocka_unit_test(test_timeout_and_metrics),
     };

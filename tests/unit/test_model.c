@@ -13,6 +13,7 @@
 
 #include <cmocka.h>
 
+#include "core/dtype.h"
 #include "core/npy.h"
 #include "models/model.h"
 
@@ -82,8 +83,10 @@ static omnic__model *open_model(const char *name, const char *backend, omnic_dty
     return open_model_opts(name, backend, kv, 1, 0);
 }
 
-/* Prefills toks[0..n) into slot in calls of at most `chunk` rows; copies the last logits to out. */
-static void prefill_toks(omnic__model *m, int slot, const int32_t *toks, int n, int chunk, float *out)
+/* Prefills toks[0..n) into slot through module mod (a text.token_prefill) in calls of at
+ * most `chunk` rows; copies the last logits to out. */
+static void prefill_toks_with(omnic__model *m, omnic__module *mod, int slot, const int32_t *toks, int n, int chunk,
+                              float *out)
 {
     omnic_err err;
     int32_t pos[4 * CTX];
@@ -98,13 +101,18 @@ static void prefill_toks(omnic__model *m, int slot, const int32_t *toks, int n, 
         p.data = pos + start;
         const omnic__tensor *in[2] = {&tok, &p};
         omnic__call c = {.n = len, .inputs = in, .n_inputs = 2, .kv = &m->kv, .slot = slot, .kv_start = start};
-        omnic_status s = omnic__module_call(&m->prefill, &c, &err);
+        omnic_status s = omnic__module_call(mod, &c, &err);
         if (s != OMNIC_OK) fprintf(stderr, "prefill: %s\n", err.msg);
         assert_int_equal(s, OMNIC_OK);
     }
-    const omnic__tensor *logits = omnic__module_output(&m->prefill, 0);
+    const omnic__tensor *logits = omnic__module_output(mod, 0);
     assert_int_equal(logits->dims[1], m->dec.cfg.vocab);
     memcpy(out, logits->data, (size_t)m->dec.cfg.vocab * sizeof(float));
+}
+
+static void prefill_toks(omnic__model *m, int slot, const int32_t *toks, int n, int chunk, float *out)
+{
+    prefill_toks_with(m, &m->prefill, slot, toks, n, chunk, out);
 }
 
 static void prefill(omnic__model *m, int n, int chunk, float *out)
@@ -319,6 +327,105 @@ static void test_batch_invariance(void **state)
     omnic__model_close(m);
 }
 
+/* Mixed steps (step_tokens > 0): one text.decode call carrying a decode row of one slot and
+ * a run of prompt rows of another gives bit-identical logits and KV to the prompt prefilled
+ * alone by the batch-invariant text.token_prefill (prefill_inv) and the decode row run alone; rows of one slot that are not
+ * adjacent are refused. Float weights, prompt longer than the decode kernel's row block. */
+static void mixed_call(omnic__model *m, const int32_t *slots, const int32_t *tok, int n, float *out)
+{
+    omnic_err err;
+    int32_t pos[64];
+    for (int b = 0; b < n; b++)
+        pos[b] = b > 0 && slots[b] == slots[b - 1] ? pos[b - 1] + 1 : (int32_t)m->kv.len[slots[b]];
+    omnic__tensor t, p;
+    int64_t d[1] = {n};
+    omnic__tensor_init(&t, OMNIC_DTYPE_I32, 1, d, &err);
+    omnic__tensor_init(&p, OMNIC_DTYPE_I32, 1, d, &err);
+    t.data = (void *)(uintptr_t)tok;
+    p.data = pos;
+    const omnic__tensor *in[2] = {&t, &p};
+    omnic__call c = {.n = n, .inputs = in, .n_inputs = 2, .kv = &m->kv, .row_slots = slots};
+    omnic_status s = omnic__module_call(&m->decode, &c, &err);
+    if (s != OMNIC_OK) fprintf(stderr, "mixed: %s\n", err.msg);
+    assert_int_equal(s, OMNIC_OK);
+    memcpy(out, omnic__module_output(&m->decode, 0)->data, (size_t)(n * m->dec.cfg.vocab) * sizeof(float));
+}
+
+static void test_mixed_steps(void **state)
+{
+    (void)state;
+    static const char *const names[] = {"llama", "qwen2"};
+    enum { P = 40, STEP = 8 };
+    int32_t prompt[P];
+    for (int i = 0; i < P; i++) prompt[i] = (int32_t)((i * 37 + 11) % 500);
+    for (int f = 0; f < 2; f++) {
+        char dir[300];
+        snprintf(dir, sizeof dir, "%s/%s", tmp, names[f]);
+        omnic__model_opts o = {.backend = "cpu", .threads = 2, .ctx = CTX, .kv_dtype = OMNIC_DTYPE_F16, .slots = 2,
+                               .chunk = CTX, .step_tokens = STEP};
+        omnic__model *m = NULL;
+        omnic_err err;
+        assert_int_equal(omnic__model_open(dir, &o, &m, &err), OMNIC_OK);
+        const int64_t V = m->dec.cfg.vocab;
+        float *alone_pf = malloc((size_t)V * sizeof(float)), *alone_dec = malloc((size_t)V * sizeof(float));
+        float *mix = malloc((size_t)(STEP + 1) * (size_t)V * sizeof(float));
+        /* alone: slot 0 prefilled then one decode row; slot 1's prompt in one prefill call */
+        prefill_toks(m, 0, TOKENS, T, T, alone_dec);
+        int32_t s0 = 0, t9 = 9;
+        decode_step(m, &s0, &t9, 1, alone_dec);
+        prefill_toks_with(m, &m->prefill_inv, 1, prompt, P, P, alone_pf);
+        const size_t row = omnic__dtype_row_bytes(m->kv.dtype, m->kv.n_kv * m->kv.head_dim);
+        uint8_t *kv_alone = malloc((size_t)m->kv.n_layers * 2 * (size_t)(T + 1 + P) * row);
+        size_t off = 0;
+        for (int l = 0; l < m->kv.n_layers; l++)
+            for (int kv = 0; kv < 2; kv++) {
+                const uint8_t *base = (kv ? m->kv.v[l] : m->kv.k[l]).data;
+                memcpy(kv_alone + off, base, (size_t)(T + 1) * row), off += (size_t)(T + 1) * row;
+                memcpy(kv_alone + off, base + (size_t)CTX * row, (size_t)P * row), off += (size_t)P * row;
+            }
+        omnic__kv_pool_clear_slot(&m->kv, 0);
+        omnic__kv_pool_clear_slot(&m->kv, 1);
+        /* mixed: slot 0's decode row beside slot 1's first 7 prompt rows, then the rest of the
+         * prompt in runs of STEP rows through the decode module */
+        prefill_toks(m, 0, TOKENS, T, T, mix);
+        int32_t slots[STEP + 1], toks[STEP + 1];
+        slots[0] = 0, toks[0] = 9;
+        for (int i = 0; i < STEP - 1; i++) slots[1 + i] = 1, toks[1 + i] = prompt[i];
+        mixed_call(m, slots, toks, STEP, mix);
+        assert_memory_equal(mix, alone_dec, (size_t)V * sizeof(float));
+        for (int start = STEP - 1; start < P; start += STEP) {
+            int n = P - start < STEP ? P - start : STEP;
+            for (int i = 0; i < n; i++) slots[i] = 1, toks[i] = prompt[start + i];
+            mixed_call(m, slots, toks, n, mix);
+            if (start + n == P) assert_memory_equal(mix + (size_t)(n - 1) * (size_t)V, alone_pf, (size_t)V * sizeof(float));
+        }
+        off = 0;
+        for (int l = 0; l < m->kv.n_layers; l++)
+            for (int kv = 0; kv < 2; kv++) {
+                const uint8_t *base = (kv ? m->kv.v[l] : m->kv.k[l]).data;
+                assert_memory_equal(kv_alone + off, base, (size_t)(T + 1) * row), off += (size_t)(T + 1) * row;
+                assert_memory_equal(kv_alone + off, base + (size_t)CTX * row, (size_t)P * row), off += (size_t)P * row;
+            }
+        /* rows of slot 1 on both sides of a slot-0 row */
+        int32_t bad_slots[3] = {1, 0, 1}, bad_toks[3] = {1, 2, 3}, bad_pos[3] = {0, 0, 0};
+        omnic__tensor t3, p3;
+        int64_t d3[1] = {3};
+        omnic__tensor_init(&t3, OMNIC_DTYPE_I32, 1, d3, &err);
+        omnic__tensor_init(&p3, OMNIC_DTYPE_I32, 1, d3, &err);
+        t3.data = bad_toks, p3.data = bad_pos;
+        const omnic__tensor *in3[2] = {&t3, &p3};
+        omnic__call c3 = {.n = 3, .inputs = in3, .n_inputs = 2, .kv = &m->kv, .row_slots = bad_slots};
+        int64_t len1 = m->kv.len[1];
+        assert_int_equal(omnic__module_call(&m->decode, &c3, &err), OMNIC_E_INVALID);
+        assert_non_null(strstr(err.msg, "name slot 1 but are not adjacent"));
+        assert_int_equal(m->kv.len[1], len1);
+        fprintf(stderr, "%s: mixed steps bit-identical to prefill + decode alone (prompt %d rows, step %d)\n",
+                names[f], P, STEP);
+        free(alone_pf), free(alone_dec), free(mix), free(kv_alone);
+        omnic__model_close(m);
+    }
+}
+
 /* Admission: rows past the capacity are refused with the three numbers; nothing changes. */
 static void test_capacity(void **state)
 {
@@ -352,7 +459,7 @@ static void test_capacity(void **state)
     c.kv_start = 0;
     c.slot = 2;
     assert_int_equal(omnic__module_call(&m->prefill, &c, &err), OMNIC_E_INVALID);
-    /* decode: the same slot twice, a full slot */
+    /* decode: a run of rows past a slot's capacity, a full slot */
     int32_t rows[2] = {0, 0}, tk[2] = {1, 2};
     omnic__tensor t2, p2;
     int64_t d2[1] = {2};
@@ -362,12 +469,15 @@ static void test_capacity(void **state)
     p2.data = tk;
     const omnic__tensor *in2[2] = {&t2, &p2};
     omnic__call dc = {.n = 2, .inputs = in2, .n_inputs = 2, .kv = &m->kv, .row_slots = rows};
-    assert_int_equal(omnic__module_call(&m->decode, &dc, &err), OMNIC_E_INVALID);
-    assert_non_null(strstr(err.msg, "both name slot 0"));
+    m->kv.len[0] = CTX - 1; /* a run of 2 rows for slot 0: the second is past the capacity */
+    rows[1] = 0;
+    assert_int_equal(omnic__module_call(&m->decode, &dc, &err), OMNIC_E_CAPACITY);
+    assert_non_null(strstr(err.msg, "slot 0: 63 cached + 2 new rows exceed the capacity of 64"));
+    m->kv.len[0] = T;
     m->kv.len[1] = CTX;
     rows[1] = 1;
     assert_int_equal(omnic__module_call(&m->decode, &dc, &err), OMNIC_E_CAPACITY);
-    assert_non_null(strstr(err.msg, "slot 1: 64 cached + 1 new row exceed the capacity of 64"));
+    assert_non_null(strstr(err.msg, "slot 1: 64 cached + 1 new rows exceed the capacity of 64"));
     assert_int_equal(m->kv.len[0], T);
     free(logits);
     omnic__model_close(m);
@@ -441,6 +551,7 @@ int main(void)
         cmocka_unit_test(test_chunk_sizes),
         cmocka_unit_test(test_decode_matches_prefill),
         cmocka_unit_test(test_batch_invariance),
+        cmocka_unit_test(test_mixed_steps),
         cmocka_unit_test(test_capacity),
         cmocka_unit_test(test_bad_checkpoints),
         cmocka_unit_test(test_misaligned_weights),

@@ -19,7 +19,8 @@ void omnic__cpu_rope(const omnic__node *n, int ith, int nth, void *wdata)
 {
     const omnic__tensor *X = n->src[0];
     const int32_t *pos = n->src[1]->data;
-    const float *freqs = n->src[2] ? (const float *)n->src[2]->data : NULL;
+    const float *tables = n->src[2] ? (const float *)n->src[2]->data : NULL, *freqs = tables;
+    const int32_t *sel = n->src[3] ? (const int32_t *)n->src[3]->data : NULL; /* row -> table row */
     int64_t T = X->dims[0], H = X->dims[1], D = X->dims[2];
     int64_t n_rot = n->ip[0], half = n_rot / 2;
     bool interleaved = n->ip[1] == 1;
@@ -32,6 +33,7 @@ void omnic__cpu_rope(const omnic__node *n, int ith, int nth, void *wdata)
         int64_t t = r / H;
         if (t != cur_t) {
             float p = (float)pos[t];
+            if (sel) freqs = tables + sel[t] * half;
             for (int64_t i = 0; i < half; i++) {
                 float inv = freqs ? freqs[i] : 1.0f / powf(base, (float)(2 * i) / (float)n_rot);
                 float ang = p * inv;

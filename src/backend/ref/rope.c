@@ -24,7 +24,8 @@ static float rope_inv_freq(float base, int64_t i, int64_t n_rot)
 }
 
 /* dst [T, H, D] = x rotated by position pos[t]; x f32 [T, H, D] (src[0]), pos i32 [T]
- * (src[1]), optional inv_freq f32 [n_rot/2] (src[2]). ip[0] = n_rot, ip[1] = mode
+ * (src[1]), optional inv_freq f32 [n_rot/2] (src[2]), or [2, n_rot/2] with a per-row table
+ * selector i32 [T] (src[3]). ip[0] = n_rot, ip[1] = mode
  * (0 rotate-half: pairs (i, i + n_rot/2); 1 interleaved: pairs (2i, 2i+1)).
  * fp[0] = theta base, fp[1] = attention factor. Rows are (t, h) pairs. */
 void omnic__ref_rope(const omnic__node *n, int ith, int nth, void *wdata)
@@ -32,7 +33,8 @@ void omnic__ref_rope(const omnic__node *n, int ith, int nth, void *wdata)
     (void)wdata;
     const omnic__tensor *x = n->src[0];
     const int32_t *pos = n->src[1]->data;
-    const float *tbl = n->src[2] ? (const float *)n->src[2]->data : NULL;
+    const float *tables = n->src[2] ? (const float *)n->src[2]->data : NULL;
+    const int32_t *sel = n->src[3] ? (const int32_t *)n->src[3]->data : NULL; /* row -> table row */
     int64_t T = x->dims[0], H = x->dims[1], D = x->dims[2];
     int64_t n_rot = n->ip[0], half = n_rot / 2;
     bool interleaved = n->ip[1] == 1;
@@ -45,6 +47,7 @@ void omnic__ref_rope(const omnic__node *n, int ith, int nth, void *wdata)
         const float *xr = X + row * D;
         float *yr = Y + row * D;
         float p = (float)pos[row / H];
+        const float *tbl = tables && sel ? tables + sel[row / H] * (n_rot / 2) : tables;
         for (int64_t i = 0; i < half; i++) {
             float inv = tbl ? tbl[i] : rope_inv_freq(n->fp[0], i, n_rot);
             float angle = p * inv;                          /* f32 product, as HF */

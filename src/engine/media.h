@@ -1,0 +1,28 @@
+/* Image preparation for a loaded model, on the caller's thread (the CLI, or the server's
+ * media workers; never the scheduler): decode the bytes (JPEG / PNG / WebP, limits checked
+ * against the header before any pixel memory) and run the checkpoint's image processor
+ * (preprocessor_config.json) into the pixel_values the model's vision.encode takes. */
+#ifndef OMNIC_ENGINE_MEDIA_H
+#define OMNIC_ENGINE_MEDIA_H
+
+#include "mm/image.h"
+#include "mm/image_processor.h"
+#include "models/model.h"
+
+typedef struct omnic__image_prep {
+    omnic__image_proc_params params; /* from preprocessor_config.json */
+    int64_t size;                    /* pixel_values height = width the encoder takes */
+} omnic__image_prep;
+
+/* For a model that takes images (omnic__model_supports_image): parses its processor config
+ * and checks that the processor's output size is the encoder's. E_UNSUPPORTED for a model
+ * without image input; the config parser's errors otherwise. */
+omnic_status omnic__image_prep_init(omnic__image_prep *p, const omnic__model *m, omnic_err *err);
+
+/* bytes[0..len) (borrowed) -> owned *pixel_values f32 [3, size, size]. limits: NULL for the
+ * defaults (core/limits.h). Errors name the problem: E_UNSUPPORTED (format), E_TOO_LARGE
+ * (dimensions vs the limit), E_CORRUPT (truncated / malformed), E_INVALID, E_NOMEM. */
+omnic_status omnic__image_prep_run(const omnic__image_prep *p, const uint8_t *bytes, size_t len,
+                                   const omnic__image_limits *limits, omnic__tensor **pixel_values, omnic_err *err);
+
+#endif

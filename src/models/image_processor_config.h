@@ -1,0 +1,32 @@
+/* preprocessor_config.json -> image processor parameters (mm/image_processor.h), for
+ * CLIPImageProcessor and SiglipImageProcessor (and their Fast twins), with Hugging Face's
+ * class defaults for absent fields. */
+#ifndef OMNIC_MODELS_IMAGE_PROCESSOR_CONFIG_H
+#define OMNIC_MODELS_IMAGE_PROCESSOR_CONFIG_H
+
+#include <jansson.h>
+
+#include "mm/image_processor.h"
+
+/* Parses cfg (borrowed JSON object; `what` names it in messages) into *out. The class comes from
+ * image_processor_type (else feature_extractor_type, "XFeatureExtractor" read as
+ * "XImageProcessor"): CLIPImageProcessor / SiglipImageProcessor give PIL numerics (the
+ * transformers 4.x default for them) with the floor crop; the "...Fast" names give torchvision
+ * numerics with torchvision's round-half-even crop. Fields: size ({"shortest_edge"} or
+ * {"height", "width"}, or an int: shortest edge for CLIP, square for SigLIP), crop_size (dict or
+ * int), resample (2 or 3), do_resize, do_center_crop, do_rescale, rescale_factor, do_normalize,
+ * image_mean, image_std (3 numbers, or one number for all channels); do_convert_rgb is only
+ * type-checked (decoding always gives RGB). Errors: E_UNSUPPORTED (unknown or missing processor
+ * type: names it; shortest_edge for SigLIP; longest_edge), E_INVALID (a field of the wrong type or out of range: names
+ * the field). *out untouched on failure. */
+omnic_status omnic__image_processor_config_parse(const json_t *cfg, const char *what, omnic__image_proc_params *out,
+                                                 omnic_err *err);
+
+/* Loads the file at path (borrowed; at most OMNIC_MAX_CONFIG_BYTES) and parses it as above.
+ * Also E_NOT_FOUND / E_IO / E_TOO_LARGE / E_CORRUPT from reading the JSON. */
+omnic_status omnic__image_processor_config_load(const char *path, omnic__image_proc_params *out, omnic_err *err);
+
+/* Loads DIR/preprocessor_config.json (dir borrowed). */
+omnic_status omnic__image_processor_config_load_dir(const char *dir, omnic__image_proc_params *out, omnic_err *err);
+
+#endif

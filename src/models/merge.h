@@ -1,0 +1,17 @@
+/* Merging encoded media rows into a prompt: the PreparedPrefill of a request. */
+#ifndef OMNIC_MODELS_MERGE_H
+#define OMNIC_MODELS_MERGE_H
+
+#include "mm/prepared.h"
+#include "models/model.h"
+
+/* LLaVA-style merge: logical [n_logical] prompt ids with one m->image_token_id per image;
+ * projected f32 [n_images, m->image_tokens, text hidden] (the encoder's rows, in order).
+ * Text rows are m's own embedding rows (bit-identical to text.token_prefill's lookup and
+ * scale), each placeholder becomes its image's rows, positions run 0..n_rows-1, causal
+ * (no bias). E_INVALID when the placeholder count differs from n_images (names both). */
+omnic_status omnic__model_merge_images(const omnic__model *m, const int32_t *logical, int64_t n_logical,
+                                       const float *projected, int64_t n_images, omnic__prepared_prefill *out,
+                                       omnic_err *err);
+
+#endif

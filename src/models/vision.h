@@ -1,0 +1,94 @@
+/* ViT vision towers of the LLaVA family (CLIP and SigLIP) with the LLaVA projector, and
+ * their vision.encode module: pixel_values f32 [3, S, S] -> the selected hidden state ->
+ * projector -> rows that replace the image placeholders ([N, H_text]). Semantics follow
+ * HF modeling_clip / modeling_siglip / modeling_llava (reference notes §3, §4):
+ *   CLIP:   patch conv (no bias), CLS token, position embeddings, pre_layrnorm;
+ *   SigLIP: patch conv with bias, no CLS, position embeddings, no pre-norm;
+ *   layers: h += out(MHA(LN1(h))) (q/k/v/out biases, non-causal); h += fc2(act(fc1(LN2(h))));
+ *   feature = hidden_states[vision_feature_layer] (index 0 = embeddings, k = output of layer
+ *   k - 1; post_layernorm never applies: LLaVA reads the encoder's hidden_states), strategy
+ *   "default" drops row 0 (the CLS for CLIP; HF drops it for SigLIP too), "full" keeps it;
+ *   projector: linear_2(act(linear_1(feature))) (biases when multimodal_projector_bias).
+ * Only the layers up to the feature layer are loaded and run. */
+#ifndef OMNIC_MODELS_VISION_H
+#define OMNIC_MODELS_VISION_H
+
+#include <jansson.h>
+
+#include "io/safetensors.h"
+#include "runtime/module.h"
+
+typedef enum omnic__vision_arch {
+    OMNIC_VISION_CLIP = 0,  /* vision_config.model_type clip_vision_model */
+    OMNIC_VISION_SIGLIP,    /* siglip_vision_model */
+} omnic__vision_arch;
+
+typedef struct omnic__vision_config {
+    omnic__vision_arch arch;
+    int64_t hidden, intermediate, n_layers, n_heads, head_dim; /* n_layers: as configured */
+    int64_t patch, image_size, channels;
+    int64_t grid;              /* image_size / patch (patches per side) */
+    int64_t n_seq;             /* tokens through the encoder: grid^2 (+1 CLS for CLIP) */
+    int64_t n_out;             /* rows out: n_seq, minus 1 for strategy "default" */
+    double ln_eps;
+    omnic__op act;             /* encoder MLP activation: GELU_QUICK / GELU_TANH / GELU / SILU */
+    int64_t feature_index;     /* hidden_states index in [0, n_layers]: layers run */
+    bool keep_first;           /* strategy "full" */
+    int64_t text_hidden;       /* projector width (the text model's hidden size) */
+    omnic__op proj_act;
+    bool proj_bias;
+    int32_t image_token_id;    /* placeholder id in the prompt */
+    /* Weight-name spellings: old (vision_tower.vision_model., multi_modal_projector.) and
+     * new (model.vision_tower.vision_model., model.multi_modal_projector.); the loader takes
+     * whichever the checkpoint has. */
+    const char *prefix, *alt_prefix, *proj_prefix, *alt_proj_prefix;
+} omnic__vision_config;
+
+typedef struct omnic__vision_layer {
+    omnic__tensor ln1_w, ln1_b, ln2_w, ln2_b;     /* [C] */
+    omnic__tensor wq, wk, wv, wo;                 /* [C, C] */
+    omnic__tensor *bq, *bk, *bv, *bo;             /* owned f32 [C] */
+    omnic__tensor fc1, fc2;                       /* [I, C], [C, I] */
+    omnic__tensor *fc1_b, *fc2_b;                 /* owned f32 [I], [C] */
+} omnic__vision_layer;
+
+typedef struct omnic__vision_tower {
+    omnic__vision_config cfg;
+    omnic__tensor patch_w;            /* [C, 3, p, p] */
+    omnic__tensor *patch_b;           /* owned f32 [C] (SigLIP) or NULL */
+    omnic__tensor *cls;               /* owned f32 [1, C] (CLIP) or NULL */
+    omnic__tensor pos;                /* [n_seq, C] position_embedding.weight */
+    omnic__tensor pre_w, pre_b;       /* [C] pre_layrnorm (CLIP only) */
+    omnic__vision_layer *layers;      /* owned [feature_index] */
+    omnic__tensor proj1, proj2;       /* [D, C], [D, D] */
+    omnic__tensor *proj1_b, *proj2_b; /* owned f32 [D] or NULL */
+    omnic__tensor *qpos;              /* owned i32 [n_seq] zeros: attention rows' positions (unused
+                                       * by non-causal attention, required by the op) */
+    omnic__tensor **owned;            /* owned: every other owned tensor (aligned copies) */
+    size_t n_owned;
+} omnic__vision_tower;
+
+/* LLaVA config.json (cfg: the top object) -> *out: vision_config (model_type
+ * clip_vision_model or siglip_vision_model, HF class defaults for absent keys),
+ * vision_feature_layer (an int; a list is E_UNSUPPORTED), vision_feature_select_strategy,
+ * projector_hidden_act, multimodal_projector_bias, image_token_index (or image_token_id),
+ * image_seq_length (checked against the computed row count when present). text_hidden:
+ * the text model's hidden size. Errors name the key and the value. */
+omnic_status omnic__vision_config_parse(const json_t *cfg, const char *what, int64_t text_hidden,
+                                        omnic__vision_config *out, omnic_err *err);
+
+/* Binds the tower's weights (only layers < feature_index) and the projector from st
+ * (borrowed; must outlive v), checking every shape. On failure v is cleared. */
+omnic_status omnic__vision_tower_load(omnic__vision_tower *v, const omnic__vision_config *cfg,
+                                      const omnic__safetensors *st, omnic_err *err);
+void omnic__vision_tower_deinit(omnic__vision_tower *v);
+
+/* Builds vision.encode into m (initialized with capacity 1: one image per call, n = 1):
+ * input pixel_values f32 [channels, image_size, image_size]; outputs "vision_features"
+ * f32 [n_out, hidden] and "projected" f32 [n_out, text_hidden]. */
+omnic_status omnic__vision_tower_build(const omnic__vision_tower *v, omnic__module *m, omnic_err *err);
+
+/* Parameter count and bytes of the bound weights. */
+void omnic__vision_tower_param_stats(const omnic__vision_tower *v, int64_t *params, int64_t *bytes);
+
+#endif

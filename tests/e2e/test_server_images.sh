@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# End-to-end image input through `omnic serve` on a tiny LLaVA checkpoint (CLIP tower,
+# Llama decoder), on 127.0.0.1: the official OpenAI Node client (tests/oracle/image_client.mjs),
+# curl, and tests/e2e/server/image_checks.py (bad media matrix, data: URL vs --media-dir files,
+# mixed text/image concurrency == alone, counters back to zero). Test images are made here
+# with Pillow; the bad ones by hand.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+OMNIC=${OMNIC:-build/release/omnic}
+PY=/usr/bin/python3
+KEY=test-key-$$
+tmp=$(mktemp -d)
+failed=0
+cleanup() {
+  for p in $(jobs -pr); do kill -9 "$p" 2>/dev/null; done
+  wait 2>/dev/null
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+fail() {
+  echo "FAIL: $*"
+  failed=1
+}
+
+$PY tools/mktiny.py --family llava --vision clip --text llama --out "$tmp/llava" >/dev/null || {
+  echo "FAIL: mktiny"
+  exit 1
+}
+media="$tmp/media"
+mkdir -p "$media"
+$PY - "$media" "$tmp" <<'PYEOF' || { echo "FAIL: test images"; exit 1; }
+import struct, sys, zlib
+from PIL import Image
+media, tmp = sys.argv[1], sys.argv[2]
+img = Image.new("RGB", (64, 48))
+img.putdata([((x * 4) % 256, (y * 5) % 256, (x * y) % 256) for y in range(48) for x in range(64)])
+img.save(f"{media}/photo.jpg", quality=90)
+rgba = Image.new("RGBA", (40, 30), (200, 30, 60, 90))
+rgba.save(f"{media}/alpha.png")
+img.save(f"{media}/lossless.webp", lossless=True)
+Image.new("RGB", (1, 1), (10, 200, 30)).save(f"{media}/tiny1x1.png")
+img.save(f"{media}/pic.bmp")
+img.save(f"{media}/anim.gif")
+img.save(f"{tmp}/outside.png")
+jpg = open(f"{media}/photo.jpg", "rb").read()
+open(f"{media}/truncated.jpg", "wb").write(jpg[: len(jpg) // 2])
+png = open(f"{media}/alpha.png", "rb").read()
+open(f"{media}/truncated.png", "wb").write(png[: len(png) - 20])
+webp = bytearray(open(f"{media}/lossless.webp", "rb").read())
+for i in range(30, len(webp)):
+    webp[i] ^= 0x5A
+open(f"{media}/corrupt.webp", "wb").write(bytes(webp))
+def png_with(w, h, payload):
+    def chunk(t, d):
+        return struct.pack(">I", len(d)) + t + d + struct.pack(">I", zlib.crc32(t + d) & 0xFFFFFFFF)
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, 2, 0, 0, 0)) +
+            chunk(b"IDAT", payload) + chunk(b"IEND", b""))
+open(f"{media}/huge.png", "wb").write(png_with(30000, 30000, zlib.compress(b"\0" * 1000)))
+# a bomb: 20000 x 20000 RGB of zeros is 1.2 GB of pixels from a few hundred KB of zlib
+row = b"\0" * (1 + 3 * 20000)
+comp = zlib.compressobj(9)
+data = b"".join(comp.compress(row) for _ in range(2000)) + comp.flush()
+open(f"{media}/bomb.png", "wb").write(png_with(20000, 20000, data))
+PYEOF
+
+"$OMNIC" serve -m "$tmp/llava" --port 0 --parallel 4 --api-key "$KEY" --media-dir "$media" --model-name tiny-llava \
+  2>"$tmp/server.log" &
+PID=$!
+PORT=
+for _ in $(seq 1 600); do
+  PORT=$(sed -n 's/.*listening on http:\/\/[^:]*:\([0-9]*\).*/\1/p' "$tmp/server.log" | head -1)
+  grep -q "ready on" "$tmp/server.log" && break
+  kill -0 "$PID" 2>/dev/null || break
+  sleep 0.05
+done
+if ! grep -q "ready on" "$tmp/server.log"; then
+  cat "$tmp/server.log"
+  echo "FAIL: server did not start"
+  exit 1
+fi
+B="http://127.0.0.1:$PORT"
+
+# curl: an image request by file path, then the OpenAI Node client (data: URLs) must agree
+out=$(curl -s -H "Authorization: Bearer $KEY" -H 'Content-Type: application/json' "$B/v1/chat/completions" -d \
+  '{"messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"photo.jpg"}},{"type":"text","text":"Describe the image."}]}],"max_tokens":12,"temperature":0}')
+curl_text=$(echo "$out" | $PY -c 'import json,sys; print(json.load(sys.stdin)["choices"][0]["message"]["content"])') ||
+  fail "curl image request: $out"
+(cd tests/oracle && node image_client.mjs "$B/v1" "$KEY" tiny-llava "$media/photo.jpg" "$curl_text") ||
+  fail "openai client (images)"
+$PY tests/e2e/server/image_checks.py "$PORT" "$KEY" "$media" || fail "image checks"
+
+kill -TERM "$PID"
+wait "$PID" || fail "server exit status $?"
+if [ $failed -ne 0 ]; then
+  tail -20 "$tmp/server.log"
+  exit 1
+fi
+echo "test_server_images: ok"
