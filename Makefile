@@ -5,6 +5,7 @@ PY := /usr/bin/python3
 BUILD := build/release
 ASAN := build/asan
 DEMO := build/demo/tiny-llama
+DEMO_VL := build/demo/tiny-llava
 
 .PHONY: all setup build asan demo test bench clean
 
@@ -25,6 +26,9 @@ demo: build
 	@$(PY) tools/mktiny.py --family llama --out $(DEMO) --seed 0
 	$(BUILD)/omnic inspect -m $(DEMO)
 	$(BUILD)/omnic run -m $(DEMO) -p "Tell me a story about a fox." -n 32
+	@$(PY) tools/mktiny.py --family llava --vision clip --text llama --out $(DEMO_VL) --seed 0
+	$(BUILD)/omnic inspect -m $(DEMO_VL)
+	$(BUILD)/omnic run -m $(DEMO_VL) --image tests/data/demo.png -p "What is in this picture?" -n 32
 
 test: setup
 	@bash scripts/test.sh

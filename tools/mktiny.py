@@ -1509,6 +1509,198 @@ def main_llava(args) -> int:
     return 0
 
 
+# -----------------------------------------------------------------------------
+# Qwen2-VL / Qwen2.5-VL (Qwen2VLForConditionalGeneration [qwen2_vl],
+# Qwen2_5_VLForConditionalGeneration [qwen2_5_vl]): a ViT with 2-D RoPE, the PatchMerger
+# and a qwen2 text model with M-RoPE (rope_scaling {type: mrope, mrope_section}); the
+# text config is flat at the top level as in the official checkpoints. Weight names are the
+# official on-disk ones (visual.*, model.*, lm_head.*; reference notes §5.6, §6.4).
+# Tokenizer: the qwen2 style plus Qwen's vision specials in their real relative order
+# (<|vision_start|>, <|vision_end|>, <|vision_pad|>, <|image_pad|>, <|video_pad|>); the
+# config's token ids are the tokenizer's.
+# -----------------------------------------------------------------------------
+
+QWEN2VL_SPECIALS = ("<|object_ref_start|>", "<|object_ref_end|>", "<|box_start|>", "<|box_end|>",
+                    "<|quad_start|>", "<|quad_end|>", "<|vision_start|>", "<|vision_end|>", "<|vision_pad|>",
+                    "<|image_pad|>", "<|video_pad|>")
+
+# Qwen/Qwen2-VL-2B-Instruct chat_template (Qwen2.5-VL uses the same one)
+QWEN2VL_CHAT_TEMPLATE = (
+    "{% set image_count = namespace(value=0) %}{% set video_count = namespace(value=0) %}"
+    "{% for message in messages %}{% if loop.first and message['role'] != 'system' %}"
+    "<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n{% endif %}"
+    "<|im_start|>{{ message['role'] }}\n{% if message['content'] is string %}{{ message['content'] }}<|im_end|>\n"
+    "{% else %}{% for content in message['content'] %}"
+    "{% if content['type'] == 'image' or 'image' in content or 'image_url' in content %}"
+    "{% set image_count.value = image_count.value + 1 %}{% if add_vision_id %}Picture {{ image_count.value }}: "
+    "{% endif %}<|vision_start|><|image_pad|><|vision_end|>"
+    "{% elif content['type'] == 'video' or 'video' in content %}{% set video_count.value = video_count.value + 1 %}"
+    "{% if add_vision_id %}Video {{ video_count.value }}: {% endif %}<|vision_start|><|video_pad|><|vision_end|>"
+    "{% elif 'text' in content %}{{ content['text'] }}{% endif %}{% endfor %}<|im_end|>\n{% endif %}{% endfor %}"
+    "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")
+
+# Tiny towers: patch 14, temporal 2, merge 2 (K = 1176), head_dim 8 (2-D RoPE needs a multiple
+# of 4). Qwen2.5-VL: window 56 px = 2x2 merged tokens (4x4 patches), full attention in blocks
+# 1 and 3, so windows and whole-image blocks alternate.
+QWEN2VL_VISION_TINY = {
+    "qwen2_vl": {"depth": 3, "width": 32, "heads": 4, "mlp_ratio": 2, "patch": 14, "temporal": 2, "merge": 2},
+    "qwen2_5_vl": {"depth": 4, "width": 32, "heads": 4, "intermediate": 48, "patch": 14, "temporal": 2,
+                   "merge": 2, "window": 56, "fullatt": [1, 3]},
+}
+# tiny text: qwen2 tiny dims (hidden 64, head_dim 16) with mrope_section [2, 3, 3] (sum = 8)
+QWEN2VL_TEXT_MROPE_TINY = [2, 3, 3]
+QWEN2VL_TINY_MAX_PIXELS = 28 * 28 * 64  # at most 256 patches (64 merged tokens) per image
+
+QWEN2VL_PRESETS = {
+    # Qwen/Qwen2-VL-2B-Instruct's vision tower and merger (675 M params) in front of a small
+    # text model of the 2B's width (1536: the merger output), for tower benchmarks
+    "qwen2-vl-2b-tower": {
+        "family": "qwen2_vl",
+        "tower": {"depth": 32, "width": 1280, "heads": 16, "mlp_ratio": 4, "patch": 14, "temporal": 2, "merge": 2},
+        "text_dims": {"hidden": 1536, "layers": 2, "heads": 12, "kv_heads": 2, "head_dim": 128,
+                      "intermediate": 1024, "vocab": None, "max_pos": 32768, "rms_eps": 1e-6,
+                      "rope_theta": 1000000.0},
+        "mrope_section": [16, 24, 24],
+    },
+    # Qwen/Qwen2.5-VL-3B-Instruct's tower and merger (out 2048) with a small text model
+    "qwen2.5-vl-3b-tower": {
+        "family": "qwen2_5_vl",
+        "tower": {"depth": 32, "width": 1280, "heads": 16, "intermediate": 3420, "patch": 14, "temporal": 2,
+                  "merge": 2, "window": 112, "fullatt": [7, 15, 23, 31]},
+        "text_dims": {"hidden": 2048, "layers": 2, "heads": 16, "kv_heads": 2, "head_dim": 128,
+                      "intermediate": 1024, "vocab": None, "max_pos": 128000, "rms_eps": 1e-6,
+                      "rope_theta": 1000000.0},
+        "mrope_section": [16, 24, 24],
+    },
+}
+
+
+def qwen2vl_vision_weights(family: str, v: dict, out_hidden: int) -> List[WeightSpec]:
+    """visual.* weights in HF module order (notes §5.6 / §6.4)."""
+    C, p, T = v["width"], v["patch"], v["temporal"]
+    U = C * v["merge"] ** 2
+    v2 = family == "qwen2_vl"
+    I = int(C * v["mlp_ratio"]) if v2 else v["intermediate"]
+    w: List[WeightSpec] = [("visual.patch_embed.proj.weight", (C, 3, T, p, p), "normal*0.25")]
+    for i in range(v["depth"]):
+        b = f"visual.blocks.{i}."
+        w.append((b + "norm1.weight", (C,), "norm"))
+        if v2:
+            w.append((b + "norm1.bias", (C,), "normal*0.5"))
+        w.append((b + "norm2.weight", (C,), "norm"))
+        if v2:
+            w.append((b + "norm2.bias", (C,), "normal*0.5"))
+        w += [(b + "attn.qkv.weight", (3 * C, C)), (b + "attn.qkv.bias", (3 * C,), "normal*0.5"),
+              (b + "attn.proj.weight", (C, C)), (b + "attn.proj.bias", (C,), "normal*0.5")]
+        if v2:
+            w += [(b + "mlp.fc1.weight", (I, C)), (b + "mlp.fc1.bias", (I,), "normal*0.5"),
+                  (b + "mlp.fc2.weight", (C, I)), (b + "mlp.fc2.bias", (C,), "normal*0.5")]
+        else:
+            w += [(b + "mlp.gate_proj.weight", (I, C)), (b + "mlp.gate_proj.bias", (I,), "normal*0.5"),
+                  (b + "mlp.up_proj.weight", (I, C)), (b + "mlp.up_proj.bias", (I,), "normal*0.5"),
+                  (b + "mlp.down_proj.weight", (C, I)), (b + "mlp.down_proj.bias", (C,), "normal*0.5")]
+    w.append(("visual.merger.ln_q.weight", (C,), "norm"))
+    if v2:
+        w.append(("visual.merger.ln_q.bias", (C,), "normal*0.5"))
+    w += [("visual.merger.mlp.0.weight", (U, U)), ("visual.merger.mlp.0.bias", (U,), "normal*0.5"),
+          ("visual.merger.mlp.2.weight", (out_hidden, U)), ("visual.merger.mlp.2.bias", (out_hidden,), "normal*0.5")]
+    return w
+
+
+def qwen2vl_vision_config(family: str, v: dict, out_hidden: int) -> dict:
+    common = {"depth": v["depth"], "num_heads": v["heads"], "in_chans": 3, "patch_size": v["patch"],
+              "spatial_patch_size": v["patch"], "spatial_merge_size": v["merge"],
+              "temporal_patch_size": v["temporal"]}
+    if family == "qwen2_vl":  # Qwen2-VL-2B: embed_dim = width, hidden_size = merger output
+        return dict(common, embed_dim=v["width"], mlp_ratio=v["mlp_ratio"], hidden_size=out_hidden)
+    return dict(common, hidden_act="silu", hidden_size=v["width"], intermediate_size=v["intermediate"],
+                out_hidden_size=out_hidden, window_size=v["window"], fullatt_block_indexes=list(v["fullatt"]),
+                tokens_per_second=2)
+
+
+def build_qwen2vl(family: str, v: dict, td: dict, mrope: List[int], tok: BpeTokenizer, tie: bool,
+                  max_pixels: int) -> Tuple[dict, List[WeightSpec], dict]:
+    """config.json, weights, preprocessor_config.json."""
+    assert td["heads"] * td["head_dim"] == td["hidden"], "qwen2 text needs hidden == heads * head_dim"
+    assert sum(mrope) * 2 == td["head_dim"], f"mrope_section {mrope} must sum to head_dim / 2"
+    assert (v["width"] // v["heads"]) % 4 == 0 and v["width"] % v["heads"] == 0, "vision head_dim % 4"
+    ids = special_ids(tok)
+    text_cfg, text_w = build_qwen2(dict(td, rope_scaling={"type": "mrope", "mrope_section": list(mrope)}), ids, tie)
+    sp = tok.specials
+    config = dict(text_cfg)
+    config.update({
+        "architectures": ["Qwen2VLForConditionalGeneration" if family == "qwen2_vl"
+                          else "Qwen2_5_VLForConditionalGeneration"],
+        "model_type": family,
+        "vision_start_token_id": sp["<|vision_start|>"],
+        "vision_end_token_id": sp["<|vision_end|>"],
+        "vision_token_id": sp["<|vision_pad|>"],
+        "image_token_id": sp["<|image_pad|>"],
+        "video_token_id": sp["<|video_pad|>"],
+        "vision_config": qwen2vl_vision_config(family, v, td["hidden"]),
+    })
+    specs = [(s[0], s[1], weight_init(s)) for s in text_w]
+    specs += [(s[0], s[1], weight_init(s)) for s in qwen2vl_vision_weights(family, v, td["hidden"])]
+    factor = v["patch"] * v["merge"]
+    pre = {"do_convert_rgb": True, "do_normalize": True, "do_rescale": True, "do_resize": True,
+           "image_mean": OPENAI_CLIP_MEAN, "image_std": OPENAI_CLIP_STD,
+           "image_processor_type": "Qwen2VLImageProcessor", "processor_class":
+           "Qwen2VLProcessor" if family == "qwen2_vl" else "Qwen2_5_VLProcessor",
+           "merge_size": v["merge"], "min_pixels": factor * factor * 4, "max_pixels": max_pixels,
+           "patch_size": v["patch"], "resample": 3, "rescale_factor": 0.00392156862745098,
+           "size": {"longest_edge": max_pixels, "shortest_edge": factor * factor * 4},
+           "temporal_patch_size": v["temporal"]}
+    return config, specs, pre
+
+
+def main_qwen2vl(args) -> int:
+    t0 = time.time()
+    if args.verify:
+        raise SystemExit(f"--verify is not implemented for --family {args.family}")
+    if args.dims == "real" or args.preset is not None:
+        names = [k for k, p in QWEN2VL_PRESETS.items() if p["family"] == args.family]
+        preset = args.preset or names[0]
+        if preset not in names:
+            raise SystemExit(f"{args.family} has no preset {preset!r} (has: {', '.join(names)})")
+        p = QWEN2VL_PRESETS[preset]
+        v, td, mrope, label, std = dict(p["tower"]), dict(p["text_dims"]), p["mrope_section"], preset, STD_REAL
+        max_pixels = 12845056  # the official preprocessor_config
+    else:
+        v, td, mrope, label, std = dict(QWEN2VL_VISION_TINY[args.family]), None, QWEN2VL_TEXT_MROPE_TINY, "tiny", STD_TINY
+        max_pixels = QWEN2VL_TINY_MAX_PIXELS
+    tok = train_tokenizer("qwen2", extra_specials=QWEN2VL_SPECIALS)
+    if td is None:
+        td, _ = resolve_dims("qwen2", FAMILIES["qwen2"], "tiny", None, tok)
+    td.pop("tie", None)
+    td["vocab"] = td["vocab"] or tok.size
+    td.setdefault("rope_scaling", None)
+    tie_flag = True if args.tie is None else bool(args.tie)  # Qwen2-VL-2B / 2.5-VL-3B tie
+    config, specs, pre = build_qwen2vl(args.family, v, td, mrope, tok, tie_flag, max_pixels)
+    config["torch_dtype"] = DTYPES[args.dtype][2]
+    config["transformers_version"] = "4.45.0" if args.family == "qwen2_vl" else "4.49.0"
+    os.makedirs(args.out, exist_ok=True)
+    ids = special_ids(tok)
+    write_json(os.path.join(args.out, "config.json"), config)
+    gen = {"bos_token_id": ids["bos"], "do_sample": False, "eos_token_id": ids["gen_eos"],
+           "pad_token_id": ids["pad"], "transformers_version": config["transformers_version"]}
+    write_json(os.path.join(args.out, "generation_config.json"), gen)
+    write_json(os.path.join(args.out, "tokenizer.json"), tokenizer_json(tok, args.merges_style), sort_keys=False)
+    tc = tokenizer_config_json(tok)
+    tc["chat_template"] = QWEN2VL_CHAT_TEMPLATE
+    tc["additional_special_tokens"] = ["<|im_start|>", "<|im_end|>"] + list(QWEN2VL_SPECIALS)
+    write_json(os.path.join(args.out, "tokenizer_config.json"), tc)
+    write_json(os.path.join(args.out, "chat_template.json"), {"chat_template": QWEN2VL_CHAT_TEMPLATE})
+    write_json(os.path.join(args.out, "preprocessor_config.json"), pre)
+    files = write_weights(args.out, specs, args.seed, std, args.dtype, args.shards)
+    nparams = sum(int(np.prod(s[1], dtype=np.int64)) for s in specs)
+    nbytes = sum(os.path.getsize(os.path.join(args.out, f)) for f in files)
+    print(f"mktiny: {args.family} [{label}] dtype={args.dtype} tie={tie_flag} seed={args.seed} -> {args.out}")
+    print(f"  {len(specs)} tensors, {nparams:,} params, {nbytes / 2**20:.1f} MiB; vision depth {v['depth']} width "
+          f"{v['width']}, patch {v['patch']}, merge {v['merge']}; <|image_pad|> = {config['image_token_id']}; "
+          f"{time.time() - t0:.2f} s")
+    return 0
+
+
 # =============================================================================
 # 5. Tensor values
 # =============================================================================
@@ -1866,7 +2058,7 @@ def resolve_dims(fam_name: str, fam: Family, dims: str, preset: Optional[str], t
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     ap = argparse.ArgumentParser(description="Write a tiny random HF-format checkpoint.")
-    ap.add_argument("--family", choices=sorted(list(FAMILIES) + ["llava"]), required=True)
+    ap.add_argument("--family", choices=sorted(list(FAMILIES) + ["llava", "qwen2_vl", "qwen2_5_vl"]), required=True)
     ap.add_argument("--vision", choices=["clip", "siglip"], default="clip", help="llava: vision tower")
     ap.add_argument("--text", choices=["llama", "qwen2"], default="llama", help="llava: text model")
     ap.add_argument("--new-names", action="store_true",
@@ -1877,7 +2069,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     ap.add_argument("--shards", type=int, default=1)
     ap.add_argument("--dims", choices=["tiny", "real"], default=None, help="default tiny (real with --preset)")
     ap.add_argument("--preset", default=None,
-                    help="real-size dims: " + ", ".join(p for f in FAMILIES.values() for p in f.presets))
+                    help="real-size dims: " + ", ".join([p for f in FAMILIES.values() for p in f.presets]
+                                                        + list(LLAVA_PRESETS) + list(QWEN2VL_PRESETS)))
     tie = ap.add_mutually_exclusive_group()
     tie.add_argument("--tie", dest="tie", action="store_true", default=None, help="tie lm_head to embeddings")
     tie.add_argument("--no-tie", dest="tie", action="store_false", help="write a separate lm_head.weight")
@@ -1888,6 +2081,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
     if args.family == "llava":
         return main_llava(args)
+    if args.family in ("qwen2_vl", "qwen2_5_vl"):
+        return main_qwen2vl(args)
     t0 = time.time()
     fam = FAMILIES[args.family]
     tok = train_tokenizer(fam.tokenizer, extra_specials=fam.extra_specials)

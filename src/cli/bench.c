@@ -10,13 +10,16 @@
 
 #include "cli/args.h"
 #include "cli/cli.h"
+#include "core/alloc.h"
 #include "core/mem.h"
+#include "engine/media.h"
+#include "io/file.h"
 #include "models/model.h"
 
 #define MAX_LIST 8
 
 typedef struct bench_opts {
-    const char *dir, *backend, *format, *quant;
+    const char *dir, *backend, *format, *quant, *image;
     int64_t pp[MAX_LIST], tg[MAX_LIST], batch[MAX_LIST];
     int n_pp, n_tg, n_batch;
     int threads, reps;
@@ -119,8 +122,124 @@ static omnic_status run_tg(omnic__model *m, int64_t n, int B, uint64_t *seed, om
 static void usage(FILE *f)
 {
     fprintf(f, "usage: omnic bench -m DIR [-p 512] [-n 128] [-t THREADS] [-r 3] [-o md|json] [--batch 1,4]\n"
-               "                   [--backend cpu|ref] [--kv f16|f32] [--quant q8_0|q4_0]\n"
-               "  -p and -n take comma-separated lists (0 skips); --batch runs tg with B sequences at once\n");
+               "                   [--backend cpu|ref] [--kv f16|f32] [--quant q8_0|q4_0] [--image FILE]\n"
+               "  -p and -n take comma-separated lists (0 skips); --batch runs tg with B sequences at once\n"
+               "  --image FILE: instead, per image: preprocessing (decode + the checkpoint's processor) and\n"
+               "  vision.encode times, images/s, and the encoder's f32 GFLOP/s next to the backend's own f32\n"
+               "  GEMM throughput on the tower's largest matmul shape, measured in the same run\n");
+}
+
+/* Multiply-adds of one vision.encode call (from the tower's config): patch embedding, the
+ * layers run (q/k/v/o, attention scores and values, MLP) and the projector. */
+static double encode_macs(const omnic__vision_config *c)
+{
+    double N = (double)c->n_seq, C = (double)c->hidden, I = (double)c->intermediate, L = (double)c->feature_index;
+    double P = (double)(c->channels * c->patch * c->patch), D = (double)c->text_hidden, R = (double)c->n_out;
+    return N * P * C + L * (4 * N * C * C + 2 * N * N * C + 2 * N * C * I) + R * C * D + R * D * D;
+}
+
+/* Seconds of one [M, K] x [N, K]^T f32 matmul through m's backend and threads (the best of reps). */
+static omnic_status gemm_probe(omnic__model *m, int64_t M, int64_t K, int64_t N, int reps, double *best,
+                               omnic_err *err)
+{
+    omnic__module mod;
+    omnic__tensor *w = NULL;
+    float *x = NULL;
+    int64_t wd[2] = {N, K}, xd[2] = {M, K};
+    omnic_status s = omnic__module_init(&mod, "bench.gemm", "omnic.bench.gemm/1", M, err);
+    if (s != OMNIC_OK) return s;
+    if ((s = omnic__tensor_create(&w, OMNIC_DTYPE_F32, 2, wd, err)) != OMNIC_OK) goto out;
+    x = omnic_alloc_array((size_t)(M * K), sizeof *x);
+    if (!x) {
+        s = OMNIC_FAIL(err, OMNIC_E_NOMEM, "out of memory for the GEMM probe");
+        goto out;
+    }
+    for (int64_t i = 0; i < N * K; i++) ((float *)w->data)[i] = (float)((i * 37) % 17 - 8) / 64.0f;
+    for (int64_t i = 0; i < M * K; i++) x[i] = (float)((i * 11) % 13 - 6) / 8.0f;
+    omnic__graph *g = &mod.graph;
+    omnic__tensor *a = omnic__g_input(g, "a", OMNIC_DTYPE_F32, 2, xd, OMNIC_VAR_T);
+    omnic__g_mark_output(g, omnic__g_matmul(g, a, omnic__g_weight(g, w), NULL), "y");
+    if ((s = omnic__graph_status(g, err)) != OMNIC_OK || (s = omnic__module_finalize(&mod, m->backend, m->pool, err)) != OMNIC_OK)
+        goto out;
+    omnic__tensor at;
+    omnic__tensor_init(&at, OMNIC_DTYPE_F32, 2, xd, err);
+    at.data = x;
+    const omnic__tensor *in[1] = {&at};
+    omnic__call c = {.n = M, .inputs = in, .n_inputs = 1};
+    *best = INFINITY;
+    for (int r = -1; r < reps && s == OMNIC_OK; r++) {
+        double t0 = now_s();
+        s = omnic__module_call(&mod, &c, err);
+        if (r >= 0) *best = fmin(*best, now_s() - t0);
+    }
+out:
+    omnic__module_deinit(&mod);
+    omnic__tensor_destroy(w);
+    omnic_free(x);
+    return s;
+}
+
+/* --image: preprocessing and encode time per image, and the GEMM probe. */
+static int bench_image(omnic__model *m, const bench_opts *o)
+{
+    omnic_err err;
+    omnic_err_clear(&err);
+    omnic__image_prep prep;
+    char *bytes = NULL;
+    size_t len = 0;
+    omnic__tensor *pv = NULL;
+    int rc = 1;
+    if (omnic__image_prep_init(&prep, m, &err) != OMNIC_OK ||
+        omnic__read_file(o->image, OMNIC_MAX_MEDIA_BYTES, &bytes, &len, &err) != OMNIC_OK) {
+        fprintf(stderr, "omnic bench: --image: %s\n", err.msg);
+        goto out;
+    }
+    double t_prep = INFINITY, t_enc = INFINITY, sum_prep = 0, sum_enc = 0;
+    for (int r = -1; r < o->reps; r++) { /* r = -1: warm-up */
+        omnic__tensor_destroy(pv);
+        pv = NULL;
+        double t0 = now_s();
+        if (omnic__image_prep_run(&prep, (const uint8_t *)bytes, len, NULL, NULL, &pv, &err) != OMNIC_OK) {
+            fprintf(stderr, "omnic bench: --image %s: %s\n", o->image, err.msg);
+            goto out;
+        }
+        double t1 = now_s();
+        const omnic__tensor *proj;
+        if (omnic__model_encode_image(m, pv, &proj, NULL, &err) != OMNIC_OK) {
+            fprintf(stderr, "omnic bench: vision.encode: %s\n", err.msg);
+            goto out;
+        }
+        double t2 = now_s();
+        if (r < 0) continue;
+        t_prep = fmin(t_prep, t1 - t0), t_enc = fmin(t_enc, t2 - t1);
+        sum_prep += t1 - t0, sum_enc += t2 - t1;
+    }
+    const omnic__vision_config *vc = &m->vision->cfg;
+    double gemm_s = 0;
+    if (gemm_probe(m, vc->n_seq, vc->hidden, vc->intermediate, o->reps, &gemm_s, &err) != OMNIC_OK) {
+        fprintf(stderr, "omnic bench: GEMM probe: %s\n", err.msg);
+        goto out;
+    }
+    double macs = encode_macs(vc), enc_gflops = 2 * macs / t_enc * 1e-9;
+    double peak_gflops = 2.0 * (double)(vc->n_seq * vc->hidden * vc->intermediate) / gemm_s * 1e-9;
+    printf("| model | image | preprocess ms (mean / best) | encode ms (mean / best) | images/s | encode GFLOP/s | "
+           "f32 GEMM GFLOP/s | encode / GEMM | preprocess / encode |\n"
+           "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n");
+    printf("| %s %s %lldpx, %lld of %lld layers | %s | %.2f / %.2f | %.1f / %.1f | %.2f | %.1f | %.1f | %.2f | "
+           "%.3f |\n",
+           m->family->name, vc->arch == OMNIC_VISION_CLIP ? "CLIP" : "SigLIP", (long long)vc->image_size,
+           (long long)vc->feature_index, (long long)vc->n_layers, o->image, 1e3 * sum_prep / o->reps, 1e3 * t_prep,
+           1e3 * sum_enc / o->reps, 1e3 * t_enc, o->reps / (sum_prep + sum_enc), enc_gflops, peak_gflops,
+           enc_gflops / peak_gflops, t_prep / t_enc);
+    printf("\nencode: %.2f GFLOP per image (%.1f%% of the GEMM probe [%lld x %lld] x [%lld x %lld]^T, best of %d, "
+           "threads %d)\n",
+           2 * macs * 1e-9, 100 * enc_gflops / peak_gflops, (long long)vc->n_seq, (long long)vc->hidden,
+           (long long)vc->intermediate, (long long)vc->hidden, o->reps, m->encode.nth);
+    rc = 0;
+out:
+    omnic__tensor_destroy(pv);
+    omnic_free(bytes);
+    return rc;
 }
 
 int omnic__cli_bench(int argc, char **argv)
@@ -138,6 +257,7 @@ int omnic__cli_bench(int argc, char **argv)
         if (omnic__arg_str(argc, argv, &i, "-m", "--model", &o.dir)) continue;
         if (omnic__arg_str(argc, argv, &i, NULL, "--backend", &o.backend)) continue;
         if (omnic__arg_str(argc, argv, &i, NULL, "--quant", &o.quant)) continue;
+        if (omnic__arg_str(argc, argv, &i, NULL, "--image", &o.image)) continue;
         if (omnic__arg_str(argc, argv, &i, "-o", "--output", &o.format)) continue;
         if ((r = omnic__arg_str(argc, argv, &i, "-p", "--n-prompt", &v)) != 0) {
             if (r < 0 || (o.n_pp = parse_list("-p", v, 0, 1 << 20, o.pp)) < 0) return 2;
@@ -196,6 +316,11 @@ int omnic__cli_bench(int argc, char **argv)
     if (omnic__model_open(o.dir, &mo, &m, &err) != OMNIC_OK) {
         fprintf(stderr, "omnic bench: %s: %s\n", o.dir, err.msg);
         return 1;
+    }
+    if (o.image) {
+        int irc = bench_image(m, &o);
+        omnic__model_close(m);
+        return irc;
     }
     int64_t params, bytes;
     omnic__text_decoder_param_stats(&m->dec, &params, &bytes);

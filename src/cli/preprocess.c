@@ -11,20 +11,27 @@
 #include "mm/image.h"
 #include "mm/image_processor.h"
 #include "models/image_processor_config.h"
+#include "models/qwen2vl_processor_config.h"
 
 static void usage(FILE *f)
 {
     fprintf(f, "usage: omnic preprocess --image FILE (-m DIR | --config preprocessor_config.json)\n"
                "                        [--variant pil|torchvision] --out FILE.npy\n"
+               "                        [--grid-out FILE.json] [--min-pixels N] [--max-pixels N]\n"
                "  runs the checkpoint's image processor (CLIPImageProcessor, SiglipImageProcessor) on FILE\n"
                "  (JPEG, PNG or WebP) and writes pixel_values, f32 [3, H, W], as .npy.\n"
                "  --variant picks Hugging Face's PIL (\"slow\") or torchvision (\"fast\") numerics; the\n"
-               "  default comes from the config's image_processor_type.\n");
+               "  default comes from the config's image_processor_type.\n"
+               "  Qwen2-VL processors (Qwen2VLImageProcessor[Fast]) write pixel_values f32\n"
+               "  [t*h*w, 3*temporal*patch*patch]; --grid-out writes image_grid_thw, the resized size and\n"
+               "  the <|image_pad|> count as JSON; --min-pixels / --max-pixels override the config's bounds.\n");
 }
 
 int omnic__cli_preprocess(int argc, char **argv)
 {
     const char *image_path = NULL, *dir = NULL, *config = NULL, *variant = NULL, *out_path = NULL;
+    const char *grid_out = NULL;
+    int64_t min_pixels = 0, max_pixels = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
             usage(stdout);
@@ -35,7 +42,10 @@ int omnic__cli_preprocess(int argc, char **argv)
             (r = omnic__arg_str(argc, argv, &i, "-m", "--model", &dir)) != 0 ||
             (r = omnic__arg_str(argc, argv, &i, NULL, "--config", &config)) != 0 ||
             (r = omnic__arg_str(argc, argv, &i, NULL, "--variant", &variant)) != 0 ||
-            (r = omnic__arg_str(argc, argv, &i, "-o", "--out", &out_path)) != 0) {
+            (r = omnic__arg_str(argc, argv, &i, "-o", "--out", &out_path)) != 0 ||
+            (r = omnic__arg_str(argc, argv, &i, NULL, "--grid-out", &grid_out)) != 0 ||
+            (r = omnic__arg_i64(argc, argv, &i, NULL, "--min-pixels", 1, OMNIC_MAX_IMAGE_PIXELS, &min_pixels)) != 0 ||
+            (r = omnic__arg_i64(argc, argv, &i, NULL, "--max-pixels", 1, OMNIC_MAX_IMAGE_PIXELS, &max_pixels)) != 0) {
             if (r < 0) return 2;
             continue;
         }
@@ -55,9 +65,24 @@ int omnic__cli_preprocess(int argc, char **argv)
 
     omnic_err err;
     omnic_err_clear(&err);
+    omnic__qwen2vl_proc_params qparams;
+    bool qwen = false;
+    omnic_status rc = dir ? omnic__qwen2vl_processor_config_load_dir(dir, &qparams, &qwen, &err)
+                          : omnic__qwen2vl_processor_config_load(config, &qparams, &qwen, &err);
+    if (rc != OMNIC_OK) {
+        fprintf(stderr, "omnic preprocess: %s\n", err.msg);
+        return 1;
+    }
+    if (qwen)
+        return omnic__cli_preprocess_qwen2vl(image_path, &qparams, variant, min_pixels, max_pixels, out_path,
+                                             grid_out);
+    if (grid_out || min_pixels || max_pixels) {
+        fprintf(stderr, "omnic preprocess: --grid-out, --min-pixels and --max-pixels need a Qwen2-VL processor config\n");
+        return 2;
+    }
     omnic__image_proc_params params;
-    omnic_status rc = dir ? omnic__image_processor_config_load_dir(dir, &params, &err)
-                          : omnic__image_processor_config_load(config, &params, &err);
+    rc = dir ? omnic__image_processor_config_load_dir(dir, &params, &err)
+             : omnic__image_processor_config_load(config, &params, &err);
     if (rc != OMNIC_OK) {
         fprintf(stderr, "omnic preprocess: %s\n", err.msg);
         return 1;

@@ -338,7 +338,7 @@ int omnic__cli_run(int argc, char **argv)
             char *bytes = NULL;
             size_t len = 0;
             if (omnic__read_file(images[k], OMNIC_MAX_MEDIA_BYTES, &bytes, &len, &err) != OMNIC_OK ||
-                omnic__image_prep_run(&prep, (const uint8_t *)bytes, len, NULL, &pixels[k], &err) != OMNIC_OK) {
+                omnic__image_prep_run(&prep, (const uint8_t *)bytes, len, NULL, NULL, &pixels[k], &err) != OMNIC_OK) {
                 fprintf(stderr, "omnic run: --image %s: %s\n", images[k], err.msg);
                 omnic_free(bytes);
                 goto out;

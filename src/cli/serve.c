@@ -22,7 +22,7 @@ static void usage(FILE *f)
             "                   [--cors-origin O]... [--model-name NAME] [--chunk N] [--step-tokens N]\n"
             "                   [--kv f16|f32] [--backend cpu|ref] [--quant q8_0|q4_0] [--max-body BYTES] [--max-backlog BYTES]\n"
             "                   [--http-threads N] [--shutdown-timeout S] [--media-dir DIR] [--max-images N]\n"
-            "                   [--max-image-pixels N]\n"
+            "                   [--max-image-pixels N] [--media-workers N]\n"
             "  OpenAI-compatible HTTP server: POST /v1/chat/completions, POST /v1/completions,\n"
             "  GET /v1/models, GET /health, GET /metrics, POST /tokenize, POST /detokenize.\n"
             "  --parallel N       sequences decoded together (slots; default 4); n may go up to N\n"
@@ -47,7 +47,9 @@ static void usage(FILE *f)
             "  --media-dir DIR    image parts may name files inside DIR (nothing outside it); remote\n"
             "                     http(s) URLs are never fetched\n"
             "  --max-images N     images per request (default and cap: 16)\n"
-            "  --max-image-pixels N  width x height of one decoded image (default and cap: 89478485)\n");
+            "  --max-image-pixels N  width x height of one decoded image (default and cap: 89478485)\n"
+            "  --media-workers N  threads that fetch, decode and preprocess images (default 2; at most 4 x N\n"
+            "                     requests wait for them, more get 429)\n");
 }
 
 static int read_key_file(const char *path, char *out, size_t cap)
@@ -147,6 +149,7 @@ int omnic__cli_serve(int argc, char **argv)
         INT_OPT(NULL, "--max-backlog", 1, (int64_t)OMNIC_MAX_CHOICE_TEXT, o.max_backlog_bytes = (size_t)x)
         INT_OPT(NULL, "--http-threads", 1, 64, o.http_threads = (int)x)
         INT_OPT(NULL, "--max-images", 1, OMNIC_MAX_REQUEST_IMAGES, o.max_images = (int)x)
+        INT_OPT(NULL, "--media-workers", 1, 64, o.media_workers = (int)x)
         INT_OPT(NULL, "--max-image-pixels", 1, OMNIC_MAX_IMAGE_PIXELS, o.max_image_pixels = x)
 #undef STR_OPT
 #undef INT_OPT

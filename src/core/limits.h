@@ -85,6 +85,12 @@
 #define OMNIC_MAX_MEDIA_BYTES ((size_t)20 << 20)
 /* Images in one request (the server's --max-images may lower it). */
 #define OMNIC_MAX_REQUEST_IMAGES 16
+/* Qwen2-VL style image processors (preprocessor_config.json): spatial patch side, temporal
+ * patch (frames per patch) and spatial merge size a config may declare; they bound the row
+ * length 3 * temporal * patch^2 of pixel_values. Real checkpoints use 14 or 16, 2 and 2. */
+#define OMNIC_MAX_VISION_PATCH 256
+#define OMNIC_MAX_VISION_TEMPORAL_PATCH 16
+#define OMNIC_MAX_VISION_MERGE 16
 
 /* HTTP server (src/server/). Each may be lowered by `omnic serve` options where noted.
  * Request body bytes (JSON); a larger body gets 413 (--max-body). */

@@ -19,12 +19,16 @@ omnic_status omnic__image_prep_init(omnic__image_prep *p, const omnic__model *m,
 }
 
 omnic_status omnic__image_prep_run(const omnic__image_prep *p, const uint8_t *bytes, size_t len,
-                                   const omnic__image_limits *limits, omnic__tensor **pixel_values, omnic_err *err)
+                                   const omnic__image_limits *limits, const atomic_bool *cancel,
+                                   omnic__tensor **pixel_values, omnic_err *err)
 {
     omnic__image img = {0};
+    if (cancel && atomic_load(cancel)) return OMNIC_FAIL(err, OMNIC_E_CANCELLED, "image preparation cancelled");
     OMNIC_TRY(omnic__image_decode(bytes, len, limits, &img, err));
     int64_t w, h;
     omnic_status s = omnic__image_proc_output_size(&p->params, img.width, img.height, &w, &h, err);
+    if (s == OMNIC_OK && cancel && atomic_load(cancel))
+        s = OMNIC_FAIL(err, OMNIC_E_CANCELLED, "image preparation cancelled");
     if (s == OMNIC_OK && (w != p->size || h != p->size))
         s = OMNIC_FAIL(err, OMNIC_E_INVALID, "a %lldx%lld image gives %lldx%lld pixel_values, the model takes %lldx%lld",
                        (long long)img.width, (long long)img.height, (long long)w, (long long)h, (long long)p->size,

@@ -5,6 +5,8 @@
 #ifndef OMNIC_ENGINE_MEDIA_H
 #define OMNIC_ENGINE_MEDIA_H
 
+#include <stdatomic.h>
+
 #include "mm/image.h"
 #include "mm/image_processor.h"
 #include "models/model.h"
@@ -20,9 +22,11 @@ typedef struct omnic__image_prep {
 omnic_status omnic__image_prep_init(omnic__image_prep *p, const omnic__model *m, omnic_err *err);
 
 /* bytes[0..len) (borrowed) -> owned *pixel_values f32 [3, size, size]. limits: NULL for the
- * defaults (core/limits.h). Errors name the problem: E_UNSUPPORTED (format), E_TOO_LARGE
- * (dimensions vs the limit), E_CORRUPT (truncated / malformed), E_INVALID, E_NOMEM. */
+ * defaults (core/limits.h). cancel (optional) is checked between decode and processing.
+ * Errors name the problem: E_UNSUPPORTED (format), E_TOO_LARGE (dimensions vs the limit),
+ * E_CORRUPT (truncated / malformed), E_INVALID, E_CANCELLED, E_NOMEM. */
 omnic_status omnic__image_prep_run(const omnic__image_prep *p, const uint8_t *bytes, size_t len,
-                                   const omnic__image_limits *limits, omnic__tensor **pixel_values, omnic_err *err);
+                                   const omnic__image_limits *limits, const atomic_bool *cancel,
+                                   omnic__tensor **pixel_values, omnic_err *err);
 
 #endif

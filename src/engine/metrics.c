@@ -163,6 +163,8 @@ omnic_status omnic__metrics_render(const omnic__metrics *s, char **out, size_t *
          &s->hist[OMNIC_H_ITL]);
     hist(&b, "omnic_e2e_request_latency_seconds", "Submit to finish.", &s->hist[OMNIC_H_E2E]);
     hist(&b, "omnic_queue_time_seconds", "Submit to admission into a slot.", &s->hist[OMNIC_H_QUEUE]);
+    hist(&b, "omnic_media_preprocess_seconds", "Fetch, decode and preprocess of one request's images (media workers).",
+         &s->hist[OMNIC_H_MEDIA]);
     if (b.oom) {
         omnic_free(b.p);
         return OMNIC_FAIL(err, OMNIC_E_NOMEM, "out of memory rendering metrics");

@@ -13,6 +13,7 @@ typedef enum omnic__hist_id {
     OMNIC_H_ITL,       /* inter-token latency (s) */
     OMNIC_H_E2E,       /* end-to-end request latency (s) */
     OMNIC_H_QUEUE,     /* queue time (s): submit -> admitted to a slot */
+    OMNIC_H_MEDIA,     /* media stage (s): one request's images fetched, decoded and preprocessed */
     OMNIC_H_COUNT
 } omnic__hist_id;
 

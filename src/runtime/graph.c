@@ -11,6 +11,7 @@ omnic_status omnic__graph_init(omnic__graph *g, int64_t capacity, omnic_err *err
     if (capacity < 1 || capacity > INT32_MAX)
         return OMNIC_FAIL(err, OMNIC_E_INVALID, "graph capacity %lld outside 1..%d", (long long)capacity, INT32_MAX);
     g->capacity = capacity;
+    g->row_multiple = 1;
     return OMNIC_OK;
 }
 
@@ -92,6 +93,7 @@ static omnic__gtensor *new_tensor(omnic__graph *g, omnic__gkind kind, omnic_dtyp
     gt->kind = kind;
     gt->var = var;
     gt->cap_rows = ndim ? dims[0] : 1;
+    gt->var_div = 1;
     gt->base = -1;
     gt->def = gt->last_use = -1;
     g->tensors[g->n_tensors++] = gt;
@@ -127,9 +129,17 @@ static omnic__gnode *new_node(omnic__graph *g, omnic__op op, omnic__tensor *dst,
 /* A new intermediate with x's variability and the given shape. */
 static omnic__tensor *result(omnic__graph *g, const omnic__tensor *like, omnic_dtype dt, int ndim, const int64_t *dims)
 {
-    omnic__var var = omnic__g_of(g, like)->var;
-    omnic__gtensor *gt = new_tensor(g, OMNIC_GT_INTERMEDIATE, dt, ndim, dims, var);
-    return gt ? &gt->t : NULL;
+    const omnic__gtensor *gl = omnic__g_of(g, like);
+    if (gl->var != OMNIC_VAR_NONE && gl->var_div != 1 && (ndim < 1 || dims[0] != like->dims[0]))
+        return gfail(g, "a result of grouped rows %s must keep its row count", tname(like));
+    omnic__gtensor *gt = gl->var_div == 1 ? new_tensor(g, OMNIC_GT_INTERMEDIATE, dt, ndim, dims, gl->var)
+                                          : new_tensor(g, OMNIC_GT_INTERMEDIATE, dt, ndim, dims, OMNIC_VAR_NONE);
+    if (!gt) return NULL;
+    if (gl->var_div != 1) { /* rows follow n / var_div: dims[0] is capacity / var_div */
+        gt->var = gl->var;
+        gt->var_div = gl->var_div;
+    }
+    return &gt->t;
 }
 
 omnic__tensor *omnic__g_input(omnic__graph *g, const char *name, omnic_dtype dt, int ndim, const int64_t *dims,
@@ -202,10 +212,38 @@ omnic__tensor *omnic__g_reshape(omnic__graph *g, omnic__tensor *x, int ndim, con
     if (n != omnic__tensor_nelem(x)) return gfail(g, "reshape of %s changes its element count", tname(x));
     if (bx->var != OMNIC_VAR_NONE && (ndim < 1 || dims[0] != x->dims[0]))
         return gfail(g, "reshape of variable-length %s must keep dims[0]", tname(x));
-    omnic__gtensor *gt = new_tensor(g, OMNIC_GT_VIEW, x->dtype, ndim, dims, bx->var);
+    omnic__gtensor *gt = new_tensor(g, OMNIC_GT_VIEW, x->dtype, ndim, dims, bx->var_div == 1 ? bx->var : OMNIC_VAR_NONE);
+    if (!gt) return NULL;
+    gt->var = bx->var;
+    gt->var_div = bx->var_div;
+    gt->base = bx->id;
+    memcpy(gt->t.name, x->name, sizeof gt->t.name);
+    return &gt->t;
+}
+
+omnic__tensor *omnic__g_group_rows(omnic__graph *g, omnic__tensor *x, int64_t k)
+{
+    if (!x) return NULL;
+    omnic__gtensor *bx = omnic__g_of(g, x);
+    if (x->ndim != 2 || k < 1 || x->dims[0] % k || (bx->var != OMNIC_VAR_NONE && bx->var_div != 1))
+        return gfail(g, "group_rows: %s must be 2-D with rows a multiple of %lld (not grouped already)", tname(x),
+                     (long long)k);
+    int64_t dims[2] = {x->dims[0] / k, x->dims[1] * k};
+    omnic__gtensor *gt = new_tensor(g, OMNIC_GT_VIEW, x->dtype, 2, dims, OMNIC_VAR_NONE);
     if (!gt) return NULL;
     gt->base = bx->id;
     memcpy(gt->t.name, x->name, sizeof gt->t.name);
+    if (bx->var != OMNIC_VAR_NONE) {
+        gt->var = bx->var;
+        gt->var_div = k;
+        int64_t a = g->row_multiple, b = k; /* row_multiple = lcm(row_multiple, k) */
+        while (b) {
+            int64_t r = a % b;
+            a = b;
+            b = r;
+        }
+        g->row_multiple = g->row_multiple / a * k;
+    }
     return &gt->t;
 }
 

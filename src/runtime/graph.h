@@ -37,6 +37,8 @@ typedef struct omnic__gtensor {
     omnic__gkind kind;
     omnic__var var;       /* which call-time length dims[0] follows */
     int64_t cap_rows;     /* dims[0] at capacity */
+    int64_t var_div;      /* VAR_T: dims[0] = n / var_div at call time (1, or k after
+                           * omnic__g_group_rows) */
     int base;             /* views: index of the tensor viewed; -1 otherwise */
     int64_t view_row;     /* views: first row viewed */
     int layer;            /* KV_K/V: layer index */
@@ -60,6 +62,8 @@ typedef struct omnic__graph {
     int n_nodes, cap_nodes;
     int64_t capacity;        /* rows a call may have at most */
     bool batch_invariant;    /* matmuls keep every row independent of the others (decode) */
+    int64_t row_multiple;    /* every call's n must be a multiple of this (1 unless a
+                              * variable-length tensor was grouped by omnic__g_group_rows) */
     omnic_status status;     /* sticky build error */
     omnic_err err;
 } omnic__graph;
@@ -87,6 +91,11 @@ omnic__tensor *omnic__g_view_rows(omnic__graph *g, omnic__tensor *x, int64_t row
 /* Same storage, new shape; dims[0] keeps x's variability (dims[0] of the new shape must
  * be x's dims[0] when x varies). */
 omnic__tensor *omnic__g_reshape(omnic__graph *g, omnic__tensor *x, int ndim, const int64_t *dims);
+/* Groups of k consecutive rows of a 2-D x [T, C] as one row: a view [T / k, k * C] sharing
+ * x's storage (the Qwen2-VL patch merger's view(-1, 4 * C)). When x varies, the view's rows
+ * follow n / k, the graph's row_multiple becomes a multiple of k and module calls refuse an
+ * n that is not a multiple of it; capacity must be a multiple of k. */
+omnic__tensor *omnic__g_group_rows(omnic__graph *g, omnic__tensor *x, int64_t k);
 void omnic__g_mark_output(omnic__graph *g, omnic__tensor *t, const char *name);
 
 /* Ops (semantics in backend/backend.h). Output dtype f32 unless noted. */

@@ -151,7 +151,7 @@ static void bind(omnic__module *m, const omnic__call *c)
     omnic__graph *g = &m->graph;
     for (int i = 0; i < g->n_tensors; i++) {
         omnic__gtensor *t = g->tensors[i];
-        if (t->var == OMNIC_VAR_T) t->t.dims[0] = c->n;
+        if (t->var == OMNIC_VAR_T) t->t.dims[0] = c->n / t->var_div;
         if (t->kind == OMNIC_GT_KV_INDEX || t->kind == OMNIC_GT_KV_BEGIN)
             for (int64_t r = 0, off = 0; r < c->n; r++) {
                 int32_t index, begin;
@@ -244,6 +244,9 @@ omnic_status omnic__module_call(omnic__module *m, const omnic__call *c, omnic_er
     if (c->n < 1 || c->n > m->graph.capacity)
         return OMNIC_FAIL(err, OMNIC_E_CAPACITY, "%s: %lld rows in one call, the module takes 1..%lld", m->name,
                           (long long)c->n, (long long)m->graph.capacity);
+    if (c->n % m->graph.row_multiple)
+        return OMNIC_FAIL(err, OMNIC_E_INVALID, "%s: %lld rows in one call, the module takes a multiple of %lld",
+                          m->name, (long long)c->n, (long long)m->graph.row_multiple);
     if (m->kv_layers > 0) OMNIC_TRY(check_kv(m, c, err));
     if (c->n_inputs != m->n_in)
         return OMNIC_FAIL(err, OMNIC_E_INVALID, "%s: %d inputs given, signature has %d", m->name, c->n_inputs, m->n_in);

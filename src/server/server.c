@@ -24,6 +24,7 @@
 #include "core/sha256.h"
 #include "engine/chat.h"
 #include "engine/media.h"
+#include "engine/media_pool.h"
 #include "engine/modality.h"
 #include "server/media.h"
 #include "io/json.h"
@@ -90,8 +91,11 @@ struct omnic__server {
     /* images (when the model takes them) */
     omnic__image_prep prep;
     bool images_ok;
+    omnic__media_pool *media; /* the media stage's workers (images_ok) */
     char media_dir[PATH_MAX]; /* resolved --media-dir, "" when none */
 };
+
+static double now_s(void);
 
 static uint64_t rand64(omnic__server *s)
 {
@@ -828,9 +832,54 @@ static void live_remove(omnic__server *s, channel *ch)
     pthread_mutex_unlock(&s->mu);
 }
 
-/* The request's image parts -> pixel_values (on this HTTP thread, never the scheduler's):
- * fetched (data: URL or a file under --media-dir), decoded with the per-request pixel limit
- * and run through the model's processor. Errors name the image and the problem. */
+/* A request's images, prepared on the media pool. */
+typedef struct image_job {
+    omnic__media_job base; /* first: the pool hands this back */
+    conn_state *cs;
+    omnic__image_limits lim;
+    size_t failed;         /* the image that failed */
+    omnic_status st;
+    omnic_err err;
+} image_job;
+
+/* On a media worker: fetch, decode and preprocess each image in order (stops at the first
+ * failure or when cancelled). */
+static void image_job_run(omnic__media_job *base)
+{
+    image_job *j = (image_job *)base;
+    conn_state *cs = j->cs;
+    omnic__server *s = cs->srv;
+    const json_t *urls = cs->req.images;
+    double t0 = now_s();
+    for (size_t i = 0; i < json_array_size(urls) && j->st == OMNIC_OK; i++) {
+        const json_t *u = json_object_get(json_array_get(urls, i), "url");
+        uint8_t *bytes = NULL;
+        size_t len = 0;
+        j->failed = i;
+        if (atomic_load(&base->cancel)) j->st = OMNIC_FAIL(&j->err, OMNIC_E_CANCELLED, "cancelled");
+        if (j->st == OMNIC_OK)
+            j->st = omnic__media_fetch(json_string_value(u), json_string_length(u), s->media_dir[0] ? s->media_dir : NULL,
+                                       OMNIC_MAX_MEDIA_BYTES, &bytes, &len, &j->err);
+        if (j->st == OMNIC_OK)
+            j->st = omnic__image_prep_run(&s->prep, bytes, len, &j->lim, &base->cancel, &cs->pixels[i], &j->err);
+        omnic_free(bytes);
+        if (j->st == OMNIC_OK) cs->n_pixels = i + 1;
+    }
+    omnic__metrics_observe(omnic__engine_metrics(engine_of(s)), OMNIC_H_MEDIA, now_s() - t0);
+}
+
+/* True when the client behind fd hung up (the socket is ours until we return to MHD). */
+static bool client_gone(int fd)
+{
+    struct pollfd p = {.fd = fd, .events = POLLRDHUP};
+    return fd >= 0 && poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR));
+}
+
+/* The request's image parts -> pixel_values on the bounded media pool (never the scheduler
+ * thread): fetched (data: URL or a file under --media-dir), decoded with the per-request
+ * pixel limit and run through the model's processor. This HTTP thread waits, and cancels
+ * the job if the client hangs up meanwhile. Errors name the image part and the problem;
+ * a full media queue is a 429. E_CANCELLED (e untouched): the client hung up. */
 static omnic_status prepare_images(conn_state *cs, omnic__api_error *e)
 {
     omnic__server *s = cs->srv;
@@ -847,25 +896,33 @@ static omnic_status prepare_images(conn_state *cs, omnic__api_error *e)
                                "The request has %zu images, over the limit of %d per request", n, max);
     cs->pixels = omnic_alloc_array(n, sizeof *cs->pixels);
     if (!cs->pixels) return omnic__api_fail(e, 503, NULL, NULL, NULL, "out of memory");
-    omnic__image_limits lim = {.max_pixels = s->o.max_image_pixels};
-    for (size_t i = 0; i < n; i++) {
-        const json_t *u = json_object_get(json_array_get(urls, i), "url");
-        const char *param = json_string_value(json_object_get(json_array_get(urls, i), "param"));
-        uint8_t *bytes = NULL;
-        size_t len = 0;
-        omnic_err err;
-        omnic_err_clear(&err);
-        omnic_status st = omnic__media_fetch(json_string_value(u), json_string_length(u),
-                                             s->media_dir[0] ? s->media_dir : NULL, OMNIC_MAX_MEDIA_BYTES, &bytes, &len,
-                                             &err);
-        if (st == OMNIC_OK) st = omnic__image_prep_run(&s->prep, bytes, len, &lim, &cs->pixels[i], &err);
-        omnic_free(bytes);
-        if (st == OMNIC_E_NOMEM) return omnic__api_fail(e, 503, NULL, NULL, NULL, "image %zu: %s", i, err.msg);
-        if (st != OMNIC_OK)
-            return omnic__api_fail(e, 400, NULL, "invalid_image", param, "Invalid image in '%s': %s", param, err.msg);
-        cs->n_pixels = i + 1;
+    image_job j = {.cs = cs, .lim = {.max_pixels = s->o.max_image_pixels}};
+    omnic_err_clear(&j.err);
+    omnic__media_job_init(&j.base, image_job_run);
+    omnic_err err;
+    omnic_status st = omnic__media_pool_submit(s->media, &j.base, &err);
+    if (st != OMNIC_OK) {
+        omnic__media_job_deinit(&j.base);
+        if (st == OMNIC_E_TOO_LARGE)
+            return omnic__api_fail(e, 429, "rate_limit_error", "media_queue_full", NULL,
+                                   "The server is busy preparing images (%s); retry later", err.msg);
+        return omnic__api_fail(e, 503, NULL, "shutting_down", NULL, "The server is shutting down");
     }
-    return OMNIC_OK;
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(cs->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+    int fd = ci ? ci->connect_fd : -1;
+    while (!omnic__media_job_wait(&j.base, 0.05))
+        if (!atomic_load(&j.base.cancel) && client_gone(fd)) {
+            atomic_store(&j.base.cancel, true);
+            atomic_fetch_add(&s->disconnects, 1);
+        }
+    omnic__media_job_deinit(&j.base);
+    if (atomic_load(&j.base.cancel) && j.st == OMNIC_OK && cs->n_pixels < n)
+        j.st = OMNIC_FAIL(&j.err, OMNIC_E_CANCELLED, "cancelled"); /* the pool stopped before running it */
+    if (j.st == OMNIC_OK) return OMNIC_OK;
+    const char *param = json_string_value(json_object_get(json_array_get(urls, j.failed), "param"));
+    if (j.st == OMNIC_E_CANCELLED) return OMNIC_E_CANCELLED; /* the client is gone: no response */
+    if (j.st == OMNIC_E_NOMEM) return omnic__api_fail(e, 503, NULL, NULL, NULL, "image %zu: %s", j.failed, j.err.msg);
+    return omnic__api_fail(e, 400, NULL, "invalid_image", param, "Invalid image in '%s': %s", param, j.err.msg);
 }
 
 static enum MHD_Result do_generate(conn_state *cs)
@@ -889,7 +946,9 @@ static enum MHD_Result do_generate(conn_state *cs)
     if (!cs->ids || !cs->n_ids) FAIL_RESPONSE(cs, REJ_NONE, 503, NULL, NULL, "out of memory");
     if (kind == OMNIC_API_CHAT) {
         if (rq->images) { /* before the template: a text-only model says so first */
-            if (prepare_images(cs, &e) != OMNIC_OK) return respond_error(cs, &e, reject_of(&e));
+            omnic_status st = prepare_images(cs, &e);
+            if (st == OMNIC_E_CANCELLED) return MHD_NO;
+            if (st != OMNIC_OK) return respond_error(cs, &e, e.status == 429 ? REJ_QUEUE_FULL : reject_of(&e));
         }
         if (s->images_ok && omnic__chat_content_parts(rq->messages) != OMNIC_OK)
             FAIL_RESPONSE(cs, REJ_NONE, 503, NULL, NULL, "out of memory");
@@ -1332,6 +1391,12 @@ omnic_status omnic__server_load(omnic__server *s, omnic_err *err)
             omnic__engine_destroy(e);
             return st;
         }
+        int workers = s->o.media_workers > 0 ? s->o.media_workers : 2;
+        st = omnic__media_pool_create(workers, 4 * workers, &s->media, err);
+        if (st != OMNIC_OK) {
+            omnic__engine_destroy(e);
+            return st;
+        }
         s->images_ok = true;
     }
     atomic_store(&s->engine, e);
@@ -1401,6 +1466,7 @@ void omnic__server_destroy(omnic__server *s)
 {
     if (!s) return;
     omnic__server_shutdown(s, 0);
+    omnic__media_pool_destroy(s->media); /* after the HTTP threads that wait on it */
     omnic__chat_destroy(s->chat);
     omnic__engine_destroy(atomic_load(&s->engine));
     pthread_mutex_destroy(&s->mu);

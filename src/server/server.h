@@ -50,6 +50,7 @@ typedef struct omnic__server_opts {
     const char *media_dir;           /* image parts may name files under it; NULL: none */
     int max_images;                  /* images per request; 0: OMNIC_MAX_REQUEST_IMAGES (also the cap) */
     int64_t max_image_pixels;        /* width x height of one decoded image; 0: OMNIC_MAX_IMAGE_PIXELS */
+    int media_workers;               /* threads decoding and preprocessing images; 0: 2 (queue: 4 per worker) */
 } omnic__server_opts;
 
 /* Binds and starts answering (every route but /health gives 503 until the model is

@@ -17,6 +17,7 @@ import os
 import re
 import sys
 import threading
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import checks  # noqa: E402
@@ -123,6 +124,24 @@ def main():
     for t in ts:
         t.join()
     check(None not in alone and together == alone, "8 concurrent text and image requests == alone", (alone, together))
+    # a client that hangs up while its (large) image is prepared: nothing is left behind
+    before = metrics()
+    import socket
+    body = json.dumps({"messages": image_msg(["big.jpg"]), "max_tokens": 64, "temperature": 0}).encode()
+    sk = socket.create_connection(("127.0.0.1", checks.PORT))
+    sk.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+               b"Authorization: Bearer " + checks.KEY.encode() + b"\r\nContent-Length: " +
+               str(len(body)).encode() + b"\r\n\r\n" + body)
+    time.sleep(0.01)
+    sk.close()
+    for _ in range(100):
+        m = metrics()
+        if m.get("omnic_media_preprocess_seconds_count", 0) > before.get("omnic_media_preprocess_seconds_count", 0):
+            break
+        time.sleep(0.05)
+    time.sleep(0.5)
+    st, _, js = chat(image_msg(["photo.jpg"]))
+    check(st == 200 and js["choices"][0]["message"]["content"] == texts[0], "serving after a hang-up mid-preparation")
     m = metrics()
     check(m.get("omnic_slots_busy") == 0 and m.get("omnic_queue_depth") == 0, "no busy slot or queued request after",
           {k: v for k, v in m.items() if "slots" in k or "queue" in k})

@@ -1,0 +1,151 @@
+/* The media worker pool. */
+#include <time.h>
+
+#include "core/alloc.h"
+#include "engine/media_pool.h"
+
+struct omnic__media_pool {
+    pthread_t *threads; /* owned [n_threads] */
+    int n_threads, max_queue, queued, running;
+    omnic__media_job *head, *tail;
+    pthread_mutex_t mu;
+    pthread_cond_t wake;
+    bool stopping;
+};
+
+void omnic__media_job_init(omnic__media_job *job, void (*run)(omnic__media_job *job))
+{
+    job->run = run;
+    atomic_init(&job->cancel, false);
+    pthread_mutex_init(&job->mu, NULL);
+    pthread_cond_init(&job->cv, NULL);
+    job->done = false;
+    job->next = NULL;
+}
+
+void omnic__media_job_deinit(omnic__media_job *job)
+{
+    pthread_mutex_destroy(&job->mu);
+    pthread_cond_destroy(&job->cv);
+}
+
+static void job_finish(omnic__media_job *job)
+{
+    pthread_mutex_lock(&job->mu);
+    job->done = true;
+    pthread_cond_broadcast(&job->cv);
+    pthread_mutex_unlock(&job->mu);
+}
+
+bool omnic__media_job_wait(omnic__media_job *job, double timeout_s)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    long ns = ts.tv_nsec + (long)(timeout_s * 1e9);
+    ts.tv_sec += ns / 1000000000L;
+    ts.tv_nsec = ns % 1000000000L;
+    pthread_mutex_lock(&job->mu);
+    while (!job->done)
+        if (pthread_cond_timedwait(&job->cv, &job->mu, &ts) != 0) break;
+    bool done = job->done;
+    pthread_mutex_unlock(&job->mu);
+    return done;
+}
+
+static void *worker_main(void *arg)
+{
+    omnic__media_pool *p = arg;
+    pthread_mutex_lock(&p->mu);
+    for (;;) {
+        while (!p->stopping && !p->head) pthread_cond_wait(&p->wake, &p->mu);
+        if (!p->head) break; /* stopping and nothing queued */
+        omnic__media_job *job = p->head;
+        p->head = job->next;
+        if (!p->head) p->tail = NULL;
+        p->queued--;
+        p->running++;
+        pthread_mutex_unlock(&p->mu);
+        job->run(job);
+        job_finish(job);
+        pthread_mutex_lock(&p->mu);
+        p->running--;
+    }
+    pthread_mutex_unlock(&p->mu);
+    return NULL;
+}
+
+omnic_status omnic__media_pool_create(int workers, int max_queue, omnic__media_pool **out, omnic_err *err)
+{
+    if (workers < 1 || max_queue < 1)
+        return OMNIC_FAIL(err, OMNIC_E_INVALID, "media pool: %d workers and a queue of %d (need >= 1 each)", workers,
+                          max_queue);
+    omnic__media_pool *p = omnic_alloc_array(1, sizeof *p);
+    if (!p || !(p->threads = omnic_alloc_array((size_t)workers, sizeof *p->threads))) {
+        omnic_free(p);
+        return OMNIC_FAIL(err, OMNIC_E_NOMEM, "out of memory for a media pool of %d workers", workers);
+    }
+    p->max_queue = max_queue;
+    pthread_mutex_init(&p->mu, NULL);
+    pthread_cond_init(&p->wake, NULL);
+    for (int i = 0; i < workers; i++) {
+        if (pthread_create(&p->threads[i], NULL, worker_main, p) != 0) {
+            omnic__media_pool_destroy(p);
+            return OMNIC_FAIL(err, OMNIC_E_INTERNAL, "could not start media worker %d", i);
+        }
+        p->n_threads++;
+    }
+    *out = p;
+    return OMNIC_OK;
+}
+
+omnic_status omnic__media_pool_submit(omnic__media_pool *p, omnic__media_job *job, omnic_err *err)
+{
+    pthread_mutex_lock(&p->mu);
+    if (p->stopping) {
+        pthread_mutex_unlock(&p->mu);
+        return OMNIC_FAIL(err, OMNIC_E_CANCELLED, "the media stage is shutting down");
+    }
+    if (p->queued >= p->max_queue) {
+        pthread_mutex_unlock(&p->mu);
+        return OMNIC_FAIL(err, OMNIC_E_TOO_LARGE, "the media queue is full (%d jobs waiting)", p->max_queue);
+    }
+    job->next = NULL;
+    if (p->tail) p->tail->next = job;
+    else p->head = job;
+    p->tail = job;
+    p->queued++;
+    pthread_cond_signal(&p->wake);
+    pthread_mutex_unlock(&p->mu);
+    return OMNIC_OK;
+}
+
+int omnic__media_pool_pending(omnic__media_pool *p)
+{
+    pthread_mutex_lock(&p->mu);
+    int n = p->queued + p->running;
+    pthread_mutex_unlock(&p->mu);
+    return n;
+}
+
+void omnic__media_pool_destroy(omnic__media_pool *p)
+{
+    if (!p) return;
+    pthread_mutex_lock(&p->mu);
+    p->stopping = true;
+    omnic__media_job *q = p->head; /* never started: done without running */
+    p->head = p->tail = NULL;
+    p->queued = 0;
+    pthread_cond_broadcast(&p->wake);
+    pthread_mutex_unlock(&p->mu);
+    for (; q;) {
+        omnic__media_job *next = q->next;
+        atomic_store(&q->cancel, true);
+        job_finish(q);
+        q = next;
+    }
+    for (int i = 0; i < p->n_threads; i++) pthread_join(p->threads[i], NULL);
+    pthread_mutex_destroy(&p->mu);
+    pthread_cond_destroy(&p->wake);
+    omnic_free(p->threads);
+    omnic_free(p);
+}

@@ -1,0 +1,152 @@
+/* preprocessor_config.json for Qwen2VLImageProcessor(Fast) -> omnic__qwen2vl_proc_params. */
+#include <stdio.h>
+#include <string.h>
+
+#include "core/limits.h"
+#include "io/json.h"
+#include "models/qwen2vl_processor_config.h"
+
+#define PIXELS_MAX_EXACT ((int64_t)1 << 53)
+
+static const struct {
+    const char *name;
+    omnic__image_numerics numerics;
+} qwen_types[] = {
+    {"Qwen2VLImageProcessor", OMNIC__NUMERICS_TORCHVISION}, /* forced fast in HF 4.5x */
+    {"Qwen2VLImageProcessorFast", OMNIC__NUMERICS_TORCHVISION},
+    {"Qwen2VLImageProcessorPil", OMNIC__NUMERICS_PIL}, /* HF v5's explicit PIL backend */
+};
+#define N_QWEN_TYPES (sizeof qwen_types / sizeof qwen_types[0])
+
+/* The processor class cfg names, in buf when derived from feature_extractor_type; NULL if none. */
+static const char *processor_type(const json_t *cfg, char *buf, size_t bufsz)
+{
+    const json_t *v = json_object_get(cfg, "image_processor_type");
+    if (json_is_string(v)) return json_string_value(v);
+    v = json_object_get(cfg, "feature_extractor_type");
+    if (!json_is_string(v)) return NULL;
+    const char *fe = json_string_value(v);
+    size_t n = strlen(fe), sl = strlen("FeatureExtractor");
+    if (n > sl && !strcmp(fe + n - sl, "FeatureExtractor") && n - sl + strlen("ImageProcessor") < bufsz) {
+        snprintf(buf, bufsz, "%.*sImageProcessor", (int)(n - sl), fe);
+        return buf;
+    }
+    return fe;
+}
+
+static size_t type_index(const json_t *cfg)
+{
+    char buf[128];
+    const char *type = json_is_object(cfg) ? processor_type(cfg, buf, sizeof buf) : NULL;
+    size_t k = 0;
+    while (type && k < N_QWEN_TYPES && strcmp(qwen_types[k].name, type) != 0) k++;
+    return type ? k : N_QWEN_TYPES;
+}
+
+bool omnic__qwen2vl_processor_config_matches(const json_t *cfg) { return type_index(cfg) < N_QWEN_TYPES; }
+
+/* image_mean / image_std: a list of 3 numbers, or one number for every channel. */
+static omnic_status parse_triple(const json_t *cfg, const char *key, const char *what, double out[3], omnic_err *err)
+{
+    const json_t *v = json_object_get(cfg, key);
+    if (!v || json_is_null(v)) return OMNIC_OK;
+    if (json_is_number(v)) {
+        double d;
+        OMNIC_TRY(omnic__json_get_f64(cfg, key, true, 0, -1e30, 1e30, what, &d, err));
+        out[0] = out[1] = out[2] = d;
+        return OMNIC_OK;
+    }
+    if (!json_is_array(v) || json_array_size(v) != 3)
+        return OMNIC_FAIL(err, OMNIC_E_INVALID, "%s: field '%s' must be a list of 3 numbers, got %s%s", what, key,
+                          omnic__json_type_phrase(v), json_is_array(v) ? " of another length" : "");
+    for (size_t i = 0; i < 3; i++) {
+        const json_t *e = json_array_get(v, i);
+        if (!json_is_number(e))
+            return OMNIC_FAIL(err, OMNIC_E_INVALID, "%s: field '%s'[%zu] must be a number, got %s", what, key, i,
+                              omnic__json_type_phrase(e));
+        out[i] = json_number_value(e);
+    }
+    return OMNIC_OK;
+}
+
+omnic_status omnic__qwen2vl_processor_config_parse(const json_t *cfg, const char *what,
+                                                   omnic__qwen2vl_proc_params *out, omnic_err *err)
+{
+    if (!json_is_object(cfg)) return OMNIC_FAIL(err, OMNIC_E_INVALID, "%s: not a JSON object", what);
+    size_t k = type_index(cfg);
+    if (k == N_QWEN_TYPES) {
+        char buf[128];
+        const char *type = processor_type(cfg, buf, sizeof buf);
+        return OMNIC_FAIL(err, OMNIC_E_UNSUPPORTED,
+                          "%s: image_processor_type '%s' is not a Qwen2-VL image processor (Qwen2VLImageProcessor, "
+                          "Qwen2VLImageProcessorFast)",
+                          what, type ? type : "(none)");
+    }
+    omnic__qwen2vl_proc_params p;
+    omnic__qwen2vl_proc_params_defaults(&p);
+    p.numerics = qwen_types[k].numerics;
+
+    const json_t *size = NULL;
+    OMNIC_TRY(omnic__json_get_obj(cfg, "size", false, what, &size, err));
+    if (size) {
+        char sub[160];
+        snprintf(sub, sizeof sub, "%s: size", what);
+        if (!json_object_get(size, "shortest_edge") || !json_object_get(size, "longest_edge"))
+            return OMNIC_FAIL(err, OMNIC_E_INVALID, "%s: field 'size' must contain 'shortest_edge' and 'longest_edge'",
+                              what);
+        OMNIC_TRY(omnic__json_get_i64(size, "shortest_edge", true, 0, 1, PIXELS_MAX_EXACT, sub, &p.min_pixels, err));
+        OMNIC_TRY(omnic__json_get_i64(size, "longest_edge", true, 0, 1, PIXELS_MAX_EXACT, sub, &p.max_pixels, err));
+    }
+    OMNIC_TRY(omnic__json_get_i64(cfg, "min_pixels", false, p.min_pixels, 1, PIXELS_MAX_EXACT, what, &p.min_pixels,
+                                  err));
+    OMNIC_TRY(omnic__json_get_i64(cfg, "max_pixels", false, p.max_pixels, 1, PIXELS_MAX_EXACT, what, &p.max_pixels,
+                                  err));
+    OMNIC_TRY(omnic__json_get_i64(cfg, "patch_size", false, p.patch_size, 1, OMNIC_MAX_VISION_PATCH, what,
+                                  &p.patch_size, err));
+    OMNIC_TRY(omnic__json_get_i64(cfg, "temporal_patch_size", false, p.temporal_patch_size, 1,
+                                  OMNIC_MAX_VISION_TEMPORAL_PATCH, what, &p.temporal_patch_size, err));
+    OMNIC_TRY(omnic__json_get_i64(cfg, "merge_size", false, p.merge_size, 1, OMNIC_MAX_VISION_MERGE, what,
+                                  &p.merge_size, err));
+    int64_t resample;
+    bool convert_rgb;
+    OMNIC_TRY(omnic__json_get_i64(cfg, "resample", false, p.resample, 2, 3, what, &resample, err));
+    p.resample = (omnic__resample)resample;
+    OMNIC_TRY(omnic__json_get_bool(cfg, "do_resize", false, p.do_resize, what, &p.do_resize, err));
+    OMNIC_TRY(omnic__json_get_bool(cfg, "do_rescale", false, p.do_rescale, what, &p.do_rescale, err));
+    OMNIC_TRY(omnic__json_get_f64(cfg, "rescale_factor", false, p.rescale_factor, 1e-30, 1e30, what,
+                                  &p.rescale_factor, err));
+    OMNIC_TRY(omnic__json_get_bool(cfg, "do_normalize", false, p.do_normalize, what, &p.do_normalize, err));
+    OMNIC_TRY(parse_triple(cfg, "image_mean", what, p.image_mean, err));
+    OMNIC_TRY(parse_triple(cfg, "image_std", what, p.image_std, err));
+    /* Type-checked only: decoding always gives RGB, which convert_to_rgb leaves unchanged. */
+    OMNIC_TRY(omnic__json_get_bool(cfg, "do_convert_rgb", false, true, what, &convert_rgb, err));
+    omnic_status rc = omnic__qwen2vl_proc_params_check(&p, err);
+    if (rc != OMNIC_OK) {
+        omnic__err_prefix(err, "%s", what);
+        return rc;
+    }
+    *out = p;
+    return OMNIC_OK;
+}
+
+omnic_status omnic__qwen2vl_processor_config_load(const char *path, omnic__qwen2vl_proc_params *out, bool *matched,
+                                                  omnic_err *err)
+{
+    json_t *j = NULL;
+    OMNIC_TRY(omnic__json_load_file(path, OMNIC_MAX_CONFIG_BYTES, &j, err));
+    omnic_status rc = OMNIC_OK;
+    *matched = omnic__qwen2vl_processor_config_matches(j);
+    if (*matched) rc = omnic__qwen2vl_processor_config_parse(j, path, out, err);
+    json_decref(j);
+    return rc;
+}
+
+omnic_status omnic__qwen2vl_processor_config_load_dir(const char *dir, omnic__qwen2vl_proc_params *out,
+                                                      bool *matched, omnic_err *err)
+{
+    char path[4096];
+    int n = snprintf(path, sizeof path, "%s/preprocessor_config.json", dir);
+    if (n < 0 || (size_t)n >= sizeof path)
+        return OMNIC_FAIL(err, OMNIC_E_INVALID, "model directory path is too long (%d bytes)", n);
+    return omnic__qwen2vl_processor_config_load(path, out, matched, err);
+}
