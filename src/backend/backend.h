@@ -44,6 +44,10 @@ typedef enum omnic__op {
      * src[2] f32 [n_rot/2] when given (llama3 / LongRoPE scaled tables). With src[3] (i32 [T],
      * values 0 or 1), src[2] is f32 [2, n_rot/2] and row t takes table row src[3][t]
      * (LongRoPE: short or long factors, chosen per row as HF chooses them per forward).
+     * M-RoPE (Qwen2-VL): pos is i32 [T, 3] (temporal, height, width coordinates of each row)
+     * and ip[2..4] = mrope sections (s0, s1, s2), s0 + s1 + s2 = n_rot / 2: frequency i takes
+     * its angle from coordinate 0 for i < s0, 1 for i < s0 + s1, else 2 (HF's chunked
+     * apply_multimodal_rotary_pos_emb; both halves of a rotate-half pair share it).
      * angle = pos * inv_freq[i]; cos and sin are multiplied by fp[1] (attention factor, 1 plain).
      * Angles and cos/sin are computed in f32 as HF does: inv_freq f32, pos*inv_freq f32.
      * Exactly: inv_freq[i] = 1.0f / powf(fp[0], (float)(2i) / (float)n_rot);

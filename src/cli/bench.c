@@ -61,7 +61,8 @@ static uint32_t rnd(uint64_t *s)
 static omnic_status run_pp(omnic__model *m, int64_t n, uint64_t *seed, omnic_err *err)
 {
     omnic__kv_pool_clear_slot(&m->kv, 0);
-    int32_t *tok = omnic_alloc_array((size_t)m->chunk, sizeof *tok), *pos = omnic_alloc_array((size_t)m->chunk, sizeof *pos);
+    const bool mrope = m->dec.cfg.mrope; /* positions [n, 3]: text rows, the same value on every axis */
+    int32_t *tok = omnic_alloc_array((size_t)m->chunk, sizeof *tok), *pos = omnic_alloc_array(3 * (size_t)m->chunk, sizeof *pos);
     int32_t *sel = omnic_alloc_array((size_t)m->chunk, sizeof *sel);
     omnic_status s = OMNIC_OK;
     if (!tok || !pos || !sel) {
@@ -70,11 +71,14 @@ static omnic_status run_pp(omnic__model *m, int64_t n, uint64_t *seed, omnic_err
     }
     for (int64_t start = 0; start < n && s == OMNIC_OK; start += m->chunk) {
         int64_t len = n - start < m->chunk ? n - start : m->chunk;
-        for (int64_t i = 0; i < len; i++) tok[i] = (int32_t)(rnd(seed) % (uint32_t)m->dec.cfg.vocab), pos[i] = (int32_t)(start + i);
+        for (int64_t i = 0; i < len; i++) {
+            tok[i] = (int32_t)(rnd(seed) % (uint32_t)m->dec.cfg.vocab);
+            for (int a = 0; a < (mrope ? 3 : 1); a++) pos[(mrope ? 3 : 1) * i + a] = (int32_t)(start + i);
+        }
         omnic__tensor t, p;
-        int64_t d[1] = {len};
+        int64_t d[1] = {len}, d3[2] = {len, 3};
         omnic__tensor_init(&t, OMNIC_DTYPE_I32, 1, d, err);
-        omnic__tensor_init(&p, OMNIC_DTYPE_I32, 1, d, err);
+        omnic__tensor_init(&p, OMNIC_DTYPE_I32, mrope ? 2 : 1, mrope ? d3 : d, err);
         t.data = tok;
         p.data = pos;
         omnic__tensor r = t; /* LongRoPE table per row: of a forward of the whole prompt */
@@ -95,17 +99,21 @@ out:
 /* n decode steps over B slots (each from an empty cache). */
 static omnic_status run_tg(omnic__model *m, int64_t n, int B, uint64_t *seed, omnic_err *err)
 {
-    int32_t slots[64], tok[64], pos[64], sel[64];
+    int32_t slots[64], tok[64], pos[3 * 64], sel[64];
+    const bool mrope = m->dec.cfg.mrope;
     for (int b = 0; b < B; b++) {
         omnic__kv_pool_clear_slot(&m->kv, b);
         slots[b] = b;
     }
     for (int64_t step = 0; step < n; step++) {
-        for (int b = 0; b < B; b++) tok[b] = (int32_t)(rnd(seed) % (uint32_t)m->dec.cfg.vocab), pos[b] = (int32_t)step;
+        for (int b = 0; b < B; b++) {
+            tok[b] = (int32_t)(rnd(seed) % (uint32_t)m->dec.cfg.vocab);
+            for (int a = 0; a < (mrope ? 3 : 1); a++) pos[(mrope ? 3 : 1) * b + a] = (int32_t)step;
+        }
         omnic__tensor t, p;
-        int64_t d[1] = {B};
+        int64_t d[1] = {B}, d3[2] = {B, 3};
         omnic__tensor_init(&t, OMNIC_DTYPE_I32, 1, d, err);
-        omnic__tensor_init(&p, OMNIC_DTYPE_I32, 1, d, err);
+        omnic__tensor_init(&p, OMNIC_DTYPE_I32, mrope ? 2 : 1, mrope ? d3 : d, err);
         t.data = tok;
         p.data = pos;
         omnic__tensor r = t; /* LongRoPE table per row: a decode forward ends at its position */

@@ -50,6 +50,7 @@ typedef struct slot {
     int32_t *seq;
     int64_t n_seq;
     bool replay;               /* PREFILL of seq (no prompt callbacks) */
+    int64_t rope_delta;        /* M-RoPE: decode coordinate = cache length + rope_delta */
     int32_t next_token;        /* DECODE: sampled, fed at the next decode step */
     int64_t generated;
     omnic__sampler sampler;    /* buffers live as long as the engine */
@@ -66,8 +67,9 @@ struct omnic__engine {
     slot *slots;  /* owned [n_slots] */
     int n_slots;
     int prefill_rr; /* round-robin cursor over prefilling slots */
-    int32_t *dec_tok, *dec_pos, *dec_rows; /* [n_slots + step_tokens] decode-call inputs */
-    int32_t *pre_pos;                      /* [chunk] prefill positions */
+    int32_t *dec_tok, *dec_pos, *dec_rows; /* [n_slots + step_tokens] decode-call inputs (positions
+                                            * x3 for M-RoPE) */
+    int32_t *pre_pos;                      /* [chunk] prefill positions (x3 for M-RoPE) */
     int32_t *rope_long;                    /* [max(chunk, n_slots + step_tokens)] LongRoPE table per row */
     pthread_t thread;
     bool thread_started;
@@ -181,6 +183,7 @@ static void finish(omnic__engine *e, int si, omnic__finish why, const char *erro
     s->pf_tokens = NULL;
     s->pf_len = 0;
     s->replay = false;
+    s->rope_delta = 0;
     pthread_mutex_lock(&e->mu); /* omnic__engine_cancel reads s->req under mu */
     s->req = NULL;
     e->busy--;
@@ -237,6 +240,16 @@ static void on_token(omnic__engine *e, int si, int32_t t)
 
 /* ---- scheduler ---- */
 
+/* Row i's rope coordinates in a positions buffer: v, or (M-RoPE) v on all three axes. */
+static void set_pos(const omnic__model *m, int32_t *buf, int64_t i, int64_t v)
+{
+    if (!m->dec.cfg.mrope) {
+        buf[i] = (int32_t)v;
+        return;
+    }
+    buf[3 * i] = buf[3 * i + 1] = buf[3 * i + 2] = (int32_t)v;
+}
+
 /* With mixed steps, the token rows of a prompt longer than one chunk are computed with the
  * batch-invariant kernels (inside decode calls, or prefill_inv), so its tokens never depend
  * on the batch; shorter prompts take the faster text.token_prefill in one call. */
@@ -255,10 +268,19 @@ static omnic_status prefill_chunk(omnic__engine *e, int si, omnic_err *err)
     const omnic__prepared_prefill *pp = s->req->pp.n_rows && !s->replay ? &s->req->pp : NULL;
     omnic__module *mod = pp ? &m->embed_prefill : mixed_prompt(e, s) ? &m->prefill_inv : &m->prefill;
     int64_t left = s->pf_len - s->prefilled, n = left < m->chunk ? left : m->chunk;
-    for (int64_t i = 0; i < n; i++) e->pre_pos[i] = pp ? pp->positions[s->prefilled + i] : (int32_t)(s->prefilled + i);
+    const bool mrope = m->dec.cfg.mrope;
+    if (pp && (pp->pos_mode == OMNIC_POS_MROPE) != mrope)
+        return OMNIC_FAIL(err, OMNIC_E_INVALID, "the prepared prompt's position mode (%s) is not the model's (%s)",
+                          pp->pos_mode == OMNIC_POS_MROPE ? "mrope" : "1d", mrope ? "mrope" : "1d");
+    for (int64_t i = 0, r = s->prefilled; i < n; i++, r++) {
+        if (!pp) set_pos(m, e->pre_pos, i, r);
+        else if (!mrope) e->pre_pos[i] = pp->positions[r];
+        else
+            for (int a = 0; a < 3; a++) e->pre_pos[3 * i + a] = pp->positions[a * pp->n_rows + r]; /* [3, T] -> [n, 3] */
+    }
     omnic__tensor rows, pos, sel;
-    int64_t d[1] = {n}, d2[2] = {n, m->dec.cfg.hidden};
-    omnic__tensor_init(&pos, OMNIC_DTYPE_I32, 1, d, err);
+    int64_t d[1] = {n}, d2[2] = {n, m->dec.cfg.hidden}, d3[2] = {n, 3};
+    omnic__tensor_init(&pos, OMNIC_DTYPE_I32, mrope ? 2 : 1, mrope ? d3 : d, err);
     omnic__tensor_init(&sel, OMNIC_DTYPE_I32, 1, d, err);
     if (pp) {
         omnic__tensor_init(&rows, OMNIC_DTYPE_F32, 2, d2, err);
@@ -316,6 +338,7 @@ static omnic_status encode_next(omnic__engine *e, int si, omnic_err *err)
     omnic_free(r->pixels), r->pixels = NULL;
     omnic_free(r->projected), r->projected = NULL;
     s->pf_len = r->pp.n_rows;
+    s->rope_delta = r->pp.rope_delta;
     s->phase = SLOT_PREFILL;
     return OMNIC_OK;
 }
@@ -342,7 +365,7 @@ static int gather_decode_rows(omnic__engine *e)
         }
         e->dec_rows[n] = si;
         e->dec_tok[n] = e->slots[si].next_token;
-        e->dec_pos[n] = (int32_t)e->model->kv.len[si];
+        set_pos(e->model, e->dec_pos, n, e->model->kv.len[si] + s->rope_delta);
         n++;
     }
     return n;
@@ -361,20 +384,20 @@ static void decode_call(omnic__engine *e, int n_dec, int pf, int64_t pf_rows)
         for (int64_t i = 0; i < pf_rows; i++) {
             e->dec_rows[n_dec + i] = pf;
             e->dec_tok[n_dec + i] = s->pf_tokens[s->prefilled + i];
-            e->dec_pos[n_dec + i] = (int32_t)(s->prefilled + i);
+            set_pos(m, e->dec_pos, n_dec + i, s->prefilled + i);
         }
     }
     omnic_err err;
     omnic__tensor tok, pos;
-    int64_t d[1] = {n};
+    int64_t d[1] = {n}, d3[2] = {n, 3};
     omnic__tensor_init(&tok, OMNIC_DTYPE_I32, 1, d, &err);
-    omnic__tensor_init(&pos, OMNIC_DTYPE_I32, 1, d, &err);
+    omnic__tensor_init(&pos, OMNIC_DTYPE_I32, m->dec.cfg.mrope ? 2 : 1, m->dec.cfg.mrope ? d3 : d, &err);
     tok.data = e->dec_tok;
     pos.data = e->dec_pos;
     omnic__tensor sel = tok; /* LongRoPE: a decode row's forward ends at its position */
     sel.data = e->rope_long;
     for (int64_t b = 0; b < n; b++)
-        e->rope_long[b] = omnic__rope_long(&m->dec.cfg, b < n_dec ? (int64_t)e->dec_pos[b] + 1
+        e->rope_long[b] = omnic__rope_long(&m->dec.cfg, b < n_dec ? m->kv.len[e->dec_rows[b]] + 1
                                                                   : e->slots[pf].pf_len);
     const omnic__tensor *in[3] = {&tok, &pos, &sel};
     omnic__call c = {.n = n, .inputs = in, .n_inputs = m->dec.rope_switch ? 3 : 2, .kv = &m->kv,
@@ -460,6 +483,7 @@ static int admit_locked(omnic__engine *e, int *admitted)
         s->pf_tokens = r->prompt;
         s->pf_len = (int64_t)r->n_prompt;
         s->replay = false;
+        s->rope_delta = 0;
         if (r->n_images) s->phase = SLOT_ENCODE;
         e->busy++;
         admitted[k++] = si;
@@ -563,9 +587,9 @@ omnic_status omnic__engine_create(const char *dir, const omnic__engine_opts *opt
     e->slots = omnic_alloc_array((size_t)e->n_slots, sizeof *e->slots);
     const size_t step_rows = (size_t)e->n_slots + (size_t)e->model->step_tokens;
     e->dec_tok = omnic_alloc_array(step_rows, sizeof *e->dec_tok);
-    e->dec_pos = omnic_alloc_array(step_rows, sizeof *e->dec_pos);
+    e->dec_pos = omnic_alloc_array(3 * step_rows, sizeof *e->dec_pos);
     e->dec_rows = omnic_alloc_array(step_rows, sizeof *e->dec_rows);
-    e->pre_pos = omnic_alloc_array((size_t)e->model->chunk, sizeof *e->pre_pos);
+    e->pre_pos = omnic_alloc_array(3 * (size_t)e->model->chunk, sizeof *e->pre_pos);
     e->rope_long = omnic_alloc_array((size_t)e->model->chunk > step_rows ? (size_t)e->model->chunk : step_rows,
                                      sizeof *e->rope_long);
     if (!e->slots || !e->dec_tok || !e->dec_pos || !e->dec_rows || !e->pre_pos || !e->rope_long) {

@@ -42,7 +42,7 @@ static omnic_status compute_identity(omnic__model *m, omnic_err *err)
         .n_weights = n,
         .compute_dtypes = m->dec.n_qweights ? "act=f32;acc=f32;matmul_act=q8_32" : "act=f32;acc=f32",
         .capacity = m->capacity,
-        .position_mode = "1d",
+        .position_mode = m->dec.cfg.mrope ? "mrope" : "1d",
         .mask_mode = mask_names[m->embed_mask],
         .encoder_buckets = buckets,
         .kv_layout = "pool[slots*cap,n_kv,head_dim]",

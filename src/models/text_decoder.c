@@ -21,6 +21,24 @@ static omnic_status parse_rope_scaling(const json_t *cfg, const char *what, omni
     const char *w = "config.json rope_scaling", *type = NULL;
     OMNIC_TRY(omnic__json_get_str(rs, "rope_type", false, NULL, w, &type, err));
     if (!type) OMNIC_TRY(omnic__json_get_str(rs, "type", true, NULL, w, &type, err));
+    const json_t *ms = json_object_get(rs, "mrope_section");
+    if (!strcmp(type, "mrope") || ((!strcmp(type, "default")) && ms)) {
+        /* Qwen2-VL: default frequencies, 3-axis positions; HF renames type mrope to default */
+        if (!json_is_array(ms) || json_array_size(ms) != 3)
+            return OMNIC_FAIL(err, OMNIC_E_INVALID, "%s: mrope_section must be a list of 3 integers", w);
+        int64_t sum = 0;
+        for (size_t k = 0; k < 3; k++) {
+            const json_t *x = json_array_get(ms, k);
+            if (!json_is_integer(x) || json_integer_value(x) < 0 || json_integer_value(x) > OMNIC_MAX_HEAD_DIM)
+                return OMNIC_FAIL(err, OMNIC_E_INVALID, "%s: mrope_section[%zu] must be an integer in 0..%d", w, k,
+                                  OMNIC_MAX_HEAD_DIM);
+            c->mrope_section[k] = (int)json_integer_value(x);
+            sum += c->mrope_section[k];
+        }
+        c->mrope = true;
+        c->mrope_sum = sum;
+        return OMNIC_OK;
+    }
     if (!strcmp(type, "default")) return OMNIC_OK;
     if (!strcmp(type, "llama3")) {
         c->rope_type = OMNIC_ROPE_LLAMA3;
@@ -113,7 +131,11 @@ omnic_status omnic__text_config_parse(const json_t *cfg, const char *what, omnic
     c->act = OMNIC_ACT_SILU;
     c->attn_scale = (float)(1.0 / sqrt((double)c->head_dim)); /* python float, then f32 */
     c->prefix = "model.";
-    return parse_rope_scaling(cfg, what, c, err);
+    OMNIC_TRY(parse_rope_scaling(cfg, what, c, err));
+    if (c->mrope && c->mrope_sum != c->n_rot / 2)
+        return OMNIC_FAIL(err, OMNIC_E_INVALID, "%s: mrope_section sums to %lld, expected %lld (rotary dims / 2)", what,
+                          (long long)c->mrope_sum, (long long)(c->n_rot / 2));
+    return OMNIC_OK;
 }
 
 /* ---- weights ---- */
@@ -416,7 +438,10 @@ static omnic_status build_body(const omnic__text_decoder *d, omnic__graph *g, om
         omnic__tensor *table = sliding && rope_local ? rope_local : rope_global;
         float theta = (float)(sliding && rope_local ? c->rope_local_theta : c->rope_theta);
         float af = sliding && rope_local ? 1.0f : c->rope_attn_factor;
-        if (rope_sel && table == rope_global) {
+        if (c->mrope) { /* positions [T, 3]: default frequencies split by mrope_section */
+            q = omnic__g_rope_mrope(g, q, pos, (int)c->n_rot, theta, table, c->mrope_section, af);
+            k = omnic__g_rope_mrope(g, k, pos, (int)c->n_rot, theta, table, c->mrope_section, af);
+        } else if (rope_sel && table == rope_global) {
             q = omnic__g_rope_select(g, q, pos, (int)c->n_rot, 0, theta, rope_two, rope_sel, af);
             k = omnic__g_rope_select(g, k, pos, (int)c->n_rot, 0, theta, rope_two, rope_sel, af);
         } else {
@@ -456,6 +481,13 @@ static omnic_status build_body(const omnic__text_decoder *d, omnic__graph *g, om
     return OMNIC_OK;
 }
 
+/* The rope coordinates input: i32 [n] or, for M-RoPE, [n, 3] (temporal, height, width). */
+static omnic__tensor *positions_input(omnic__graph *g, const omnic__text_config *c)
+{
+    int64_t dims[2] = {g->capacity, 3};
+    return omnic__g_input(g, "positions", OMNIC_DTYPE_I32, c->mrope ? 2 : 1, dims, OMNIC_VAR_T);
+}
+
 omnic_status omnic__text_decoder_build(const omnic__text_decoder *d, omnic__module *m, omnic_dtype kv_dtype, int64_t kv_rows,
                                   bool all_rows, bool taps, omnic_err *err)
 {
@@ -466,7 +498,7 @@ omnic_status omnic__text_decoder_build(const omnic__text_decoder *d, omnic__modu
     g->batch_invariant = all_rows || g->batch_invariant;
     int64_t one[1] = {g->capacity};
     omnic__tensor *tokens = omnic__g_input(g, "tokens", OMNIC_DTYPE_I32, 1, one, OMNIC_VAR_T);
-    omnic__tensor *pos = omnic__g_input(g, "positions", OMNIC_DTYPE_I32, 1, one, OMNIC_VAR_T);
+    omnic__tensor *pos = positions_input(g, c);
     omnic__tensor *x = omnic__g_get_rows(g, omnic__g_weight(g, &d->embed), tokens);
     if (c->embed_scale > 0) x = omnic__g_scale(g, x, c->embed_scale, 0.0f);
     if (taps) omnic__g_mark_output(g, x, "inputs_embeds");
@@ -478,9 +510,9 @@ omnic_status omnic__text_decoder_build_embeddings(const omnic__text_decoder *d, 
                                                   bool taps, omnic_err *err)
 {
     omnic__graph *g = &m->graph; /* batch_invariant: as the caller set it (it must match the token prefill's) */
-    int64_t emb[2] = {g->capacity, d->cfg.hidden}, one[1] = {g->capacity}, bd[2] = {g->capacity, kv_rows};
+    int64_t emb[2] = {g->capacity, d->cfg.hidden}, bd[2] = {g->capacity, kv_rows};
     omnic__tensor *x = omnic__g_input(g, "inputs_embeds", OMNIC_DTYPE_F32, 2, emb, OMNIC_VAR_T);
-    omnic__tensor *pos = omnic__g_input(g, "positions", OMNIC_DTYPE_I32, 1, one, OMNIC_VAR_T);
+    omnic__tensor *pos = positions_input(g, &d->cfg);
     omnic__tensor *bias = mask == OMNIC_MASK_CAUSAL ? NULL
                                                     : omnic__g_input(g, "attn_bias", OMNIC_DTYPE_F32, 2, bd, OMNIC_VAR_T);
     return build_body(d, g, x, pos, bias, mask != OMNIC_MASK_BIAS, kv_dtype, kv_rows, false, taps, err);

@@ -32,6 +32,9 @@ typedef struct omnic__text_config {
     int64_t rope_original_max_pos;                                   /* llama3, longrope */
     float longrope_short[OMNIC_MAX_HEAD_DIM / 2], longrope_long[OMNIC_MAX_HEAD_DIM / 2]; /* [n_rot/2] */
     float rope_attn_factor;     /* cos/sin multiplier (LongRoPE); 1 otherwise */
+    bool mrope;                 /* Qwen2-VL M-RoPE: positions [n, 3], frequencies split by mrope_section */
+    int mrope_section[3];       /* frequencies per axis (temporal, height, width); sum = n_rot / 2 */
+    int64_t mrope_sum;          /* their sum as parsed (checked against n_rot / 2 once n_rot is known) */
     double rope_local_theta;    /* sliding layers' base (Gemma3); 0: same as rope_theta, no scaling */
     bool tie_embeddings;
     bool qkv_bias;              /* q/k/v projections carry biases (qwen2) */

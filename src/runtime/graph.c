@@ -361,21 +361,25 @@ omnic__tensor *omnic__g_softmax(omnic__graph *g, omnic__tensor *x, float scale)
     return d;
 }
 
-omnic__tensor *omnic__g_rope(omnic__graph *g, omnic__tensor *x, omnic__tensor *pos, int n_rot, int mode,
-                             float theta, omnic__tensor *inv_freq, float attn_factor)
-{
-    return omnic__g_rope_select(g, x, pos, n_rot, mode, theta, inv_freq, NULL, attn_factor);
-}
-
-omnic__tensor *omnic__g_rope_select(omnic__graph *g, omnic__tensor *x, omnic__tensor *pos, int n_rot, int mode,
-                                    float theta, omnic__tensor *inv_freq, omnic__tensor *sel, float attn_factor)
+/* Every RoPE form: 1-D positions [T] (sections NULL) or M-RoPE coordinates [T, 3] with
+ * sections; one table, or two with a per-row selector. */
+static omnic__tensor *rope_node(omnic__graph *g, omnic__tensor *x, omnic__tensor *pos, int n_rot, int mode,
+                                float theta, omnic__tensor *inv_freq, omnic__tensor *sel, const int *sections,
+                                float attn_factor)
 {
     if (!x || !pos || !need_f32(g, x, "rope")) return NULL;
     if (x->ndim != 3) return gfail(g, "rope: %s must be [T, heads, head_dim]", tname(x));
-    if (pos->dtype != OMNIC_DTYPE_I32 || pos->ndim != 1 || pos->dims[0] != x->dims[0])
-        return gfail(g, "rope: positions %s must be i32 [%lld]", tname(pos), (long long)x->dims[0]);
+    const int pdim = sections ? 2 : 1;
+    if (pos->dtype != OMNIC_DTYPE_I32 || pos->ndim != pdim || pos->dims[0] != x->dims[0] ||
+        (sections && pos->dims[1] != 3))
+        return gfail(g, "rope: positions %s must be i32 [%lld%s]", tname(pos), (long long)x->dims[0],
+                     sections ? ", 3" : "");
     if (n_rot < 2 || n_rot % 2 || n_rot > x->dims[2] || (mode != 0 && mode != 1))
         return gfail(g, "rope: n_rot %d / mode %d invalid for head_dim %lld", n_rot, mode, (long long)x->dims[2]);
+    if (sections && (sections[0] < 0 || sections[1] < 0 || sections[2] < 0 ||
+                     sections[0] + sections[1] + sections[2] != n_rot / 2))
+        return gfail(g, "rope: mrope sections %d + %d + %d must be non-negative and sum to %d (rotary dims / 2)",
+                     sections[0], sections[1], sections[2], n_rot / 2);
     const int tables = sel ? 2 : 1;
     if (sel && (!inv_freq || sel->dtype != OMNIC_DTYPE_I32 || sel->ndim != 1 || sel->dims[0] != x->dims[0]))
         return gfail(g, "rope: table selector %s must be i32 [%lld] beside a table", tname(sel),
@@ -388,9 +392,28 @@ omnic__tensor *omnic__g_rope_select(omnic__graph *g, omnic__tensor *x, omnic__te
     if (!n) return NULL;
     n->node.ip[0] = n_rot;
     n->node.ip[1] = mode;
+    for (int k = 0; sections && k < 3; k++) n->node.ip[2 + k] = sections[k];
     n->node.fp[0] = theta;
     n->node.fp[1] = attn_factor;
     return d;
+}
+
+omnic__tensor *omnic__g_rope(omnic__graph *g, omnic__tensor *x, omnic__tensor *pos, int n_rot, int mode,
+                             float theta, omnic__tensor *inv_freq, float attn_factor)
+{
+    return rope_node(g, x, pos, n_rot, mode, theta, inv_freq, NULL, NULL, attn_factor);
+}
+
+omnic__tensor *omnic__g_rope_select(omnic__graph *g, omnic__tensor *x, omnic__tensor *pos, int n_rot, int mode,
+                                    float theta, omnic__tensor *inv_freq, omnic__tensor *sel, float attn_factor)
+{
+    return rope_node(g, x, pos, n_rot, mode, theta, inv_freq, sel, NULL, attn_factor);
+}
+
+omnic__tensor *omnic__g_rope_mrope(omnic__graph *g, omnic__tensor *x, omnic__tensor *pos, int n_rot, float theta,
+                                   omnic__tensor *inv_freq, const int sections[3], float attn_factor)
+{
+    return rope_node(g, x, pos, n_rot, 0, theta, inv_freq, NULL, sections, attn_factor);
 }
 
 omnic__tensor *omnic__g_attention(omnic__graph *g, omnic__tensor *q, omnic__tensor *k, omnic__tensor *v,

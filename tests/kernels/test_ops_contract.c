@@ -689,6 +689,7 @@ static void test_norms(void **state)
 
 static void test_rope(void **state)
 {
+    static _Alignas(64) float rope_work[4096]; /* the cpu kernel's cos/sin buffer (one thread) */
     (void)state;
     /* T, H, head_dim, n_rot */
     static const int64_t shapes[][4] = {{1, 1, 2, 2},   {3, 2, 8, 8},   {17, 5, 64, 64}, {5, 3, 64, 32},
@@ -700,10 +701,12 @@ static void test_rope(void **state)
         for (int mode = 0; mode < 2; mode++) {
             /* v: 0 base 1e4 pos < 4096; 1 base 1e6, factor 1.2, pos < 32768;
              * 2 explicit inv_freq table, pos < 131072 (f32 angle rounding dominates);
-             * 3 two tables [2, n_rot/2] and a per-row selector (LongRoPE short / long) */
-            for (int v = 0; v < 4; v++) {
+             * 3 two tables [2, n_rot/2] and a per-row selector (LongRoPE short / long);
+             * 4 M-RoPE coordinates [T, 3] with sections (rotate-half only) */
+            for (int v = 0; v < 5; v++) {
+                if (v == 4 && mode != 0) continue;
                 rng_seed(5000 + (uint64_t)id++);
-                tbuf *x = T(OMNIC_DTYPE_F32, T_, H, D), *pos = T(OMNIC_DTYPE_I32, T_),
+                tbuf *x = T(OMNIC_DTYPE_F32, T_, H, D), *pos = v == 4 ? T(OMNIC_DTYPE_I32, T_, 3) : T(OMNIC_DTYPE_I32, T_),
                      *dst = T(OMNIC_DTYPE_F32, T_, H, D);
                 tbuf *tbl = v == 2 ? T(OMNIC_DTYPE_F32, n_rot / 2) : v == 3 ? T(OMNIC_DTYPE_F32, 2, n_rot / 2) : NULL;
                 tbuf *sel = v == 3 ? T(OMNIC_DTYPE_I32, T_) : NULL;
@@ -722,13 +725,34 @@ static void test_rope(void **state)
                 n.ip[1] = mode;
                 n.fp[0] = v == 1 ? 1e6f : 1e4f;
                 n.fp[1] = v == 1 ? 1.2f : 1.0f;
+                const int64_t half = n_rot / 2, s0 = half / 4, s1 = (half - s0) / 2;
+                if (v == 4) n.ip[2] = (int32_t)s0, n.ip[3] = (int32_t)s1, n.ip[4] = (int32_t)(half - s0 - s1);
                 snprintf(label, sizeof label, "rope T=%lld H=%lld D=%lld n_rot=%lld mode=%d %s",
                          (long long)T_, (long long)H, (long long)D, (long long)n_rot, mode,
                          v == 0   ? "base=1e4"
                          : v == 1 ? "base=1e6 factor=1.2"
                          : v == 2 ? "inv_freq table, pos<131072"
-                                  : "two tables + selector");
+                         : v == 3 ? "two tables + selector"
+                                  : "M-RoPE [T, 3] positions");
                 fails += check(label, &n, OMNIC_DTYPE_F32);
+                if (v == 4) { /* equal coordinates: exactly the 1-D op; else each section its own axis */
+                    int32_t *pv = pos->t.data;
+                    tbuf *p1 = T(OMNIC_DTYPE_I32, T_), *d1 = T(OMNIC_DTYPE_F32, T_, H, D), *d3 = T(OMNIC_DTYPE_F32, T_, H, D);
+                    for (int64_t t = 0; t < T_; t++) pv[3 * t + 1] = pv[3 * t + 2] = pv[3 * t], ((int32_t *)p1->t.data)[t] = pv[3 * t];
+                    omnic__node n3 = n, n1 = n;
+                    n3.dst = &d3->t;
+                    n1.src[1] = &p1->t, n1.dst = &d1->t, n1.ip[2] = n1.ip[3] = n1.ip[4] = 0;
+                    for (int b = 0; b < 2; b++) {
+                        const omnic__backend_ops *be = b ? cpu_b : ref_b;
+                        be->kernel[OMNIC_OP_ROPE](&n3, 0, 1, rope_work);
+                        be->kernel[OMNIC_OP_ROPE](&n1, 0, 1, rope_work);
+                        if (memcmp(d1->t.data, d3->t.data, (size_t)(T_ * H * D) * sizeof(float))) {
+                            fprintf(stderr, "FAIL %s: equal coordinates differ from 1-D positions (%s)\n", label,
+                                    be->name);
+                            fails++;
+                        }
+                    }
+                }
                 if (sel) { /* each row equals the plain op with its own table (ref backend) */
                     tbuf *one = T(OMNIC_DTYPE_F32, n_rot / 2), *d1 = T(OMNIC_DTYPE_F32, T_, H, D);
                     const int32_t *sv = sel->t.data;

@@ -120,12 +120,16 @@ static int setup(void **state)
     (void)state;
     snprintf(dir, sizeof dir, "/tmp/omnic-test-engine-XXXXXX");
     if (!mkdtemp(dir)) return -1;
-    char cmd[1024];
+    char cmd[2048];
     snprintf(cmd, sizeof cmd,
              PY " tools/mktiny.py --family qwen2 --out %s >/dev/null && " PY
                 " tools/mktiny.py --family phi3 --out %s/phi3 >/dev/null && " PY
-                " tools/mktiny.py --family llava --vision clip --text llama --dtype f32 --out %s/llava >/dev/null",
-             dir, dir, dir);
+                " tools/mktiny.py --family llava --vision clip --text llama --dtype f32 --out %s/llava >/dev/null && "
+                "mkdir %s/mrope && cp %s/*.json %s/*.safetensors %s/mrope/ && " PY
+                " -c \"import json,sys; p=sys.argv[1]; c=json.load(open(p)); "
+                "c['rope_scaling']={'type':'mrope','mrope_section':[2,3,3]}; json.dump(c,open(p,'w'))\" "
+                "%s/mrope/config.json",
+             dir, dir, dir, dir, dir, dir, dir, dir);
     return system(cmd) == 0 ? 0 : -1;
 }
 
@@ -378,6 +382,38 @@ static void test_images_mixed_batch(void **state)
     for (int i = 0; i < N; i++) omnic__tensor_destroy(ir[i].pixels);
 }
 
+/* An M-RoPE decoder (qwen2 + rope_scaling mrope) generates from text exactly what the 1-D
+ * model does (text rows have one coordinate on all axes), alone and batched, with and without
+ * mixed steps: the engine feeds [n, 3] positions everywhere. */
+static void test_mrope_engine(void **state)
+{
+    (void)state;
+    char mr[160];
+    snprintf(mr, sizeof mr, "%s/mrope", dir);
+    static sink want[4], got[4];
+    static int32_t longp[40];
+    for (int j = 0; j < 40; j++) longp[j] = (int32_t)((j * 31 + 7) % 500);
+    for (int64_t steps = 0; steps <= 6; steps += 6) {
+        omnic__engine *plain = engine_at(dir, 2, 8, steps), *e = engine_at(mr, 2, 8, steps);
+        uint64_t id;
+        omnic_err err;
+        for (int i = 0; i < 4; i++) {
+            omnic__gen_request r = i == 3 ? req(longp, 40, 10, NULL) : req(PROMPTS[i], 6, 10, NULL);
+            sink_init(&want[i]), sink_init(&got[i]);
+            r.cb_ctx = &want[i];
+            assert_int_equal(omnic__engine_submit(plain, &r, &id, &err), OMNIC_OK);
+            r.cb_ctx = &got[i];
+            assert_int_equal(omnic__engine_submit(e, &r, &id, &err), OMNIC_OK);
+        }
+        for (int i = 0; i < 4; i++) {
+            sink_wait(&want[i]), sink_wait(&got[i]);
+            assert_int_equal(got[i].n_tokens, want[i].n_tokens);
+            assert_memory_equal(got[i].tokens, want[i].tokens, sizeof(int32_t) * (size_t)want[i].n_tokens);
+        }
+        omnic__engine_destroy(plain), omnic__engine_destroy(e);
+    }
+}
+
 /* Cancelling frees the slot: the next request on a 1-slot engine runs. */
 static void test_cancel(void **state)
 {
@@ -510,7 +546,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_stream_equals_decode), cmocka_unit_test(test_concurrent_equals_alone),
         cmocka_unit_test(test_mixed_steps_equal_alone), cmocka_unit_test(test_longrope_replay_batched),
-        cmocka_unit_test(test_images_mixed_batch),
+        cmocka_unit_test(test_images_mixed_batch), cmocka_unit_test(test_mrope_engine),
         cmocka_unit_test(test_cancel),               cmocka_unit_test(test_stop_string),
         cmocka_unit_test(test_admission),            cmocka_unit_test(test_timeout_and_metrics),
     };

@@ -426,6 +426,76 @@ static void test_mixed_steps(void **state)
     }
 }
 
+/* M-RoPE (Qwen2-VL's text model): the qwen2 checkpoint with rope_scaling {mrope,
+ * mrope_section}: text rows (the same coordinate on all three axes) give logits and K/V
+ * bit-identical to the plain 1-D model; distinct coordinates change them and agree between
+ * backends; bad sections are refused. */
+static void mrope_prefill(omnic__model *m, const int32_t *pos3, int n, float *out)
+{
+    omnic_err err;
+    omnic__tensor tok, p;
+    int64_t d[1] = {n}, d3[2] = {n, 3};
+    omnic__tensor_init(&tok, OMNIC_DTYPE_I32, 1, d, &err);
+    omnic__tensor_init(&p, OMNIC_DTYPE_I32, 2, d3, &err);
+    tok.data = (void *)(uintptr_t)TOKENS;
+    p.data = (void *)(uintptr_t)pos3;
+    const omnic__tensor *in[2] = {&tok, &p};
+    omnic__call c = {.n = n, .inputs = in, .n_inputs = 2, .kv = &m->kv, .slot = 0, .kv_start = 0};
+    omnic__kv_pool_clear_slot(&m->kv, 0);
+    omnic_status s = omnic__module_call(&m->prefill, &c, &err);
+    if (s != OMNIC_OK) fprintf(stderr, "mrope prefill: %s\n", err.msg);
+    assert_int_equal(s, OMNIC_OK);
+    memcpy(out, omnic__module_output(&m->prefill, 0)->data, (size_t)m->dec.cfg.vocab * sizeof(float));
+}
+
+static void test_mrope_text(void **state)
+{
+    (void)state;
+    sh("rm -rf %s/qwen2-mrope && cp -r %s/qwen2 %s/qwen2-mrope && " PY " -c \"import json,sys; p=sys.argv[1]; "
+       "c=json.load(open(p)); c['rope_scaling']={'type':'mrope','mrope_section':[2,3,3]}; json.dump(c,open(p,'w'))\" "
+       "%s/qwen2-mrope/config.json",
+       tmp, tmp, tmp, tmp);
+    omnic__model *plain = open_model("qwen2", "cpu", OMNIC_DTYPE_F32), *mr = open_model("qwen2-mrope", "cpu", OMNIC_DTYPE_F32);
+    omnic__model *mr_ref = open_model("qwen2-mrope", "ref", OMNIC_DTYPE_F32);
+    assert_true(mr->dec.cfg.mrope && !plain->dec.cfg.mrope);
+    assert_string_not_equal(mr->identity, plain->identity); /* position mode is part of the identity */
+    const int64_t V = mr->dec.cfg.vocab;
+    float *a = malloc((size_t)V * sizeof *a), *b = malloc((size_t)V * sizeof *b), *c = malloc((size_t)V * sizeof *c);
+    int32_t pos3[3 * T];
+    for (int i = 0; i < T; i++) pos3[3 * i] = pos3[3 * i + 1] = pos3[3 * i + 2] = i;
+    prefill(plain, T, T, a);
+    mrope_prefill(mr, pos3, T, b);
+    assert_memory_equal(a, b, (size_t)V * sizeof *a);
+    const size_t row = omnic__dtype_row_bytes(mr->kv.dtype, mr->kv.n_kv * mr->kv.head_dim);
+    for (int l = 0; l < mr->kv.n_layers; l++)
+        assert_memory_equal(plain->kv.k[l].data, mr->kv.k[l].data, (size_t)T * row);
+    /* image-like coordinates: a 2 x 3 grid at rows 3..8 (t = 3, h = 3 + y, w = 3 + x), text after */
+    for (int i = 3; i < 9; i++) pos3[3 * i] = 3, pos3[3 * i + 1] = 3 + (i - 3) / 3, pos3[3 * i + 2] = 3 + (i - 3) % 3;
+    for (int i = 9; i < T; i++) pos3[3 * i] = pos3[3 * i + 1] = pos3[3 * i + 2] = i - 3;
+    mrope_prefill(mr, pos3, T, b);
+    mrope_prefill(mr_ref, pos3, T, c);
+    double r = max_rel(b, c, V);
+    fprintf(stderr, "mrope: distinct coordinates cpu vs ref max rel diff %.3g\n", r);
+    assert_true(r < 1e-5);
+    assert_true(max_rel(a, b, V) > 1e-4); /* the axes matter */
+    omnic__model_close(plain), omnic__model_close(mr), omnic__model_close(mr_ref);
+    free(a), free(b), free(c);
+    /* sections that do not sum to rotary dims / 2, and a list of the wrong length */
+    static const char *const bad[] = {"[2,3,4]", "[4,4]"};
+    for (int k = 0; k < 2; k++) {
+        sh(PY " -c \"import json,sys; p=sys.argv[1]; c=json.load(open(p)); "
+              "c['rope_scaling']={'type':'mrope','mrope_section':%s}; json.dump(c,open(p,'w'))\" %s/qwen2-mrope/config.json",
+           bad[k], tmp);
+        char dir[300];
+        snprintf(dir, sizeof dir, "%s/qwen2-mrope", tmp);
+        omnic__model_opts o = {.backend = "cpu", .threads = 1, .ctx = CTX};
+        omnic__model *m = NULL;
+        omnic_err err;
+        assert_int_equal(omnic__model_open(dir, &o, &m, &err), OMNIC_E_INVALID);
+        assert_non_null(strstr(err.msg, "mrope_section"));
+    }
+}
+
 /* Admission: rows past the capacity are refused with the three numbers; nothing changes. */
 static void test_capacity(void **state)
 {
@@ -552,6 +622,7 @@ int main(void)
         cmocka_unit_test(test_decode_matches_prefill),
         cmocka_unit_test(test_batch_invariance),
         cmocka_unit_test(test_mixed_steps),
+        cmocka_unit_test(test_mrope_text),
         cmocka_unit_test(test_capacity),
         cmocka_unit_test(test_bad_checkpoints),
         cmocka_unit_test(test_misaligned_weights),

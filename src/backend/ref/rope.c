@@ -24,8 +24,8 @@ static float rope_inv_freq(float base, int64_t i, int64_t n_rot)
 }
 
 /* dst [T, H, D] = x rotated by position pos[t]; x f32 [T, H, D] (src[0]), pos i32 [T]
- * (src[1]), optional inv_freq f32 [n_rot/2] (src[2]), or [2, n_rot/2] with a per-row table
- * selector i32 [T] (src[3]). ip[0] = n_rot, ip[1] = mode
+ * (src[1]) or M-RoPE coordinates i32 [T, 3] with sections ip[2..4], optional inv_freq f32
+ * [n_rot/2] (src[2]), or [2, n_rot/2] with a per-row table selector i32 [T] (src[3]). ip[0] = n_rot, ip[1] = mode
  * (0 rotate-half: pairs (i, i + n_rot/2); 1 interleaved: pairs (2i, 2i+1)).
  * fp[0] = theta base, fp[1] = attention factor. Rows are (t, h) pairs. */
 void omnic__ref_rope(const omnic__node *n, int ith, int nth, void *wdata)
@@ -46,9 +46,12 @@ void omnic__ref_rope(const omnic__node *n, int ith, int nth, void *wdata)
     for (int64_t row = lo; row < hi; row++) {
         const float *xr = X + row * D;
         float *yr = Y + row * D;
-        float p = (float)pos[row / H];
-        const float *tbl = tables && sel ? tables + sel[row / H] * (n_rot / 2) : tables;
+        const int64_t t = row / H;
+        const float *tbl = tables && sel ? tables + sel[t] * (n_rot / 2) : tables;
         for (int64_t i = 0; i < half; i++) {
+            /* M-RoPE: pos [T, 3], frequency i reads the coordinate of its section */
+            int axis = i < n->ip[2] ? 0 : i < (int64_t)n->ip[2] + n->ip[3] ? 1 : 2;
+            float p = n->src[1]->ndim == 2 ? (float)pos[t * 3 + axis] : (float)pos[t];
             float inv = tbl ? tbl[i] : rope_inv_freq(n->fp[0], i, n_rot);
             float angle = p * inv;                          /* f32 product, as HF */
             float c = (float)cos((double)angle) * n->fp[1]; /* f32 cos, f32 product */
