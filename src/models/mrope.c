@@ -1,7 +1,9 @@
-/* M-RoPE prefill positions (HF Qwen2VLModel.get_rope_index, images only) and the decode rule. */
+/* M-RoPE prefill positions (HF Qwen2VLModel.get_rope_index, images only), the processor's
+ * <|image_pad|> expansion and the decode rule. */
 #include <stdint.h>
 
 #include "core/limits.h"
+#include "omnic/omnic.h"
 #include "models/mrope.h"
 
 /* Largest grid side accepted (patches); with t, h, w below it N never overflows int64. */
@@ -85,6 +87,47 @@ omnic_status omnic__mrope_positions(const int32_t *ids, int64_t n_ids, const int
                           "M-RoPE positions: %lld image grids given, but the tokens hold %lld image placeholder runs",
                           (long long)n_images, (long long)k);
     *rope_delta = cur - n_ids;
+    return OMNIC_OK;
+}
+
+omnic_status omnic__mrope_expand_image_pads(const int32_t *logical, int64_t n_logical, const int64_t *n_tokens,
+                                            int64_t n_images, int32_t image_token_id, int32_t **expanded,
+                                            int64_t *n_expanded, omnic_err *err)
+{
+    if (n_logical < 0 || n_logical > INT32_MAX || n_images < 0)
+        return OMNIC_FAIL(err, OMNIC_E_INVALID, "image pad expansion: %lld tokens, %lld images", (long long)n_logical,
+                          (long long)n_images);
+    int64_t pads = 0, total = n_logical;
+    for (int64_t i = 0; i < n_logical; i++) pads += logical[i] == image_token_id;
+    if (pads != n_images)
+        return OMNIC_FAIL(err, OMNIC_E_INVALID,
+                          "image pad expansion: the prompt has %lld image placeholders (id %d) but %lld images were "
+                          "given",
+                          (long long)pads, (int)image_token_id, (long long)n_images);
+    for (int64_t k = 0; k < n_images; k++) {
+        if (n_tokens[k] < 1 || n_tokens[k] > INT32_MAX)
+            return OMNIC_FAIL(err, OMNIC_E_INVALID, "image pad expansion: image %lld has %lld tokens", (long long)k,
+                              (long long)n_tokens[k]);
+        total += n_tokens[k] - 1;
+        if (total > INT32_MAX)
+            return OMNIC_FAIL(err, OMNIC_E_TOO_LARGE,
+                              "image pad expansion: the expanded prompt would pass %d tokens at image %lld", INT32_MAX,
+                              (long long)k);
+    }
+    int32_t *out = omnic_alloc_array(total > 0 ? (size_t)total : 1, sizeof *out);
+    if (!out)
+        return OMNIC_FAIL(err, OMNIC_E_NOMEM, "image pad expansion: no memory for %lld tokens", (long long)total);
+    int64_t j = 0, k = 0;
+    for (int64_t i = 0; i < n_logical; i++) {
+        if (logical[i] != image_token_id) {
+            out[j++] = logical[i];
+            continue;
+        }
+        for (int64_t r = 0; r < n_tokens[k]; r++) out[j++] = image_token_id;
+        k++;
+    }
+    *expanded = out;
+    *n_expanded = total;
     return OMNIC_OK;
 }
 

@@ -33,6 +33,17 @@ omnic_status omnic__mrope_positions(const int32_t *ids, int64_t n_ids, const int
                                     const omnic__mrope_spec *spec, int32_t *positions, int64_t *rope_delta,
                                     omnic_err *err);
 
+/* The processor's prompt expansion (HF Qwen2VLProcessor): logical[0..n_logical) (borrowed) holds
+ * one image_token_id per image; *expanded (returns owned, omnic_free) is the same ids with image
+ * k's placeholder repeated n_tokens[k] times (the grid's t * h * w / merge^2, as
+ * omnic__qwen2vl_grid.n_tokens), *n_expanded its length. Errors: E_INVALID when the placeholder
+ * count differs from n_images (names both) or an n_tokens[k] is < 1 (names k and the value),
+ * E_TOO_LARGE when the expanded length would pass INT32_MAX, E_NOMEM. Outputs untouched on
+ * failure. */
+omnic_status omnic__mrope_expand_image_pads(const int32_t *logical, int64_t n_logical, const int64_t *n_tokens,
+                                            int64_t n_images, int32_t image_token_id, int32_t **expanded,
+                                            int64_t *n_expanded, omnic_err *err);
+
 /* The decode rule (DESIGN.md 3): the token written at KV index cache_len (the slot's current
  * length) takes cache_len + rope_delta on all three axes; out[3] = that value. E_INVALID when
  * cache_len < 0 or the result falls outside [0, INT32_MAX] (names both numbers). */
