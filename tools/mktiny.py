@@ -1676,8 +1676,14 @@ def main_qwen2vl(args) -> int:
     td.setdefault("rope_scaling", None)
     tie_flag = True if args.tie is None else bool(args.tie)  # Qwen2-VL-2B / 2.5-VL-3B tie
     config, specs, pre = build_qwen2vl(args.family, v, td, mrope, tok, tie_flag, max_pixels)
+    if args.new_names:  # transformers >= 4.52 spelling; values still seeded by the old name
+        def rename(n: str) -> str:
+            if n.startswith("visual."):
+                return "model." + n
+            return "model.language_model." + n[len("model."):] if n.startswith("model.") else n
+        specs = [(rename(s[0]), s[1], weight_init(s), s[0]) for s in specs]
     config["torch_dtype"] = DTYPES[args.dtype][2]
-    config["transformers_version"] = "4.45.0" if args.family == "qwen2_vl" else "4.49.0"
+    config["transformers_version"] = "4.52.0" if args.new_names else "4.45.0" if args.family == "qwen2_vl" else "4.49.0"
     os.makedirs(args.out, exist_ok=True)
     ids = special_ids(tok)
     write_json(os.path.join(args.out, "config.json"), config)
@@ -1694,7 +1700,8 @@ def main_qwen2vl(args) -> int:
     files = write_weights(args.out, specs, args.seed, std, args.dtype, args.shards)
     nparams = sum(int(np.prod(s[1], dtype=np.int64)) for s in specs)
     nbytes = sum(os.path.getsize(os.path.join(args.out, f)) for f in files)
-    print(f"mktiny: {args.family} [{label}] dtype={args.dtype} tie={tie_flag} seed={args.seed} -> {args.out}")
+    print(f"mktiny: {args.family} [{label}] dtype={args.dtype} tie={tie_flag} names={'new' if args.new_names else 'old'} "
+          f"seed={args.seed} -> {args.out}")
     print(f"  {len(specs)} tensors, {nparams:,} params, {nbytes / 2**20:.1f} MiB; vision depth {v['depth']} width "
           f"{v['width']}, patch {v['patch']}, merge {v['merge']}; <|image_pad|> = {config['image_token_id']}; "
           f"{time.time() - t0:.2f} s")
@@ -2062,7 +2069,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     ap.add_argument("--vision", choices=["clip", "siglip"], default="clip", help="llava: vision tower")
     ap.add_argument("--text", choices=["llama", "qwen2"], default="llama", help="llava: text model")
     ap.add_argument("--new-names", action="store_true",
-                    help="llava: transformers >= 4.52 weight names (model.language_model.*, ...)")
+                    help="llava, qwen2_vl, qwen2_5_vl: transformers >= 4.52 weight names (model.language_model.*, "
+                         "model.visual.*, ...)")
     ap.add_argument("--out", required=True, help="output directory (created; old model*.safetensors removed)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--dtype", choices=sorted(DTYPES), default="bf16")

@@ -17,11 +17,13 @@ omnic_status omnic__qvit_config_parse(const json_t *cfg, const char *what, int64
     const char *type, *act;
     OMNIC_TRY(omnic__json_get_str(cfg, "model_type", true, NULL, what, &type, err));
     const bool v2 = !strcmp(type, "qwen2_vl");
-    if (v2) c->arch = OMNIC_QVIT_QWEN2_VL;
-    else if (!strcmp(type, "qwen2_5_vl")) c->arch = OMNIC_QVIT_QWEN2_5_VL;
+    if (v2)
+        c->arch = OMNIC_QVIT_QWEN2_VL;
+    else if (!strcmp(type, "qwen2_5_vl"))
+        c->arch = OMNIC_QVIT_QWEN2_5_VL;
     else
-        return OMNIC_FAIL(err, OMNIC_E_UNSUPPORTED, "%s: model_type '%s' is not a Qwen2-VL family (qwen2_vl, qwen2_5_vl)",
-                          what, type);
+        return OMNIC_FAIL(err, OMNIC_E_UNSUPPORTED,
+                          "%s: model_type '%s' is not a Qwen2-VL family (qwen2_vl, qwen2_5_vl)", what, type);
     const json_t *vc;
     OMNIC_TRY(omnic__json_get_obj(cfg, "vision_config", true, what, &vc, err));
     const char *vw = "config.json vision_config";
@@ -40,33 +42,47 @@ omnic_status omnic__qvit_config_parse(const json_t *cfg, const char *what, int64
         OMNIC_TRY(omnic__json_get_f64(vc, "mlp_ratio", false, 4.0, 1e-3, 1024, vw, &ratio, err));
         c->intermediate = (int64_t)((double)c->hidden * ratio); /* HF: int(embed_dim * mlp_ratio) */
         if (c->intermediate < 1)
-            return OMNIC_FAIL(err, OMNIC_E_INVALID, "%s: mlp_ratio %g leaves an empty MLP for embed_dim %lld", vw, ratio,
-                              (long long)c->hidden);
+            return OMNIC_FAIL(err, OMNIC_E_INVALID, "%s: mlp_ratio %g leaves an empty MLP for embed_dim %lld",
+                              vw, ratio, (long long)c->hidden);
         OMNIC_TRY(omnic__json_get_str(vc, "hidden_act", false, "quick_gelu", vw, &act, err));
-        if (!strcmp(act, "quick_gelu")) c->act = OMNIC_OP_GELU_QUICK;
-        else if (!strcmp(act, "gelu")) c->act = OMNIC_OP_GELU;
-        else if (!strcmp(act, "gelu_pytorch_tanh") || !strcmp(act, "gelu_new")) c->act = OMNIC_OP_GELU_TANH;
-        else if (!strcmp(act, "silu")) c->act = OMNIC_OP_SILU;
+        if (!strcmp(act, "quick_gelu"))
+            c->act = OMNIC_OP_GELU_QUICK;
+        else if (!strcmp(act, "gelu"))
+            c->act = OMNIC_OP_GELU;
+        else if (!strcmp(act, "gelu_pytorch_tanh") || !strcmp(act, "gelu_new"))
+            c->act = OMNIC_OP_GELU_TANH;
+        else if (!strcmp(act, "silu"))
+            c->act = OMNIC_OP_SILU;
         else
-            return OMNIC_FAIL(err, OMNIC_E_UNSUPPORTED, "%s: hidden_act '%s' is not supported (quick_gelu, gelu, "
-                              "gelu_pytorch_tanh, gelu_new, silu)", vw, act);
+            return OMNIC_FAIL(err, OMNIC_E_UNSUPPORTED,
+                              "%s: hidden_act '%s' is not supported (quick_gelu, gelu, "
+                              "gelu_pytorch_tanh, gelu_new, silu)",
+                              vw, act);
     } else {
         OMNIC_TRY(omnic__json_get_i64(vc, "hidden_size", false, 3584, 1, 1 << 16, vw, &c->hidden, err));
-        OMNIC_TRY(omnic__json_get_i64(vc, "out_hidden_size", false, 3584, 1, 1 << 20, vw, &c->out_hidden, err));
-        OMNIC_TRY(omnic__json_get_i64(vc, "intermediate_size", false, 3420, 1, 1 << 20, vw, &c->intermediate, err));
+        OMNIC_TRY(
+            omnic__json_get_i64(vc, "out_hidden_size", false, 3584, 1, 1 << 20, vw, &c->out_hidden, err));
+        OMNIC_TRY(
+            omnic__json_get_i64(vc, "intermediate_size", false, 3420, 1, 1 << 20, vw, &c->intermediate, err));
         OMNIC_TRY(omnic__json_get_str(vc, "hidden_act", false, "silu", vw, &act, err));
-        if (!strcmp(act, "silu")) c->act = OMNIC_OP_SWIGLU;
-        else if (!strcmp(act, "gelu")) c->act = OMNIC_OP_GEGLU;
-        else if (!strcmp(act, "gelu_pytorch_tanh") || !strcmp(act, "gelu_new")) c->act = OMNIC_OP_GEGLU, c->act_variant = 1;
+        if (!strcmp(act, "silu"))
+            c->act = OMNIC_OP_SWIGLU;
+        else if (!strcmp(act, "gelu"))
+            c->act = OMNIC_OP_GEGLU;
+        else if (!strcmp(act, "gelu_pytorch_tanh") || !strcmp(act, "gelu_new"))
+            c->act = OMNIC_OP_GEGLU, c->act_variant = 1;
         else
-            return OMNIC_FAIL(err, OMNIC_E_UNSUPPORTED, "%s: hidden_act '%s' is not supported (silu, gelu, "
-                              "gelu_pytorch_tanh, gelu_new)", vw, act);
+            return OMNIC_FAIL(err, OMNIC_E_UNSUPPORTED,
+                              "%s: hidden_act '%s' is not supported (silu, gelu, "
+                              "gelu_pytorch_tanh, gelu_new)",
+                              vw, act);
         OMNIC_TRY(omnic__json_get_i64(vc, "window_size", false, 112, 1, 1 << 20, vw, &c->window_size, err));
         c->window_merged = c->window_size / c->merge / c->patch; /* HF: window_size // merge // patch */
         if (c->window_merged < 1)
-            return OMNIC_FAIL(err, OMNIC_E_INVALID,
-                              "%s: window_size %lld is smaller than spatial_merge_size %lld x patch_size %lld", vw,
-                              (long long)c->window_size, (long long)c->merge, (long long)c->patch);
+            return OMNIC_FAIL(
+                err, OMNIC_E_INVALID,
+                "%s: window_size %lld is smaller than spatial_merge_size %lld x patch_size %lld", vw,
+                (long long)c->window_size, (long long)c->merge, (long long)c->patch);
         const json_t *fa;
         OMNIC_TRY(omnic__json_get_array(vc, "fullatt_block_indexes", false, vw, &fa, err));
         if (!fa) {
@@ -77,23 +93,26 @@ omnic_status omnic__qvit_config_parse(const json_t *cfg, const char *what, int64
         for (size_t i = 0; fa && i < json_array_size(fa); i++) {
             const json_t *e = json_array_get(fa, i);
             if (!json_is_integer(e) || json_integer_value(e) < 0 || json_integer_value(e) >= c->depth)
-                return OMNIC_FAIL(err, OMNIC_E_INVALID, "%s: fullatt_block_indexes[%zu] must be a block index in 0..%lld",
-                                  vw, i, (long long)c->depth - 1);
+                return OMNIC_FAIL(err, OMNIC_E_INVALID,
+                                  "%s: fullatt_block_indexes[%zu] must be a block index in 0..%lld", vw, i,
+                                  (long long)c->depth - 1);
             c->full_att[json_integer_value(e)] = true;
         }
     }
     if (c->hidden % c->n_heads || (c->hidden / c->n_heads) % 4)
-        return OMNIC_FAIL(err, OMNIC_E_INVALID,
-                          "%s: width %lld over num_heads %lld must give a head_dim that is a multiple of 4 (2-D RoPE)",
-                          vw, (long long)c->hidden, (long long)c->n_heads);
+        return OMNIC_FAIL(
+            err, OMNIC_E_INVALID,
+            "%s: width %lld over num_heads %lld must give a head_dim that is a multiple of 4 (2-D RoPE)", vw,
+            (long long)c->hidden, (long long)c->n_heads);
     c->head_dim = c->hidden / c->n_heads;
     c->patch_dim = c->channels * c->temporal * c->patch * c->patch;
     c->unit = c->merge * c->merge;
     c->eps = 1e-6;
     c->rope_theta = 10000.0f;
     if (text_hidden > 0 && c->out_hidden != text_hidden)
-        return OMNIC_FAIL(err, OMNIC_E_INVALID, "%s: %s %lld (the merger output) differs from the text hidden_size %lld",
-                          vw, v2 ? "hidden_size" : "out_hidden_size", (long long)c->out_hidden, (long long)text_hidden);
+        return OMNIC_FAIL(
+            err, OMNIC_E_INVALID, "%s: %s %lld (the merger output) differs from the text hidden_size %lld",
+            vw, v2 ? "hidden_size" : "out_hidden_size", (long long)c->out_hidden, (long long)text_hidden);
     int64_t id;
     OMNIC_TRY(omnic__json_get_i64(cfg, "image_token_id", false, 151655, 0, INT32_MAX, what, &id, err));
     c->image_token_id = (int32_t)id;
@@ -122,19 +141,21 @@ static omnic_status keep(omnic__qvit *v, omnic__tensor *t, omnic_err *err)
 
 /* Binds tensor `name` (float dtype, exact dims) into *out; copies it into owned aligned
  * memory when the file left it misaligned. */
-static omnic_status bind(omnic__qvit *v, const omnic__safetensors *st, const char *name, int ndim, const int64_t *dims,
-                         omnic__tensor *out, omnic_err *err)
+static omnic_status bind(omnic__qvit *v, const omnic__safetensors *st, const char *name, int ndim,
+                         const int64_t *dims, omnic__tensor *out, omnic_err *err)
 {
     const omnic__st_tensor *t = omnic__st_find(st, name);
     if (!t) return OMNIC_FAIL(err, OMNIC_E_NOT_FOUND, "weights: tensor '%s' is missing", name);
-    bool ok = t->ndim == ndim && (t->dtype == OMNIC_DTYPE_F32 || t->dtype == OMNIC_DTYPE_F16 || t->dtype == OMNIC_DTYPE_BF16);
-    for (int i = 0; ok && i < ndim; i++) ok = t->dims[i] == dims[i];
+    bool ok = t->ndim == ndim &&
+              (t->dtype == OMNIC_DTYPE_F32 || t->dtype == OMNIC_DTYPE_F16 || t->dtype == OMNIC_DTYPE_BF16);
+    for (int i = 0; ok && i < ndim; i++)
+        ok = t->dims[i] == dims[i];
     if (!ok) {
         char want[128], got[128];
         omnic__dims_str(want, sizeof want, ndim, dims);
         omnic__dims_str(got, sizeof got, t->ndim, t->dims);
-        return OMNIC_FAIL(err, OMNIC_E_INVALID, "weights: tensor '%s' is %s %s, expected a float tensor %s", name,
-                          omnic_dtype_name(t->dtype), got, want);
+        return OMNIC_FAIL(err, OMNIC_E_INVALID, "weights: tensor '%s' is %s %s, expected a float tensor %s",
+                          name, omnic_dtype_name(t->dtype), got, want);
     }
     OMNIC_TRY(omnic__tensor_init(out, t->dtype, ndim, dims, err));
     out->data = (void *)(uintptr_t)t->data;
@@ -156,10 +177,10 @@ static float ld_f32(const omnic__tensor *t, int64_t i)
     return omnic__bf16_to_f32(((const uint16_t *)t->data)[i]);
 }
 
-/* Owned f32 copies of `parts` equal blocks of a float vector [parts * n] (biases; the fused
- * qkv bias is three blocks). */
-static omnic_status bind_f32(omnic__qvit *v, const omnic__safetensors *st, const char *name, int64_t n, int parts,
-                             omnic__tensor **out, omnic_err *err)
+/* Owned f32 copies of `parts` (1 or 3) equal blocks of a float vector [parts * n] (biases; the
+ * fused qkv bias is three blocks: q, k, v). */
+static omnic_status bind_f32(omnic__qvit *v, const omnic__safetensors *st, const char *name, int64_t n,
+                             int parts, omnic__tensor **out, omnic_err *err)
 {
     omnic__tensor view;
     int64_t all[1] = {n * parts}, one[1] = {n};
@@ -167,8 +188,12 @@ static omnic_status bind_f32(omnic__qvit *v, const omnic__safetensors *st, const
     for (int p = 0; p < parts; p++) {
         OMNIC_TRY(omnic__tensor_create(&out[p], OMNIC_DTYPE_F32, 1, one, err));
         float *dst = out[p]->data;
-        for (int64_t i = 0; i < n; i++) dst[i] = ld_f32(&view, p * n + i);
-        snprintf(out[p]->name, sizeof out[p]->name, "%.56s[%d]", name, p);
+        for (int64_t i = 0; i < n; i++)
+            dst[i] = ld_f32(&view, p * n + i);
+        if (parts == 1)
+            snprintf(out[p]->name, sizeof out[p]->name, "%.63s", name);
+        else
+            snprintf(out[p]->name, sizeof out[p]->name, "%.56s[%c]", name, "qkv"[p % 3]);
     }
     return OMNIC_OK;
 }
@@ -197,10 +222,12 @@ omnic_status omnic__qvit_load(omnic__qvit *v, const omnic__qvit_config *c, const
         omnic__st_find(st, NAME("%spatch_embed.proj.weight", c->alt_prefix)))
         P = v->cfg.prefix = c->alt_prefix;
     const int64_t pw[5] = {C, c->channels, c->temporal, c->patch, c->patch};
-    if ((s = bind(v, st, NAME("%spatch_embed.proj.weight", P), 5, pw, &v->patch_w, err)) != OMNIC_OK) goto fail;
+    if ((s = bind(v, st, NAME("%spatch_embed.proj.weight", P), 5, pw, &v->patch_w, err)) != OMNIC_OK)
+        goto fail;
     v->patch_w.ndim = 2; /* [C, C_in, t, p, p] row-major = [C, K] with K in (c, t, y, x) order */
     v->patch_w.dims[1] = c->patch_dim;
-    for (int i = 2; i < OMNIC_MAX_DIMS; i++) v->patch_w.dims[i] = 1;
+    for (int i = 2; i < OMNIC_MAX_DIMS; i++)
+        v->patch_w.dims[i] = 1;
     v->layers = omnic_alloc_array((size_t)c->depth, sizeof *v->layers);
     if (!v->layers) {
         s = OMNIC_FAIL(err, OMNIC_E_NOMEM, "out of memory for %lld vision blocks", (long long)c->depth);
@@ -278,28 +305,69 @@ void omnic__qvit_deinit(omnic__qvit *v)
     for (int64_t l = 0; v->layers && l < v->cfg.depth; l++) {
         omnic__qvit_layer *L = &v->layers[l];
         omnic__tensor *ts[] = {L->bq, L->bk, L->bv, L->bo, L->b1, L->b2, L->b3};
-        for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++) omnic__tensor_destroy(ts[i]);
+        for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++)
+            omnic__tensor_destroy(ts[i]);
     }
     omnic_free(v->layers);
     omnic__tensor *ts[] = {v->m0_b, v->m2_b, v->inv_h, v->inv_w};
-    for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++) omnic__tensor_destroy(ts[i]);
-    for (size_t i = 0; i < v->n_owned; i++) omnic__tensor_destroy(v->owned[i]);
+    for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++)
+        omnic__tensor_destroy(ts[i]);
+    for (size_t i = 0; i < v->n_owned; i++)
+        omnic__tensor_destroy(v->owned[i]);
     omnic_free(v->owned);
     memset(v, 0, sizeof *v);
+}
+
+omnic_status omnic__qvit_create(const json_t *config, const omnic__safetensors *st, int64_t text_hidden,
+                                omnic__qvit **out, omnic_err *err)
+{
+    omnic__qvit_config c;
+    OMNIC_TRY(omnic__qvit_config_parse(config, "config.json", text_hidden, &c, err));
+    omnic__qvit *v = omnic_alloc_array(1, sizeof *v);
+    if (!v) return OMNIC_FAIL(err, OMNIC_E_NOMEM, "out of memory for a vision tower");
+    omnic_status s = omnic__qvit_load(v, &c, st, err);
+    if (s != OMNIC_OK) {
+        omnic_free(v);
+        return s;
+    }
+    *out = v;
+    return OMNIC_OK;
+}
+
+void omnic__qvit_destroy(omnic__qvit *v)
+{
+    omnic__qvit_deinit(v);
+    omnic_free(v);
 }
 
 void omnic__qvit_param_stats(const omnic__qvit *v, int64_t *params, int64_t *bytes)
 {
     int64_t p = 0, b = 0;
     const bool v2 = v->cfg.arch == OMNIC_QVIT_QWEN2_VL;
-    const omnic__tensor *top[] = {&v->patch_w, &v->lnq_w, v2 ? &v->lnq_b : NULL, &v->m0, v->m0_b, &v->m2, v->m2_b};
+    const omnic__tensor *top[] = {&v->patch_w, &v->lnq_w, v2 ? &v->lnq_b : NULL, &v->m0, v->m0_b,
+                                  &v->m2,      v->m2_b};
     for (size_t i = 0; i < sizeof top / sizeof top[0]; i++)
         if (top[i]) p += omnic__tensor_nelem(top[i]), b += (int64_t)omnic__tensor_bytes(top[i]);
     for (int64_t l = 0; l < v->cfg.depth; l++) {
         const omnic__qvit_layer *L = &v->layers[l];
-        const omnic__tensor *ts[] = {&L->n1_w, v2 ? &L->n1_b : NULL, &L->n2_w, v2 ? &L->n2_b : NULL, &L->wq, &L->wk,
-                                     &L->wv, L->bq, L->bk, L->bv, &L->wo, L->bo, &L->w1, L->b1, &L->w2, L->b2,
-                                     v2 ? NULL : &L->w3, L->b3};
+        const omnic__tensor *ts[] = {&L->n1_w,
+                                     v2 ? &L->n1_b : NULL,
+                                     &L->n2_w,
+                                     v2 ? &L->n2_b : NULL,
+                                     &L->wq,
+                                     &L->wk,
+                                     &L->wv,
+                                     L->bq,
+                                     L->bk,
+                                     L->bv,
+                                     &L->wo,
+                                     L->bo,
+                                     &L->w1,
+                                     L->b1,
+                                     &L->w2,
+                                     L->b2,
+                                     v2 ? NULL : &L->w3,
+                                     L->b3};
         for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++)
             if (ts[i]) p += omnic__tensor_nelem(ts[i]), b += (int64_t)omnic__tensor_bytes(ts[i]);
     }
@@ -320,26 +388,32 @@ omnic_status omnic__qvit_meta_init(omnic__qvit_meta *out, const omnic__qvit_conf
                                    int n_images, int64_t max_rows, omnic_err *err)
 {
     memset(out, 0, sizeof *out);
-    if (n_images < 1) return OMNIC_FAIL(err, OMNIC_E_INVALID, "vision: %d images in a call (need >= 1)", n_images);
+    if (n_images < 1)
+        return OMNIC_FAIL(err, OMNIC_E_INVALID, "vision: %d images in a call (need >= 1)", n_images);
     int64_t n = 0;
     for (int i = 0; i < n_images; i++) {
         const int64_t t = grids[3 * i], h = grids[3 * i + 1], w = grids[3 * i + 2];
-        if (t < 1 || h < 1 || w < 1 || h % c->merge || w % c->merge || t > INT32_MAX || h > INT32_MAX || w > INT32_MAX)
-            return OMNIC_FAIL(err, OMNIC_E_INVALID,
-                              "vision: image %d grid (t, h, w) = (%lld, %lld, %lld): each must be >= 1 and h, w "
-                              "multiples of spatial_merge_size %lld",
-                              i, (long long)t, (long long)h, (long long)w, (long long)c->merge);
+        if (t < 1 || h < 1 || w < 1 || h % c->merge || w % c->merge || t > INT32_MAX || h > INT32_MAX ||
+            w > INT32_MAX)
+            return OMNIC_FAIL(
+                err, OMNIC_E_INVALID,
+                "vision: image %d grid (t, h, w) = (%lld, %lld, %lld): each must be >= 1 and h, w "
+                "multiples of spatial_merge_size %lld",
+                i, (long long)t, (long long)h, (long long)w, (long long)c->merge);
         int64_t rows;
         if (__builtin_mul_overflow(t, h, &rows) || __builtin_mul_overflow(rows, w, &rows) ||
             __builtin_add_overflow(n, rows, &n) || n > INT32_MAX)
-            return OMNIC_FAIL(err, OMNIC_E_TOO_LARGE, "vision: the grids up to image %d hold more than %d patches", i,
-                              INT32_MAX);
+            return OMNIC_FAIL(err, OMNIC_E_TOO_LARGE,
+                              "vision: the grids up to image %d hold more than %d patches", i, INT32_MAX);
     }
     if (n > max_rows)
-        return OMNIC_FAIL(err, OMNIC_E_CAPACITY, "vision: %lld patches in one call exceed the encoder's capacity of %lld",
+        return OMNIC_FAIL(err, OMNIC_E_CAPACITY,
+                          "vision: %lld patches in one call exceed the encoder's capacity of %lld",
                           (long long)n, (long long)max_rows);
     int32_t *block = omnic_alloc_array((size_t)n * 10, sizeof *block);
-    if (!block) return OMNIC_FAIL(err, OMNIC_E_NOMEM, "vision: out of memory for %lld patch rows of metadata", (long long)n);
+    if (!block)
+        return OMNIC_FAIL(err, OMNIC_E_NOMEM, "vision: out of memory for %lld patch rows of metadata",
+                          (long long)n);
     out->n = n;
     out->order = block;
     out->unperm = block + n;
@@ -381,7 +455,8 @@ omnic_status omnic__qvit_meta_init(omnic__qvit_meta *out, const omnic__qvit_conf
                     const int64_t w0 = r;
                     for (int64_t rr = a * S; rr < mh && rr < (a + 1) * S; rr++)
                         for (int64_t cc = b * S; cc < mw && cc < (b + 1) * S; cc++)
-                            for (int64_t u = 0; u < U; u++) out->order[r++] = (int32_t)(f0 + (rr * mw + cc) * U + u);
+                            for (int64_t u = 0; u < U; u++)
+                                out->order[r++] = (int32_t)(f0 + (rr * mw + cc) * U + u);
                     for (int64_t q = w0; q < r; q++) {
                         out->win_begin[q] = (int32_t)w0;
                         out->win_last[q] = (int32_t)(r - 1);
@@ -407,8 +482,8 @@ static omnic__tensor *w_or_null(omnic__graph *g, const omnic__tensor *t)
     return t ? omnic__g_weight(g, t) : NULL;
 }
 
-static omnic__tensor *norm(omnic__graph *g, const omnic__qvit_config *c, omnic__tensor *x, const omnic__tensor *w,
-                           const omnic__tensor *b)
+static omnic__tensor *norm(omnic__graph *g, const omnic__qvit_config *c, omnic__tensor *x,
+                           const omnic__tensor *w, const omnic__tensor *b)
 {
     if (c->arch == OMNIC_QVIT_QWEN2_VL)
         return omnic__g_layernorm(g, x, omnic__g_weight(g, w), omnic__g_weight(g, b), (float)c->eps);
@@ -422,7 +497,8 @@ omnic_status omnic__qvit_build(const omnic__qvit *v, omnic__module *m, omnic_err
     const int64_t N = g->capacity, C = c->hidden, H = c->n_heads, hd = c->head_dim;
     const bool v2 = c->arch == OMNIC_QVIT_QWEN2_VL;
     if (N % c->unit)
-        return OMNIC_FAIL(err, OMNIC_E_INVALID, "vision.encode: capacity %lld is not a multiple of %lld patches per token",
+        return OMNIC_FAIL(err, OMNIC_E_INVALID,
+                          "vision.encode: capacity %lld is not a multiple of %lld patches per token",
                           (long long)N, (long long)c->unit);
     const float scale = (float)(1.0 / sqrt((double)hd)); /* HF: head_dim**-0.5 */
     const int64_t pd[2] = {N, c->patch_dim}, rd[1] = {N}, hs[3] = {N, H, hd}, flat[2] = {N, C};
@@ -442,26 +518,32 @@ omnic_status omnic__qvit_build(const omnic__qvit *v, omnic__module *m, omnic_err
     for (int64_t l = 0; l < c->depth; l++) {
         const omnic__qvit_layer *L = &v->layers[l];
         omnic__tensor *h = norm(g, c, x, &L->n1_w, v2 ? &L->n1_b : NULL);
-        omnic__tensor *q = omnic__g_reshape(g, omnic__g_matmul(g, h, omnic__g_weight(g, &L->wq), omnic__g_weight(g, L->bq)), 3, hs);
-        omnic__tensor *k = omnic__g_reshape(g, omnic__g_matmul(g, h, omnic__g_weight(g, &L->wk), omnic__g_weight(g, L->bk)), 3, hs);
-        omnic__tensor *vv = omnic__g_reshape(g, omnic__g_matmul(g, h, omnic__g_weight(g, &L->wv), omnic__g_weight(g, L->bv)), 3, hs);
+        omnic__tensor *q = omnic__g_reshape(
+            g, omnic__g_matmul(g, h, omnic__g_weight(g, &L->wq), omnic__g_weight(g, L->bq)), 3, hs);
+        omnic__tensor *k = omnic__g_reshape(
+            g, omnic__g_matmul(g, h, omnic__g_weight(g, &L->wk), omnic__g_weight(g, L->bk)), 3, hs);
+        omnic__tensor *vv = omnic__g_reshape(
+            g, omnic__g_matmul(g, h, omnic__g_weight(g, &L->wv), omnic__g_weight(g, L->bv)), 3, hs);
         /* 2-D RoPE as two rotations over disjoint pairs: the row table is zero on the column
          * dims and vice versa, and a zero angle leaves a pair exactly as it was */
-        q = omnic__g_rope(g, omnic__g_rope(g, q, pos_h, (int)hd, 0, c->rope_theta, inv_h, 1.0f), pos_w, (int)hd, 0,
-                          c->rope_theta, inv_w, 1.0f);
-        k = omnic__g_rope(g, omnic__g_rope(g, k, pos_h, (int)hd, 0, c->rope_theta, inv_h, 1.0f), pos_w, (int)hd, 0,
-                          c->rope_theta, inv_w, 1.0f);
+        q = omnic__g_rope(g, omnic__g_rope(g, q, pos_h, (int)hd, 0, c->rope_theta, inv_h, 1.0f), pos_w,
+                          (int)hd, 0, c->rope_theta, inv_w, 1.0f);
+        k = omnic__g_rope(g, omnic__g_rope(g, k, pos_h, (int)hd, 0, c->rope_theta, inv_h, 1.0f), pos_w,
+                          (int)hd, 0, c->rope_theta, inv_w, 1.0f);
         /* block-diagonal attention: causal over [begin, last] with qpos = last sees exactly the block */
         const bool full = v2 || c->full_att[l];
-        omnic__tensor *a = omnic__g_attention(g, q, k, vv, full ? al : wl, NULL, full ? ab : wb, scale, true, 0, 0.0f);
+        omnic__tensor *a =
+            omnic__g_attention(g, q, k, vv, full ? al : wl, NULL, full ? ab : wb, scale, true, 0, 0.0f);
         omnic__tensor *o = omnic__g_matmul(g, omnic__g_reshape(g, a, 2, flat), omnic__g_weight(g, &L->wo),
                                            omnic__g_weight(g, L->bo));
         x = omnic__g_add(g, x, o);
         h = norm(g, c, x, &L->n2_w, v2 ? &L->n2_b : NULL);
         if (v2) {
-            h = omnic__g_unary(g, c->act, omnic__g_matmul(g, h, omnic__g_weight(g, &L->w1), omnic__g_weight(g, L->b1)));
+            h = omnic__g_unary(g, c->act,
+                               omnic__g_matmul(g, h, omnic__g_weight(g, &L->w1), omnic__g_weight(g, L->b1)));
         } else {
-            omnic__tensor *gate = omnic__g_matmul(g, h, omnic__g_weight(g, &L->w1), omnic__g_weight(g, L->b1));
+            omnic__tensor *gate =
+                omnic__g_matmul(g, h, omnic__g_weight(g, &L->w1), omnic__g_weight(g, L->b1));
             omnic__tensor *up = omnic__g_matmul(g, h, omnic__g_weight(g, &L->w3), omnic__g_weight(g, L->b3));
             h = omnic__g_glu(g, c->act, gate, up, c->act_variant);
         }
@@ -481,7 +563,8 @@ omnic_status omnic__qvit_build(const omnic__qvit *v, omnic__module *m, omnic_err
 
 /* ---- encoder ---- */
 
-static const char *const META_INPUTS[] = {"pos_h", "pos_w", "attn_begin", "attn_last", "win_begin", "win_last", "unperm"};
+static const char *const META_INPUTS[] = {"pos_h",     "pos_w",    "attn_begin", "attn_last",
+                                          "win_begin", "win_last", "unperm"};
 
 omnic_status omnic__qvit_encoder_init(omnic__qvit_encoder *e, const omnic__qvit *v, int64_t capacity,
                                       const omnic__backend_ops *b, omnic__threadpool *pool, omnic_err *err)
@@ -495,8 +578,10 @@ omnic_status omnic__qvit_encoder_init(omnic__qvit_encoder *e, const omnic__qvit 
     e->v = v;
     e->capacity = capacity;
     omnic_status s;
-    if ((s = omnic__module_init(&e->m, "vision.encode", "omnic.vision.encode.qwen2vl/1", capacity, err)) != OMNIC_OK ||
-        (s = omnic__qvit_build(v, &e->m, err)) != OMNIC_OK || (s = omnic__module_finalize(&e->m, b, pool, err)) != OMNIC_OK ||
+    if ((s = omnic__module_init(&e->m, "vision.encode", "omnic.vision.encode.qwen2vl/1", capacity, err)) !=
+            OMNIC_OK ||
+        (s = omnic__qvit_build(v, &e->m, err)) != OMNIC_OK ||
+        (s = omnic__module_finalize(&e->m, b, pool, err)) != OMNIC_OK ||
         (s = omnic__module_constrain(&e->m, "patches", 0, true, err)) != OMNIC_OK)
         goto fail;
     const int n_meta = c->arch == OMNIC_QVIT_QWEN2_VL ? 4 : 7;
@@ -506,7 +591,8 @@ omnic_status omnic__qvit_encoder_init(omnic__qvit_encoder *e, const omnic__qvit 
     e->out_projected = omnic__module_find_output(&e->m, "projected");
     e->patches = omnic_alloc_array((size_t)(capacity * c->patch_dim), sizeof *e->patches);
     if (!e->patches) {
-        s = OMNIC_FAIL(err, OMNIC_E_NOMEM, "vision.encode: out of memory for %lld patch rows", (long long)capacity);
+        s = OMNIC_FAIL(err, OMNIC_E_NOMEM, "vision.encode: out of memory for %lld patch rows",
+                       (long long)capacity);
         goto fail;
     }
     return OMNIC_OK;
@@ -529,13 +615,15 @@ omnic_status omnic__qvit_encode(omnic__qvit_encoder *e, const omnic__tensor *pat
 {
     const omnic__qvit_config *c = &e->v->cfg;
     const int64_t K = c->patch_dim;
-    if (!patches || patches->dtype != OMNIC_DTYPE_F32 || patches->ndim != 2 || patches->dims[1] != K || !patches->data) {
+    if (!patches || patches->dtype != OMNIC_DTYPE_F32 || patches->ndim != 2 || patches->dims[1] != K ||
+        !patches->data) {
         char got[128] = "(none)";
         if (patches) omnic__dims_str(got, sizeof got, patches->ndim, patches->dims);
-        return OMNIC_FAIL(err, OMNIC_E_INVALID, "vision.encode: patches must be f32 [N, %lld] (channels %lld x temporal "
-                          "%lld x patch %lld^2), got %s %s", (long long)K, (long long)c->channels,
-                          (long long)c->temporal, (long long)c->patch, patches ? omnic_dtype_name(patches->dtype) : "",
-                          got);
+        return OMNIC_FAIL(err, OMNIC_E_INVALID,
+                          "vision.encode: patches must be f32 [N, %lld] (channels %lld x temporal "
+                          "%lld x patch %lld^2), got %s %s",
+                          (long long)K, (long long)c->channels, (long long)c->temporal, (long long)c->patch,
+                          patches ? omnic_dtype_name(patches->dtype) : "", got);
     }
     omnic__qvit_meta meta;
     OMNIC_TRY(omnic__qvit_meta_init(&meta, c, grids, n_images, INT32_MAX, err));
@@ -543,20 +631,22 @@ omnic_status omnic__qvit_encode(omnic__qvit_encoder *e, const omnic__tensor *pat
     const int64_t n = meta.n;
     const float *src = patches->data;
     if (patches->dims[0] != n) {
-        s = OMNIC_FAIL(err, OMNIC_E_INVALID,
-                       "vision.encode: patches has %lld rows, the %d image grid(s) need sum(t * h * w) = %lld",
-                       (long long)patches->dims[0], n_images, (long long)n);
+        s = OMNIC_FAIL(
+            err, OMNIC_E_INVALID,
+            "vision.encode: patches has %lld rows, the %d image grid(s) need sum(t * h * w) = %lld",
+            (long long)patches->dims[0], n_images, (long long)n);
         goto out;
     }
     if (n > e->capacity) {
-        s = OMNIC_FAIL(err, OMNIC_E_CAPACITY, "vision.encode: %lld patches in one call exceed the capacity of %lld",
-                       (long long)n, (long long)e->capacity);
+        s = OMNIC_FAIL(err, OMNIC_E_CAPACITY,
+                       "vision.encode: %lld patches in one call exceed the capacity of %lld", (long long)n,
+                       (long long)e->capacity);
         goto out;
     }
     for (int64_t i = 0; i < n * K; i++)
         if (!isfinite(src[i])) {
-            s = OMNIC_FAIL(err, OMNIC_E_INVALID, "vision.encode: patches[%lld][%lld] is not finite", (long long)(i / K),
-                           (long long)(i % K));
+            s = OMNIC_FAIL(err, OMNIC_E_INVALID, "vision.encode: patches[%lld][%lld] is not finite",
+                           (long long)(i / K), (long long)(i % K));
             goto out;
         }
     if (c->arch == OMNIC_QVIT_QWEN2_5_VL) { /* processing (window) order */
@@ -566,8 +656,8 @@ omnic_status omnic__qvit_encode(omnic__qvit_encoder *e, const omnic__tensor *pat
     }
     omnic__tensor in[8];
     const omnic__tensor *ins[8];
-    const int32_t *arrays[7] = {meta.pos_h, meta.pos_w, meta.attn_begin, meta.attn_last, meta.win_begin, meta.win_last,
-                                meta.unperm};
+    const int32_t *arrays[7] = {meta.pos_h,     meta.pos_w,    meta.attn_begin, meta.attn_last,
+                                meta.win_begin, meta.win_last, meta.unperm};
     const int n_in = c->arch == OMNIC_QVIT_QWEN2_VL ? 5 : 8;
     const int64_t pd[2] = {n, K}, rd[1] = {n};
     if ((s = omnic__tensor_init(&in[0], OMNIC_DTYPE_F32, 2, pd, err)) != OMNIC_OK) goto out;

@@ -63,41 +63,41 @@ typedef struct omnic__qvit_config {
     int64_t out_hidden;                       /* merger output = text hidden (Qwen2-VL
                                                * vision hidden_size, Qwen2.5-VL out_hidden_size) */
     int64_t channels, patch, temporal, merge;
-    int64_t patch_dim;                        /* channels * temporal * patch * patch */
-    int64_t unit;                             /* merge * merge patches per merged token */
-    omnic__op act;                            /* Qwen2-VL: fc1 activation (GELU_QUICK, ...);
-                                               * Qwen2.5-VL: the gated unit (SWIGLU or GEGLU) */
-    int act_variant;                          /* GEGLU: 0 erf, 1 tanh */
-    double eps;                               /* norms: 1e-6 (hard-coded in HF) */
-    float rope_theta;                         /* 10000 (hard-coded in HF) */
-    int64_t window_size;                      /* Qwen2.5-VL: window side in pixels */
-    int64_t window_merged;                    /* window side in merged tokens */
-    bool full_att[OMNIC_MAX_LAYERS];          /* Qwen2.5-VL: layer attends per image frame */
+    int64_t patch_dim;                                      /* channels * temporal * patch * patch */
+    int64_t unit;                                           /* merge * merge patches per merged token */
+    omnic__op act;                                          /* Qwen2-VL: fc1 activation (GELU_QUICK, ...);
+                                                             * Qwen2.5-VL: the gated unit (SWIGLU or GEGLU) */
+    int act_variant;                                        /* GEGLU: 0 erf, 1 tanh */
+    double eps;                                             /* norms: 1e-6 (hard-coded in HF) */
+    float rope_theta;                                       /* 10000 (hard-coded in HF) */
+    int64_t window_size;                                    /* Qwen2.5-VL: window side in pixels */
+    int64_t window_merged;                                  /* window side in merged tokens */
+    bool full_att[OMNIC_MAX_LAYERS];                        /* Qwen2.5-VL: layer attends per image frame */
     int32_t image_token_id, vision_start_id, vision_end_id; /* -1 when absent */
-    const char *prefix, *alt_prefix;          /* "visual.", "model.visual." */
+    const char *prefix, *alt_prefix;                        /* "visual.", "model.visual." */
 } omnic__qvit_config;
 
 typedef struct omnic__qvit_layer {
-    omnic__tensor n1_w, n1_b, n2_w, n2_b;   /* [C]; biases Qwen2-VL only */
-    omnic__tensor wq, wk, wv;               /* [C, C] row blocks of attn.qkv.weight [3C, C] */
-    omnic__tensor *bq, *bk, *bv;            /* owned f32 [C] (attn.qkv.bias blocks) */
-    omnic__tensor wo;                       /* [C, C] attn.proj.weight */
-    omnic__tensor *bo;                      /* owned f32 [C] */
-    omnic__tensor w1, w3, w2;               /* Qwen2-VL: fc1 [I, C], -, fc2 [C, I];
-                                             * Qwen2.5-VL: gate [I, C], up [I, C], down [C, I] */
-    omnic__tensor *b1, *b3, *b2;            /* owned f32 [I], [I] (2.5 only), [C] */
+    omnic__tensor n1_w, n1_b, n2_w, n2_b; /* [C]; biases Qwen2-VL only */
+    omnic__tensor wq, wk, wv;             /* [C, C] row blocks of attn.qkv.weight [3C, C] */
+    omnic__tensor *bq, *bk, *bv;          /* owned f32 [C] (attn.qkv.bias blocks) */
+    omnic__tensor wo;                     /* [C, C] attn.proj.weight */
+    omnic__tensor *bo;                    /* owned f32 [C] */
+    omnic__tensor w1, w3, w2;             /* Qwen2-VL: fc1 [I, C], -, fc2 [C, I];
+                                           * Qwen2.5-VL: gate [I, C], up [I, C], down [C, I] */
+    omnic__tensor *b1, *b3, *b2;          /* owned f32 [I], [I] (2.5 only), [C] */
 } omnic__qvit_layer;
 
 typedef struct omnic__qvit {
     omnic__qvit_config cfg;
-    omnic__tensor patch_w;                  /* [C, K]: patch_embed.proj.weight [C, C_in, t, p, p] viewed */
-    omnic__qvit_layer *layers;              /* owned [depth] */
-    omnic__tensor lnq_w, lnq_b;             /* [C] merger.ln_q (bias: Qwen2-VL only) */
-    omnic__tensor m0, m2;                   /* [U*C, U*C], [out_hidden, U*C] merger.mlp.0 / .2 */
-    omnic__tensor *m0_b, *m2_b;             /* owned f32 */
-    omnic__tensor *inv_h, *inv_w;           /* owned f32 [head_dim / 2]: the RoPE tables of the
-                                             * row and column halves (zeros elsewhere) */
-    omnic__tensor **owned;                  /* owned: aligned copies of misaligned weights */
+    omnic__tensor patch_w;        /* [C, K]: patch_embed.proj.weight [C, C_in, t, p, p] viewed */
+    omnic__qvit_layer *layers;    /* owned [depth] */
+    omnic__tensor lnq_w, lnq_b;   /* [C] merger.ln_q (bias: Qwen2-VL only) */
+    omnic__tensor m0, m2;         /* [U*C, U*C], [out_hidden, U*C] merger.mlp.0 / .2 */
+    omnic__tensor *m0_b, *m2_b;   /* owned f32 */
+    omnic__tensor *inv_h, *inv_w; /* owned f32 [head_dim / 2]: the RoPE tables of the
+                                   * row and column halves (zeros elsewhere) */
+    omnic__tensor **owned;        /* owned: aligned copies of misaligned weights */
     size_t n_owned;
 } omnic__qvit;
 
@@ -113,6 +113,12 @@ omnic_status omnic__qvit_config_parse(const json_t *cfg, const char *what, int64
 omnic_status omnic__qvit_load(omnic__qvit *v, const omnic__qvit_config *cfg, const omnic__safetensors *st,
                               omnic_err *err);
 void omnic__qvit_deinit(omnic__qvit *v);
+/* Both steps for a checkpoint: parse config (the config.json object, borrowed) and bind the
+ * weights of st (borrowed; must outlive *out). Returns owned *out (omnic__qvit_destroy);
+ * *out unchanged on failure. */
+omnic_status omnic__qvit_create(const json_t *config, const omnic__safetensors *st, int64_t text_hidden,
+                                omnic__qvit **out, omnic_err *err);
+void omnic__qvit_destroy(omnic__qvit *v); /* NULL ok */
 void omnic__qvit_param_stats(const omnic__qvit *v, int64_t *params, int64_t *bytes);
 
 /* Builds the vision.encode graph into m (initialized with capacity = the most patch rows per

@@ -32,6 +32,7 @@ static void fill_entry(omnic__sig_entry *e, const omnic__gtensor *t)
     e->ndim = t->t.ndim;
     memcpy(e->dims, t->t.dims, sizeof e->dims);
     e->var = t->var;
+    e->var_div = t->var_div;
     e->tensor = t->id;
 }
 
@@ -289,7 +290,9 @@ static void print_entry(const omnic__sig_entry *e, FILE *f)
 {
     fprintf(f, "%s %s [", e->name, omnic_dtype_name(e->dtype));
     for (int d = 0; d < e->ndim; d++) {
-        if (d == 0 && e->var != OMNIC_VAR_NONE)
+        if (d == 0 && e->var != OMNIC_VAR_NONE && e->var_div > 1)
+            fprintf(f, "n/%lld<=%lld", (long long)e->var_div, (long long)e->dims[0]);
+        else if (d == 0 && e->var != OMNIC_VAR_NONE)
             fprintf(f, "n<=%lld", (long long)e->dims[0]);
         else
             fprintf(f, "%lld", (long long)e->dims[d]);

@@ -23,6 +23,7 @@ typedef struct omnic__sig_entry {
     int ndim;
     int64_t dims[OMNIC_MAX_DIMS];
     omnic__var var;
+    int64_t var_div;   /* VAR_T: dims[0] = n / var_div (outputs after omnic__g_group_rows) */
     int64_t max_value; /* integer inputs: every value must be in [0, max_value); 0: unchecked */
     bool finite;       /* float inputs: every value must be finite */
     int tensor;        /* graph tensor id */
