@@ -146,6 +146,18 @@ static double encode_macs(const omnic__vision_config *c)
     return N * P * C + L * (4 * N * C * C + 2 * N * N * C + 2 * N * C * I) + R * C * D + R * D * D;
 }
 
+/* The same for a Qwen2-VL-style tower on one image of grid (t, h, w): patch embedding, per
+ * layer q/k/v/o, attention within the frame (Qwen2.5-VL: windows on most layers, counted as
+ * full frames here: an upper bound), the MLP (2 or 3 matrices), and the merger. */
+static double qwen_encode_macs(const omnic__qvit_config *c, const int64_t g[3])
+{
+    double N = (double)(g[0] * g[1] * g[2]), F = (double)(g[1] * g[2]), C = (double)c->hidden;
+    double I = (double)c->intermediate, U = (double)c->unit, D = (double)c->out_hidden;
+    double mlp = c->arch == OMNIC_QVIT_QWEN2_VL ? 2 : 3;
+    return N * (double)c->patch_dim * C + (double)c->depth * (4 * N * C * C + 2 * N * F * C + mlp * N * C * I) +
+           (N / U) * (U * C) * (U * C) + (N / U) * (U * C) * D;
+}
+
 /* Seconds of one [M, K] x [N, K]^T f32 matmul through m's backend and threads (the best of reps). */
 static omnic_status gemm_probe(omnic__model *m, int64_t M, int64_t K, int64_t N, int reps, double *best,
                                omnic_err *err)
@@ -203,17 +215,19 @@ static int bench_image(omnic__model *m, const bench_opts *o)
         goto out;
     }
     double t_prep = INFINITY, t_enc = INFINITY, sum_prep = 0, sum_enc = 0;
+    int64_t grid[3] = {1, 1, 1};
     for (int r = -1; r < o->reps; r++) { /* r = -1: warm-up */
         omnic__tensor_destroy(pv);
         pv = NULL;
         double t0 = now_s();
-        if (omnic__image_prep_run(&prep, (const uint8_t *)bytes, len, NULL, NULL, &pv, &err) != OMNIC_OK) {
+        if (omnic__image_prep_run(&prep, (const uint8_t *)bytes, len, NULL, NULL, &pv, grid, &err) != OMNIC_OK) {
             fprintf(stderr, "omnic bench: --image %s: %s\n", o->image, err.msg);
             goto out;
         }
         double t1 = now_s();
         const omnic__tensor *proj;
-        if (omnic__model_encode_image(m, pv, &proj, NULL, &err) != OMNIC_OK) {
+        if ((m->qvit ? omnic__model_encode_qwen_image(m, pv, grid, &proj, NULL, &err)
+                     : omnic__model_encode_image(m, pv, &proj, NULL, &err)) != OMNIC_OK) {
             fprintf(stderr, "omnic bench: vision.encode: %s\n", err.msg);
             goto out;
         }
@@ -222,27 +236,42 @@ static int bench_image(omnic__model *m, const bench_opts *o)
         t_prep = fmin(t_prep, t1 - t0), t_enc = fmin(t_enc, t2 - t1);
         sum_prep += t1 - t0, sum_enc += t2 - t1;
     }
-    const omnic__vision_config *vc = &m->vision->cfg;
+    /* the tower's shape: rows through it, width, MLP width, layers; multiply-adds per image */
+    int64_t rows, width, inter;
+    double macs;
+    char desc[160];
+    if (m->qvit) {
+        const omnic__qvit_config *qc = &m->qvit->cfg;
+        rows = pv->dims[0], width = qc->hidden, inter = qc->intermediate;
+        macs = qwen_encode_macs(qc, grid);
+        snprintf(desc, sizeof desc, "%s %s, grid %lldx%lldx%lld (%lld patches, %lld tokens)", m->family->name,
+                 qc->arch == OMNIC_QVIT_QWEN2_VL ? "Qwen2-VL" : "Qwen2.5-VL", (long long)grid[0], (long long)grid[1],
+                 (long long)grid[2], (long long)rows, (long long)(rows / qc->unit));
+    } else {
+        const omnic__vision_config *vc = &m->vision->cfg;
+        rows = vc->n_seq, width = vc->hidden, inter = vc->intermediate;
+        macs = encode_macs(vc);
+        snprintf(desc, sizeof desc, "%s %s %lldpx, %lld of %lld layers", m->family->name,
+                 vc->arch == OMNIC_VISION_CLIP ? "CLIP" : "SigLIP", (long long)vc->image_size,
+                 (long long)vc->feature_index, (long long)vc->n_layers);
+    }
     double gemm_s = 0;
-    if (gemm_probe(m, vc->n_seq, vc->hidden, vc->intermediate, o->reps, &gemm_s, &err) != OMNIC_OK) {
+    if (gemm_probe(m, rows, width, inter, o->reps, &gemm_s, &err) != OMNIC_OK) {
         fprintf(stderr, "omnic bench: GEMM probe: %s\n", err.msg);
         goto out;
     }
-    double macs = encode_macs(vc), enc_gflops = 2 * macs / t_enc * 1e-9;
-    double peak_gflops = 2.0 * (double)(vc->n_seq * vc->hidden * vc->intermediate) / gemm_s * 1e-9;
+    double enc_gflops = 2 * macs / t_enc * 1e-9;
+    double peak_gflops = 2.0 * (double)(rows * width * inter) / gemm_s * 1e-9;
     printf("| model | image | preprocess ms (mean / best) | encode ms (mean / best) | images/s | encode GFLOP/s | "
            "f32 GEMM GFLOP/s | encode / GEMM | preprocess / encode |\n"
            "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n");
-    printf("| %s %s %lldpx, %lld of %lld layers | %s | %.2f / %.2f | %.1f / %.1f | %.2f | %.1f | %.1f | %.2f | "
-           "%.3f |\n",
-           m->family->name, vc->arch == OMNIC_VISION_CLIP ? "CLIP" : "SigLIP", (long long)vc->image_size,
-           (long long)vc->feature_index, (long long)vc->n_layers, o->image, 1e3 * sum_prep / o->reps, 1e3 * t_prep,
-           1e3 * sum_enc / o->reps, 1e3 * t_enc, o->reps / (sum_prep + sum_enc), enc_gflops, peak_gflops,
-           enc_gflops / peak_gflops, t_prep / t_enc);
+    printf("| %s | %s | %.2f / %.2f | %.1f / %.1f | %.2f | %.1f | %.1f | %.2f | %.3f |\n", desc, o->image,
+           1e3 * sum_prep / o->reps, 1e3 * t_prep, 1e3 * sum_enc / o->reps, 1e3 * t_enc,
+           o->reps / (sum_prep + sum_enc), enc_gflops, peak_gflops, enc_gflops / peak_gflops, t_prep / t_enc);
     printf("\nencode: %.2f GFLOP per image (%.1f%% of the GEMM probe [%lld x %lld] x [%lld x %lld]^T, best of %d, "
            "threads %d)\n",
-           2 * macs * 1e-9, 100 * enc_gflops / peak_gflops, (long long)vc->n_seq, (long long)vc->hidden,
-           (long long)vc->intermediate, (long long)vc->hidden, o->reps, m->encode.nth);
+           2 * macs * 1e-9, 100 * enc_gflops / peak_gflops, (long long)rows, (long long)width, (long long)inter,
+           (long long)width, o->reps, m->prefill.nth);
     rc = 0;
 out:
     omnic__tensor_destroy(pv);

@@ -140,6 +140,16 @@ int omnic__cli_inspect(int argc, char **argv)
                m->image_token_id);
         omnic__module_print(&m->encode, stdout);
     }
+    if (m->qvit) {
+        const omnic__qvit_config *qc = &m->qvit->cfg;
+        printf("vision:     %s tower, patch %lld, temporal %lld, merge %lld, hidden %lld, %lld layers, up to %lld "
+               "patches per image (image pad %d, vision start %d), M-RoPE sections %d/%d/%d\n",
+               qc->arch == OMNIC_QVIT_QWEN2_VL ? "Qwen2-VL" : "Qwen2.5-VL", (long long)qc->patch,
+               (long long)qc->temporal, (long long)qc->merge, (long long)qc->hidden, (long long)qc->depth,
+               (long long)m->qenc.capacity, qc->image_token_id, qc->vision_start_id, m->dec.cfg.mrope_section[0],
+               m->dec.cfg.mrope_section[1], m->dec.cfg.mrope_section[2]);
+        omnic__module_print(&m->qenc.m, stdout);
+    }
     human(b1, sizeof b1, (double)omnic__model_planned_bytes(m));
     human(b2, sizeof b2, (double)omnic__model_kv_bytes(m));
     human(b3, sizeof b3, (double)(omnic__model_planned_bytes(m) + omnic__model_kv_bytes(m)));

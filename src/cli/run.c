@@ -115,11 +115,20 @@ static void on_prefill(void *ctx, const omnic__prefill_info *info)
     const omnic__prepared_prefill *pp = info->prepared;
     int64_t T = pp ? pp->n_rows : (int64_t)st->n_prompt;
     dump_i32(st, "tokens", st->prompt, (int64_t)st->n_prompt);
-    int32_t *pos = malloc((size_t)T * sizeof *pos);
-    if (pos) {
-        for (int64_t i = 0; i < T; i++) pos[i] = pp ? pp->positions[i] : (int32_t)i;
-        dump_i32(st, "positions", pos, T);
-        free(pos);
+    if (pp && pp->pos_mode == OMNIC_POS_MROPE) { /* [3, T]: temporal, height, width */
+        omnic__tensor t;
+        omnic_err err;
+        int64_t d[2] = {3, T};
+        omnic__tensor_init(&t, OMNIC_DTYPE_I32, 2, d, &err);
+        t.data = pp->positions;
+        dump_tensor(st, "positions", &t);
+    } else {
+        int32_t *pos = malloc((size_t)T * sizeof *pos);
+        if (pos) {
+            for (int64_t i = 0; i < T; i++) pos[i] = pp ? pp->positions[i] : (int32_t)i;
+            dump_i32(st, "positions", pos, T);
+            free(pos);
+        }
     }
     if (pp) {
         omnic__tensor t;
@@ -328,6 +337,7 @@ int omnic__cli_run(int argc, char **argv)
     size_t n_ids = 0;
     char *text = NULL;
     omnic__tensor *pixels[OMNIC_MAX_REQUEST_IMAGES] = {0};
+    int64_t grids[3 * OMNIC_MAX_REQUEST_IMAGES];
     if (n_images) { /* decode + the checkpoint's processor */
         omnic__image_prep prep;
         if (omnic__image_prep_init(&prep, m, &err) != OMNIC_OK) {
@@ -338,7 +348,7 @@ int omnic__cli_run(int argc, char **argv)
             char *bytes = NULL;
             size_t len = 0;
             if (omnic__read_file(images[k], OMNIC_MAX_MEDIA_BYTES, &bytes, &len, &err) != OMNIC_OK ||
-                omnic__image_prep_run(&prep, (const uint8_t *)bytes, len, NULL, NULL, &pixels[k], &err) != OMNIC_OK) {
+                omnic__image_prep_run(&prep, (const uint8_t *)bytes, len, NULL, NULL, &pixels[k], grids + 3 * k, &err) != OMNIC_OK) {
                 fprintf(stderr, "omnic run: --image %s: %s\n", images[k], err.msg);
                 omnic_free(bytes);
                 goto out;
@@ -362,7 +372,9 @@ int omnic__cli_run(int argc, char **argv)
         fprintf(stderr, "omnic run: %s\n", err.msg);
         goto out;
     }
-    const int64_t expanded = (int64_t)n_ids + (int64_t)n_images * (m->image_tokens - 1);
+    int64_t expanded = (int64_t)n_ids;
+    for (size_t k = 0; k < n_images; k++)
+        expanded += (m->qvit ? pixels[k]->dims[0] / m->qvit->cfg.unit : m->image_tokens) - 1;
     if (dump && expanded > m->chunk) {
         fprintf(stderr, "omnic run: --dump needs the prompt in one prefill chunk: %lld rows > --chunk %lld\n",
                 (long long)expanded, (long long)m->chunk);
@@ -374,6 +386,15 @@ int omnic__cli_run(int argc, char **argv)
         char name[48];
         image_name(&st, "pixel_values", (int64_t)k, name, sizeof name);
         dump_tensor(&st, name, pixels[k]);
+    }
+    if (dump && n_images && m->qvit) { /* [n_images, 3] (t, h, w) */
+        int32_t thw[3 * OMNIC_MAX_REQUEST_IMAGES];
+        for (size_t k = 0; k < 3 * n_images; k++) thw[k] = (int32_t)grids[k];
+        omnic__tensor t;
+        int64_t d[2] = {(int64_t)n_images, 3};
+        omnic__tensor_init(&t, OMNIC_DTYPE_I32, 2, d, &err);
+        t.data = thw;
+        dump_tensor(&st, "image_grid_thw", &t);
     }
     pthread_mutex_init(&st.mu, NULL);
     pthread_cond_init(&st.cv, NULL);
@@ -395,7 +416,8 @@ int omnic__cli_run(int argc, char **argv)
                             .on_prefill = dump ? on_prefill : NULL,
                             .on_encode = dump ? on_encode : NULL,
                             .images = (const omnic__tensor *const *)pixels,
-                            .n_images = n_images};
+                            .n_images = n_images,
+                            .grids = grids};
     uint64_t id;
     st.t_submit = now_s();
     if (omnic__engine_submit(e, &r, &id, &err) != OMNIC_OK) {
@@ -411,9 +433,10 @@ int omnic__cli_run(int argc, char **argv)
     double pp = st.t_first > st.t_submit ? (double)st.prompt_tokens / (st.t_first - st.t_submit) : 0;
     double tg = st.n_generated > 1 && st.t_end > st.t_first ? (double)(st.n_generated - 1) / (st.t_end - st.t_first) : 0;
     fprintf(stderr,
-            "omnic run: load %.2f s; prompt %lld tokens, %.2f tok/s; generated %lld tokens, %.2f tok/s; finish %s\n",
-            t_load, (long long)st.prompt_tokens, pp, (long long)st.completion_tokens, tg,
-            omnic__finish_name(st.finish));
+            "omnic run: load %.2f s; prompt %lld tokens, %.2f tok/s; time to first token %.3f s; generated %lld "
+            "tokens, %.2f tok/s; finish %s\n",
+            t_load, (long long)st.prompt_tokens, pp, st.t_first > st.t_submit ? st.t_first - st.t_submit : 0.0,
+            (long long)st.completion_tokens, tg, omnic__finish_name(st.finish));
     if (st.finish == OMNIC_FINISH_ERROR) fprintf(stderr, "omnic run: %s\n", st.error);
     rc = st.finish == OMNIC_FINISH_ERROR || st.dump_errors ? 1 : 0;
     free(st.generated);

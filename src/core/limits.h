@@ -83,6 +83,9 @@
 #define OMNIC_MAX_IMAGE_SIDE 32768
 /* Encoded bytes of one media item (a data: URL's decoded payload, an image file). */
 #define OMNIC_MAX_MEDIA_BYTES ((size_t)20 << 20)
+/* Patch rows of one Qwen2-VL-style image (the encoder is planned for this many at most; the
+ * processor's max_pixels is lowered to fit: 4096 patches of 14 px = 802816 pixels). */
+#define OMNIC_MAX_QWEN_IMAGE_PATCHES 4096
 /* Images in one request (the server's --max-images may lower it). */
 #define OMNIC_MAX_REQUEST_IMAGES 16
 /* Qwen2-VL style image processors (preprocessor_config.json): spatial patch side, temporal

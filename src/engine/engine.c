@@ -9,6 +9,7 @@
 #include "engine/engine.h"
 #include "engine/stop.h"
 #include "models/merge.h"
+#include "models/mrope.h"
 #include "io/json.h"
 #include "tokenizer/detok_stream.h"
 
@@ -26,9 +27,13 @@ typedef struct request {
     void *cb_ctx;
     omnic__prefill_cb on_prefill;
     omnic__encode_cb on_encode;
-    /* images: pixel_values [n_images, 3, S, S] (owned) encoded one per step into projected
-     * [n_images, image rows, H] (owned), then merged into pp */
-    float *pixels, *projected;
+    /* images: pixel_values of each (owned copies; LLaVA f32 [3, S, S], Qwen2-VL f32 [t*h*w,
+     * patch_dim]) and their grids (owned [n_images * 3]), encoded one per step into projected
+     * (owned [sum of rows, H]), then merged into pp */
+    omnic__tensor **pixels;
+    int64_t *grids;
+    float *projected;
+    int64_t proj_rows;         /* rows of projected filled */
     size_t n_images;
     int64_t encoded;
     omnic__prepared_prefill pp; /* set once every image is encoded (n_rows 0 before) */
@@ -101,7 +106,9 @@ static void request_free(request *r)
     for (size_t i = 0; r->stops && i < r->n_stops; i++) omnic_free(r->stops[i]);
     omnic_free(r->stops);
     omnic_free(r->prompt);
+    for (size_t i = 0; r->pixels && i < r->n_images; i++) omnic__tensor_destroy(r->pixels[i]);
     omnic_free(r->pixels);
+    omnic_free(r->grids);
     omnic_free(r->projected);
     omnic__prepared_prefill_deinit(&r->pp);
     omnic_free(r);
@@ -311,6 +318,13 @@ static omnic_status prefill_chunk(omnic__engine *e, int si, omnic_err *err)
     return OMNIC_OK;
 }
 
+/* Prompt rows one image's pixel_values become: the LLaVA tower's fixed count, or a Qwen2-VL
+ * image's patches / merge^2. */
+static int64_t image_rows(const omnic__model *m, const omnic__tensor *pv)
+{
+    return m->qvit ? pv->dims[0] / m->qvit->cfg.unit : m->image_tokens;
+}
+
 /* Encodes the next image of slot si (one per step); after the last one, merges them into
  * the request's PreparedPrefill and moves the slot to PREFILL. */
 static omnic_status encode_next(omnic__engine *e, int si, omnic_err *err)
@@ -318,23 +332,27 @@ static omnic_status encode_next(omnic__engine *e, int si, omnic_err *err)
     slot *s = &e->slots[si];
     request *r = s->req;
     omnic__model *m = e->model;
-    const int64_t S = m->image_size, R = m->image_tokens, H = m->dec.cfg.hidden;
-    omnic__tensor pv;
-    int64_t dims[3] = {3, S, S};
-    OMNIC_TRY(omnic__tensor_init(&pv, OMNIC_DTYPE_F32, 3, dims, err));
-    pv.data = r->pixels + r->encoded * 3 * S * S;
+    const int64_t H = m->dec.cfg.hidden, k = r->encoded;
     const omnic__tensor *proj, *feat;
-    OMNIC_TRY(omnic__model_encode_image(m, &pv, &proj, &feat, err));
+    if (m->qvit) OMNIC_TRY(omnic__model_encode_qwen_image(m, r->pixels[k], r->grids + 3 * k, &proj, &feat, err));
+    else OMNIC_TRY(omnic__model_encode_image(m, r->pixels[k], &proj, &feat, err));
+    const int64_t R = image_rows(m, r->pixels[k]);
     if (proj->dims[0] != R || proj->dims[1] != H)
         return OMNIC_FAIL(err, OMNIC_E_INTERNAL, "vision.encode gave [%lld, %lld] rows, expected [%lld, %lld]",
                           (long long)proj->dims[0], (long long)proj->dims[1], (long long)R, (long long)H);
-    memcpy(r->projected + r->encoded * R * H, proj->data, (size_t)(R * H) * sizeof(float));
-    if (r->on_encode) r->on_encode(r->cb_ctx, r->encoded, feat, proj);
+    memcpy(r->projected + r->proj_rows * H, proj->data, (size_t)(R * H) * sizeof(float));
+    r->proj_rows += R;
+    if (r->on_encode) r->on_encode(r->cb_ctx, k, feat, proj);
     r->encoded++;
     omnic__metrics_steps(&e->metrics, 1, 0, 0, 0);
     if (r->encoded < (int64_t)r->n_images) return OMNIC_OK;
-    OMNIC_TRY(omnic__model_merge_images(m, r->prompt, (int64_t)r->n_prompt, r->projected, (int64_t)r->n_images,
-                                        &r->pp, err));
+    if (m->qvit)
+        OMNIC_TRY(omnic__model_merge_mrope(m, r->prompt, (int64_t)r->n_prompt, r->grids, r->projected,
+                                           (int64_t)r->n_images, &m->mrope_spec, &r->pp, err));
+    else
+        OMNIC_TRY(omnic__model_merge_images(m, r->prompt, (int64_t)r->n_prompt, r->projected, (int64_t)r->n_images,
+                                            &r->pp, err));
+    for (size_t i = 0; i < r->n_images; i++) omnic__tensor_destroy(r->pixels[i]);
     omnic_free(r->pixels), r->pixels = NULL;
     omnic_free(r->projected), r->projected = NULL;
     s->pf_len = r->pp.n_rows;
@@ -709,16 +727,30 @@ omnic_status omnic__engine_submit(omnic__engine *e, const omnic__gen_request *r,
                        (long long)placeholders, r->n_images);
         goto reject;
     }
+    int64_t image_rows_total = 0;
     for (size_t i = 0; i < r->n_images; i++) {
         const omnic__tensor *t = r->images[i];
-        if (!t || !t->data || t->dtype != OMNIC_DTYPE_F32 || t->ndim != 3 || t->dims[0] != 3 ||
-            t->dims[1] != m->image_size || t->dims[2] != m->image_size) {
+        if (m->qvit) { /* flattened patches [t*h*w, patch_dim] of the grid (t, h, w) */
+            const omnic__qvit_config *c = &m->qvit->cfg;
+            const int64_t *g = r->grids ? r->grids + 3 * i : NULL;
+            if (!g || g[0] < 1 || g[1] < 1 || g[2] < 1 || g[1] % c->merge || g[2] % c->merge || !t || !t->data ||
+                t->dtype != OMNIC_DTYPE_F32 || t->ndim != 2 || t->dims[1] != c->patch_dim ||
+                t->dims[0] != g[0] * g[1] * g[2] || t->dims[0] > m->qenc.capacity) {
+                s = OMNIC_FAIL(err, OMNIC_E_INVALID,
+                               "image %zu: pixel_values must be f32 [t*h*w, %lld] with a grid (t, h, w), h and w "
+                               "multiples of %lld, at most %lld patches",
+                               i, (long long)c->patch_dim, (long long)c->merge, (long long)m->qenc.capacity);
+                goto reject;
+            }
+        } else if (!t || !t->data || t->dtype != OMNIC_DTYPE_F32 || t->ndim != 3 || t->dims[0] != 3 ||
+                   t->dims[1] != m->image_size || t->dims[2] != m->image_size) {
             s = OMNIC_FAIL(err, OMNIC_E_INVALID, "image %zu: pixel_values must be f32 [3, %lld, %lld]", i,
                            (long long)m->image_size, (long long)m->image_size);
             goto reject;
         }
+        image_rows_total += image_rows(m, t);
+        expanded += image_rows(m, t) - 1;
     }
-    expanded += (int64_t)r->n_images * (m->image_tokens - 1);
     if (__builtin_add_overflow(expanded, r->max_tokens, &total) || total > cap) {
         why = OMNIC_REJECT_CAPACITY;
         s = OMNIC_FAIL(err, OMNIC_E_CAPACITY,
@@ -737,13 +769,19 @@ omnic_status omnic__engine_submit(omnic__engine *e, const omnic__gen_request *r,
     q = omnic_alloc_array(1, sizeof *q);
     if (!q || !(q->prompt = omnic_alloc_array(r->n_prompt, sizeof *q->prompt))) goto nomem;
     if (r->n_images) {
-        const size_t per = (size_t)(3 * m->image_size * m->image_size);
-        if (!(q->pixels = omnic_alloc_array(r->n_images * per, sizeof *q->pixels)) ||
-            !(q->projected = omnic_alloc_array(r->n_images * (size_t)(m->image_tokens * m->dec.cfg.hidden),
+        if (!(q->pixels = omnic_alloc_array(r->n_images, sizeof *q->pixels)) ||
+            !(q->grids = omnic_alloc_array(3 * r->n_images, sizeof *q->grids)) ||
+            !(q->projected = omnic_alloc_array((size_t)image_rows_total * (size_t)m->dec.cfg.hidden,
                                                sizeof *q->projected)))
             goto nomem;
-        for (size_t i = 0; i < r->n_images; i++) memcpy(q->pixels + i * per, r->images[i]->data, per * sizeof(float));
         q->n_images = r->n_images;
+        for (size_t i = 0; i < r->n_images; i++) {
+            const omnic__tensor *t = r->images[i];
+            omnic_err cerr;
+            if (omnic__tensor_create(&q->pixels[i], OMNIC_DTYPE_F32, t->ndim, t->dims, &cerr) != OMNIC_OK) goto nomem;
+            memcpy(q->pixels[i]->data, t->data, omnic__tensor_bytes(t));
+            for (int a = 0; a < 3; a++) q->grids[3 * i + (size_t)a] = r->grids ? r->grids[3 * i + (size_t)a] : 1;
+        }
     }
     memcpy(q->prompt, r->prompt, r->n_prompt * sizeof *q->prompt);
     q->n_prompt = r->n_prompt;

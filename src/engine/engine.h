@@ -88,12 +88,15 @@ typedef struct omnic__gen_request {
     void *cb_ctx;
     omnic__prefill_cb on_prefill;   /* optional (stage dumps); gets cb_ctx */
     omnic__encode_cb on_encode;     /* optional (stage dumps); gets cb_ctx */
-    /* Images: pixel_values f32 [3, S, S] each (the model's processor output; borrowed for the
-     * call, copied), one per image placeholder id in prompt, in order. The prompt stays the
+    /* Images: pixel_values each (the model's processor output: f32 [3, S, S] for LLaVA, the
+     * flattened patches f32 [t*h*w, patch_dim] for Qwen2-VL; borrowed for the call, copied),
+     * one per image placeholder id in prompt, in order. The prompt stays the
      * logical ids (usage, penalties, stop matching); each placeholder expands to the model's
      * image rows for admission and positions. */
     const omnic__tensor *const *images;
     size_t n_images;
+    const int64_t *grids;           /* Qwen2-VL models: [n_images * 3] each image's (t, h, w) in
+                                     * patches (the processor's image_grid_thw); else NULL */
 } omnic__gen_request;
 
 /* Loads the model and tokenizer in dir (borrowed) and starts the scheduler. Returns owned. */

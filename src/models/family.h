@@ -15,6 +15,8 @@ typedef struct omnic__family {
      * config); NULL for text-only families. */
     omnic_status (*parse_vision)(const json_t *cfg, const char *what, const omnic__text_config *text,
                                  omnic__vision_config *out, omnic_err *err);
+    /* Qwen2-VL-style tower (models/qwen2vl_vision.h, variable image sizes, M-RoPE merge). */
+    bool qwen_vision;
 } omnic__family;
 
 extern const omnic__family omnic__family_llama;
@@ -23,6 +25,7 @@ extern const omnic__family omnic__family_qwen3;
 extern const omnic__family omnic__family_phi3;
 extern const omnic__family omnic__family_gemma3_text;
 extern const omnic__family omnic__family_llava;
+extern const omnic__family omnic__family_qwen2_vl;
 
 /* The family for config's model_type; E_UNSUPPORTED naming the model_type and the
  * supported list when none matches. */

@@ -32,10 +32,13 @@ static omnic_status compute_identity(omnic__model *m, omnic_err *err)
     used = strlen(modules);
     if (m->vision)
         snprintf(modules + used, sizeof modules - used, ";%s:%s", m->encode.name, m->encode.contract);
+    if (m->qvit)
+        snprintf(modules + used, sizeof modules - used, ";%s:%s", m->qenc.m.name, m->qenc.m.contract);
     static const char *const mask_names[] = {"causal", "causal+bias", "bias"};
     char buckets[64] = "";
     if (m->vision)
         snprintf(buckets, sizeof buckets, "image:%lldx%lld", (long long)m->image_size, (long long)m->image_size);
+    if (m->qvit) snprintf(buckets, sizeof buckets, "image_patches:<=%lld", (long long)m->qenc.capacity);
     omnic__bundle_desc d = {
         .arch_config = arch,
         .weights = w,
@@ -54,6 +57,43 @@ out:
     omnic_free(w);
     free(arch); /* jansson's allocator */
     return s;
+}
+
+/* The Qwen2-VL tower and its encoder, planned for the largest image the checkpoint's
+ * processor makes (max_pixels / patch^2 patches), at most OMNIC_MAX_QWEN_IMAGE_PATCHES. */
+static omnic_status open_qwen_vision(omnic__model *m, omnic_err *err)
+{
+    OMNIC_TRY(omnic__qvit_create(m->ckpt->config, m->ckpt->weights, m->dec.cfg.hidden, &m->qvit, err));
+    const omnic__qvit_config *c = &m->qvit->cfg;
+    int64_t cap = OMNIC_MAX_QWEN_IMAGE_PATCHES;
+    const json_t *pc = m->ckpt->preprocessor_config;
+    const json_t *mp = pc ? json_object_get(pc, "max_pixels") : NULL;
+    if (json_is_integer(mp) && json_integer_value(mp) > 0 && json_integer_value(mp) / (c->patch * c->patch) < cap)
+        cap = json_integer_value(mp) / (c->patch * c->patch);
+    if (cap < c->unit) cap = c->unit;
+    OMNIC_TRY(omnic__qvit_encoder_init(&m->qenc, m->qvit, cap, m->backend, m->pool, err));
+    m->image_token_id = c->image_token_id;
+    m->mrope_spec = (omnic__mrope_spec){.image_token_id = c->image_token_id,
+                                        .vision_start_token_id = c->vision_start_id,
+                                        .video_token_id = -1,
+                                        .spatial_merge_size = c->merge};
+    const json_t *vt = json_object_get(m->ckpt->config, "video_token_id");
+    if (json_is_integer(vt)) m->mrope_spec.video_token_id = (int32_t)json_integer_value(vt);
+    if (c->image_token_id < 0 || c->image_token_id >= m->dec.cfg.vocab || c->vision_start_id < 0 ||
+        c->vision_start_id >= m->dec.cfg.vocab)
+        return OMNIC_FAIL(err, OMNIC_E_INVALID,
+                          "config.json: image_token_id %d / vision_start_token_id %d must be in the vocabulary of %lld",
+                          c->image_token_id, c->vision_start_id, (long long)m->dec.cfg.vocab);
+    return OMNIC_OK;
+}
+
+omnic_status omnic__model_encode_qwen_image(omnic__model *m, const omnic__tensor *patches, const int64_t grid[3],
+                                            const omnic__tensor **projected, const omnic__tensor **features,
+                                            omnic_err *err)
+{
+    if (!m->qvit) return OMNIC_FAIL(err, OMNIC_E_UNSUPPORTED, "model (family %s) has no Qwen2-VL vision tower",
+                                    m->family->name);
+    return omnic__qvit_encode(&m->qenc, patches, grid, 1, projected, features, err);
 }
 
 /* The vision tower, its vision.encode module (one image per call) and the image facts. */
@@ -154,6 +194,7 @@ omnic_status omnic__model_open(const char *dir, const omnic__model_opts *opts, o
     m->embed_prefill_logits = omnic__module_find_output(&m->embed_prefill, "logits");
     m->image_token_id = -1;
     if (m->family->parse_vision && (s = open_vision(m, &cfg, err)) != OMNIC_OK) goto fail;
+    if (m->family->qwen_vision && (s = open_qwen_vision(m, err)) != OMNIC_OK) goto fail;
     if ((s = compute_identity(m, err)) != OMNIC_OK) goto fail;
     *out = m;
     return OMNIC_OK;
@@ -169,6 +210,8 @@ void omnic__model_close(omnic__model *m)
     omnic__module_deinit(&m->prefill_inv);
     omnic__module_deinit(&m->embed_prefill);
     omnic__module_deinit(&m->encode);
+    omnic__qvit_encoder_deinit(&m->qenc);
+    omnic__qvit_destroy(m->qvit);
     omnic__vision_tower_deinit(m->vision);
     omnic_free(m->vision);
     omnic__module_deinit(&m->decode);
@@ -181,7 +224,8 @@ void omnic__model_close(omnic__model *m)
 
 size_t omnic__model_planned_bytes(const omnic__model *m)
 {
-    return m->prefill.plan.total_bytes + m->prefill_inv.plan.total_bytes + m->decode.plan.total_bytes + m->embed_prefill.plan.total_bytes +
+    return m->prefill.plan.total_bytes + m->prefill_inv.plan.total_bytes + m->decode.plan.total_bytes +
+           m->qenc.m.plan.total_bytes + m->embed_prefill.plan.total_bytes +
            m->encode.plan.total_bytes;
 }
 
@@ -196,8 +240,8 @@ size_t omnic__model_kv_bytes(const omnic__model *m)
 
 bool omnic__model_supports_image(const omnic__model *m)
 {
-    return m && m->vision && m->encode.finalized && m->encode_projected >= 0 && m->image_token_id >= 0 &&
-           m->ckpt->preprocessor_config != NULL;
+    if (!m || m->image_token_id < 0 || !m->ckpt->preprocessor_config) return false;
+    return (m->vision && m->encode.finalized && m->encode_projected >= 0) || (m->qvit && m->qenc.m.finalized);
 }
 
 omnic_status omnic__model_embed_tokens(const omnic__model *m, const int32_t *ids, int64_t n, float *out,

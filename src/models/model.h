@@ -5,6 +5,8 @@
 
 #include "io/checkpoint.h"
 #include "models/family.h"
+#include "models/mrope.h"
+#include "models/qwen2vl_vision.h"
 
 typedef struct omnic__model_opts {
     const char *backend;  /* "cpu" (default) or "ref" */
@@ -53,6 +55,12 @@ typedef struct omnic__model {
      * "vision_features" f32 [image_tokens, vision hidden] (the selected hidden state) and
      * "projected" f32 [image_tokens, text hidden] (the rows that replace the image tokens). */
     omnic__vision_tower *vision;      /* owned */
+    /* Qwen2-VL / Qwen2.5-VL (family qwen_vision; NULL otherwise): the tower + merger, its
+     * vision.encode planned for up to qenc.capacity patch rows (one image per call), and the
+     * M-RoPE token ids and merge size. Images vary in size: image_tokens / image_size are 0. */
+    omnic__qvit *qvit;                /* owned */
+    omnic__qvit_encoder qenc;
+    omnic__mrope_spec mrope_spec;
     omnic__module encode;             /* vision.encode (finalized only when vision is set) */
     int encode_features, encode_projected; /* output indices */
     int32_t image_token_id;           /* the placeholder id (LLaVA image_token_index); -1: none */
@@ -93,6 +101,14 @@ omnic_status omnic__model_merge_embeds(const omnic__model *m, const int32_t *ids
 omnic_status omnic__model_encode_image(omnic__model *m, const omnic__tensor *pixel_values,
                                        const omnic__tensor **projected, const omnic__tensor **features,
                                        omnic_err *err);
+
+/* Runs the Qwen2-VL vision.encode on one image: patches f32 [t*h*w, patch_dim] (the
+ * processor's pixel_values), grid (t, h, w). On success *projected [t*h*w / merge^2, text
+ * hidden] (and *features [t*h*w, vision hidden] when not NULL) are valid until the next
+ * encode. E_UNSUPPORTED without such a tower; the encoder's errors (shapes, grid, capacity). */
+omnic_status omnic__model_encode_qwen_image(omnic__model *m, const omnic__tensor *patches, const int64_t grid[3],
+                                            const omnic__tensor **projected, const omnic__tensor **features,
+                                            omnic_err *err);
 
 /* Memory the model needs beyond its mapped weights: planned module memory, and the KV
  * pool (bytes). */

@@ -264,6 +264,7 @@ typedef struct conn_state {
     bool *final_sent;   /* [n_choices] */
     bool roles_sent, stream_ended;
     omnic__tensor **pixels; /* [n_pixels] owned pixel_values of the request's images */
+    int64_t *grids;         /* [3 * n_pixels] their grids (Qwen2-VL; (1, 1, 1) otherwise) */
     size_t n_pixels;
 } conn_state;
 
@@ -282,6 +283,7 @@ static void conn_state_free(conn_state *cs)
     omnic_free(cs->tokens);
     for (size_t i = 0; cs->pixels && i < cs->n_pixels; i++) omnic__tensor_destroy(cs->pixels[i]);
     omnic_free(cs->pixels);
+    omnic_free(cs->grids);
     omnic_free(cs);
 }
 
@@ -861,7 +863,8 @@ static void image_job_run(omnic__media_job *base)
             j->st = omnic__media_fetch(json_string_value(u), json_string_length(u), s->media_dir[0] ? s->media_dir : NULL,
                                        OMNIC_MAX_MEDIA_BYTES, &bytes, &len, &j->err);
         if (j->st == OMNIC_OK)
-            j->st = omnic__image_prep_run(&s->prep, bytes, len, &j->lim, &base->cancel, &cs->pixels[i], &j->err);
+            j->st = omnic__image_prep_run(&s->prep, bytes, len, &j->lim, &base->cancel, &cs->pixels[i],
+                                          cs->grids + 3 * i, &j->err);
         omnic_free(bytes);
         if (j->st == OMNIC_OK) cs->n_pixels = i + 1;
     }
@@ -895,7 +898,8 @@ static omnic_status prepare_images(conn_state *cs, omnic__api_error *e)
         return omnic__api_fail(e, 400, NULL, "invalid_value", "messages",
                                "The request has %zu images, over the limit of %d per request", n, max);
     cs->pixels = omnic_alloc_array(n, sizeof *cs->pixels);
-    if (!cs->pixels) return omnic__api_fail(e, 503, NULL, NULL, NULL, "out of memory");
+    cs->grids = omnic_alloc_array(3 * n, sizeof *cs->grids);
+    if (!cs->pixels || !cs->grids) return omnic__api_fail(e, 503, NULL, NULL, NULL, "out of memory");
     image_job j = {.cs = cs, .lim = {.max_pixels = s->o.max_image_pixels}};
     omnic_err_clear(&j.err);
     omnic__media_job_init(&j.base, image_job_run);
@@ -1020,7 +1024,8 @@ static enum MHD_Result do_generate(conn_state *cs)
                                 .cb = on_engine_event,
                                 .cb_ctx = &ch->choices[i],
                                 .images = (const omnic__tensor *const *)cs->pixels,
-                                .n_images = cs->n_pixels};
+                                .n_images = cs->n_pixels,
+                                .grids = cs->grids};
         /* n > 1: choice j samples with seed + j (reproducible), or a fresh random seed */
         r.sampling.seed = rq->has_seed ? rq->sampling.seed + (uint64_t)j : rand64(s);
         ch->choices[i].prompt = (int)p;

@@ -128,8 +128,8 @@ static int setup(void **state)
                 "mkdir %s/mrope && cp %s/*.json %s/*.safetensors %s/mrope/ && " PY
                 " -c \"import json,sys; p=sys.argv[1]; c=json.load(open(p)); "
                 "c['rope_scaling']={'type':'mrope','mrope_section':[2,3,3]}; json.dump(c,open(p,'w'))\" "
-                "%s/mrope/config.json",
-             dir, dir, dir, dir, dir, dir, dir, dir);
+                "%s/mrope/config.json && " PY " tools/mktiny.py --family qwen2_vl --dtype f32 --out %s/qvl >/dev/null",
+             dir, dir, dir, dir, dir, dir, dir, dir, dir);
     return system(cmd) == 0 ? 0 : -1;
 }
 
@@ -414,6 +414,82 @@ static void test_mrope_engine(void **state)
     }
 }
 
+/* Qwen2-VL (tiny): image requests of two grid sizes interleaved with text requests on 3
+ * slots equal each alone; an image request's rope_delta never reaches the next request of its
+ * slot (text after an image on a 1-slot engine == the text on a fresh engine). */
+static void test_qwen2vl_batch(void **state)
+{
+    (void)state;
+    char qvl[160];
+    snprintf(qvl, sizeof qvl, "%s/qvl", dir);
+    enum { N = 5 };
+    static sink alone[N], together[N], fresh, after;
+    omnic__engine *e1 = engine_at(qvl, 1, 8, 0);
+    const omnic__model *m = omnic__engine_model(e1);
+    assert_non_null(m->qvit);
+    const int64_t K = m->qvit->cfg.patch_dim;
+    static const int64_t grids[N][3] = {{1, 4, 6}, {0}, {1, 2, 2}, {0}, {1, 6, 4}};
+    omnic__tensor *px[N] = {0};
+    static int32_t prompts[N][16];
+    size_t lens[N];
+    omnic__gen_request rs[N];
+    omnic_err err;
+    for (int i = 0; i < N; i++) {
+        size_t n = 0;
+        for (int j = 0; j < 4; j++) prompts[i][n++] = (int32_t)(40 + 7 * j + i);
+        if (grids[i][0]) {
+            int64_t d[2] = {grids[i][0] * grids[i][1] * grids[i][2], K};
+            assert_int_equal(omnic__tensor_create(&px[i], OMNIC_DTYPE_F32, 2, d, &err), OMNIC_OK);
+            for (int64_t v = 0; v < d[0] * K; v++) ((float *)px[i]->data)[v] = (float)((v * 13 + i) % 29) / 14.0f - 1.0f;
+            prompts[i][n++] = m->mrope_spec.vision_start_token_id;
+            prompts[i][n++] = m->mrope_spec.image_token_id;
+            prompts[i][n++] = m->qvit->cfg.vision_end_id;
+        }
+        for (int j = 0; j < 3; j++) prompts[i][n++] = (int32_t)(200 + 5 * j + i);
+        lens[i] = n;
+        rs[i] = req(prompts[i], n, 12, NULL);
+        if (px[i]) rs[i].images = (const omnic__tensor *const *)&px[i], rs[i].n_images = 1, rs[i].grids = grids[i];
+    }
+    for (int i = 0; i < N; i++) {
+        sink_init(&alone[i]);
+        rs[i].cb_ctx = &alone[i];
+        run_one(e1, rs[i], &alone[i]);
+        assert_int_equal(alone[i].finish, OMNIC_FINISH_LENGTH);
+        assert_int_equal(alone[i].prompt_tokens, (int64_t)lens[i]);
+    }
+    /* after the last image request, the same slot runs a text request: as on a fresh engine */
+    omnic__gen_request rt = rs[1];
+    sink_init(&after);
+    rt.cb_ctx = &after;
+    run_one(e1, rt, &after);
+    omnic__engine_destroy(e1);
+    omnic__engine *ef = engine_at(qvl, 1, 8, 0);
+    sink_init(&fresh);
+    rt.cb_ctx = &fresh;
+    run_one(ef, rt, &fresh);
+    omnic__engine_destroy(ef);
+    assert_int_equal(after.n_tokens, fresh.n_tokens);
+    assert_memory_equal(after.tokens, fresh.tokens, sizeof(int32_t) * (size_t)fresh.n_tokens);
+    /* a grid whose patches do not match is refused */
+    omnic__engine *e = engine_at(qvl, 3, 8, 0);
+    uint64_t id;
+    omnic__gen_request bad = rs[0];
+    bad.grids = grids[2];
+    assert_int_equal(omnic__engine_submit(e, &bad, &id, &err), OMNIC_E_INVALID);
+    for (int i = 0; i < N; i++) {
+        sink_init(&together[i]);
+        rs[i].cb_ctx = &together[i];
+        assert_int_equal(omnic__engine_submit(e, &rs[i], &id, &err), OMNIC_OK);
+    }
+    for (int i = 0; i < N; i++) {
+        sink_wait(&together[i]);
+        assert_int_equal(together[i].n_tokens, alone[i].n_tokens);
+        assert_memory_equal(together[i].tokens, alone[i].tokens, sizeof(int32_t) * (size_t)alone[i].n_tokens);
+    }
+    omnic__engine_destroy(e);
+    for (int i = 0; i < N; i++) omnic__tensor_destroy(px[i]);
+}
+
 /* Cancelling frees the slot: the next request on a 1-slot engine runs. */
 static void test_cancel(void **state)
 {
@@ -547,6 +623,7 @@ int main(void)
         cmocka_unit_test(test_stream_equals_decode), cmocka_unit_test(test_concurrent_equals_alone),
         cmocka_unit_test(test_mixed_steps_equal_alone), cmocka_unit_test(test_longrope_replay_batched),
         cmocka_unit_test(test_images_mixed_batch), cmocka_unit_test(test_mrope_engine),
+        cmocka_unit_test(test_qwen2vl_batch),
         cmocka_unit_test(test_cancel),               cmocka_unit_test(test_stop_string),
         cmocka_unit_test(test_admission),            cmocka_unit_test(test_timeout_and_metrics),
     };

@@ -87,7 +87,7 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from safetensors_np import Checkpoint  # noqa: E402
 
-SUPPORTED = ("llama", "qwen2", "qwen3", "phi3", "gemma3_text")
+SUPPORTED = ("llama", "qwen2", "qwen3", "phi3", "gemma3_text", "qwen2_vl", "qwen2_5_vl")
 
 
 # =============================================================================
@@ -126,6 +126,7 @@ class DecoderConfig:
     final_softcap: Optional[float] = None    # gemma final_logit_softcapping
     layer_types: Optional[List[str]] = None  # gemma: "sliding_attention" / "full_attention" per layer
     rope_local_theta: float = 10000.0        # gemma: rope_local_base_freq (sliding layers)
+    mrope_section: Optional[List[int]] = None  # qwen2_vl: M-RoPE frequencies per axis (t, h, w)
 
 
 ROPE_TYPES = {  # rope_scaling types implemented, per family (gemma3_text: its full layers)
@@ -157,6 +158,8 @@ def load_config(model_dir: str) -> DecoderConfig:
     mt = c.get("model_type")
     if mt not in SUPPORTED:
         raise SystemExit(f"{model_dir}: model_type {mt!r} not supported (have {', '.join(SUPPORTED)})")
+    if mt in ("qwen2_vl", "qwen2_5_vl"):  # the text model: Qwen2 with M-RoPE (keys at the top level)
+        mt = "qwen2"
     if "rope_parameters" in c and "rope_theta" not in c:
         raise SystemExit(f"{model_dir}: `rope_parameters` (transformers v5 config layout) not implemented")
     heads = c["num_attention_heads"]
@@ -205,6 +208,12 @@ def load_config(model_dir: str) -> DecoderConfig:
     else:
         sw = c.get("sliding_window", 4096) if mt == "gemma3_text" else None
     rs = c.get("rope_scaling")
+    if rs is not None and (rs.get("type") == "mrope" or "mrope_section" in rs):
+        # Qwen2VLConfig renames type mrope to default; the sections split the frequencies
+        extra.update(mrope_section=[int(x) for x in rs["mrope_section"]])
+        if sum(extra["mrope_section"]) != head_dim // 2:
+            raise SystemExit(f"{model_dir}: mrope_section {rs['mrope_section']} does not sum to head_dim / 2")
+        rs = None
     if rs is not None:
         rtype = rs.get("rope_type", rs.get("type", "default"))
         if mt == "phi3" and rs.get("type") in ("su", "yarn"):   # Phi3Config._rope_scaling_adjustment
@@ -497,12 +506,17 @@ def layer_window(cfg: DecoderConfig, i: int) -> Optional[int]:
 
 
 def forward(model_dir: str, tokens: Sequence[int], positions: Optional[Sequence[int]] = None,
-            precision: str = "f32", kv_round: str = "none") -> Dict[str, np.ndarray]:
+            precision: str = "f32", kv_round: str = "none", inputs_embeds: Optional[np.ndarray] = None,
+            mrope_positions: Optional[np.ndarray] = None) -> Dict[str, np.ndarray]:
     """Prefill `tokens` from an empty cache; returns every stage (see the module docstring).
 
     tokens [T]; positions [T] (RoPE coordinates, default 0..T-1; the causal and
     sliding-window masks always use the row index). precision 'f32' or 'f64'. kv_round
     rounds K and V to f16/bf16 before attention, to model a reduced-precision KV cache (not HF).
+    inputs_embeds [T, H]: rows to use instead of the embedding lookup (multimodal prompts;
+    tokens then only give T). mrope_positions [3, T]: Qwen2-VL's M-RoPE coordinates
+    (temporal, height, width); frequency i takes coordinate k for the k-th mrope_section
+    (apply_multimodal_rotary_pos_emb, chunked); default: positions on all three axes.
     """
     dtype = {"f32": np.float32, "f64": np.float64}[precision]
     cfg = load_config(model_dir)
@@ -522,8 +536,8 @@ def forward(model_dir: str, tokens: Sequence[int], positions: Optional[Sequence[
 
     out: Dict[str, np.ndarray] = {"tokens": tokens.astype(np.int32), "positions": positions.astype(np.int32)}
     embed = W("model.embed_tokens.weight")                        # [V, H]
-    h = embed[tokens]
-    if cfg.gemma:   # scale rounded to the embedding weight's dtype, product in the compute dtype
+    h = embed[tokens] if inputs_embeds is None else np.asarray(inputs_embeds, dtype=dtype)
+    if cfg.gemma and inputs_embeds is None:   # scale rounded to the embedding weight's dtype, product in the compute dtype
         h = h * dtype(embed_scale(cfg.hidden, ck.info("model.embed_tokens.weight")[0]))
     out["inputs_embeds"] = h
     seq_len = int(positions.max()) + 1
@@ -531,8 +545,15 @@ def forward(model_dir: str, tokens: Sequence[int], positions: Optional[Sequence[
 
     def rope(local: bool):
         if local not in tables:
-            tables[local] = rope_cos_sin(rope_inv_freq(cfg, seq_len, local), positions, dtype,
-                                         rope_attention_factor(cfg, local))
+            inv = rope_inv_freq(cfg, seq_len, local)
+            if cfg.mrope_section is not None:
+                p3 = np.stack([positions] * 3) if mrope_positions is None else np.asarray(mrope_positions, np.int64)
+                axis = np.repeat(np.arange(3), cfg.mrope_section)                  # [rd/2]: the axis of each frequency
+                angle = p3.astype(np.float32)[axis, :].T * inv[None, :]           # [T, rd/2] float32
+                emb = np.concatenate([angle, angle], axis=-1).astype(dtype)
+                tables[local] = (np.cos(emb), np.sin(emb))
+            else:
+                tables[local] = rope_cos_sin(inv, positions, dtype, rope_attention_factor(cfg, local))
         return tables[local]
 
     norm = gemma_rms_norm if cfg.gemma else rms_norm
