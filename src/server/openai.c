@@ -473,6 +473,11 @@ static omnic_status parse_request(omnic__api_kind kind, const json_t *body, int 
         r->continuous_usage = json_is_true(u);
     }
     OMNIC_TRY(get_bool(body, "ignore_eos", &r->ignore_eos, e));
+    if ((v = field(body, "mm_processor_kwargs"))) { /* vLLM's spelling: per-request processor bounds */
+        if (!json_is_object(v)) return BADTYPE(e, "mm_processor_kwargs", "an object", v);
+        OMNIC_TRY(get_int(v, "min_pixels", 1, INT32_MAX, NULL, &r->min_pixels, e));
+        OMNIC_TRY(get_int(v, "max_pixels", 1, INT32_MAX, NULL, &r->max_pixels, e));
+    }
     r->max_tokens = -1;
     OMNIC_TRY(get_int(body, "max_tokens", 1, INT32_MAX, &given, &x, e));
     if (given) r->max_tokens = x;

@@ -69,6 +69,7 @@ typedef struct omnic__api_request {
     omnic__api_prompt *prompts;   /* COMPLETION: owned [n_prompts] */
     size_t n_prompts;
     bool stream, include_usage, continuous_usage, ignore_eos;
+    int64_t min_pixels, max_pixels; /* mm_processor_kwargs (Qwen2-VL image processors); 0: not given */
     int64_t max_tokens;           /* -1: not given */
     int n;                        /* choices per prompt */
     omnic__sampling_params sampling;

@@ -838,6 +838,7 @@ static void live_remove(omnic__server *s, channel *ch)
 typedef struct image_job {
     omnic__media_job base; /* first: the pool hands this back */
     conn_state *cs;
+    omnic__image_prep prep; /* the server's, with the request's pixel bounds */
     omnic__image_limits lim;
     size_t failed;         /* the image that failed */
     omnic_status st;
@@ -863,7 +864,7 @@ static void image_job_run(omnic__media_job *base)
             j->st = omnic__media_fetch(json_string_value(u), json_string_length(u), s->media_dir[0] ? s->media_dir : NULL,
                                        OMNIC_MAX_MEDIA_BYTES, &bytes, &len, &j->err);
         if (j->st == OMNIC_OK)
-            j->st = omnic__image_prep_run(&s->prep, bytes, len, &j->lim, &base->cancel, &cs->pixels[i],
+            j->st = omnic__image_prep_run(&j->prep, bytes, len, &j->lim, &base->cancel, &cs->pixels[i],
                                           cs->grids + 3 * i, &j->err);
         omnic_free(bytes);
         if (j->st == OMNIC_OK) cs->n_pixels = i + 1;
@@ -900,7 +901,21 @@ static omnic_status prepare_images(conn_state *cs, omnic__api_error *e)
     cs->pixels = omnic_alloc_array(n, sizeof *cs->pixels);
     cs->grids = omnic_alloc_array(3 * n, sizeof *cs->grids);
     if (!cs->pixels || !cs->grids) return omnic__api_fail(e, 503, NULL, NULL, NULL, "out of memory");
-    image_job j = {.cs = cs, .lim = {.max_pixels = s->o.max_image_pixels}};
+    image_job j = {.cs = cs, .prep = s->prep, .lim = {.max_pixels = s->o.max_image_pixels}};
+    const omnic__api_request *rq = &cs->req;
+    if (rq->min_pixels || rq->max_pixels) { /* within what the server's processor allows */
+        if (!s->prep.qwen)
+            return omnic__api_fail(e, 400, NULL, "unsupported_parameter", "mm_processor_kwargs",
+                                   "min_pixels / max_pixels apply to Qwen2-VL-style image processors only");
+        const int64_t hi = s->prep.qparams.max_pixels;
+        if (rq->max_pixels > hi || rq->min_pixels > hi)
+            return omnic__api_fail(e, 400, NULL, "invalid_value", "mm_processor_kwargs",
+                                   "Invalid 'mm_processor_kwargs': %lld pixels is over this server's limit of %lld",
+                                   (long long)(rq->max_pixels > hi ? rq->max_pixels : rq->min_pixels), (long long)hi);
+        omnic_err berr;
+        if (omnic__qwen2vl_set_pixel_bounds(&j.prep.qparams, rq->min_pixels, rq->max_pixels, &berr) != OMNIC_OK)
+            return omnic__api_fail(e, 400, NULL, "invalid_value", "mm_processor_kwargs", "%s", berr.msg);
+    }
     omnic_err_clear(&j.err);
     omnic__media_job_init(&j.base, image_job_run);
     omnic_err err;

@@ -90,8 +90,42 @@ curl_text=$(echo "$out" | $PY -c 'import json,sys; print(json.load(sys.stdin)["c
   fail "openai client (images)"
 $PY tests/e2e/server/image_checks.py "$PORT" "$KEY" "$media" || fail "image checks"
 
+# per-request processor bounds are for Qwen2-VL-style processors: refused on LLaVA
+st=$(curl -s -o "$tmp/o.json" -w '%{http_code}' -H "Authorization: Bearer $KEY" -H 'Content-Type: application/json' \
+  "$B/v1/chat/completions" -d '{"messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"photo.jpg"}}]}],"mm_processor_kwargs":{"max_pixels":50000}}')
+[ "$st" = 400 ] && grep -q "Qwen2-VL-style" "$tmp/o.json" || fail "mm_processor_kwargs on LLaVA: $st $(cat "$tmp/o.json")"
 kill -TERM "$PID"
 wait "$PID" || fail "server exit status $?"
+
+# ---- Qwen2-VL (M-RoPE, variable image sizes) ----
+$PY tools/mktiny.py --family qwen2_vl --out "$tmp/qvl" >/dev/null || fail "mktiny qwen2_vl"
+"$OMNIC" serve -m "$tmp/qvl" --port 0 --parallel 2 --media-dir "$media" 2>"$tmp/qserver.log" &
+PID=$!
+for _ in $(seq 1 600); do
+  PORT=$(sed -n 's/.*listening on http:\/\/[^:]*:\([0-9]*\).*/\1/p' "$tmp/qserver.log" | head -1)
+  grep -q "ready on" "$tmp/qserver.log" && break
+  sleep 0.05
+done
+B="http://127.0.0.1:$PORT"
+curl -s "$B/v1/models" | grep -q '"input_modalities":\["text","image"\]' || fail "qwen2_vl /v1/models image input"
+qreq() { # $1: extra JSON fields
+  curl -s -o "$tmp/q.json" -w '%{http_code}' -H 'Content-Type: application/json' "$B/v1/chat/completions" -d \
+    "{\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":\"image_url\",\"image_url\":{\"url\":\"photo.jpg\"}},{\"type\":\"text\",\"text\":\"Describe.\"}]}],\"max_tokens\":8,\"temperature\":0$1}"
+}
+[ "$(qreq '')" = 200 ] || fail "qwen2_vl image request: $(cat "$tmp/q.json")"
+a=$(cat "$tmp/q.json" | $PY -c 'import json,sys; print(json.load(sys.stdin)["choices"][0]["message"]["content"])')
+[ "$(qreq ',"mm_processor_kwargs":{"max_pixels":3136}')" = 200 ] || fail "qwen2_vl max_pixels: $(cat "$tmp/q.json")"
+[ "$(qreq ',"mm_processor_kwargs":{"max_pixels":99999999}')" = 400 ] && grep -q "over this server's limit" "$tmp/q.json" ||
+  fail "qwen2_vl max_pixels over the limit: $(cat "$tmp/q.json")"
+[ "$(qreq ',"mm_processor_kwargs":{"min_pixels":40000,"max_pixels":4000}')" = 400 ] ||
+  fail "qwen2_vl min_pixels > max_pixels: $(cat "$tmp/q.json")"
+st=$(curl -s -o "$tmp/q.json" -w '%{http_code}' -H 'Content-Type: application/json' "$B/v1/chat/completions" -d \
+  '{"messages":[{"role":"user","content":[{"type":"video_url","video_url":{"url":"x.mp4"}}]}]}')
+[ "$st" = 400 ] && grep -q "video_url" "$tmp/q.json" || fail "qwen2_vl video refused: $st $(cat "$tmp/q.json")"
+[ "$(qreq '')" = 200 ] && [ "$(cat "$tmp/q.json" | $PY -c 'import json,sys; print(json.load(sys.stdin)["choices"][0]["message"]["content"])')" = "$a" ] ||
+  fail "qwen2_vl: same request, same output"
+kill -TERM "$PID"
+wait "$PID" || fail "qwen2_vl server exit status $?"
 if [ $failed -ne 0 ]; then
   tail -20 "$tmp/server.log"
   exit 1

@@ -67,9 +67,9 @@ static void sink_wait(sink *s)
     pthread_mutex_unlock(&s->mu);
 }
 
-static omnic__engine *engine_at(const char *model, int slots, int max_queue, int64_t step_tokens)
+static omnic__engine *engine_chunk(const char *model, int slots, int max_queue, int64_t step_tokens, int64_t chunk)
 {
-    omnic__engine_opts o = {.model = {.backend = "cpu", .threads = 2, .ctx = 256, .slots = slots, .chunk = 16,
+    omnic__engine_opts o = {.model = {.backend = "cpu", .threads = 2, .ctx = 256, .slots = slots, .chunk = chunk,
                                       .step_tokens = step_tokens},
                             .max_queue = max_queue};
     omnic__engine *e = NULL;
@@ -78,6 +78,11 @@ static omnic__engine *engine_at(const char *model, int slots, int max_queue, int
     if (s != OMNIC_OK) fprintf(stderr, "engine: %s\n", err.msg);
     assert_int_equal(s, OMNIC_OK);
     return e;
+}
+
+static omnic__engine *engine_at(const char *model, int slots, int max_queue, int64_t step_tokens)
+{
+    return engine_chunk(model, slots, max_queue, step_tokens, 16);
 }
 
 static omnic__engine *engine_steps(int slots, int max_queue, int64_t step_tokens)
@@ -487,6 +492,19 @@ static void test_qwen2vl_batch(void **state)
         assert_memory_equal(together[i].tokens, alone[i].tokens, sizeof(int32_t) * (size_t)alone[i].n_tokens);
     }
     omnic__engine_destroy(e);
+    /* chunking invariance: the image prompt prefilled in chunks of 1, 7 and whole gives the
+     * same tokens (positions must not break at chunk boundaries) */
+    static const int64_t chunks[] = {1, 7, 256};
+    for (size_t c = 0; c < sizeof chunks / sizeof chunks[0]; c++) {
+        omnic__engine *ec = engine_chunk(qvl, 1, 8, 0, chunks[c]);
+        sink sc;
+        sink_init(&sc);
+        rs[0].cb_ctx = &sc;
+        run_one(ec, rs[0], &sc);
+        assert_int_equal(sc.n_tokens, alone[0].n_tokens);
+        assert_memory_equal(sc.tokens, alone[0].tokens, sizeof(int32_t) * (size_t)alone[0].n_tokens);
+        omnic__engine_destroy(ec);
+    }
     for (int i = 0; i < N; i++) omnic__tensor_destroy(px[i]);
 }
 
