@@ -7,7 +7,8 @@ cd "$(dirname "$0")/.."
 
 # Build: compiler, CMake, pkg-config; jansson (JSON), OpenBLAS (f32 GEMM), cmocka (unit tests),
 # PCRE2 (tokenizer pre-tokenizer regexes), utf8proc (Unicode normalization), libmicrohttpd
-# (the HTTP server), curl (end-to-end tests of the server), libjpeg-turbo / libpng / libwebp
+# (the HTTP server), curl (end-to-end tests of the server), libcurl (opt-in fetching of remote
+# images for allow-listed hosts), libjpeg-turbo / libpng / libwebp
 # (image decode in src/mm).
 # Test and tools: numpy (tiny checkpoints, reference implementations), Pillow (reference image
 # preprocessing in the image e2e test), clang + its runtime
@@ -16,7 +17,7 @@ PACKAGES=(
   build-essential cmake pkg-config
   libjansson-dev libopenblas-dev libcmocka-dev
   libpcre2-dev libutf8proc-dev
-  libmicrohttpd-dev curl
+  libmicrohttpd-dev curl libcurl4-openssl-dev
   libjpeg62-turbo-dev libpng-dev libwebp-dev
   python3 python3-numpy python3-pil
   clang libclang-rt-14-dev

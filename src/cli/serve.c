@@ -22,7 +22,8 @@ static void usage(FILE *f)
             "                   [--cors-origin O]... [--model-name NAME] [--chunk N] [--step-tokens N]\n"
             "                   [--kv f16|f32] [--backend cpu|ref] [--quant q8_0|q4_0] [--max-body BYTES] [--max-backlog BYTES]\n"
             "                   [--http-threads N] [--shutdown-timeout S] [--media-dir DIR] [--max-images N]\n"
-            "                   [--max-image-pixels N] [--media-workers N]\n"
+            "                   [--max-image-pixels N] [--media-workers N] [--allow-remote-media HOST]...\n"
+            "                   [--remote-media-timeout S]\n"
             "  OpenAI-compatible HTTP server: POST /v1/chat/completions, POST /v1/completions,\n"
             "  GET /v1/models, GET /health, GET /metrics, POST /tokenize, POST /detokenize.\n"
             "  --parallel N       sequences decoded together (slots; default 4); n may go up to N\n"
@@ -48,6 +49,10 @@ static void usage(FILE *f)
             "                     http(s) URLs are never fetched\n"
             "  --max-images N     images per request (default and cap: 16)\n"
             "  --max-image-pixels N  width x height of one decoded image (default and cap: 89478485)\n"
+            "  --allow-remote-media HOST  fetch http(s) image URLs of HOST (exact name; repeatable; none by\n"
+            "                     default); an address that resolves to loopback, private or link-local ranges\n"
+            "                     is refused unless that address itself is listed; no redirects\n"
+            "  --remote-media-timeout S  per fetch (default 10)\n"
             "  --media-workers N  threads that fetch, decode and preprocess images (default 2; at most 4 x N\n"
             "                     requests wait for them, more get 429)\n");
 }
@@ -105,7 +110,7 @@ static void *load_main(void *arg)
 int omnic__cli_serve(int argc, char **argv)
 {
     static char key_buf[OMNIC_MAX_API_KEY_BYTES + 2];
-    static const char *cors[OMNIC_MAX_CORS_ORIGINS];
+    static const char *cors[OMNIC_MAX_CORS_ORIGINS], *remote_hosts[OMNIC_MAX_REMOTE_MEDIA_HOSTS];
     static loader ld; /* static: the loader thread may outlive this function on an interrupted load */
     omnic__server_opts o = {.host = "127.0.0.1",
                             .port = 8080,
@@ -161,6 +166,19 @@ int omnic__cli_serve(int argc, char **argv)
             if (r < 0 || parse_seconds("--shutdown-timeout", v, &shutdown_s) < 0) return 2;
             continue;
         }
+        if ((r = omnic__arg_str(argc, argv, &i, NULL, "--allow-remote-media", &v)) != 0) {
+            if (r < 0) return 2;
+            if (o.remote.n_hosts == OMNIC_MAX_REMOTE_MEDIA_HOSTS) {
+                fprintf(stderr, "omnic serve: at most %d --allow-remote-media hosts\n", OMNIC_MAX_REMOTE_MEDIA_HOSTS);
+                return 2;
+            }
+            remote_hosts[o.remote.n_hosts++] = v;
+            continue;
+        }
+        if ((r = omnic__arg_str(argc, argv, &i, NULL, "--remote-media-timeout", &v)) != 0) {
+            if (r < 0 || parse_seconds("--remote-media-timeout", v, &o.remote.timeout_s) < 0) return 2;
+            continue;
+        }
         if ((r = omnic__arg_str(argc, argv, &i, NULL, "--cors-origin", &v)) != 0) {
             if (r < 0) return 2;
             if (o.n_cors_origins == OMNIC_MAX_CORS_ORIGINS) {
@@ -204,6 +222,7 @@ int omnic__cli_serve(int argc, char **argv)
         o.api_key = key_buf;
     }
     o.cors_origins = cors;
+    o.remote.hosts = remote_hosts;
 
     /* SIGINT/SIGTERM are taken by sigtimedwait below; block them before any thread starts
      * so that every thread inherits the mask. */

@@ -86,6 +86,8 @@
 /* Patch rows of one Qwen2-VL-style image (the encoder is planned for this many at most; the
  * processor's max_pixels is lowered to fit: 4096 patches of 14 px = 802816 pixels). */
 #define OMNIC_MAX_QWEN_IMAGE_PATCHES 4096
+/* Hosts on `omnic serve --allow-remote-media`. */
+#define OMNIC_MAX_REMOTE_MEDIA_HOSTS 16
 /* Images in one request (the server's --max-images may lower it). */
 #define OMNIC_MAX_REQUEST_IMAGES 16
 /* Qwen2-VL style image processors (preprocessor_config.json): spatial patch side, temporal

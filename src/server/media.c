@@ -1,5 +1,8 @@
-/* Media acquisition: data: URLs and files under --media-dir. */
+/* Media acquisition: data: URLs, files under --media-dir, allow-listed http(s) URLs. */
+#include <arpa/inet.h>
+#include <curl/curl.h>
 #include <errno.h>
+#include <netinet/in.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,14 +20,166 @@ static bool has_prefix(const char *s, size_t len, const char *p)
     return len >= n && !strncasecmp(s, p, n);
 }
 
-omnic_status omnic__media_fetch(const char *url, size_t len, const char *media_dir, size_t max_bytes, uint8_t **out,
-                                size_t *out_len, omnic_err *err)
+omnic_status omnic__media_global_init(omnic_err *err)
+{
+    if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
+        return OMNIC_FAIL(err, OMNIC_E_INTERNAL, "libcurl could not initialize");
+    return OMNIC_OK;
+}
+
+/* ---- http(s) ---- */
+
+/* True for addresses a request must not reach unless listed by address: loopback,
+ * private (RFC 1918, unique-local), link-local, unspecified, IPv4-mapped forms of those. */
+static bool internal_address(const struct sockaddr *sa)
+{
+    if (sa->sa_family == AF_INET) {
+        uint32_t a = ntohl(((const struct sockaddr_in *)(const void *)sa)->sin_addr.s_addr);
+        return (a >> 24) == 127 || (a >> 24) == 10 || (a >> 24) == 0 || (a >> 20) == 0xAC1 || (a >> 16) == 0xC0A8 ||
+               (a >> 16) == 0xA9FE || (a >> 22) == (100u << 2 | 1); /* 100.64/10 shared */
+    }
+    if (sa->sa_family == AF_INET6) {
+        const uint8_t *b = ((const struct sockaddr_in6 *)(const void *)sa)->sin6_addr.s6_addr;
+        static const uint8_t mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff}, zero[16] = {0};
+        if (!memcmp(b, mapped, 12)) {
+            struct sockaddr_in v4 = {.sin_family = AF_INET};
+            memcpy(&v4.sin_addr, b + 12, 4);
+            return internal_address((const struct sockaddr *)&v4);
+        }
+        bool loop = !memcmp(b, zero, 15) && b[15] == 1;
+        return loop || !memcmp(b, zero, 16) || (b[0] & 0xfe) == 0xfc || (b[0] == 0xfe && (b[1] & 0xc0) == 0x80);
+    }
+    return true; /* anything else is not for us */
+}
+
+typedef struct fetch_ctx {
+    bool allow_internal; /* the URL's host is an address literal on the allow-list */
+    bool refused;        /* the socket callback refused an address */
+    uint8_t *buf;
+    size_t len, cap, max;
+    bool too_large;
+} fetch_ctx;
+
+static curl_socket_t open_socket(void *clientp, curlsocktype purpose, struct curl_sockaddr *addr)
+{
+    fetch_ctx *f = clientp;
+    if (purpose != CURLSOCKTYPE_IPCXN || (!f->allow_internal && internal_address(&addr->addr))) {
+        f->refused = true;
+        return CURL_SOCKET_BAD;
+    }
+    return socket(addr->family, addr->socktype, addr->protocol);
+}
+
+static size_t on_data(char *p, size_t size, size_t n, void *userdata)
+{
+    fetch_ctx *f = userdata;
+    size_t k = size * n;
+    if (k > f->max - f->len) {
+        f->too_large = true;
+        return 0; /* aborts the transfer */
+    }
+    if (f->len + k > f->cap) {
+        size_t cap = f->cap ? f->cap : 65536;
+        while (cap < f->len + k) cap *= 2;
+        if (cap > f->max) cap = f->max;
+        uint8_t *nb = omnic_realloc(f->buf, cap);
+        if (!nb) return 0;
+        f->buf = nb, f->cap = cap;
+    }
+    memcpy(f->buf + f->len, p, k);
+    f->len += k;
+    return k;
+}
+
+static omnic_status fetch_remote(const char *url, size_t len, const omnic__remote_media *r, size_t max_bytes,
+                                 uint8_t **out, size_t *out_len, omnic_err *err)
+{
+    char u[2048];
+    if (len >= sizeof u || memchr(url, '\0', len))
+        return OMNIC_FAIL(err, OMNIC_E_INVALID, "the image URL is over %zu bytes or holds a NUL byte", sizeof u - 1);
+    memcpy(u, url, len);
+    u[len] = '\0';
+    CURLU *h = curl_url();
+    char *host = NULL;
+    omnic_status s = OMNIC_OK;
+    if (!h || curl_url_set(h, CURLUPART_URL, u, 0) != CURLUE_OK || curl_url_get(h, CURLUPART_HOST, &host, 0) != CURLUE_OK) {
+        s = OMNIC_FAIL(err, OMNIC_E_INVALID, "the image URL cannot be parsed");
+        goto out;
+    }
+    bool listed = false;
+    for (size_t i = 0; i < r->n_hosts && !listed; i++) listed = !strcasecmp(r->hosts[i], host);
+    if (!listed) {
+        s = OMNIC_FAIL(err, OMNIC_E_INVALID, "the image URL's host '%.100s' is not on --allow-remote-media", host);
+        goto out;
+    }
+    struct in6_addr a6;
+    struct in_addr a4;
+    const char *bare = host[0] == '[' ? host + 1 : host; /* an address literal on the list may be internal */
+    char lit[64];
+    snprintf(lit, sizeof lit, "%s", bare);
+    char *rb = strchr(lit, ']');
+    if (rb) *rb = '\0';
+    fetch_ctx f = {.allow_internal = inet_pton(AF_INET, lit, &a4) == 1 || inet_pton(AF_INET6, lit, &a6) == 1,
+                   .max = max_bytes};
+    CURL *c = curl_easy_init();
+    if (!c) {
+        s = OMNIC_FAIL(err, OMNIC_E_NOMEM, "out of memory for an HTTP request");
+        goto out;
+    }
+    long ms = (long)((r->timeout_s > 0 ? r->timeout_s : 10.0) * 1000);
+    curl_easy_setopt(c, CURLOPT_URL, u);
+    curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
+    curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 0L);
+    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, ms);
+    curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, ms);
+    curl_easy_setopt(c, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)max_bytes);
+    curl_easy_setopt(c, CURLOPT_OPENSOCKETFUNCTION, open_socket);
+    curl_easy_setopt(c, CURLOPT_OPENSOCKETDATA, &f);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, &f);
+    curl_easy_setopt(c, CURLOPT_USERAGENT, "omnic");
+    CURLcode rc = curl_easy_perform(c);
+    long status = 0;
+    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+    curl_easy_cleanup(c);
+    if (f.refused)
+        s = OMNIC_FAIL(err, OMNIC_E_INVALID,
+                       "the image URL's host '%.100s' resolves to a loopback, private or link-local address "
+                       "(list that address itself in --allow-remote-media to allow it)",
+                       host);
+    else if (f.too_large || rc == CURLE_FILESIZE_EXCEEDED)
+        s = OMNIC_FAIL(err, OMNIC_E_TOO_LARGE, "the image at the URL is over the limit of %zu bytes", max_bytes);
+    else if (rc == CURLE_OPERATION_TIMEDOUT)
+        s = OMNIC_FAIL(err, OMNIC_E_IO, "fetching the image URL took over %ld ms", ms);
+    else if (rc != CURLE_OK)
+        s = OMNIC_FAIL(err, OMNIC_E_IO, "fetching the image URL failed: %s", curl_easy_strerror(rc));
+    else if (status != 200)
+        s = OMNIC_FAIL(err, OMNIC_E_INVALID, "fetching the image URL gave HTTP status %ld", status);
+    else if (f.len == 0)
+        s = OMNIC_FAIL(err, OMNIC_E_INVALID, "the image URL gave an empty body");
+    if (s == OMNIC_OK) {
+        *out = f.buf, *out_len = f.len;
+        f.buf = NULL;
+    }
+    omnic_free(f.buf);
+out:
+    curl_free(host);
+    curl_url_cleanup(h);
+    return s;
+}
+
+omnic_status omnic__media_fetch(const char *url, size_t len, const char *media_dir, const omnic__remote_media *remote,
+                                size_t max_bytes, uint8_t **out, size_t *out_len, omnic_err *err)
 {
     if (omnic__is_data_url(url, len)) return omnic__data_url_decode(url, len, max_bytes, out, out_len, NULL, err);
-    if (has_prefix(url, len, "http://") || has_prefix(url, len, "https://"))
+    if (has_prefix(url, len, "http://") || has_prefix(url, len, "https://")) {
+        if (remote && remote->n_hosts) return fetch_remote(url, len, remote, max_bytes, out, out_len, err);
         return OMNIC_FAIL(err, OMNIC_E_UNSUPPORTED,
-                          "remote image URLs are not fetched by this server; send the image as a data: URL%s",
+                          "remote image URLs are not fetched by this server (no --allow-remote-media); send the image "
+                          "as a data: URL%s",
                           media_dir ? " or a file path under --media-dir" : "");
+    }
     const char *path = url;
     size_t plen = len;
     if (has_prefix(url, len, "file://")) path += 7, plen -= 7;

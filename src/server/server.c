@@ -862,7 +862,7 @@ static void image_job_run(omnic__media_job *base)
         if (atomic_load(&base->cancel)) j->st = OMNIC_FAIL(&j->err, OMNIC_E_CANCELLED, "cancelled");
         if (j->st == OMNIC_OK)
             j->st = omnic__media_fetch(json_string_value(u), json_string_length(u), s->media_dir[0] ? s->media_dir : NULL,
-                                       OMNIC_MAX_MEDIA_BYTES, &bytes, &len, &j->err);
+                                       &s->o.remote, OMNIC_MAX_MEDIA_BYTES, &bytes, &len, &j->err);
         if (j->st == OMNIC_OK)
             j->st = omnic__image_prep_run(&j->prep, bytes, len, &j->lim, &base->cancel, &cs->pixels[i],
                                           cs->grids + 3 * i, &j->err);
@@ -1311,6 +1311,10 @@ omnic_status omnic__server_create(const omnic__server_opts *o, omnic__server **o
         return OMNIC_FAIL(err, OMNIC_E_INVALID, "the API key must be 1..%d bytes", OMNIC_MAX_API_KEY_BYTES);
     if (o->max_images < 0 || o->max_image_pixels < 0)
         return OMNIC_FAIL(err, OMNIC_E_INVALID, "image limits must be >= 0");
+    if (o->remote.n_hosts > OMNIC_MAX_REMOTE_MEDIA_HOSTS || (o->remote.n_hosts && !o->remote.hosts))
+        return OMNIC_FAIL(err, OMNIC_E_INVALID, "%zu remote media hosts (at most %d)", o->remote.n_hosts,
+                          OMNIC_MAX_REMOTE_MEDIA_HOSTS);
+    OMNIC_TRY(omnic__media_global_init(err));
     char media_dir[PATH_MAX] = "";
     if (o->media_dir && !realpath(o->media_dir, media_dir))
         return OMNIC_FAIL(err, OMNIC_E_INVALID, "--media-dir %s: %s", o->media_dir, strerror(errno));

@@ -31,6 +31,7 @@
 
 #include "core/err.h"
 #include "engine/engine.h"
+#include "server/media.h"
 
 typedef struct omnic__server omnic__server;
 
@@ -51,6 +52,7 @@ typedef struct omnic__server_opts {
     int max_images;                  /* images per request; 0: OMNIC_MAX_REQUEST_IMAGES (also the cap) */
     int64_t max_image_pixels;        /* width x height of one decoded image; 0: OMNIC_MAX_IMAGE_PIXELS */
     int media_workers;               /* threads decoding and preprocessing images; 0: 2 (queue: 4 per worker) */
+    omnic__remote_media remote;      /* http(s) image URLs: allowed hosts (borrowed) and time limit; none: never fetched */
 } omnic__server_opts;
 
 /* Binds and starts answering (every route but /health gives 503 until the model is

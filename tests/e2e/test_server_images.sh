@@ -97,6 +97,40 @@ st=$(curl -s -o "$tmp/o.json" -w '%{http_code}' -H "Authorization: Bearer $KEY" 
 kill -TERM "$PID"
 wait "$PID" || fail "server exit status $?"
 
+# ---- remote image URLs: only allow-listed hosts, never loopback unless the address is listed ----
+$PY -u -m http.server --bind 127.0.0.1 0 --directory "$media" >"$tmp/http.log" 2>&1 &
+HTTP_PID=$!
+for _ in $(seq 1 100); do
+  HPORT=$(sed -n 's/.*port \([0-9]*\).*/\1/p' "$tmp/http.log" | head -1)
+  [ -n "$HPORT" ] && break
+  sleep 0.05
+done
+"$OMNIC" serve -m "$tmp/llava" --port 0 --parallel 2 --allow-remote-media 127.0.0.1 --allow-remote-media localhost \
+  --remote-media-timeout 5 2>"$tmp/rserver.log" &
+PID=$!
+for _ in $(seq 1 600); do
+  PORT=$(sed -n 's/.*listening on http:\/\/[^:]*:\([0-9]*\).*/\1/p' "$tmp/rserver.log" | head -1)
+  grep -q "ready on" "$tmp/rserver.log" && break
+  sleep 0.05
+done
+B="http://127.0.0.1:$PORT"
+rreq() { # $1: image URL
+  curl -s -o "$tmp/r.json" -w '%{http_code}' -H 'Content-Type: application/json' "$B/v1/chat/completions" -d \
+    "{\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":\"image_url\",\"image_url\":{\"url\":\"$1\"}},{\"type\":\"text\",\"text\":\"Describe the image.\"}]}],\"max_tokens\":12,\"temperature\":0}"
+}
+[ "$(rreq "http://127.0.0.1:$HPORT/photo.jpg")" = 200 ] &&
+  [ "$($PY -c 'import json,sys; print(json.load(open(sys.argv[1]))["choices"][0]["message"]["content"])' "$tmp/r.json")" = "$curl_text" ] ||
+  fail "remote image from an allow-listed address: $(cat "$tmp/r.json")"
+[ "$(rreq "http://localhost:$HPORT/photo.jpg")" = 400 ] && grep -q "loopback" "$tmp/r.json" ||
+  fail "a listed name resolving to loopback: $(cat "$tmp/r.json")"
+[ "$(rreq "http://127.0.0.1:$HPORT/nope.jpg")" = 400 ] && grep -q "HTTP status 404" "$tmp/r.json" ||
+  fail "remote 404: $(cat "$tmp/r.json")"
+[ "$(rreq "http://example.com/x.png")" = 400 ] && grep -q "not on --allow-remote-media" "$tmp/r.json" ||
+  fail "a host not on the list: $(cat "$tmp/r.json")"
+kill -TERM "$PID"
+wait "$PID" || fail "remote-media server exit status $?"
+kill "$HTTP_PID" 2>/dev/null
+
 # ---- Qwen2-VL (M-RoPE, variable image sizes) ----
 $PY tools/mktiny.py --family qwen2_vl --out "$tmp/qvl" >/dev/null || fail "mktiny qwen2_vl"
 "$OMNIC" serve -m "$tmp/qvl" --port 0 --parallel 2 --media-dir "$media" 2>"$tmp/qserver.log" &
