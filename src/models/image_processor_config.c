@@ -72,8 +72,7 @@ static omnic_status parse_size(const json_t *cfg, const char *key, const char *w
     return OMNIC_OK;
 }
 
-/* image_mean / image_std: a list of 3 numbers, or one number for every channel. */
-static omnic_status parse_triple(const json_t *cfg, const char *key, const char *what, double out[3], omnic_err *err)
+omnic_status omnic__processor_config_triple(const json_t *cfg, const char *key, const char *what, double out[3], omnic_err *err)
 {
     const json_t *v = json_object_get(cfg, key);
     if (!v || json_is_null(v)) return OMNIC_OK;
@@ -96,23 +95,30 @@ static omnic_status parse_triple(const json_t *cfg, const char *key, const char 
     return OMNIC_OK;
 }
 
+const char *omnic__processor_config_type(const json_t *cfg, char *buf, size_t cap)
+{
+    const json_t *v = json_object_get(cfg, "image_processor_type");
+    if (json_is_string(v)) return json_string_value(v);
+    v = json_object_get(cfg, "feature_extractor_type");
+    if (!json_is_string(v)) return NULL;
+    const char *fe = json_string_value(v);
+    size_t n = strlen(fe), sl = strlen("FeatureExtractor");
+    if (n > sl && !strcmp(fe + n - sl, "FeatureExtractor") && n - sl + strlen("ImageProcessor") < cap) {
+        snprintf(buf, cap, "%.*sImageProcessor", (int)(n - sl), fe);
+        return buf;
+    }
+    return fe;
+}
+
 omnic_status omnic__image_processor_config_parse(const json_t *cfg, const char *what, omnic__image_proc_params *out,
                                                  omnic_err *err)
 {
     if (!json_is_object(cfg)) return OMNIC_FAIL(err, OMNIC_E_INVALID, "%s: not a JSON object", what);
-    const char *type = NULL, *fe = NULL;
+    const char *type = NULL, *fe = NULL; /* both must be strings when present */
     OMNIC_TRY(omnic__json_get_str(cfg, "image_processor_type", false, NULL, what, &type, err));
+    if (!type) OMNIC_TRY(omnic__json_get_str(cfg, "feature_extractor_type", false, NULL, what, &fe, err));
     char buf[128];
-    if (!type) {
-        OMNIC_TRY(omnic__json_get_str(cfg, "feature_extractor_type", false, NULL, what, &fe, err));
-        size_t n = fe ? strlen(fe) : 0, sl = strlen("FeatureExtractor");
-        if (fe && n > sl && n - sl + strlen("ImageProcessor") < sizeof buf && !strcmp(fe + n - sl, "FeatureExtractor")) {
-            snprintf(buf, sizeof buf, "%.*sImageProcessor", (int)(n - sl), fe);
-            type = buf;
-        } else if (fe) {
-            type = fe;
-        }
-    }
+    type = omnic__processor_config_type(cfg, buf, sizeof buf);
     if (!type)
         return OMNIC_FAIL(err, OMNIC_E_UNSUPPORTED,
                           "%s: no image_processor_type (supported: CLIPImageProcessor, SiglipImageProcessor and their Fast variants)",
@@ -144,8 +150,8 @@ omnic_status omnic__image_processor_config_parse(const json_t *cfg, const char *
     OMNIC_TRY(omnic__json_get_f64(cfg, "rescale_factor", false, p.rescale_factor, 1e-30, 1e30, what,
                                   &p.rescale_factor, err));
     OMNIC_TRY(omnic__json_get_bool(cfg, "do_normalize", false, p.do_normalize, what, &p.do_normalize, err));
-    OMNIC_TRY(parse_triple(cfg, "image_mean", what, p.image_mean, err));
-    OMNIC_TRY(parse_triple(cfg, "image_std", what, p.image_std, err));
+    OMNIC_TRY(omnic__processor_config_triple(cfg, "image_mean", what, p.image_mean, err));
+    OMNIC_TRY(omnic__processor_config_triple(cfg, "image_std", what, p.image_std, err));
     /* Type-checked only: decoding always gives RGB, which convert_to_rgb leaves unchanged. */
     OMNIC_TRY(omnic__json_get_bool(cfg, "do_convert_rgb", false, true, what, &convert_rgb, err));
     omnic_status rc = omnic__image_proc_params_check(&p, err);

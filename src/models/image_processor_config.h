@@ -19,6 +19,16 @@
  * type-checked (decoding always gives RGB). Errors: E_UNSUPPORTED (unknown or missing processor
  * type: names it; shortest_edge for SigLIP; longest_edge), E_INVALID (a field of the wrong type or out of range: names
  * the field). *out untouched on failure. */
+/* The processor class cfg (a JSON object) names: image_processor_type, else
+ * feature_extractor_type with "FeatureExtractor" read as "ImageProcessor" (written into buf of
+ * cap bytes); NULL when neither is a string. Shared by every processor family's parser. */
+const char *omnic__processor_config_type(const json_t *cfg, char *buf, size_t cap);
+
+/* image_mean / image_std style field `key` of cfg: a list of 3 numbers, or one number for
+ * every channel, into out (untouched when absent or null). E_INVALID naming the field. */
+omnic_status omnic__processor_config_triple(const json_t *cfg, const char *key, const char *what, double out[3],
+                                            omnic_err *err);
+
 omnic_status omnic__image_processor_config_parse(const json_t *cfg, const char *what, omnic__image_proc_params *out,
                                                  omnic_err *err);
 

@@ -4,6 +4,7 @@
 
 #include "core/limits.h"
 #include "io/json.h"
+#include "models/image_processor_config.h"
 #include "models/qwen2vl_processor_config.h"
 
 #define PIXELS_MAX_EXACT ((int64_t)1 << 53)
@@ -18,56 +19,16 @@ static const struct {
 };
 #define N_QWEN_TYPES (sizeof qwen_types / sizeof qwen_types[0])
 
-/* The processor class cfg names, in buf when derived from feature_extractor_type; NULL if none. */
-static const char *processor_type(const json_t *cfg, char *buf, size_t bufsz)
-{
-    const json_t *v = json_object_get(cfg, "image_processor_type");
-    if (json_is_string(v)) return json_string_value(v);
-    v = json_object_get(cfg, "feature_extractor_type");
-    if (!json_is_string(v)) return NULL;
-    const char *fe = json_string_value(v);
-    size_t n = strlen(fe), sl = strlen("FeatureExtractor");
-    if (n > sl && !strcmp(fe + n - sl, "FeatureExtractor") && n - sl + strlen("ImageProcessor") < bufsz) {
-        snprintf(buf, bufsz, "%.*sImageProcessor", (int)(n - sl), fe);
-        return buf;
-    }
-    return fe;
-}
-
 static size_t type_index(const json_t *cfg)
 {
     char buf[128];
-    const char *type = json_is_object(cfg) ? processor_type(cfg, buf, sizeof buf) : NULL;
+    const char *type = json_is_object(cfg) ? omnic__processor_config_type(cfg, buf, sizeof buf) : NULL;
     size_t k = 0;
     while (type && k < N_QWEN_TYPES && strcmp(qwen_types[k].name, type) != 0) k++;
     return type ? k : N_QWEN_TYPES;
 }
 
 bool omnic__qwen2vl_processor_config_matches(const json_t *cfg) { return type_index(cfg) < N_QWEN_TYPES; }
-
-/* image_mean / image_std: a list of 3 numbers, or one number for every channel. */
-static omnic_status parse_triple(const json_t *cfg, const char *key, const char *what, double out[3], omnic_err *err)
-{
-    const json_t *v = json_object_get(cfg, key);
-    if (!v || json_is_null(v)) return OMNIC_OK;
-    if (json_is_number(v)) {
-        double d;
-        OMNIC_TRY(omnic__json_get_f64(cfg, key, true, 0, -1e30, 1e30, what, &d, err));
-        out[0] = out[1] = out[2] = d;
-        return OMNIC_OK;
-    }
-    if (!json_is_array(v) || json_array_size(v) != 3)
-        return OMNIC_FAIL(err, OMNIC_E_INVALID, "%s: field '%s' must be a list of 3 numbers, got %s%s", what, key,
-                          omnic__json_type_phrase(v), json_is_array(v) ? " of another length" : "");
-    for (size_t i = 0; i < 3; i++) {
-        const json_t *e = json_array_get(v, i);
-        if (!json_is_number(e))
-            return OMNIC_FAIL(err, OMNIC_E_INVALID, "%s: field '%s'[%zu] must be a number, got %s", what, key, i,
-                              omnic__json_type_phrase(e));
-        out[i] = json_number_value(e);
-    }
-    return OMNIC_OK;
-}
 
 omnic_status omnic__qwen2vl_processor_config_parse(const json_t *cfg, const char *what,
                                                    omnic__qwen2vl_proc_params *out, omnic_err *err)
@@ -76,7 +37,7 @@ omnic_status omnic__qwen2vl_processor_config_parse(const json_t *cfg, const char
     size_t k = type_index(cfg);
     if (k == N_QWEN_TYPES) {
         char buf[128];
-        const char *type = processor_type(cfg, buf, sizeof buf);
+        const char *type = omnic__processor_config_type(cfg, buf, sizeof buf);
         return OMNIC_FAIL(err, OMNIC_E_UNSUPPORTED,
                           "%s: image_processor_type '%s' is not a Qwen2-VL image processor (Qwen2VLImageProcessor, "
                           "Qwen2VLImageProcessorFast)",
@@ -116,8 +77,8 @@ omnic_status omnic__qwen2vl_processor_config_parse(const json_t *cfg, const char
     OMNIC_TRY(omnic__json_get_f64(cfg, "rescale_factor", false, p.rescale_factor, 1e-30, 1e30, what,
                                   &p.rescale_factor, err));
     OMNIC_TRY(omnic__json_get_bool(cfg, "do_normalize", false, p.do_normalize, what, &p.do_normalize, err));
-    OMNIC_TRY(parse_triple(cfg, "image_mean", what, p.image_mean, err));
-    OMNIC_TRY(parse_triple(cfg, "image_std", what, p.image_std, err));
+    OMNIC_TRY(omnic__processor_config_triple(cfg, "image_mean", what, p.image_mean, err));
+    OMNIC_TRY(omnic__processor_config_triple(cfg, "image_std", what, p.image_std, err));
     /* Type-checked only: decoding always gives RGB, which convert_to_rgb leaves unchanged. */
     OMNIC_TRY(omnic__json_get_bool(cfg, "do_convert_rgb", false, true, what, &convert_rgb, err));
     omnic_status rc = omnic__qwen2vl_proc_params_check(&p, err);

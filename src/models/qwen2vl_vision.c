@@ -7,6 +7,7 @@
 #include "core/dtype.h"
 #include "io/json.h"
 #include "models/qwen2vl_vision.h"
+#include "models/weights.h"
 
 /* ---- config ---- */
 
@@ -127,54 +128,10 @@ omnic_status omnic__qvit_config_parse(const json_t *cfg, const char *what, int64
 
 /* ---- weights ---- */
 
-static omnic_status keep(omnic__qvit *v, omnic__tensor *t, omnic_err *err)
-{
-    omnic__tensor **grown = omnic_realloc(v->owned, (v->n_owned + 1) * sizeof *grown);
-    if (!grown) {
-        omnic__tensor_destroy(t);
-        return OMNIC_FAIL(err, OMNIC_E_NOMEM, "out of memory keeping vision weight %s", t ? t->name : "?");
-    }
-    v->owned = grown;
-    v->owned[v->n_owned++] = t;
-    return OMNIC_OK;
-}
-
-/* Binds tensor `name` (float dtype, exact dims) into *out; copies it into owned aligned
- * memory when the file left it misaligned. */
 static omnic_status bind(omnic__qvit *v, const omnic__safetensors *st, const char *name, int ndim,
                          const int64_t *dims, omnic__tensor *out, omnic_err *err)
 {
-    const omnic__st_tensor *t = omnic__st_find(st, name);
-    if (!t) return OMNIC_FAIL(err, OMNIC_E_NOT_FOUND, "weights: tensor '%s' is missing", name);
-    bool ok = t->ndim == ndim &&
-              (t->dtype == OMNIC_DTYPE_F32 || t->dtype == OMNIC_DTYPE_F16 || t->dtype == OMNIC_DTYPE_BF16);
-    for (int i = 0; ok && i < ndim; i++)
-        ok = t->dims[i] == dims[i];
-    if (!ok) {
-        char want[128], got[128];
-        omnic__dims_str(want, sizeof want, ndim, dims);
-        omnic__dims_str(got, sizeof got, t->ndim, t->dims);
-        return OMNIC_FAIL(err, OMNIC_E_INVALID, "weights: tensor '%s' is %s %s, expected a float tensor %s",
-                          name, omnic_dtype_name(t->dtype), got, want);
-    }
-    OMNIC_TRY(omnic__tensor_init(out, t->dtype, ndim, dims, err));
-    out->data = (void *)(uintptr_t)t->data;
-    snprintf(out->name, sizeof out->name, "%.63s", name);
-    if ((uintptr_t)out->data % omnic_dtype_size(out->dtype) == 0) return OMNIC_OK;
-    omnic__tensor *c;
-    OMNIC_TRY(omnic__tensor_create(&c, out->dtype, ndim, dims, err));
-    memcpy(c->data, out->data, omnic__tensor_bytes(out));
-    memcpy(c->name, out->name, sizeof c->name);
-    OMNIC_TRY(keep(v, c, err));
-    out->data = c->data;
-    return OMNIC_OK;
-}
-
-static float ld_f32(const omnic__tensor *t, int64_t i)
-{
-    if (t->dtype == OMNIC_DTYPE_F32) return ((const float *)t->data)[i];
-    if (t->dtype == OMNIC_DTYPE_F16) return omnic__f16_to_f32(((const uint16_t *)t->data)[i]);
-    return omnic__bf16_to_f32(((const uint16_t *)t->data)[i]);
+    return omnic__weight_bind(st, name, ndim, dims, out, &v->copies, err);
 }
 
 /* Owned f32 copies of `parts` (1 or 3) equal blocks of a float vector [parts * n] (biases; the
@@ -186,14 +143,10 @@ static omnic_status bind_f32(omnic__qvit *v, const omnic__safetensors *st, const
     int64_t all[1] = {n * parts}, one[1] = {n};
     OMNIC_TRY(bind(v, st, name, 1, all, &view, err));
     for (int p = 0; p < parts; p++) {
-        OMNIC_TRY(omnic__tensor_create(&out[p], OMNIC_DTYPE_F32, 1, one, err));
-        float *dst = out[p]->data;
-        for (int64_t i = 0; i < n; i++)
-            dst[i] = ld_f32(&view, p * n + i);
-        if (parts == 1)
-            snprintf(out[p]->name, sizeof out[p]->name, "%.63s", name);
-        else
-            snprintf(out[p]->name, sizeof out[p]->name, "%.56s[%c]", name, "qkv"[p % 3]);
+        char part[72];
+        if (parts == 1) snprintf(part, sizeof part, "%.63s", name);
+        else snprintf(part, sizeof part, "%.56s[%c]", name, "qkv"[p % 3]);
+        OMNIC_TRY(omnic__weight_f32(&view, p * n, 1, one, part, &out[p], err));
     }
     return OMNIC_OK;
 }
@@ -312,9 +265,7 @@ void omnic__qvit_deinit(omnic__qvit *v)
     omnic__tensor *ts[] = {v->m0_b, v->m2_b, v->inv_h, v->inv_w};
     for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++)
         omnic__tensor_destroy(ts[i]);
-    for (size_t i = 0; i < v->n_owned; i++)
-        omnic__tensor_destroy(v->owned[i]);
-    omnic_free(v->owned);
+    omnic__weight_copies_free(&v->copies);
     memset(v, 0, sizeof *v);
 }
 

@@ -49,6 +49,7 @@
 
 #include "core/threadpool.h"
 #include "io/safetensors.h"
+#include "models/weights.h"
 #include "runtime/module.h"
 
 typedef enum omnic__qvit_arch {
@@ -97,8 +98,7 @@ typedef struct omnic__qvit {
     omnic__tensor *m0_b, *m2_b;   /* owned f32 */
     omnic__tensor *inv_h, *inv_w; /* owned f32 [head_dim / 2]: the RoPE tables of the
                                    * row and column halves (zeros elsewhere) */
-    omnic__tensor **owned;        /* owned: aligned copies of misaligned weights */
-    size_t n_owned;
+    omnic__weight_copies copies;  /* aligned copies of weights the file left misaligned */
 } omnic__qvit;
 
 /* config.json (cfg: the top object; model_type qwen2_vl or qwen2_5_vl) -> *out from

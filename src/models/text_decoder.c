@@ -6,6 +6,7 @@
 #include "core/dtype.h"
 #include "io/json.h"
 #include "models/text_decoder.h"
+#include "models/weights.h"
 
 #define TRYJ(expr) OMNIC_TRY(expr)
 
@@ -140,40 +141,10 @@ omnic_status omnic__text_config_parse(const json_t *cfg, const char *what, omnic
 
 /* ---- weights ---- */
 
-/* safetensors does not promise aligned tensor data; kernels read elements through typed
- * pointers, so a misaligned weight is copied once into owned, aligned memory. */
-static omnic_status align_weight(omnic__text_decoder *d, omnic__tensor *w, omnic_err *err)
-{
-    if ((uintptr_t)w->data % omnic_dtype_size(w->dtype) == 0) return OMNIC_OK;
-    omnic__tensor **grown = omnic_realloc(d->copies, (d->n_copies + 1) * sizeof *grown);
-    if (!grown) return OMNIC_FAIL(err, OMNIC_E_NOMEM, "out of memory copying weight %s", w->name);
-    d->copies = grown;
-    omnic__tensor *c;
-    OMNIC_TRY(omnic__tensor_create(&c, w->dtype, w->ndim, w->dims, err));
-    memcpy(c->data, w->data, omnic__tensor_bytes(w));
-    memcpy(c->name, w->name, sizeof c->name);
-    d->copies[d->n_copies++] = c;
-    w->data = c->data;
-    return OMNIC_OK;
-}
-
 static omnic_status bind(omnic__text_decoder *d, const omnic__safetensors *st, const char *name, int ndim,
                          const int64_t *dims, omnic__tensor *out, omnic_err *err)
 {
-    const omnic__st_tensor *t = omnic__st_find(st, name);
-    if (!t) return OMNIC_FAIL(err, OMNIC_E_NOT_FOUND, "weights: tensor '%s' is missing", name);
-    bool ok = t->ndim == ndim && (t->dtype == OMNIC_DTYPE_F32 || t->dtype == OMNIC_DTYPE_F16 || t->dtype == OMNIC_DTYPE_BF16);
-    for (int i = 0; ok && i < ndim; i++) ok = t->dims[i] == dims[i];
-    if (!ok) {
-        char want[128], got[128];
-        omnic__dims_str(want, sizeof want, ndim, dims);
-        omnic__dims_str(got, sizeof got, t->ndim, t->dims);
-        return OMNIC_FAIL(err, OMNIC_E_INVALID, "weights: tensor '%s' is %s %s, expected a float %s", name,
-                          omnic_dtype_name(t->dtype), got, want);
-    }
-    omnic__st_tensor_view(t, out);
-    snprintf(out->name, sizeof out->name, "%.63s", name);
-    return align_weight(d, out, err);
+    return omnic__weight_bind(st, name, ndim, dims, out, &d->copies, err);
 }
 
 /* rows [r0, r0 + n) of a 2-D weight, sharing its storage (fused projections). */
@@ -191,15 +162,7 @@ static omnic_status bind_f32(omnic__text_decoder *d, const omnic__safetensors *s
 {
     omnic__tensor view;
     OMNIC_TRY(bind(d, st, name, 1, &n, &view, err));
-    OMNIC_TRY(omnic__tensor_create(out, OMNIC_DTYPE_F32, 1, &n, err));
-    float *dst = (*out)->data;
-    for (int64_t i = 0; i < n; i++) {
-        if (view.dtype == OMNIC_DTYPE_F32) dst[i] = ((const float *)view.data)[i];
-        else if (view.dtype == OMNIC_DTYPE_F16) dst[i] = omnic__f16_to_f32(((const uint16_t *)view.data)[i]);
-        else dst[i] = omnic__bf16_to_f32(((const uint16_t *)view.data)[i]);
-    }
-    snprintf((*out)->name, sizeof (*out)->name, "%.63s", name);
-    return OMNIC_OK;
+    return omnic__weight_f32(&view, 0, 1, &n, name, out, err);
 }
 
 /* RoPE inverse frequencies [n_rot/2] in f32, as HF computes them (float32 tensor ops):
@@ -363,8 +326,7 @@ void omnic__text_decoder_deinit(omnic__text_decoder *d)
     omnic__tensor_destroy(d->rope_global);
     omnic__tensor_destroy(d->rope_two);
     omnic__tensor_destroy(d->rope_local);
-    for (size_t i = 0; i < d->n_copies; i++) omnic__tensor_destroy(d->copies[i]);
-    omnic_free(d->copies);
+    omnic__weight_copies_free(&d->copies);
     for (size_t i = 0; i < d->n_qweights; i++) omnic__tensor_destroy(d->qweights[i]);
     omnic_free(d->qweights);
     memset(d, 0, sizeof *d);

@@ -9,6 +9,7 @@
 
 #include "core/limits.h"
 #include "io/safetensors.h"
+#include "models/weights.h"
 #include "runtime/module.h"
 
 typedef enum omnic__rope_type {
@@ -90,8 +91,7 @@ typedef struct omnic__text_decoder {
      * which), as HF switches per forward. */
     bool rope_switch;
     omnic__tensor *rope_local;        /* owned f32 [n_rot/2]: sliding layers, or NULL */
-    omnic__tensor **copies;           /* owned: aligned copies of weights the file left misaligned */
-    size_t n_copies;
+    omnic__weight_copies copies;      /* aligned copies of weights the file left misaligned */
     omnic__tensor **qweights;         /* owned: linear weights quantized at load (models/quantize.h) */
     size_t n_qweights;
     int64_t stored_bytes;             /* bytes of the bound weights as stored (set by quantize) */

@@ -6,6 +6,7 @@
 #include "core/dtype.h"
 #include "io/json.h"
 #include "models/vision.h"
+#include "models/weights.h"
 
 /* ---- config ---- */
 
@@ -101,45 +102,10 @@ omnic_status omnic__vision_config_parse(const json_t *cfg, const char *what, int
 
 /* ---- weights ---- */
 
-static omnic_status keep(omnic__vision_tower *v, omnic__tensor *t, omnic_err *err)
-{
-    omnic__tensor **grown = omnic_realloc(v->owned, (v->n_owned + 1) * sizeof *grown);
-    if (!grown) {
-        omnic__tensor_destroy(t);
-        return OMNIC_FAIL(err, OMNIC_E_NOMEM, "out of memory keeping vision weight %s", t ? t->name : "?");
-    }
-    v->owned = grown;
-    v->owned[v->n_owned++] = t;
-    return OMNIC_OK;
-}
-
-/* Binds tensor `name` (float dtype, exact dims) into *out; copies it into owned aligned
- * memory when the file left it misaligned. */
 static omnic_status bind(omnic__vision_tower *v, const omnic__safetensors *st, const char *name, int ndim,
                          const int64_t *dims, omnic__tensor *out, omnic_err *err)
 {
-    const omnic__st_tensor *t = omnic__st_find(st, name);
-    if (!t) return OMNIC_FAIL(err, OMNIC_E_NOT_FOUND, "weights: tensor '%s' is missing", name);
-    bool ok = t->ndim == ndim && (t->dtype == OMNIC_DTYPE_F32 || t->dtype == OMNIC_DTYPE_F16 || t->dtype == OMNIC_DTYPE_BF16);
-    for (int i = 0; ok && i < ndim; i++) ok = t->dims[i] == dims[i];
-    if (!ok) {
-        char want[128], got[128];
-        omnic__dims_str(want, sizeof want, ndim, dims);
-        omnic__dims_str(got, sizeof got, t->ndim, t->dims);
-        return OMNIC_FAIL(err, OMNIC_E_INVALID, "weights: tensor '%s' is %s %s, expected a float tensor %s", name,
-                          omnic_dtype_name(t->dtype), got, want);
-    }
-    OMNIC_TRY(omnic__tensor_init(out, t->dtype, ndim, dims, err));
-    out->data = (void *)(uintptr_t)t->data;
-    snprintf(out->name, sizeof out->name, "%.63s", name);
-    if ((uintptr_t)out->data % omnic_dtype_size(out->dtype) == 0) return OMNIC_OK;
-    omnic__tensor *c;
-    OMNIC_TRY(omnic__tensor_create(&c, out->dtype, ndim, dims, err));
-    memcpy(c->data, out->data, omnic__tensor_bytes(out));
-    memcpy(c->name, out->name, sizeof c->name);
-    OMNIC_TRY(keep(v, c, err));
-    out->data = c->data;
-    return OMNIC_OK;
+    return omnic__weight_bind(st, name, ndim, dims, out, &v->copies, err);
 }
 
 /* An owned f32 copy of a float weight with `ndim` dims (biases, the CLS row). */
@@ -147,18 +113,8 @@ static omnic_status bind_f32(omnic__vision_tower *v, const omnic__safetensors *s
                              const int64_t *dims, omnic__tensor **out, omnic_err *err)
 {
     omnic__tensor view;
-    int64_t n = 1;
-    for (int i = 0; i < ndim; i++) n *= dims[i];
     OMNIC_TRY(bind(v, st, name, ndim, dims, &view, err));
-    OMNIC_TRY(omnic__tensor_create(out, OMNIC_DTYPE_F32, ndim, dims, err));
-    float *dst = (*out)->data;
-    for (int64_t i = 0; i < n; i++) {
-        if (view.dtype == OMNIC_DTYPE_F32) dst[i] = ((const float *)view.data)[i];
-        else if (view.dtype == OMNIC_DTYPE_F16) dst[i] = omnic__f16_to_f32(((const uint16_t *)view.data)[i]);
-        else dst[i] = omnic__bf16_to_f32(((const uint16_t *)view.data)[i]);
-    }
-    snprintf((*out)->name, sizeof (*out)->name, "%.63s", name);
-    return OMNIC_OK;
+    return omnic__weight_f32(&view, 0, ndim, dims, name, out, err);
 }
 
 omnic_status omnic__vision_tower_load(omnic__vision_tower *v, const omnic__vision_config *c,
@@ -250,8 +206,7 @@ void omnic__vision_tower_deinit(omnic__vision_tower *v)
     omnic_free(v->layers);
     omnic__tensor *ts[] = {v->patch_b, v->cls, v->proj1_b, v->proj2_b, v->qpos};
     for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++) omnic__tensor_destroy(ts[i]);
-    for (size_t i = 0; i < v->n_owned; i++) omnic__tensor_destroy(v->owned[i]);
-    omnic_free(v->owned);
+    omnic__weight_copies_free(&v->copies);
     memset(v, 0, sizeof *v);
 }
 

@@ -16,6 +16,7 @@
 #include <jansson.h>
 
 #include "io/safetensors.h"
+#include "models/weights.h"
 #include "runtime/module.h"
 
 typedef enum omnic__vision_arch {
@@ -64,8 +65,7 @@ typedef struct omnic__vision_tower {
     omnic__tensor *proj1_b, *proj2_b; /* owned f32 [D] or NULL */
     omnic__tensor *qpos;              /* owned i32 [n_seq] zeros: attention rows' positions (unused
                                        * by non-causal attention, required by the op) */
-    omnic__tensor **owned;            /* owned: every other owned tensor (aligned copies) */
-    size_t n_owned;
+    omnic__weight_copies copies;      /* aligned copies of weights the file left misaligned */
 } omnic__vision_tower;
 
 /* LLaVA config.json (cfg: the top object) -> *out: vision_config (model_type

@@ -598,7 +598,7 @@ static void test_misaligned_weights(void **state)
        "open(p,'wb').write(struct.pack('<Q',n+1)+h+b[8+n:])\"",
        tmp, tmp, tmp, tmp);
     omnic__model *a = open_model("llama", "cpu", OMNIC_DTYPE_F32), *b = open_model("odd", "cpu", OMNIC_DTYPE_F32);
-    assert_true(b->dec.n_copies > 0);
+    assert_true(b->dec.copies.n > 0);
     int64_t V = a->dec.cfg.vocab;
     float *la = malloc((size_t)V * sizeof *la), *lb = malloc((size_t)V * sizeof *lb);
     prefill(a, T, T, la);
