@@ -226,8 +226,7 @@ static int bench_image(omnic__model *m, const bench_opts *o)
         }
         double t1 = now_s();
         const omnic__tensor *proj;
-        if ((m->qvit ? omnic__model_encode_qwen_image(m, pv, grid, &proj, NULL, &err)
-                     : omnic__model_encode_image(m, pv, &proj, NULL, &err)) != OMNIC_OK) {
+        if (omnic__model_encode(m, pv, grid, &proj, NULL, &err) != OMNIC_OK) {
             fprintf(stderr, "omnic bench: vision.encode: %s\n", err.msg);
             goto out;
         }

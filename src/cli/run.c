@@ -372,9 +372,9 @@ int omnic__cli_run(int argc, char **argv)
         fprintf(stderr, "omnic run: %s\n", err.msg);
         goto out;
     }
-    int64_t expanded = (int64_t)n_ids;
+    int64_t expanded = (int64_t)n_ids, rows = 0;
     for (size_t k = 0; k < n_images; k++)
-        expanded += (m->qvit ? pixels[k]->dims[0] / m->qvit->cfg.unit : m->image_tokens) - 1;
+        expanded += omnic__model_image_rows(m, pixels[k], grids + 3 * k, &rows, &err) == OMNIC_OK ? rows - 1 : 0;
     if (dump && expanded > m->chunk) {
         fprintf(stderr, "omnic run: --dump needs the prompt in one prefill chunk: %lld rows > --chunk %lld\n",
                 (long long)expanded, (long long)m->chunk);

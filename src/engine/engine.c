@@ -298,7 +298,7 @@ static omnic_status prefill_chunk(omnic__engine *e, int si, omnic_err *err)
     }
     pos.data = e->pre_pos;
     sel.data = e->rope_long; /* LongRoPE: every prompt row is of a forward of the whole prompt (HF) */
-    for (int64_t i = 0; i < n; i++) e->rope_long[i] = omnic__rope_long(&m->dec.cfg, s->pf_len);
+    for (int64_t i = 0; m->dec.rope_switch && i < n; i++) e->rope_long[i] = omnic__rope_long(&m->dec.cfg, s->pf_len);
     const omnic__tensor *in[3] = {&rows, &pos, &sel};
     omnic__call c = {.n = n, .inputs = in, .n_inputs = m->dec.rope_switch ? 3 : 2, .kv = &m->kv, .slot = si,
                      .kv_start = s->prefilled, .cancel = &s->req->cancel};
@@ -318,13 +318,6 @@ static omnic_status prefill_chunk(omnic__engine *e, int si, omnic_err *err)
     return OMNIC_OK;
 }
 
-/* Prompt rows one image's pixel_values become: the LLaVA tower's fixed count, or a Qwen2-VL
- * image's patches / merge^2. */
-static int64_t image_rows(const omnic__model *m, const omnic__tensor *pv)
-{
-    return m->qvit ? pv->dims[0] / m->qvit->cfg.unit : m->image_tokens;
-}
-
 /* Encodes the next image of slot si (one per step); after the last one, merges them into
  * the request's PreparedPrefill and moves the slot to PREFILL. */
 static omnic_status encode_next(omnic__engine *e, int si, omnic_err *err)
@@ -334,9 +327,9 @@ static omnic_status encode_next(omnic__engine *e, int si, omnic_err *err)
     omnic__model *m = e->model;
     const int64_t H = m->dec.cfg.hidden, k = r->encoded;
     const omnic__tensor *proj, *feat;
-    if (m->qvit) OMNIC_TRY(omnic__model_encode_qwen_image(m, r->pixels[k], r->grids + 3 * k, &proj, &feat, err));
-    else OMNIC_TRY(omnic__model_encode_image(m, r->pixels[k], &proj, &feat, err));
-    const int64_t R = image_rows(m, r->pixels[k]);
+    int64_t R;
+    OMNIC_TRY(omnic__model_image_rows(m, r->pixels[k], r->grids + 3 * k, &R, err));
+    OMNIC_TRY(omnic__model_encode(m, r->pixels[k], r->grids + 3 * k, &proj, &feat, err));
     if (proj->dims[0] != R || proj->dims[1] != H)
         return OMNIC_FAIL(err, OMNIC_E_INTERNAL, "vision.encode gave [%lld, %lld] rows, expected [%lld, %lld]",
                           (long long)proj->dims[0], (long long)proj->dims[1], (long long)R, (long long)H);
@@ -346,12 +339,8 @@ static omnic_status encode_next(omnic__engine *e, int si, omnic_err *err)
     r->encoded++;
     omnic__metrics_steps(&e->metrics, 1, 0, 0, 0);
     if (r->encoded < (int64_t)r->n_images) return OMNIC_OK;
-    if (m->qvit)
-        OMNIC_TRY(omnic__model_merge_mrope(m, r->prompt, (int64_t)r->n_prompt, r->grids, r->projected,
-                                           (int64_t)r->n_images, &m->mrope_spec, &r->pp, err));
-    else
-        OMNIC_TRY(omnic__model_merge_images(m, r->prompt, (int64_t)r->n_prompt, r->projected, (int64_t)r->n_images,
-                                            &r->pp, err));
+    OMNIC_TRY(omnic__model_merge(m, r->prompt, (int64_t)r->n_prompt, r->grids, r->projected, (int64_t)r->n_images,
+                                 &r->pp, err));
     for (size_t i = 0; i < r->n_images; i++) omnic__tensor_destroy(r->pixels[i]);
     omnic_free(r->pixels), r->pixels = NULL;
     omnic_free(r->projected), r->projected = NULL;
@@ -414,7 +403,7 @@ static void decode_call(omnic__engine *e, int n_dec, int pf, int64_t pf_rows)
     pos.data = e->dec_pos;
     omnic__tensor sel = tok; /* LongRoPE: a decode row's forward ends at its position */
     sel.data = e->rope_long;
-    for (int64_t b = 0; b < n; b++)
+    for (int64_t b = 0; m->dec.rope_switch && b < n; b++)
         e->rope_long[b] = omnic__rope_long(&m->dec.cfg, b < n_dec ? m->kv.len[e->dec_rows[b]] + 1
                                                                   : e->slots[pf].pf_len);
     const omnic__tensor *in[3] = {&tok, &pos, &sel};
@@ -729,27 +718,14 @@ omnic_status omnic__engine_submit(omnic__engine *e, const omnic__gen_request *r,
     }
     int64_t image_rows_total = 0;
     for (size_t i = 0; i < r->n_images; i++) {
-        const omnic__tensor *t = r->images[i];
-        if (m->qvit) { /* flattened patches [t*h*w, patch_dim] of the grid (t, h, w) */
-            const omnic__qvit_config *c = &m->qvit->cfg;
-            const int64_t *g = r->grids ? r->grids + 3 * i : NULL;
-            if (!g || g[0] < 1 || g[1] < 1 || g[2] < 1 || g[1] % c->merge || g[2] % c->merge || !t || !t->data ||
-                t->dtype != OMNIC_DTYPE_F32 || t->ndim != 2 || t->dims[1] != c->patch_dim ||
-                t->dims[0] != g[0] * g[1] * g[2] || t->dims[0] > m->qenc.capacity) {
-                s = OMNIC_FAIL(err, OMNIC_E_INVALID,
-                               "image %zu: pixel_values must be f32 [t*h*w, %lld] with a grid (t, h, w), h and w "
-                               "multiples of %lld, at most %lld patches",
-                               i, (long long)c->patch_dim, (long long)c->merge, (long long)m->qenc.capacity);
-                goto reject;
-            }
-        } else if (!t || !t->data || t->dtype != OMNIC_DTYPE_F32 || t->ndim != 3 || t->dims[0] != 3 ||
-                   t->dims[1] != m->image_size || t->dims[2] != m->image_size) {
-            s = OMNIC_FAIL(err, OMNIC_E_INVALID, "image %zu: pixel_values must be f32 [3, %lld, %lld]", i,
-                           (long long)m->image_size, (long long)m->image_size);
+        int64_t rows;
+        if ((s = omnic__model_image_rows(m, r->images[i], r->grids ? r->grids + 3 * i : NULL, &rows, err)) !=
+            OMNIC_OK) {
+            omnic__err_prefix(err, "image %zu", i);
             goto reject;
         }
-        image_rows_total += image_rows(m, t);
-        expanded += image_rows(m, t) - 1;
+        image_rows_total += rows;
+        expanded += rows - 1;
     }
     if (__builtin_add_overflow(expanded, r->max_tokens, &total) || total > cap) {
         why = OMNIC_REJECT_CAPACITY;

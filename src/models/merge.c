@@ -97,3 +97,12 @@ out:
     omnic__prepared_prefill_deinit(&p);
     return s;
 }
+
+omnic_status omnic__model_merge(const omnic__model *m, const int32_t *logical, int64_t n_logical,
+                                const int64_t *grid_thw, const float *projected, int64_t n_images,
+                                omnic__prepared_prefill *out, omnic_err *err)
+{
+    if (m->qvit)
+        return omnic__model_merge_mrope(m, logical, n_logical, grid_thw, projected, n_images, &m->mrope_spec, out, err);
+    return omnic__model_merge_images(m, logical, n_logical, projected, n_images, out, err);
+}

@@ -27,4 +27,10 @@ omnic_status omnic__model_merge_mrope(const omnic__model *m, const int32_t *logi
                                       const struct omnic__mrope_spec *spec, omnic__prepared_prefill *out,
                                       omnic_err *err);
 
+/* The merge m's family uses: omnic__model_merge_mrope for Qwen2-VL-style towers (grid_thw
+ * required), else omnic__model_merge_images (grid_thw ignored). */
+omnic_status omnic__model_merge(const omnic__model *m, const int32_t *logical, int64_t n_logical,
+                                const int64_t *grid_thw, const float *projected, int64_t n_images,
+                                omnic__prepared_prefill *out, omnic_err *err);
+
 #endif

@@ -96,6 +96,36 @@ omnic_status omnic__model_encode_qwen_image(omnic__model *m, const omnic__tensor
     return omnic__qvit_encode(&m->qenc, patches, grid, 1, projected, features, err);
 }
 
+omnic_status omnic__model_image_rows(const omnic__model *m, const omnic__tensor *t, const int64_t *g, int64_t *rows,
+                                     omnic_err *err)
+{
+    if (m->qvit) { /* flattened patches [t*h*w, patch_dim] of the grid (t, h, w) */
+        const omnic__qvit_config *c = &m->qvit->cfg;
+        if (!g || g[0] < 1 || g[1] < 1 || g[2] < 1 || g[1] % c->merge || g[2] % c->merge || !t || !t->data ||
+            t->dtype != OMNIC_DTYPE_F32 || t->ndim != 2 || t->dims[1] != c->patch_dim ||
+            t->dims[0] != g[0] * g[1] * g[2] || t->dims[0] > m->qenc.capacity)
+            return OMNIC_FAIL(err, OMNIC_E_INVALID,
+                              "pixel_values must be f32 [t*h*w, %lld] with a grid (t, h, w), h and w multiples of %lld, "
+                              "at most %lld patches",
+                              (long long)c->patch_dim, (long long)c->merge, (long long)m->qenc.capacity);
+        *rows = t->dims[0] / c->unit;
+        return OMNIC_OK;
+    }
+    if (!t || !t->data || t->dtype != OMNIC_DTYPE_F32 || t->ndim != 3 || t->dims[0] != 3 ||
+        t->dims[1] != m->image_size || t->dims[2] != m->image_size)
+        return OMNIC_FAIL(err, OMNIC_E_INVALID, "pixel_values must be f32 [3, %lld, %lld]", (long long)m->image_size,
+                          (long long)m->image_size);
+    *rows = m->image_tokens;
+    return OMNIC_OK;
+}
+
+omnic_status omnic__model_encode(omnic__model *m, const omnic__tensor *pixel_values, const int64_t *grid,
+                                 const omnic__tensor **projected, const omnic__tensor **features, omnic_err *err)
+{
+    if (m->qvit) return omnic__model_encode_qwen_image(m, pixel_values, grid, projected, features, err);
+    return omnic__model_encode_image(m, pixel_values, projected, features, err);
+}
+
 /* The vision tower, its vision.encode module (one image per call) and the image facts. */
 static omnic_status open_vision(omnic__model *m, const omnic__text_config *text, omnic_err *err)
 {

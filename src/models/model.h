@@ -102,6 +102,17 @@ omnic_status omnic__model_encode_image(omnic__model *m, const omnic__tensor *pix
                                        const omnic__tensor **projected, const omnic__tensor **features,
                                        omnic_err *err);
 
+/* Checks one image's pixel_values (and, for Qwen2-VL, its grid (t, h, w); NULL otherwise)
+ * against m's encoder and gives the prompt rows it becomes after the merge (LLaVA: the tower's
+ * fixed count; Qwen2-VL: t*h*w / merge^2). E_INVALID naming the shape m takes. */
+omnic_status omnic__model_image_rows(const omnic__model *m, const omnic__tensor *pixel_values, const int64_t *grid,
+                                     int64_t *rows, omnic_err *err);
+
+/* Encodes one image with m's tower, whichever it is (grid as above). Outputs as for the two
+ * functions below. */
+omnic_status omnic__model_encode(omnic__model *m, const omnic__tensor *pixel_values, const int64_t *grid,
+                                 const omnic__tensor **projected, const omnic__tensor **features, omnic_err *err);
+
 /* Runs the Qwen2-VL vision.encode on one image: patches f32 [t*h*w, patch_dim] (the
  * processor's pixel_values), grid (t, h, w). On success *projected [t*h*w / merge^2, text
  * hidden] (and *features [t*h*w, vision hidden] when not NULL) are valid until the next

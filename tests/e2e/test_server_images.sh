@@ -22,6 +22,26 @@ fail() {
   failed=1
 }
 
+# start_server NAME ARGS...: omnic serve on a free port in the background, log in $tmp/NAME.log;
+# sets PID and PORT, fails (printing the log) if it is not ready
+start_server() {
+  local name=$1
+  shift
+  "$OMNIC" serve --port 0 "$@" 2>"$tmp/$name.log" &
+  PID=$!
+  PORT=
+  for _ in $(seq 1 600); do
+    PORT=$(sed -n 's/.*listening on http:\/\/[^:]*:\([0-9]*\).*/\1/p' "$tmp/$name.log" | head -1)
+    grep -q "ready on" "$tmp/$name.log" && break
+    kill -0 "$PID" 2>/dev/null || break
+    sleep 0.05
+  done
+  grep -q "ready on" "$tmp/$name.log" && return 0
+  cat "$tmp/$name.log"
+  fail "server $name did not start"
+  return 1
+}
+
 $PY tools/mktiny.py --family llava --vision clip --text llama --out "$tmp/llava" >/dev/null || {
   echo "FAIL: mktiny"
   exit 1
@@ -64,21 +84,8 @@ data = b"".join(comp.compress(row) for _ in range(2000)) + comp.flush()
 open(f"{media}/bomb.png", "wb").write(png_with(20000, 20000, data))
 PYEOF
 
-"$OMNIC" serve -m "$tmp/llava" --port 0 --parallel 4 --api-key "$KEY" --media-dir "$media" --model-name tiny-llava \
-  2>"$tmp/server.log" &
-PID=$!
-PORT=
-for _ in $(seq 1 600); do
-  PORT=$(sed -n 's/.*listening on http:\/\/[^:]*:\([0-9]*\).*/\1/p' "$tmp/server.log" | head -1)
-  grep -q "ready on" "$tmp/server.log" && break
-  kill -0 "$PID" 2>/dev/null || break
-  sleep 0.05
-done
-if ! grep -q "ready on" "$tmp/server.log"; then
-  cat "$tmp/server.log"
-  echo "FAIL: server did not start"
+start_server server -m "$tmp/llava" --parallel 4 --api-key "$KEY" --media-dir "$media" --model-name tiny-llava ||
   exit 1
-fi
 B="http://127.0.0.1:$PORT"
 
 # curl: an image request by file path, then the OpenAI Node client (data: URLs) must agree
@@ -105,14 +112,8 @@ for _ in $(seq 1 100); do
   [ -n "$HPORT" ] && break
   sleep 0.05
 done
-"$OMNIC" serve -m "$tmp/llava" --port 0 --parallel 2 --allow-remote-media 127.0.0.1 --allow-remote-media localhost \
-  --remote-media-timeout 5 2>"$tmp/rserver.log" &
-PID=$!
-for _ in $(seq 1 600); do
-  PORT=$(sed -n 's/.*listening on http:\/\/[^:]*:\([0-9]*\).*/\1/p' "$tmp/rserver.log" | head -1)
-  grep -q "ready on" "$tmp/rserver.log" && break
-  sleep 0.05
-done
+start_server rserver -m "$tmp/llava" --parallel 2 --allow-remote-media 127.0.0.1 --allow-remote-media localhost \
+  --remote-media-timeout 5
 B="http://127.0.0.1:$PORT"
 rreq() { # $1: image URL
   curl -s -o "$tmp/r.json" -w '%{http_code}' -H 'Content-Type: application/json' "$B/v1/chat/completions" -d \
@@ -133,13 +134,7 @@ kill "$HTTP_PID" 2>/dev/null
 
 # ---- Qwen2-VL (M-RoPE, variable image sizes) ----
 $PY tools/mktiny.py --family qwen2_vl --out "$tmp/qvl" >/dev/null || fail "mktiny qwen2_vl"
-"$OMNIC" serve -m "$tmp/qvl" --port 0 --parallel 2 --media-dir "$media" 2>"$tmp/qserver.log" &
-PID=$!
-for _ in $(seq 1 600); do
-  PORT=$(sed -n 's/.*listening on http:\/\/[^:]*:\([0-9]*\).*/\1/p' "$tmp/qserver.log" | head -1)
-  grep -q "ready on" "$tmp/qserver.log" && break
-  sleep 0.05
-done
+start_server qserver -m "$tmp/qvl" --parallel 2 --media-dir "$media"
 B="http://127.0.0.1:$PORT"
 curl -s "$B/v1/models" | grep -q '"input_modalities":\["text","image"\]' || fail "qwen2_vl /v1/models image input"
 qreq() { # $1: extra JSON fields
