@@ -433,9 +433,10 @@ static void decode_call(omnic__engine *e, int n_dec, int pf, int64_t pf_rows)
 /* One scheduler step's compute: the next prefilling slot (round robin) gets one chunk of
  * text.token_prefill, then one batched decode; or, with mixed steps (step_tokens > 0) and
  * a prompt longer than one chunk while other slots decode, its next prompt rows ride in the
- * decode call itself, so the decoding streams wait for at most step_tokens extra rows. A request that dumps its
- * prefill stages (on_prefill) always takes text.token_prefill, and an image request's rows
- * take text.embeddings_prefill (after its images are encoded, one per step). */
+ * decode call itself, so the decoding streams wait for at most step_tokens extra rows.
+ * A request that dumps its prefill stages (on_prefill) always takes text.token_prefill, and
+ * an image request's rows take text.embeddings_prefill (after its images are encoded, one
+ * per step). */
 static void step(omnic__engine *e)
 {
     omnic__model *m = e->model;
