@@ -65,6 +65,10 @@ typedef enum omnic_dtype {
      * low nibble of byte j, element j + 16 in the high nibble. Rows hold whole blocks. */
     OMNIC_DTYPE_Q8_0 = 7,
     OMNIC_DTYPE_Q4_0 = 8,
+    /* q4_0x16: a q4_0 weight [N, K] (N a multiple of 16) with each 16 rows' blocks regrouped
+     * for the cpu backend's AVX-512 kernels (layout: core/quant.h). Made at load time from
+     * q4_0, never read from or written to files; 18 bytes per 32 elements, as q4_0. */
+    OMNIC_DTYPE_Q4_0X16 = 9,
     OMNIC_DTYPE_COUNT
 } omnic_dtype;
 

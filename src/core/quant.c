@@ -102,6 +102,52 @@ void omnic__dequantize_row(omnic_dtype t, const void *x, float *y, int64_t k)
         omnic__dequantize_row_q4_0(x, y, k);
 }
 
+void omnic__q4_0x16_pack(const void *rows, void *group, int64_t K)
+{
+    const int64_t nb = K / OMNIC_QK;
+    const uint8_t *src = rows;
+    uint8_t *qs = group, *ds = qs + (size_t)nb * 256;
+    for (int r = 0; r < OMNIC_Q4X16_ROWS; r++)
+        for (int64_t b = 0; b < nb; b++) {
+            const uint8_t *blk = src + ((size_t)r * (size_t)nb + (size_t)b) * sizeof(omnic__block_q4_0);
+            memcpy(ds + ((size_t)b * OMNIC_Q4X16_ROWS + (size_t)r) * 2, blk, 2);
+            for (int j = 0; j < 4; j++)
+                memcpy(qs + (size_t)b * 256 + 64 * j + 4 * r, blk + 2 + 4 * j, 4);
+        }
+}
+
+/* Block b of row n of a q4_0x16 weight [N, K] as a plain q4_0 block. */
+static void q4_0x16_block(const void *w, int64_t n, int64_t K, int64_t b, omnic__block_q4_0 *out)
+{
+    const int64_t nb = K / OMNIC_QK, r = n % OMNIC_Q4X16_ROWS;
+    const uint8_t *qs = (const uint8_t *)w + (size_t)(n - r) * (size_t)nb * sizeof(omnic__block_q4_0);
+    memcpy(&out->d, qs + (size_t)nb * 256 + ((size_t)b * OMNIC_Q4X16_ROWS + (size_t)r) * 2, 2);
+    for (int j = 0; j < 4; j++)
+        memcpy(out->qs + 4 * j, qs + (size_t)b * 256 + 64 * j + 4 * (size_t)r, 4);
+}
+
+void omnic__q4_0x16_unpack_row(const void *w, int64_t n, int64_t K, void *row)
+{
+    for (int64_t b = 0; b < K / OMNIC_QK; b++) {
+        omnic__block_q4_0 blk;
+        q4_0x16_block(w, n, K, b, &blk);
+        memcpy((uint8_t *)row + (size_t)b * sizeof blk, &blk, sizeof blk);
+    }
+}
+
+void omnic__dequantize_weight_row(omnic_dtype t, const void *w, int64_t n, int64_t K, float *y)
+{
+    if (t == OMNIC_DTYPE_Q4_0X16) {
+        for (int64_t b = 0; b < K / OMNIC_QK; b++) {
+            omnic__block_q4_0 blk;
+            q4_0x16_block(w, n, K, b, &blk);
+            omnic__dequantize_row_q4_0(&blk, y + b * OMNIC_QK, OMNIC_QK);
+        }
+        return;
+    }
+    omnic__dequantize_row(t, (const uint8_t *)w + omnic__dtype_row_bytes(t, n * K), y, K);
+}
+
 void omnic__quantize_act_q8(const float *x, int8_t *q, float *d, int64_t k)
 {
     for (int64_t i = 0; i < k / OMNIC_QK; i++, x += OMNIC_QK, q += OMNIC_QK) {

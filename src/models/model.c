@@ -181,7 +181,7 @@ omnic_status omnic__model_open(const char *dir, const omnic__model_opts *opts, o
     int threads = opts && opts->threads > 0 ? opts->threads : omnic__cpu_count();
     if ((s = omnic__threadpool_create(&m->pool, threads, err)) != OMNIC_OK) goto fail;
     if (quant != OMNIC_DTYPE_COUNT &&
-        (s = omnic__text_decoder_quantize(&m->dec, quant, m->ckpt->weights, m->pool, err)) != OMNIC_OK)
+        (s = omnic__text_decoder_quantize(&m->dec, quant, m->backend, m->ckpt->weights, m->pool, err)) != OMNIC_OK)
         goto fail;
     if ((s = omnic__kv_pool_init(&m->kv, (int)cfg.n_layers, m->n_slots, m->capacity, cfg.n_kv_heads, cfg.head_dim,
                                  m->kv_dtype, err)) != OMNIC_OK)

@@ -30,21 +30,28 @@ omnic_status omnic__quant_parse(const char *name, omnic_dtype *out, omnic_err *e
 
 typedef struct quant_job {
     const omnic__tensor *src; /* [N, K] f32 / f16 / bf16 (mapped or owned) */
-    omnic__tensor *dst;       /* [N, K] q8_0 / q4_0, owned */
+    omnic__tensor *dst;       /* [N, K] q8_0 / q4_0 / q4_0x16, owned */
     const omnic__safetensors *st;
-    float *buf; /* [nth][K] f32 rows */
+    float *buf;   /* [nth][K] f32 rows */
+    uint8_t *grp; /* q4_0x16: [nth][16 q4_0 rows], packed into dst once complete */
 } quant_job;
 
 static void quant_task(void *ctx, int ith, int nth)
 {
     const quant_job *j = ctx;
     const int64_t N = j->src->dims[0], K = j->src->dims[1];
-    const size_t sb = omnic__dtype_row_bytes(j->src->dtype, K), db = omnic__dtype_row_bytes(j->dst->dtype, K);
+    const bool x16 = j->dst->dtype == OMNIC_DTYPE_Q4_0X16;
+    const omnic_dtype qt = x16 ? OMNIC_DTYPE_Q4_0 : j->dst->dtype;
+    const int64_t unit = x16 ? OMNIC_Q4X16_ROWS : 1; /* threads take whole groups */
+    const size_t sb = omnic__dtype_row_bytes(j->src->dtype, K), db = omnic__dtype_row_bytes(qt, K);
     const uint8_t *src = j->src->data;
     uint8_t *dst = j->dst->data;
+    uint8_t *grp = x16 ? j->grp + (size_t)ith * OMNIC_Q4X16_ROWS * db : NULL;
     float *row = j->buf + (size_t)ith * (size_t)K;
     int64_t lo, hi;
-    omnic__split_rows(N, ith, nth, &lo, &hi);
+    omnic__split_rows(N / unit, ith, nth, &lo, &hi);
+    lo *= unit;
+    hi *= unit;
     for (int64_t r0 = lo; r0 < hi; r0 += QUANT_ROWS) {
         const int64_t r1 = hi - r0 < QUANT_ROWS ? hi : r0 + QUANT_ROWS;
         for (int64_t r = r0; r < r1; r++) {
@@ -55,15 +62,21 @@ static void quant_task(void *ctx, int ith, int nth)
                 omnic__bf16_to_f32_row(s, row, (size_t)K);
             else
                 memcpy(row, s, (size_t)K * sizeof(float));
-            omnic__quantize_row(j->dst->dtype, row, dst + (size_t)r * db, K);
+            if (!x16) {
+                omnic__quantize_row(qt, row, dst + (size_t)r * db, K);
+                continue;
+            }
+            omnic__quantize_row(qt, row, grp + (size_t)(r % OMNIC_Q4X16_ROWS) * db, K);
+            if (r % OMNIC_Q4X16_ROWS == OMNIC_Q4X16_ROWS - 1)
+                omnic__q4_0x16_pack(grp, dst + (size_t)(r + 1 - OMNIC_Q4X16_ROWS) * db, K);
         }
         omnic__st_release(j->st, src + (size_t)r0 * sb, (size_t)(r1 - r0) * sb);
     }
 }
 
 omnic_status omnic__text_decoder_quantize(omnic__text_decoder *d, omnic_dtype qt,
-                                          const omnic__safetensors *st, omnic__threadpool *pool,
-                                          omnic_err *err)
+                                          const omnic__backend_ops *backend, const omnic__safetensors *st,
+                                          omnic__threadpool *pool, omnic_err *err)
 {
     int64_t params;
     omnic__text_decoder_param_stats(d, &params, &d->stored_bytes);
@@ -73,6 +86,7 @@ omnic_status omnic__text_decoder_quantize(omnic__text_decoder *d, omnic_dtype qt
     omnic__tensor **ws = omnic_alloc_array(cap, sizeof *ws);
     omnic__tensor **grown = omnic_realloc(d->qweights, (d->n_qweights + cap) * sizeof *grown);
     float *buf = NULL;
+    uint8_t *grp = NULL;
     omnic_status s = OMNIC_OK;
     if (grown) d->qweights = grown;
     if (!ws || !grown) {
@@ -92,7 +106,8 @@ omnic_status omnic__text_decoder_quantize(omnic__text_decoder *d, omnic_dtype qt
     for (size_t i = 0; i < n; i++)
         kmax = ws[i]->dims[1] > kmax ? ws[i]->dims[1] : kmax;
     buf = omnic_alloc_array((size_t)nth * (size_t)kmax, sizeof *buf);
-    if (!buf) {
+    grp = omnic_alloc_array((size_t)nth * OMNIC_Q4X16_ROWS, omnic__dtype_row_bytes(OMNIC_DTYPE_Q4_0, kmax));
+    if (!buf || !grp) {
         s = OMNIC_FAIL(err, OMNIC_E_NOMEM, "out of memory for %d quantization rows of %lld", nth,
                        (long long)kmax);
         goto out;
@@ -106,20 +121,23 @@ omnic_status omnic__text_decoder_quantize(omnic__text_decoder *d, omnic_dtype qt
                 (long long)w->dims[1], OMNIC_QK);
             continue;
         }
+        /* the backend may want another layout of the same values (cpu: q4_0x16) */
+        const omnic_dtype wt = backend->weight_dtype ? backend->weight_dtype(qt, w->dims[0], w->dims[1]) : qt;
         omnic__tensor *q;
-        if ((s = omnic__tensor_create(&q, qt, 2, w->dims, err)) != OMNIC_OK) goto out;
+        if ((s = omnic__tensor_create(&q, wt, 2, w->dims, err)) != OMNIC_OK) goto out;
         memcpy(q->name, w->name, sizeof q->name);
-        quant_job j = {.src = w, .dst = q, .st = st, .buf = buf};
+        quant_job j = {.src = w, .dst = q, .st = st, .buf = buf, .grp = grp};
         omnic__threadpool_run(pool, quant_task, &j);
         omnic__st_release(st, w->data, omnic__tensor_bytes(w)); /* pages across step boundaries */
         d->qweights[d->n_qweights++] = q;
-        w->dtype = qt;
+        w->dtype = wt;
         w->data = q->data;
     }
 out:
     if (d->cfg.tie_embeddings) d->lm_head = d->embed;
     omnic_free(ws);
     omnic_free(buf);
+    omnic_free(grp);
     return s;
 }
 

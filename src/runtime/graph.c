@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "runtime/graph.h"
+#include "core/quant.h"
 
 omnic_status omnic__graph_init(omnic__graph *g, int64_t capacity, omnic_err *err)
 {
@@ -260,8 +261,13 @@ void omnic__g_mark_output(omnic__graph *g, omnic__tensor *t, const char *name)
 }
 
 static bool is_float_w(omnic_dtype t) { return t == OMNIC_DTYPE_F32 || t == OMNIC_DTYPE_F16 || t == OMNIC_DTYPE_BF16; }
-/* Matmul weights and get_rows tables may also be block-quantized (q8_0, q4_0). */
-static bool is_table_w(omnic_dtype t) { return is_float_w(t) || t == OMNIC_DTYPE_Q8_0 || t == OMNIC_DTYPE_Q4_0; }
+/* Matmul weights and get_rows tables may also be block-quantized (q8_0, q4_0, and q4_0x16
+ * with whole groups of 16 rows). */
+static bool is_table_w(const omnic__tensor *w)
+{
+    if (w->dtype == OMNIC_DTYPE_Q4_0X16) return w->ndim == 2 && w->dims[0] % OMNIC_Q4X16_ROWS == 0;
+    return is_float_w(w->dtype) || w->dtype == OMNIC_DTYPE_Q8_0 || w->dtype == OMNIC_DTYPE_Q4_0;
+}
 
 static bool need_f32(omnic__graph *g, const omnic__tensor *x, const char *op)
 {
@@ -274,7 +280,7 @@ omnic__tensor *omnic__g_matmul(omnic__graph *g, omnic__tensor *a, omnic__tensor 
 {
     if (!a || !w) return NULL;
     if (!need_f32(g, a, "matmul")) return NULL;
-    if (w->ndim != 2 || !is_table_w(w->dtype))
+    if (w->ndim != 2 || !is_table_w(w))
         return gfail(g, "matmul: weight %s must be a 2-D float or quantized weight", tname(w));
     if (omnic__tensor_cols(a) != w->dims[1])
         return gfail(g, "matmul: %s has %lld cols, weight %s expects %lld", tname(a), (long long)omnic__tensor_cols(a),
@@ -472,7 +478,7 @@ omnic__tensor *omnic__g_glu(omnic__graph *g, omnic__op op, omnic__tensor *gate, 
 omnic__tensor *omnic__g_get_rows(omnic__graph *g, omnic__tensor *table, omnic__tensor *ids)
 {
     if (!table || !ids) return NULL;
-    if (table->ndim != 2 || !is_table_w(table->dtype))
+    if (table->ndim != 2 || !is_table_w(table))
         return gfail(g, "get_rows: %s must be a 2-D float or quantized table", tname(table));
     if (ids->dtype != OMNIC_DTYPE_I32 || ids->ndim != 1) return gfail(g, "get_rows: ids %s must be i32 [T]", tname(ids));
     int64_t dims[2] = {ids->dims[0], table->dims[1]};

@@ -282,6 +282,59 @@ static void test_bad_shapes(void **state)
 
 /* The activation rule: scalar reference against a direct transcription; every cpu ISA the
  * machine has gives the same bytes (random rows, exact ties, zero blocks, huge and tiny). */
+/* q4_0x16: packing 16 q4_0 rows keeps every byte (same total size), places them as the layout
+ * of core/quant.h says (checked byte by byte against the formula), and unpacking a row or
+ * dequantizing it through omnic__dequantize_weight_row gives the q4_0 row back exactly. */
+static void test_q4_0x16_layout(void **state)
+{
+    (void)state;
+    static const int64_t Ks[] = {32, 96, 1536};
+    for (size_t ki = 0; ki < sizeof Ks / sizeof Ks[0]; ki++) {
+        const int64_t K = Ks[ki], nb = K / OMNIC_QK, N = 48;
+        const size_t rb = omnic__dtype_row_bytes(OMNIC_DTYPE_Q4_0, K);
+        uint8_t *plain = malloc((size_t)N * rb), *packed = malloc((size_t)N * rb), *row = malloc(rb);
+        float *x = malloc((size_t)K * sizeof *x), *y0 = malloc((size_t)K * sizeof *y0),
+              *y1 = malloc((size_t)K * sizeof *y1);
+        assert_non_null(plain);
+        assert_non_null(packed);
+        assert_non_null(row);
+        assert_non_null(x);
+        assert_non_null(y0);
+        assert_non_null(y1);
+        for (int64_t n = 0; n < N; n++) {
+            for (int64_t k = 0; k < K; k++)
+                x[k] = rng_f(-3, 3);
+            omnic__quantize_row_q4_0(x, plain + (size_t)n * rb, K);
+        }
+        for (int64_t g = 0; g < N / OMNIC_Q4X16_ROWS; g++)
+            omnic__q4_0x16_pack(plain + (size_t)g * OMNIC_Q4X16_ROWS * rb, packed + (size_t)g * OMNIC_Q4X16_ROWS * rb, K);
+        assert_int_equal(omnic__dtype_row_bytes(OMNIC_DTYPE_Q4_0X16, N * K), (size_t)N * rb);
+        for (int64_t n = 0; n < N; n++) {
+            const int64_t r = n % OMNIC_Q4X16_ROWS;
+            const uint8_t *grp = packed + (size_t)(n - r) * rb;
+            for (int64_t b = 0; b < nb; b++) {
+                const uint8_t *blk = plain + (size_t)n * rb + (size_t)b * sizeof(omnic__block_q4_0);
+                assert_memory_equal(grp + (size_t)nb * 256 + (size_t)(b * 16 + r) * 2, blk, 2);
+                for (int j = 0; j < 4; j++)
+                    assert_memory_equal(grp + b * 256 + 64 * j + 4 * r, blk + 2 + 4 * j, 4);
+            }
+            omnic__q4_0x16_unpack_row(packed, n, K, row);
+            assert_memory_equal(row, plain + (size_t)n * rb, rb);
+            omnic__dequantize_row_q4_0(plain + (size_t)n * rb, y0, K);
+            omnic__dequantize_weight_row(OMNIC_DTYPE_Q4_0X16, packed, n, K, y1);
+            assert_memory_equal(y0, y1, (size_t)K * sizeof *y0);
+            omnic__dequantize_weight_row(OMNIC_DTYPE_Q4_0, plain, n, K, y1);
+            assert_memory_equal(y0, y1, (size_t)K * sizeof *y0);
+        }
+        free(plain);
+        free(packed);
+        free(row);
+        free(x);
+        free(y0);
+        free(y1);
+    }
+}
+
 static void test_act_quant_isas(void **state)
 {
     (void)state;
@@ -362,7 +415,7 @@ int main(void)
         cmocka_unit_test(test_layouts),         cmocka_unit_test(test_matches_ggml_reference),
         cmocka_unit_test(test_crafted_blocks),  cmocka_unit_test(test_round_trip_bounds),
         cmocka_unit_test(test_bad_shapes),      cmocka_unit_test(test_act_quant_isas),
-        cmocka_unit_test(test_act_quant_error),
+        cmocka_unit_test(test_act_quant_error),  cmocka_unit_test(test_q4_0x16_layout),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

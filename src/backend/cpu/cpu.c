@@ -10,6 +10,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "backend/cpu/matmul_q.h"
 #include "backend/cpu/ops.h"
 #include "backend/cpu/simd.h"
 #include "backend/cpu/vec.h"
@@ -158,6 +159,7 @@ static const omnic__backend_ops cpu_ops = {
             [OMNIC_OP_PATCH_EMBED] = omnic__cpu_patch_embed_wsize,
         },
     .init = cpu_init,
+    .weight_dtype = omnic__cpu_weight_dtype,
 };
 
 const omnic__backend_ops *omnic__backend_cpu(void) { return &cpu_ops; }

@@ -34,10 +34,9 @@ void omnic__cpu_get_rows(const omnic__node *n, int ith, int nth, void *wdata)
     size_t row_bytes = omnic__dtype_row_bytes(tab->dtype, H);
     omnic__split_rows(omnic__tensor_nelem(n->src[1]), ith, nth, &r0, &r1);
     for (int64_t t = r0; t < r1; t++) {
-        const char *row = (const char *)tab->data + (size_t)ids[t] * row_bytes;
         float *out = (float *)n->dst->data + t * H;
-        if (omnic__dtype_table[tab->dtype].is_quant) omnic__dequantize_row(tab->dtype, row, out, H); /* exact */
-        else omnic__cpu_to_f32(tab->dtype, row, out, H);
+        if (omnic__dtype_table[tab->dtype].is_quant) omnic__dequantize_weight_row(tab->dtype, tab->data, ids[t], H, out); /* exact */
+        else omnic__cpu_to_f32(tab->dtype, (const char *)tab->data + (size_t)ids[t] * row_bytes, out, H);
     }
 }
 

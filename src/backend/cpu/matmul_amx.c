@@ -4,7 +4,8 @@
  * C[n][m] = sum_k W[n][k] * A[m][k] one 32-element block at a time (the scales change per
  * block), with TDPBSSD (int8 x int8 -> int32, exact):
  *   tile A = 16 weight rows x 32 bytes (one block of each row), staged per chunk of weight rows
- *            as plain int8 rows (q8_0 quants copied, q4_0 nibbles unpacked to q - 8);
+ *            as plain int8 rows (q8_0 quants copied, q4_0 nibbles unpacked to q - 8; q4_0x16
+ *            rows are first gathered back into q4_0 blocks);
  *   tile B = the block of 16 activation rows in the VNNI layout (8 rows of 16 x 4 bytes),
  *            staged once per call from the q8 activation quantization of matmul_q.c;
  *   tile C = 16 x 16 int32, stored and folded into 16 f32 accumulators (zmm, one per weight
@@ -43,6 +44,7 @@ typedef struct amx_part {
     size_t ws;   /* weight chunk: [OMNIC_AMX_NC][K] int8 */
     size_t dws;  /* weight chunk scales: [OMNIC_AMX_NC][nb] f32 */
     size_t cbuf; /* two C tiles: 2 x 16 x 64 bytes */
+    size_t row;  /* q4_0x16 weights: one row as plain q4_0 blocks */
     size_t bytes;
 } amx_part;
 
@@ -62,6 +64,8 @@ static amx_part part_layout(int64_t M, int64_t K)
     off += align64((size_t)OMNIC_AMX_NC * nb * sizeof(float));
     p.cbuf = off;
     off += 2 * 16 * 64;
+    p.row = off;
+    off += align64(nb * sizeof(omnic__block_q4_0));
     p.bytes = align64(off);
     return p;
 }
@@ -124,7 +128,7 @@ static OMNIC_AMX void stage_weights(const omnic__tensor *w, int64_t n0, int64_t 
                                     const amx_part *P)
 {
     const int64_t nb = K / OMNIC_QK, ncp = cdiv(nc, 16) * 16;
-    const bool q4 = w->dtype == OMNIC_DTYPE_Q4_0;
+    const bool x16 = w->dtype == OMNIC_DTYPE_Q4_0X16, q4 = w->dtype == OMNIC_DTYPE_Q4_0 || x16;
     const size_t bb = q4 ? sizeof(omnic__block_q4_0) : sizeof(omnic__block_q8_0);
     const size_t wrow = (size_t)nb * bb;
     int8_t *ws = (int8_t *)(part + P->ws);
@@ -139,6 +143,10 @@ static OMNIC_AMX void stage_weights(const omnic__tensor *w, int64_t n0, int64_t 
             continue;
         }
         const uint8_t *row = (const uint8_t *)w->data + (size_t)(n0 + j) * wrow;
+        if (x16) {
+            omnic__q4_0x16_unpack_row(w->data, n0 + j, K, part + P->row);
+            row = part + P->row;
+        }
         for (int64_t b = 0; b < nb; b++) {
             const uint8_t *blk = row + (size_t)b * bb;
             uint16_t h;

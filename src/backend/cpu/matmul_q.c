@@ -20,10 +20,15 @@
  *      AVX2: one block per ymm; q8_0 by the sign trick (maddubs(|a|, sign(w, a))), q4_0 by
  *        maddubs(nibbles, a) plus the -8 * sum(a) correction; madd to i32, convert, FMA.
  *      scalar: integer block dots, f32 sum of (d_w * d_a) * dot.
+ *    q4_0x16 weights (the cpu backend's load-time layout of q4_0 on VNNI CPUs, core/quant.h):
+ *      16 weight rows per step, one lane each, so one block's dots need no horizontal sums
+ *      and its 16 scales convert at once (tile_x16); scalar: the same sums one by one.
  *  - otherwise (prefill): AMX int8 tiles where the CPU has them (matmul_amx.c), else weight
  *    chunks and activation row blocks dequantized to f32 and multiplied by OpenBLAS sgemm.
  * Every path computes the exact integer (or exactly dequantized) block dots and differs from
  * the ref backend only by f32 rounding of the scaled sums. */
+#include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "backend/cpu/matmul_q.h"
@@ -58,7 +63,13 @@ omnic__mq_kind omnic__mq_kind_get(void)
 omnic__mq_layout omnic__mq_layout_of(omnic__mq_kind kind, omnic_dtype wdt, int64_t K)
 {
     omnic__mq_layout L = {0};
-    (void)wdt;
+    if (wdt == OMNIC_DTYPE_Q4_0X16) { /* q, d, corr: one int32 per block */
+        const size_t nbk = (size_t)(K / OMNIC_QK);
+        L.d = align64((size_t)K);
+        L.corr = L.d + align64(nbk * sizeof(float));
+        L.bytes = L.corr + align64(nbk * sizeof(int32_t));
+        return L;
+    }
     const size_t nb = (size_t)(K / OMNIC_QK), spb = 4, ns = (nb + spb - 1) / spb;
     const size_t kp = kind == OMNIC_MQ_VNNI ? ns * spb * OMNIC_QK : align64((size_t)K); /* q bytes */
     size_t off = align64(kp);                                                           /* q at 0 */
@@ -174,7 +185,11 @@ static void quant_rows(omnic__mq_kind kind, omnic_dtype wdt, const float *a, int
         int8_t *q = (int8_t *)r;
         float *d = (float *)(r + L->d);
         omnic__mq_quant_row(kind, a + i * K, q, d, K);
-        if (kind == OMNIC_MQ_AVX2) {
+        if (wdt == OMNIC_DTYPE_Q4_0X16) {
+            int32_t *corr = (int32_t *)(r + L->corr);
+            for (int64_t b = 0; b < nb; b++)
+                corr[b] = -8 * block_sum(q + b * OMNIC_QK);
+        } else if (kind == OMNIC_MQ_AVX2) {
             uint8_t *ab = r + L->abs;
             for (int64_t k = 0; k < K; k++)
                 ab[k] = (uint8_t)(q[k] < 0 ? -q[k] : q[k]);
@@ -564,6 +579,140 @@ static OMNIC_VNNI void mq_vnni_q4(const uint8_t *act, const omnic__mq_layout *L,
     mq_vnni(act, L, M, K, w, n0, n1, dst, N, true);
 }
 
+/* ---- q4_0x16 weights: one group of 16 weight rows x mr activation rows ----
+ * Scalar: per output, the exact block dot plus the correction, then acc = fmaf(dot, d_w * d_a,
+ * acc) block by block: the same sums as the VNNI tile, one lane at a time. */
+static void mq_x16_scalar(const uint8_t *act, const omnic__mq_layout *L, int64_t M, int64_t K, const void *w,
+                          int64_t n0, int64_t n1, float *dst, int64_t N)
+{
+    const int64_t nb = K / OMNIC_QK;
+    for (int64_t n = n0; n < n1; n++) {
+        const int64_t r = n % OMNIC_Q4X16_ROWS;
+        const uint8_t *qs = (const uint8_t *)w + (size_t)(n - r) * (size_t)nb * sizeof(omnic__block_q4_0);
+        const uint8_t *ds = qs + (size_t)nb * 256;
+        for (int64_t i = 0; i < M; i++) {
+            const uint8_t *ar = act + (size_t)i * L->bytes;
+            const int8_t *q = (const int8_t *)ar;
+            float acc = 0.0f;
+            for (int64_t b = 0; b < nb; b++) {
+                int32_t dot;
+                memcpy(&dot, ar + L->corr + (size_t)b * 4, 4);
+                for (int j = 0; j < 4; j++)
+                    for (int e = 0; e < 4; e++) {
+                        const uint8_t byte = qs[b * 256 + 64 * j + 4 * r + e];
+                        dot += (byte & 0x0f) * q[b * OMNIC_QK + 4 * j + e] +
+                               (byte >> 4) * q[b * OMNIC_QK + 16 + 4 * j + e];
+                    }
+                uint16_t h;
+                memcpy(&h, ds + (size_t)(b * OMNIC_Q4X16_ROWS + r) * 2, 2);
+                float da;
+                memcpy(&da, ar + L->d + (size_t)b * 4, 4);
+                acc = fmaf((float)dot, omnic__f16_to_f32(h) * da, acc);
+            }
+            dst[i * N + n] = acc;
+        }
+    }
+}
+
+/* L1 prefetch distance of the VNNI tile (the L2 one is MQ_PF_L2). */
+#define X16_PF_L1 1024
+#define X16_MR 8 /* activation rows per tile: 8 accumulators + 8 weight vectors in registers */
+
+/* VNNI: a block's 256 nibble bytes are four 64-byte loads; their low and high nibbles are
+ * eight u8 vectors v[c] whose lane r holds elements 4c..4c+3 of weight row r. For each
+ * activation row, eight vpdpbusd with its broadcast dwords (elements 4c..4c+3), in two chains
+ * started from the block's correction (-8 sum q) and from 0, leave the 16 rows' exact block
+ * dots in 16 lanes; acc = fma(f32(dot), d_w * d_a, acc) with the 16 scales converted at once.
+ * An output's operations are the same whatever mr, M or the split of groups over threads. */
+OMNIC_INLINE OMNIC_VNNI void tile_x16(const uint8_t *act, const omnic__mq_layout *L, int mr, const uint8_t *grp,
+                                      int64_t nb, float *out, int64_t ldo)
+{
+    const uint8_t *ds = grp + (size_t)nb * 256;
+    const __m512i low4 = _mm512_set1_epi8(0x0f);
+    __m512 acc[X16_MR];
+    OMNIC_UNROLL for (int i = 0; i < mr; i++) acc[i] = _mm512_setzero_ps();
+    for (int64_t b = 0; b < nb; b++) {
+        const uint8_t *p = grp + (size_t)b * 256;
+        OMNIC_UNROLL for (int z = 0; z < 4; z++)
+        {
+            _mm_prefetch((const char *)p + X16_PF_L1 + 64 * z, _MM_HINT_T0);
+            _mm_prefetch((const char *)p + MQ_PF_L2 + 64 * z, _MM_HINT_T1);
+        }
+        if (!(b & 1)) { /* scales: 64 bytes per two blocks */
+            _mm_prefetch((const char *)ds + 32 * b + X16_PF_L1 / 8, _MM_HINT_T0);
+            _mm_prefetch((const char *)ds + 32 * b + MQ_PF_L2 / 8, _MM_HINT_T1);
+        }
+        __m512i v[8];
+        OMNIC_UNROLL for (int c = 0; c < 4; c++)
+        {
+            const __m512i x = _mm512_loadu_si512(p + 64 * c);
+            v[c] = _mm512_and_si512(x, low4);
+            v[c + 4] = _mm512_and_si512(_mm512_srli_epi16(x, 4), low4);
+        }
+        const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(ds + (size_t)b * 32)));
+        OMNIC_UNROLL for (int i = 0; i < mr; i++)
+        {
+            const uint8_t *ar = act + (size_t)i * L->bytes;
+            int32_t a4[8], corr;
+            float da;
+            memcpy(a4, ar + (size_t)b * OMNIC_QK, sizeof a4);
+            memcpy(&corr, ar + L->corr + (size_t)b * 4, 4);
+            memcpy(&da, ar + L->d + (size_t)b * 4, 4);
+            __m512i s0 = _mm512_set1_epi32(corr), s1 = _mm512_setzero_si512();
+            OMNIC_UNROLL for (int c = 0; c < 8; c += 2)
+            {
+                s0 = _mm512_dpbusd_epi32(s0, v[c], _mm512_set1_epi32(a4[c]));
+                s1 = _mm512_dpbusd_epi32(s1, v[c + 1], _mm512_set1_epi32(a4[c + 1]));
+            }
+            acc[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(s0, s1)),
+                                     _mm512_mul_ps(dw, _mm512_set1_ps(da)), acc[i]);
+        }
+    }
+    OMNIC_UNROLL for (int i = 0; i < mr; i++) _mm512_storeu_ps(out + i * ldo, acc[i]);
+}
+
+/* Weight rows [n0, n1) (whole groups) x all M activation rows, X16_MR rows per tile. */
+static OMNIC_VNNI void mq_x16_vnni(const uint8_t *act, const omnic__mq_layout *L, int64_t M, int64_t K,
+                                   const void *w, int64_t n0, int64_t n1, float *dst, int64_t N)
+{
+    const int64_t nb = K / OMNIC_QK;
+    const size_t ldw = (size_t)nb * sizeof(omnic__block_q4_0);
+    for (int64_t n = n0; n < n1; n += OMNIC_Q4X16_ROWS) {
+        const uint8_t *grp = (const uint8_t *)w + (size_t)n * ldw;
+        for (int64_t i = 0; i < M; i += X16_MR) {
+            const uint8_t *a = act + (size_t)i * L->bytes;
+            float *o = dst + i * N + n;
+            switch (M - i < X16_MR ? M - i : X16_MR) {
+#define X16_TILE(R)                                                                                          \
+    case R:                                                                                                  \
+        tile_x16(a, L, R, grp, nb, o, N);                                                                    \
+        break;
+                X16_TILE(1)
+                X16_TILE(2)
+                X16_TILE(3)
+                X16_TILE(4)
+                X16_TILE(5)
+                X16_TILE(6)
+                X16_TILE(7)
+                X16_TILE(8)
+#undef X16_TILE
+            default:
+                break;
+            }
+        }
+    }
+}
+
+omnic_dtype omnic__cpu_weight_dtype(omnic_dtype dt, int64_t N, int64_t K)
+{
+    (void)K;
+    const char *env = getenv("OMNIC_CPU_Q4X16"); /* "0": plain q4_0 (benchmarks, tests) */
+    if (dt == OMNIC_DTYPE_Q4_0 && N % OMNIC_Q4X16_ROWS == 0 && omnic__mq_kind_get() == OMNIC_MQ_VNNI &&
+        !(env && !strcmp(env, "0")))
+        return OMNIC_DTYPE_Q4_0X16;
+    return dt;
+}
+
 static const mq_fn mq_table[OMNIC_MQ_KIND_COUNT][2] = {
     [OMNIC_MQ_SCALAR] = {mq_scalar_q8, mq_scalar_q4},
     [OMNIC_MQ_AVX2] = {mq_avx2_q8, mq_avx2_q4},
@@ -614,7 +763,6 @@ static void sgemm_path(const omnic__node *n, int ith, int nth, uint8_t *part)
     float *dst = n->dst->data;
     const omnic__mq_kind kind = omnic__mq_kind_get();
     const omnic__mq_layout L = omnic__mq_layout_of(OMNIC_MQ_SCALAR, w->dtype, K); /* plain q + d rows */
-    const size_t wrow = omnic__dtype_row_bytes(w->dtype, K);
     float *af = (float *)(part + (size_t)M * L.bytes);
     float *wf = (float *)((uint8_t *)af + align64((size_t)QG_MB * (size_t)K * sizeof(float)));
     for (int64_t i = 0; i < M; i++) {
@@ -626,8 +774,7 @@ static void sgemm_path(const omnic__node *n, int ith, int nth, uint8_t *part)
     for (int64_t ci = c0; ci < c1; ci++) {
         int64_t n0 = ci * QG_NC, nc = N - n0 < QG_NC ? N - n0 : QG_NC;
         for (int64_t j = 0; j < nc; j++)
-            omnic__dequantize_row(w->dtype, (const uint8_t *)w->data + (size_t)(n0 + j) * wrow, wf + j * K,
-                                  K);
+            omnic__dequantize_weight_row(w->dtype, w->data, n0 + j, K, wf + j * K);
         for (int64_t m0 = 0; m0 < M; m0 += QG_MB) {
             int64_t mb = M - m0 < QG_MB ? M - m0 : QG_MB;
             for (int64_t i = 0; i < mb; i++) {
@@ -659,14 +806,21 @@ void omnic__cpu_matmul_q(const omnic__node *n, int ith, int nth, void *wdata)
     const omnic__mq_kind kind = omnic__mq_kind_get();
     const omnic__mq_layout L = omnic__mq_layout_of(kind, w->dtype, K);
     const float *bias = b ? (const float *)b->data : NULL;
+    const bool x16 = w->dtype == OMNIC_DTYPE_Q4_0X16; /* threads take whole groups */
+    const int64_t unit = x16 ? OMNIC_Q4X16_ROWS : 1;
+    const mq_fn fn = !x16 ? mq_table[kind][w->dtype == OMNIC_DTYPE_Q4_0]
+                     : kind == OMNIC_MQ_VNNI ? mq_x16_vnni
+                                             : mq_x16_scalar;
     int64_t n0, n1;
-    omnic__split_rows(N, ith, nth, &n0, &n1);
+    omnic__split_rows(N / unit, ith, nth, &n0, &n1);
+    n0 *= unit;
+    n1 *= unit;
     for (int64_t i0 = 0; i0 < M; i0 += OMNIC_CPU_MQ_MAX_M) {
         int64_t mb = M - i0 < OMNIC_CPU_MQ_MAX_M ? M - i0 : OMNIC_CPU_MQ_MAX_M;
         if (n0 >= n1) continue;
         float *d = (float *)n->dst->data + i0 * N;
         quant_rows(kind, w->dtype, (const float *)a->data + i0 * K, mb, K, part, &L);
-        mq_table[kind][w->dtype == OMNIC_DTYPE_Q4_0](part, &L, mb, K, w->data, n0, n1, d, N);
+        fn(part, &L, mb, K, w->data, n0, n1, d, N);
         if (bias) omnic__cpu_add_bias(bias + n0, d + n0, N, mb, n1 - n0);
     }
 }

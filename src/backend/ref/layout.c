@@ -14,7 +14,7 @@ static int64_t span(const omnic__tensor *t, int from, int to)
     return n;
 }
 
-/* dst[T, H] f32 = table[ids[t], :]; table w* [V, H] (src[0]), ids i32 [T] (src[1]). */
+/* dst[T, H] f32 = table[ids[t], :]; table w* or quantized [V, H] (src[0]), ids i32 [T] (src[1]). */
 void omnic__ref_get_rows(const omnic__node *n, int ith, int nth, void *wdata)
 {
     (void)wdata;
@@ -27,7 +27,7 @@ void omnic__ref_get_rows(const omnic__node *n, int ith, int nth, void *wdata)
     omnic__split_rows(T, ith, nth, &lo, &hi);
     for (int64_t t = lo; t < hi; t++)
         for (int64_t h = 0; h < H; h++)
-            D[t * H + h] = (float)omnic__ref_ld(table->data, table->dtype, (int64_t)ids[t] * H + h);
+            D[t * H + h] = (float)omnic__ref_ld_rc(table, ids[t], h);
 }
 
 /* dst = concat(src[0], src[1]) along dim ip[0]. Viewed as [outer, dim, inner]: each
