@@ -243,7 +243,7 @@ static void gemm_pair(omnic__threadpool *pool, int nth, int64_t M, float *a, flo
 
 /* Samples of the matvec's weight-read GB/s (sm) and of the probe (sb), taken alternately.
  * The weight matrices [MV_N, MV_K] of dtype dt lie back to back in wpool; as many are cycled
- * as fit in its 1 GiB (16 for bf16/f16, 29 for q8_0, 56 for q4_0, capped at MV_MATS_MAX). */
+ * as fit in its 1 GiB (16 for bf16/f16, 29 for q8_0, 56 for q4_0 and q4_0x16, capped at MV_MATS_MAX). */
 #define MV_MATS_MAX 64
 static void matvec_pair(omnic__threadpool *pool, int nth, omnic_dtype dt, void *wpool, float *x, float *y, int reps,
                         stats *sm, stats *sb)
@@ -292,6 +292,11 @@ static void fill_quant(uint8_t *buf, omnic_dtype dt)
         buf[i] = i % 4 == 3 ? 0x3c : v == 0x80 ? 0x81 : v;
     }
     for (size_t b = 0; b < nblk; b++) memcpy(buf + b * bb, &d, 2);
+    if (dt != OMNIC_DTYPE_Q4_0X16) return;
+    /* q4_0x16: the scales are the last K / 32 * 32 bytes of each group of 16 rows */
+    const size_t nb = MV_K / 32, gbytes = 16 * nb * bb;
+    for (size_t g = 0; g + gbytes <= BW_BYTES; g += gbytes)
+        for (size_t i = 0; i < 16 * nb; i++) memcpy(buf + g + nb * 256 + 2 * i, &d, 2);
 }
 
 /* ---- sections ---- */
@@ -357,9 +362,10 @@ static bool section_mv(omnic__threadpool *pool, int max_t, int reps)
     printf("| weights | threads | matvec GB/s | matvec best | probe GB/s | probe best | matvec / probe (best) |\n");
     printf("|---|---:|---:|---:|---:|---:|---:|\n");
     bool ok = true;
-    static const omnic_dtype dts[] = {OMNIC_DTYPE_BF16, OMNIC_DTYPE_F16, OMNIC_DTYPE_Q8_0, OMNIC_DTYPE_Q4_0};
-    for (int d = 0; d < 4; d++) {
-        if (dts[d] == OMNIC_DTYPE_Q8_0 || dts[d] == OMNIC_DTYPE_Q4_0) fill_quant((uint8_t *)wpool, dts[d]);
+    static const omnic_dtype dts[] = {OMNIC_DTYPE_BF16, OMNIC_DTYPE_F16, OMNIC_DTYPE_Q8_0, OMNIC_DTYPE_Q4_0,
+                                      OMNIC_DTYPE_Q4_0X16};
+    for (int d = 0; d < 5; d++) {
+        if (omnic__dtype_table[dts[d]].is_quant) fill_quant((uint8_t *)wpool, dts[d]);
         for (int t = 1; t <= max_t; t++) {
             stats sm, sb;
             matvec_pair(pool, t, dts[d], wpool, x, y, reps, &sm, &sb);
@@ -413,7 +419,7 @@ int main(int argc, char **argv)
     printf("\n## Targets\n\n");
     if (do_gemm) printf("- f32 GEMM >= 90%% of OpenBLAS for M >= 64 (best vs best): %s\n", gemm_ok ? "met" : "NOT met");
     if (do_mv && max_t >= 2)
-        printf("- bf16/f16/q8_0/q4_0 matvec (M = 1) >= 85%% of read bandwidth at 2 threads (best vs best): %s\n",
+        printf("- bf16/f16/q8_0/q4_0/q4_0x16 matvec (M = 1) >= 85%% of read bandwidth at 2 threads (best vs best): %s\n",
                mv_ok ? "met" : "NOT met");
     omnic__threadpool_destroy(pool);
     return 0;

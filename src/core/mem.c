@@ -5,6 +5,9 @@
 
 #include "core/mem.h"
 
+#include <stdint.h>
+#include <sys/mman.h>
+
 bool omnic__mem_rss(size_t *current, size_t *peak)
 {
     unsigned long long size = 0, resident = 0, hwm_kb = 0;
@@ -23,4 +26,11 @@ bool omnic__mem_rss(size_t *current, size_t *peak)
     *current = (size_t)resident * (size_t)(pg > 0 ? pg : 4096);
     *peak = (size_t)hwm_kb * 1024u;
     return true;
+}
+
+bool omnic__mem_advise_huge(void *p, size_t n)
+{
+    const uintptr_t huge = (uintptr_t)2 << 20, a0 = ((uintptr_t)p + huge - 1) & ~(huge - 1),
+                    a1 = ((uintptr_t)p + n) & ~(huge - 1);
+    return a1 > a0 && madvise((void *)a0, a1 - a0, MADV_HUGEPAGE) == 0;
 }

@@ -7,6 +7,7 @@
 
 #include "core/dtype.h"
 #include "core/log.h"
+#include "core/mem.h"
 #include "core/quant.h"
 #include "io/safetensors.h"
 #include "models/quantize.h"
@@ -126,6 +127,7 @@ omnic_status omnic__text_decoder_quantize(omnic__text_decoder *d, omnic_dtype qt
         omnic__tensor *q;
         if ((s = omnic__tensor_create(&q, wt, 2, w->dims, err)) != OMNIC_OK) goto out;
         memcpy(q->name, w->name, sizeof q->name);
+        (void)omnic__mem_advise_huge(q->data, omnic__tensor_bytes(q)); /* before the first touch */
         quant_job j = {.src = w, .dst = q, .st = st, .buf = buf, .grp = grp};
         omnic__threadpool_run(pool, quant_task, &j);
         omnic__st_release(st, w->data, omnic__tensor_bytes(w)); /* pages across step boundaries */

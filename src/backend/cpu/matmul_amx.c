@@ -4,8 +4,7 @@
  * C[n][m] = sum_k W[n][k] * A[m][k] one 32-element block at a time (the scales change per
  * block), with TDPBSSD (int8 x int8 -> int32, exact):
  *   tile A = 16 weight rows x 32 bytes (one block of each row), staged per chunk of weight rows
- *            as plain int8 rows (q8_0 quants copied, q4_0 nibbles unpacked to q - 8; q4_0x16
- *            rows are first gathered back into q4_0 blocks);
+ *            as plain int8 rows (q8_0 quants copied, q4_0 nibbles unpacked to q - 8);
  *   tile B = the block of 16 activation rows in the VNNI layout (8 rows of 16 x 4 bytes),
  *            staged once per call from the q8 activation quantization of matmul_q.c;
  *   tile C = 16 x 16 int32, stored and folded into 16 f32 accumulators (zmm, one per weight
@@ -14,7 +13,15 @@
  * the current one. After the last block the 16 x 16 accumulators are transposed and stored
  * (with the bias) into dst rows. Tasks are chunks of OMNIC_AMX_NC weight rows split by
  * omnic__split_rows, so an element is computed by the same code whatever nth is; each thread
- * stages the activations itself (no barrier inside a kernel). */
+ * stages the activations itself (no barrier inside a kernel).
+ *
+ * q4_0x16 weights swap the roles, because their layout already is the VNNI one (core/quant.h):
+ *   tile A = 16 activation rows x 32 bytes: block b of the plain q8 rows, loaded in place;
+ *   tile B = block b of a group of 16 weight rows: its nibbles as q - 8, 8 rows of 16 x 4
+ *            bytes (row c = elements 4c..4c+3 of each weight row), staged per group;
+ *   tile C = 16 activation rows x 16 weight rows, folded into 16 f32 accumulators (one per
+ *            activation row, lanes = weight rows) as acc += f32(C) * (d_w * d_a) and stored
+ *            straight into dst rows, with no transpose. */
 #include <string.h>
 
 #include "backend/cpu/matmul_q.h"
@@ -44,7 +51,6 @@ typedef struct amx_part {
     size_t ws;   /* weight chunk: [OMNIC_AMX_NC][K] int8 */
     size_t dws;  /* weight chunk scales: [OMNIC_AMX_NC][nb] f32 */
     size_t cbuf; /* two C tiles: 2 x 16 x 64 bytes */
-    size_t row;  /* q4_0x16 weights: one row as plain q4_0 blocks */
     size_t bytes;
 } amx_part;
 
@@ -64,8 +70,6 @@ static amx_part part_layout(int64_t M, int64_t K)
     off += align64((size_t)OMNIC_AMX_NC * nb * sizeof(float));
     p.cbuf = off;
     off += 2 * 16 * 64;
-    p.row = off;
-    off += align64(nb * sizeof(omnic__block_q4_0));
     p.bytes = align64(off);
     return p;
 }
@@ -83,7 +87,7 @@ typedef struct __attribute__((packed)) tilecfg {
 } tilecfg;
 _Static_assert(sizeof(tilecfg) == 64, "AMX tile configuration is 64 bytes");
 
-/* tiles 0, 1: C (16 x 16 int32); 2, 3: A (16 weight rows x 32 bytes); 4, 5: B (8 x 64 bytes) */
+/* tiles 0, 1: C (16 x 16 int32); 2, 3: A (16 rows x 32 bytes); 4, 5: B (8 x 64 bytes) */
 static void tile_config(tilecfg *c)
 {
     memset(c, 0, sizeof *c);
@@ -128,7 +132,7 @@ static OMNIC_AMX void stage_weights(const omnic__tensor *w, int64_t n0, int64_t 
                                     const amx_part *P)
 {
     const int64_t nb = K / OMNIC_QK, ncp = cdiv(nc, 16) * 16;
-    const bool x16 = w->dtype == OMNIC_DTYPE_Q4_0X16, q4 = w->dtype == OMNIC_DTYPE_Q4_0 || x16;
+    const bool q4 = w->dtype == OMNIC_DTYPE_Q4_0;
     const size_t bb = q4 ? sizeof(omnic__block_q4_0) : sizeof(omnic__block_q8_0);
     const size_t wrow = (size_t)nb * bb;
     int8_t *ws = (int8_t *)(part + P->ws);
@@ -143,10 +147,6 @@ static OMNIC_AMX void stage_weights(const omnic__tensor *w, int64_t n0, int64_t 
             continue;
         }
         const uint8_t *row = (const uint8_t *)w->data + (size_t)(n0 + j) * wrow;
-        if (x16) {
-            omnic__q4_0x16_unpack_row(w->data, n0 + j, K, part + P->row);
-            row = part + P->row;
-        }
         for (int64_t b = 0; b < nb; b++) {
             const uint8_t *blk = row + (size_t)b * bb;
             uint16_t h;
@@ -242,6 +242,121 @@ static OMNIC_AMX void tile_pair(uint8_t *part, const amx_part *P, int64_t K, int
     }
 }
 
+/* ---- q4_0x16 weights ---- */
+
+/* Activation rows a[M, K] -> plain q8 rows (bt, [M16][K], rows M..M16-1 zero) and their scales
+ * (dav, [M16/16][nb][16]). */
+static OMNIC_AMX void stage_act_x16(const float *a, int64_t M, int64_t K, uint8_t *part, const amx_part *P)
+{
+    const int64_t nb = K / OMNIC_QK, m16 = cdiv(M, 16) * 16;
+    float *dav = (float *)(part + P->dav);
+    float *d = (float *)(part + P->qtmp + (size_t)K);
+    for (int64_t m = 0; m < m16; m++) {
+        int8_t *q = (int8_t *)(part + P->bt) + m * K;
+        if (m < M) {
+            omnic__mq_quant_row(OMNIC_MQ_VNNI, a + m * K, q, d, K);
+        } else {
+            memset(q, 0, (size_t)K);
+            memset(d, 0, (size_t)nb * sizeof(float));
+        }
+        for (int64_t b = 0; b < nb; b++)
+            dav[((m / 16) * nb + b) * 16 + m % 16] = d[b];
+    }
+}
+
+/* Group grp (16 weight rows) -> nb B tiles of 512 bytes (q - 8) at bst. */
+static OMNIC_AMX void stage_group_x16(const uint8_t *grp, int64_t nb, uint8_t *bst)
+{
+    const __m512i low4 = _mm512_set1_epi8(0x0f), eight = _mm512_set1_epi8(8);
+    for (int64_t b = 0; b < nb; b++) {
+        const uint8_t *p = grp + (size_t)b * 256;
+        uint8_t *t = bst + (size_t)b * 512;
+        OMNIC_UNROLL for (int c = 0; c < 4; c++)
+        {
+            const __m512i x = _mm512_loadu_si512(p + 64 * c);
+            _mm512_storeu_si512(t + 64 * c, _mm512_sub_epi8(_mm512_and_si512(x, low4), eight));
+            _mm512_storeu_si512(t + 64 * (c + 4),
+                                _mm512_sub_epi8(_mm512_and_si512(_mm512_srli_epi16(x, 4), low4), eight));
+        }
+    }
+}
+
+/* acc[r] += f32(C[r]) * (dw * d_a[r]) for the 16 activation rows r of a stored C tile. */
+OMNIC_INLINE OMNIC_AMX void fold_x16(__m512 acc[16], const int32_t *c, __m512 dw, const float *da)
+{
+    OMNIC_UNROLL for (int r = 0; r < 16; r++)
+    {
+        const __m512 s = _mm512_mul_ps(dw, _mm512_set1_ps(da[r]));
+        acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_loadu_si512(c + 16 * r)), s, acc[r]);
+    }
+}
+
+/* Activation tile mt x one staged group (scales ds: [nb][16] f16) -> acc[16]. */
+static OMNIC_AMX void tile_x16(uint8_t *part, const amx_part *P, int64_t K, int64_t mt, const uint8_t *bst,
+                               const uint8_t *ds, __m512 acc[16])
+{
+    const int64_t nb = K / OMNIC_QK;
+    const int8_t *qa = (const int8_t *)(part + P->bt) + mt * 16 * K;
+    const float *dav = (const float *)(part + P->dav) + mt * nb * 16;
+    int32_t *c0 = (int32_t *)(part + P->cbuf), *c1 = c0 + 256;
+    for (int r = 0; r < 16; r++)
+        acc[r] = _mm512_setzero_ps();
+    /* tiles (0, 2, 4) take even blocks, (1, 3, 5) odd ones */
+    _tile_zero(0);
+    _tile_loadd(2, qa, K);
+    _tile_loadd(4, bst, 64);
+    _tile_dpbssd(0, 2, 4);
+    for (int64_t b = 0; b < nb; b += 2) {
+        if (b + 1 < nb) {
+            _tile_zero(1);
+            _tile_loadd(3, qa + (b + 1) * OMNIC_QK, K);
+            _tile_loadd(5, bst + (b + 1) * 512, 64);
+            _tile_dpbssd(1, 3, 5);
+        }
+        _tile_stored(0, c0, 64);
+        fold_x16(acc, c0, _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(ds + b * 32))), dav + b * 16);
+        if (b + 1 >= nb) break;
+        if (b + 2 < nb) {
+            _tile_zero(0);
+            _tile_loadd(2, qa + (b + 2) * OMNIC_QK, K);
+            _tile_loadd(4, bst + (b + 2) * 512, 64);
+            _tile_dpbssd(0, 2, 4);
+        }
+        _tile_stored(1, c1, 64);
+        fold_x16(acc, c1, _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(ds + (b + 1) * 32))),
+                 dav + (b + 1) * 16);
+    }
+}
+
+static OMNIC_AMX void matmul_x16(const omnic__node *n, int64_t c0, int64_t c1, uint8_t *part, const amx_part *P)
+{
+    const omnic__tensor *a = n->src[0], *w = n->src[1], *b = n->src[2];
+    const int64_t M = omnic__tensor_rows(a), K = omnic__tensor_cols(a), N = w->dims[0], nb = K / OMNIC_QK;
+    const size_t gbytes = (size_t)OMNIC_Q4X16_ROWS * (size_t)nb * sizeof(omnic__block_q4_0);
+    const float *bias = b ? (const float *)b->data : NULL;
+    float *dst = n->dst->data;
+    uint8_t *bst = part + P->ws; /* nb x 512 <= OMNIC_AMX_NC x K bytes */
+    stage_act_x16((const float *)a->data, M, K, part, P);
+    const int64_t mt_n = cdiv(M, 16);
+    for (int64_t ci = c0; ci < c1; ci++) {
+        const int64_t n0 = ci * OMNIC_AMX_NC, n1 = N - n0 < OMNIC_AMX_NC ? N : n0 + OMNIC_AMX_NC;
+        for (int64_t mg = 0; mg < mt_n; mg += AMX_MG / 16) {
+            const int64_t mg1 = mg + AMX_MG / 16 < mt_n ? mg + AMX_MG / 16 : mt_n;
+            for (int64_t g = n0; g < n1; g += OMNIC_Q4X16_ROWS) {
+                const uint8_t *grp = (const uint8_t *)w->data + (size_t)(g / OMNIC_Q4X16_ROWS) * gbytes;
+                stage_group_x16(grp, nb, bst);
+                const __m512 bv = bias ? _mm512_loadu_ps(bias + g) : _mm512_setzero_ps();
+                for (int64_t mt = mg; mt < mg1; mt++) {
+                    __m512 acc[16];
+                    tile_x16(part, P, K, mt, bst, grp + (size_t)nb * 256, acc);
+                    for (int64_t r = 0; r < 16 && mt * 16 + r < M; r++)
+                        _mm512_storeu_ps(dst + (mt * 16 + r) * N + g, bias ? _mm512_add_ps(acc[r], bv) : acc[r]);
+                }
+            }
+        }
+    }
+}
+
 void OMNIC_AMX omnic__cpu_matmul_amx(const omnic__node *n, int ith, int nth, uint8_t *part)
 {
     const omnic__tensor *a = n->src[0], *w = n->src[1], *b = n->src[2];
@@ -255,6 +370,11 @@ void OMNIC_AMX omnic__cpu_matmul_amx(const omnic__node *n, int ith, int nth, uin
     tilecfg cfg;
     tile_config(&cfg);
     _tile_loadconfig(&cfg);
+    if (w->dtype == OMNIC_DTYPE_Q4_0X16) {
+        matmul_x16(n, c0, c1, part, &P);
+        _tile_release();
+        return;
+    }
     stage_act((const float *)a->data, M, K, part, &P);
     const int64_t mt_n = cdiv(M, 16);
     for (int64_t ci = c0; ci < c1; ci++) {
