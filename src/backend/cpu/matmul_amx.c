@@ -192,15 +192,61 @@ OMNIC_INLINE OMNIC_AMX void transpose16(__m512 r[16])
     }
 }
 
-/* acc[r] += f32(C[r]) * (dws[r][b] * dav[b]) for the 16 rows of a stored C tile. */
-OMNIC_INLINE OMNIC_AMX void fold(__m512 acc[16], const int32_t *c, const float *dw, int64_t nb, int64_t b,
-                                 const float *da)
+/* Scales of the 16 x 16 C tile of block b: row r takes row[b * bstep + r * rstride], the 16
+ * lanes take block b's 16 lane scales (f32, or f16 when lanes_f16). */
+typedef struct amx_scales {
+    const float *row;
+    int64_t bstep, rstride;
+    const void *lanes;
+    bool lanes_f16;
+} amx_scales;
+
+/* acc[r] += f32(C[r]) * (row scale r * lane scales) for the 16 rows of a stored C tile. */
+OMNIC_INLINE OMNIC_AMX void fold(__m512 acc[16], const int32_t *c, const amx_scales *sc, int64_t b)
 {
-    __m512 dv = _mm512_loadu_ps(da);
+    const __m512 v = sc->lanes_f16
+                         ? _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)((const uint8_t *)sc->lanes + b * 32)))
+                         : _mm512_loadu_ps((const float *)sc->lanes + b * 16);
+    const float *rs = sc->row + b * sc->bstep;
     OMNIC_UNROLL for (int r = 0; r < 16; r++)
     {
-        __m512 s = _mm512_mul_ps(_mm512_set1_ps(dw[r * nb + b]), dv);
+        __m512 s = _mm512_mul_ps(_mm512_set1_ps(rs[r * sc->rstride]), v);
         acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_loadu_si512(c + 16 * r)), s, acc[r]);
+    }
+}
+
+/* acc[16] = sum over blocks b < nb of f32(A_b . B_b) scaled by sc: A_b the 16 x 32-byte tile at
+ * a + 32 b (row stride lda), B_b the 8 x 64-byte tile at bt + 512 b. cbuf: two C tiles.
+ * Inlined into each caller, whose constant scale layout then specializes the fold. */
+OMNIC_INLINE OMNIC_AMX void tile_blocks(const int8_t *a, int64_t lda, const uint8_t *bt, int64_t nb,
+                                        const amx_scales *sc, int32_t *cbuf, __m512 acc[16])
+{
+    int32_t *c0 = cbuf, *c1 = cbuf + 256;
+    for (int r = 0; r < 16; r++)
+        acc[r] = _mm512_setzero_ps();
+    /* tiles (0, 2, 4) take even blocks, (1, 3, 5) odd ones */
+    _tile_zero(0);
+    _tile_loadd(2, a, lda);
+    _tile_loadd(4, bt, 64);
+    _tile_dpbssd(0, 2, 4);
+    for (int64_t b = 0; b < nb; b += 2) {
+        if (b + 1 < nb) {
+            _tile_zero(1);
+            _tile_loadd(3, a + (b + 1) * OMNIC_QK, lda);
+            _tile_loadd(5, bt + (b + 1) * 512, 64);
+            _tile_dpbssd(1, 3, 5);
+        }
+        _tile_stored(0, c0, 64);
+        fold(acc, c0, sc, b);
+        if (b + 1 >= nb) break;
+        if (b + 2 < nb) {
+            _tile_zero(0);
+            _tile_loadd(2, a + (b + 2) * OMNIC_QK, lda);
+            _tile_loadd(4, bt + (b + 2) * 512, 64);
+            _tile_dpbssd(0, 2, 4);
+        }
+        _tile_stored(1, c1, 64);
+        fold(acc, c1, sc, b + 1);
     }
 }
 
@@ -209,37 +255,10 @@ static OMNIC_AMX void tile_pair(uint8_t *part, const amx_part *P, int64_t K, int
                                 __m512 acc[16])
 {
     const int64_t nb = K / OMNIC_QK;
-    const int8_t *wa = (const int8_t *)(part + P->ws) + t * 16 * K;
-    const float *dw = (const float *)(part + P->dws) + t * 16 * nb;
-    const uint8_t *bt = part + P->bt + (size_t)mt * (size_t)nb * 512;
-    const float *dav = (const float *)(part + P->dav) + mt * nb * 16;
-    int32_t *c0 = (int32_t *)(part + P->cbuf), *c1 = c0 + 256;
-    for (int r = 0; r < 16; r++)
-        acc[r] = _mm512_setzero_ps();
-    /* tiles (0, 2, 4) take even blocks, (1, 3, 5) odd ones */
-    _tile_zero(0);
-    _tile_loadd(2, wa, K);
-    _tile_loadd(4, bt, 64);
-    _tile_dpbssd(0, 2, 4);
-    for (int64_t b = 0; b < nb; b += 2) {
-        if (b + 1 < nb) {
-            _tile_zero(1);
-            _tile_loadd(3, wa + (b + 1) * OMNIC_QK, K);
-            _tile_loadd(5, bt + (b + 1) * 512, 64);
-            _tile_dpbssd(1, 3, 5);
-        }
-        _tile_stored(0, c0, 64);
-        fold(acc, c0, dw, nb, b, dav + b * 16);
-        if (b + 1 >= nb) break;
-        if (b + 2 < nb) {
-            _tile_zero(0);
-            _tile_loadd(2, wa + (b + 2) * OMNIC_QK, K);
-            _tile_loadd(4, bt + (b + 2) * 512, 64);
-            _tile_dpbssd(0, 2, 4);
-        }
-        _tile_stored(1, c1, 64);
-        fold(acc, c1, dw, nb, b + 1, dav + (b + 1) * 16);
-    }
+    const amx_scales sc = {.row = (const float *)(part + P->dws) + t * 16 * nb, .bstep = 1, .rstride = nb,
+                           .lanes = (const float *)(part + P->dav) + mt * nb * 16};
+    tile_blocks((const int8_t *)(part + P->ws) + t * 16 * K, K, part + P->bt + (size_t)mt * (size_t)nb * 512, nb,
+                &sc, (int32_t *)(part + P->cbuf), acc);
 }
 
 /* ---- q4_0x16 weights ---- */
@@ -281,51 +300,14 @@ static OMNIC_AMX void stage_group_x16(const uint8_t *grp, int64_t nb, uint8_t *b
     }
 }
 
-/* acc[r] += f32(C[r]) * (dw * d_a[r]) for the 16 activation rows r of a stored C tile. */
-OMNIC_INLINE OMNIC_AMX void fold_x16(__m512 acc[16], const int32_t *c, __m512 dw, const float *da)
-{
-    OMNIC_UNROLL for (int r = 0; r < 16; r++)
-    {
-        const __m512 s = _mm512_mul_ps(dw, _mm512_set1_ps(da[r]));
-        acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_loadu_si512(c + 16 * r)), s, acc[r]);
-    }
-}
-
 /* Activation tile mt x one staged group (scales ds: [nb][16] f16) -> acc[16]. */
 static OMNIC_AMX void tile_x16(uint8_t *part, const amx_part *P, int64_t K, int64_t mt, const uint8_t *bst,
                                const uint8_t *ds, __m512 acc[16])
 {
     const int64_t nb = K / OMNIC_QK;
-    const int8_t *qa = (const int8_t *)(part + P->bt) + mt * 16 * K;
-    const float *dav = (const float *)(part + P->dav) + mt * nb * 16;
-    int32_t *c0 = (int32_t *)(part + P->cbuf), *c1 = c0 + 256;
-    for (int r = 0; r < 16; r++)
-        acc[r] = _mm512_setzero_ps();
-    /* tiles (0, 2, 4) take even blocks, (1, 3, 5) odd ones */
-    _tile_zero(0);
-    _tile_loadd(2, qa, K);
-    _tile_loadd(4, bst, 64);
-    _tile_dpbssd(0, 2, 4);
-    for (int64_t b = 0; b < nb; b += 2) {
-        if (b + 1 < nb) {
-            _tile_zero(1);
-            _tile_loadd(3, qa + (b + 1) * OMNIC_QK, K);
-            _tile_loadd(5, bst + (b + 1) * 512, 64);
-            _tile_dpbssd(1, 3, 5);
-        }
-        _tile_stored(0, c0, 64);
-        fold_x16(acc, c0, _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(ds + b * 32))), dav + b * 16);
-        if (b + 1 >= nb) break;
-        if (b + 2 < nb) {
-            _tile_zero(0);
-            _tile_loadd(2, qa + (b + 2) * OMNIC_QK, K);
-            _tile_loadd(4, bst + (b + 2) * 512, 64);
-            _tile_dpbssd(0, 2, 4);
-        }
-        _tile_stored(1, c1, 64);
-        fold_x16(acc, c1, _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(ds + (b + 1) * 32))),
-                 dav + (b + 1) * 16);
-    }
+    const amx_scales sc = {.row = (const float *)(part + P->dav) + mt * nb * 16, .bstep = 16, .rstride = 1,
+                           .lanes = ds, .lanes_f16 = true};
+    tile_blocks((const int8_t *)(part + P->bt) + mt * 16 * K, K, bst, nb, &sc, (int32_t *)(part + P->cbuf), acc);
 }
 
 static OMNIC_AMX void matmul_x16(const omnic__node *n, int64_t c0, int64_t c1, uint8_t *part, const amx_part *P)
