@@ -293,10 +293,9 @@ static void fill_quant(uint8_t *buf, omnic_dtype dt)
     }
     for (size_t b = 0; b < nblk; b++) memcpy(buf + b * bb, &d, 2);
     if (dt != OMNIC_DTYPE_Q4_0X16) return;
-    /* q4_0x16: the scales are the last K / 32 * 32 bytes of each group of 16 rows */
-    const size_t nb = MV_K / 32, gbytes = 16 * nb * bb;
-    for (size_t g = 0; g + gbytes <= BW_BYTES; g += gbytes)
-        for (size_t i = 0; i < 16 * nb; i++) memcpy(buf + g + nb * 256 + 2 * i, &d, 2);
+    /* q4_0x16: each 288-byte block of 16 rows ends with their 16 scales */
+    for (size_t b = 0; b + 288 <= BW_BYTES; b += 288)
+        for (size_t i = 0; i < 16; i++) memcpy(buf + b + 256 + 2 * i, &d, 2);
 }
 
 /* ---- sections ---- */

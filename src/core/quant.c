@@ -106,13 +106,13 @@ void omnic__q4_0x16_pack(const void *rows, void *group, int64_t K)
 {
     const int64_t nb = K / OMNIC_QK;
     const uint8_t *src = rows;
-    uint8_t *qs = group, *ds = qs + (size_t)nb * 256;
     for (int r = 0; r < OMNIC_Q4X16_ROWS; r++)
         for (int64_t b = 0; b < nb; b++) {
             const uint8_t *blk = src + ((size_t)r * (size_t)nb + (size_t)b) * sizeof(omnic__block_q4_0);
-            memcpy(ds + ((size_t)b * OMNIC_Q4X16_ROWS + (size_t)r) * 2, blk, 2);
+            uint8_t *gb = (uint8_t *)group + (size_t)b * OMNIC_Q4X16_BLOCK;
+            memcpy(gb + 256 + 2 * r, blk, 2);
             for (int j = 0; j < 4; j++)
-                memcpy(qs + (size_t)b * 256 + 64 * j + 4 * r, blk + 2 + 4 * j, 4);
+                memcpy(gb + 64 * j + 4 * r, blk + 2 + 4 * j, 4);
         }
 }
 
@@ -120,10 +120,11 @@ void omnic__q4_0x16_pack(const void *rows, void *group, int64_t K)
 static void q4_0x16_block(const void *w, int64_t n, int64_t K, int64_t b, omnic__block_q4_0 *out)
 {
     const int64_t nb = K / OMNIC_QK, r = n % OMNIC_Q4X16_ROWS;
-    const uint8_t *qs = (const uint8_t *)w + (size_t)(n - r) * (size_t)nb * sizeof(omnic__block_q4_0);
-    memcpy(&out->d, qs + (size_t)nb * 256 + ((size_t)b * OMNIC_Q4X16_ROWS + (size_t)r) * 2, 2);
+    const uint8_t *gb = (const uint8_t *)w + (size_t)(n - r) * (size_t)nb * sizeof(omnic__block_q4_0) +
+                        (size_t)b * OMNIC_Q4X16_BLOCK;
+    memcpy(&out->d, gb + 256 + 2 * r, 2);
     for (int j = 0; j < 4; j++)
-        memcpy(out->qs + 4 * j, qs + (size_t)b * 256 + 64 * j + 4 * (size_t)r, 4);
+        memcpy(out->qs + 4 * j, gb + 64 * j + 4 * r, 4);
 }
 
 void omnic__q4_0x16_unpack_row(const void *w, int64_t n, int64_t K, void *row)

@@ -47,13 +47,14 @@ void omnic__dequantize_row_q4_0(const void *x, float *y, int64_t k);
 
 /* q4_0x16 (OMNIC_DTYPE_Q4_0X16): a q4_0 weight [N, K], N a multiple of 16, whose rows
  * 16g..16g+15 (a group) keep their bytes (16 * K / 32 * 18, at the same offset as in q4_0)
- * but regrouped by block, so that one 64-byte load holds 4 nibble bytes of each of 16 rows:
- *   nibbles: K / 32 blocks of 256 bytes; byte 64 j + 4 r + i (j, i < 4) of block b is byte
- *            4 j + i of row r's q4_0 block b (qs);
- *   scales:  then K / 32 blocks of 16 f16; entry r of block b is row r's d.
+ * but regrouped by block, so that one 64-byte load holds 4 nibble bytes of each of 16 rows.
+ * A group is K / 32 blocks of OMNIC_Q4X16_BLOCK (288) bytes, block b of the 16 rows each:
+ *   bytes 0..255:   byte 64 j + 4 r + i (j, i < 4) is byte 4 j + i of row r's q4_0 block b (qs);
+ *   bytes 256..287: 16 f16, entry r is row r's d.
  * Row r's 32 values of block b are thus the low nibbles (elements 4j..4j+3) and high nibbles
  * (elements 16 + 4j..) of the 4 bytes at 64 j + 4 r, j < 4; values equal q4_0's exactly. */
 #define OMNIC_Q4X16_ROWS 16
+#define OMNIC_Q4X16_BLOCK 288
 /* 16 q4_0 rows of K elements (contiguous) -> one q4_0x16 group at group (no overlap). */
 void omnic__q4_0x16_pack(const void *rows, void *group, int64_t K);
 /* Row n of a q4_0x16 weight w [N, K] -> K / 32 plain q4_0 blocks at row. */

@@ -314,9 +314,10 @@ static void test_q4_0x16_layout(void **state)
             const uint8_t *grp = packed + (size_t)(n - r) * rb;
             for (int64_t b = 0; b < nb; b++) {
                 const uint8_t *blk = plain + (size_t)n * rb + (size_t)b * sizeof(omnic__block_q4_0);
-                assert_memory_equal(grp + (size_t)nb * 256 + (size_t)(b * 16 + r) * 2, blk, 2);
+                const uint8_t *gb = grp + b * OMNIC_Q4X16_BLOCK;
+                assert_memory_equal(gb + 256 + 2 * r, blk, 2);
                 for (int j = 0; j < 4; j++)
-                    assert_memory_equal(grp + b * 256 + 64 * j + 4 * r, blk + 2 + 4 * j, 4);
+                    assert_memory_equal(gb + 64 * j + 4 * r, blk + 2 + 4 * j, 4);
             }
             omnic__q4_0x16_unpack_row(packed, n, K, row);
             assert_memory_equal(row, plain + (size_t)n * rb, rb);

@@ -193,20 +193,21 @@ OMNIC_INLINE OMNIC_AMX void transpose16(__m512 r[16])
 }
 
 /* Scales of the 16 x 16 C tile of block b: row r takes row[b * bstep + r * rstride], the 16
- * lanes take block b's 16 lane scales (f32, or f16 when lanes_f16). */
+ * lanes take the 16 scales at lanes + b * lstep bytes (f32, or f16 when lanes_f16). */
 typedef struct amx_scales {
     const float *row;
     int64_t bstep, rstride;
-    const void *lanes;
+    const uint8_t *lanes;
+    int64_t lstep;
     bool lanes_f16;
 } amx_scales;
 
 /* acc[r] += f32(C[r]) * (row scale r * lane scales) for the 16 rows of a stored C tile. */
 OMNIC_INLINE OMNIC_AMX void fold(__m512 acc[16], const int32_t *c, const amx_scales *sc, int64_t b)
 {
-    const __m512 v = sc->lanes_f16
-                         ? _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)((const uint8_t *)sc->lanes + b * 32)))
-                         : _mm512_loadu_ps((const float *)sc->lanes + b * 16);
+    const uint8_t *lp = sc->lanes + b * sc->lstep;
+    const __m512 v = sc->lanes_f16 ? _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)lp))
+                                   : _mm512_loadu_ps((const float *)lp);
     const float *rs = sc->row + b * sc->bstep;
     OMNIC_UNROLL for (int r = 0; r < 16; r++)
     {
@@ -256,7 +257,7 @@ static OMNIC_AMX void tile_pair(uint8_t *part, const amx_part *P, int64_t K, int
 {
     const int64_t nb = K / OMNIC_QK;
     const amx_scales sc = {.row = (const float *)(part + P->dws) + t * 16 * nb, .bstep = 1, .rstride = nb,
-                           .lanes = (const float *)(part + P->dav) + mt * nb * 16};
+                           .lanes = part + P->dav + (size_t)(mt * nb * 16) * sizeof(float), .lstep = 64};
     tile_blocks((const int8_t *)(part + P->ws) + t * 16 * K, K, part + P->bt + (size_t)mt * (size_t)nb * 512, nb,
                 &sc, (int32_t *)(part + P->cbuf), acc);
 }
@@ -288,7 +289,7 @@ static OMNIC_AMX void stage_group_x16(const uint8_t *grp, int64_t nb, uint8_t *b
 {
     const __m512i low4 = _mm512_set1_epi8(0x0f), eight = _mm512_set1_epi8(8);
     for (int64_t b = 0; b < nb; b++) {
-        const uint8_t *p = grp + (size_t)b * 256;
+        const uint8_t *p = grp + (size_t)b * OMNIC_Q4X16_BLOCK;
         uint8_t *t = bst + (size_t)b * 512;
         OMNIC_UNROLL for (int c = 0; c < 4; c++)
         {
@@ -300,13 +301,13 @@ static OMNIC_AMX void stage_group_x16(const uint8_t *grp, int64_t nb, uint8_t *b
     }
 }
 
-/* Activation tile mt x one staged group (scales ds: [nb][16] f16) -> acc[16]. */
+/* Activation tile mt x one staged group (its 16 f16 scales per block read in place) -> acc[16]. */
 static OMNIC_AMX void tile_x16(uint8_t *part, const amx_part *P, int64_t K, int64_t mt, const uint8_t *bst,
-                               const uint8_t *ds, __m512 acc[16])
+                               const uint8_t *grp, __m512 acc[16])
 {
     const int64_t nb = K / OMNIC_QK;
     const amx_scales sc = {.row = (const float *)(part + P->dav) + mt * nb * 16, .bstep = 16, .rstride = 1,
-                           .lanes = ds, .lanes_f16 = true};
+                           .lanes = grp + 256, .lstep = OMNIC_Q4X16_BLOCK, .lanes_f16 = true};
     tile_blocks((const int8_t *)(part + P->bt) + mt * 16 * K, K, bst, nb, &sc, (int32_t *)(part + P->cbuf), acc);
 }
 
@@ -330,7 +331,7 @@ static OMNIC_AMX void matmul_x16(const omnic__node *n, int64_t c0, int64_t c1, u
                 const __m512 bv = bias ? _mm512_loadu_ps(bias + g) : _mm512_setzero_ps();
                 for (int64_t mt = mg; mt < mg1; mt++) {
                     __m512 acc[16];
-                    tile_x16(part, P, K, mt, bst, grp + (size_t)nb * 256, acc);
+                    tile_x16(part, P, K, mt, bst, grp, acc);
                     for (int64_t r = 0; r < 16 && mt * 16 + r < M; r++)
                         _mm512_storeu_ps(dst + (mt * 16 + r) * N + g, bias ? _mm512_add_ps(acc[r], bv) : acc[r]);
                 }

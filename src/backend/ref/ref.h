@@ -45,10 +45,11 @@ static inline double omnic__ref_ld_rc(const omnic__tensor *w, int64_t n, int64_t
     const int64_t K = w->dims[1];
     if (w->dtype != OMNIC_DTYPE_Q4_0X16) return omnic__ref_ld(w->data, w->dtype, n * K + k);
     const int64_t nb = K / OMNIC_QK, r = n % OMNIC_Q4X16_ROWS, b = k / OMNIC_QK, j = k % OMNIC_QK;
-    const uint8_t *qs = (const uint8_t *)w->data + (size_t)(n - r) * (size_t)nb * sizeof(omnic__block_q4_0);
+    const uint8_t *gb = (const uint8_t *)w->data + (size_t)(n - r) * (size_t)nb * sizeof(omnic__block_q4_0) +
+                        (size_t)b * OMNIC_Q4X16_BLOCK;
     uint16_t d;
-    memcpy(&d, qs + (size_t)nb * 256 + (size_t)(b * OMNIC_Q4X16_ROWS + r) * 2, 2);
-    const uint8_t byte = qs[b * 256 + 64 * ((j % 16) / 4) + 4 * r + j % 4];
+    memcpy(&d, gb + 256 + 2 * r, 2);
+    const uint8_t byte = gb[64 * ((j % 16) / 4) + 4 * r + j % 4];
     return (double)omnic__f16_to_f32(d) * (double)((j < 16 ? byte & 0x0f : byte >> 4) - 8);
 }
 
