@@ -225,7 +225,8 @@ OMNIC_INLINE OMNIC_AMX void tile_blocks(const int8_t *a, int64_t lda, const uint
     int32_t *c0 = cbuf, *c1 = cbuf + 256;
     for (int r = 0; r < 16; r++)
         acc[r] = _mm512_setzero_ps();
-    /* tiles (0, 2, 4) take even blocks, (1, 3, 5) odd ones */
+    /* tiles (0, 2, 4) take even blocks, (1, 3, 5) odd ones; a C tile is stored one fold after
+     * the next product is issued and folded one step later, so two folds hide each product */
     _tile_zero(0);
     _tile_loadd(2, a, lda);
     _tile_loadd(4, bt, 64);
@@ -237,18 +238,22 @@ OMNIC_INLINE OMNIC_AMX void tile_blocks(const int8_t *a, int64_t lda, const uint
             _tile_loadd(5, bt + (b + 1) * 512, 64);
             _tile_dpbssd(1, 3, 5);
         }
+        if (b >= 1) fold(acc, c1, sc, b - 1);
         _tile_stored(0, c0, 64);
-        fold(acc, c0, sc, b);
-        if (b + 1 >= nb) break;
+        if (b + 1 >= nb) {
+            fold(acc, c0, sc, b);
+            return;
+        }
         if (b + 2 < nb) {
             _tile_zero(0);
             _tile_loadd(2, a + (b + 2) * OMNIC_QK, lda);
             _tile_loadd(4, bt + (b + 2) * 512, 64);
             _tile_dpbssd(0, 2, 4);
         }
+        fold(acc, c0, sc, b);
         _tile_stored(1, c1, 64);
-        fold(acc, c1, sc, b + 1);
     }
+    fold(acc, c1, sc, nb - 1); /* nb even: the last block is odd */
 }
 
 /* One 16 x 16 output tile: weight rows t*16.. of the staged chunk x activation tile mt. */
@@ -284,13 +289,18 @@ static OMNIC_AMX void stage_act_x16(const float *a, int64_t M, int64_t K, uint8_
     }
 }
 
-/* Group grp (16 weight rows) -> nb B tiles of 512 bytes (q - 8) at bst. */
+/* Group grp (16 weight rows) -> nb B tiles of 512 bytes (q - 8) at bst. The next group in memory
+ * (the one this thread stages next, or harmlessly past the weights: prefetches never fault) is
+ * prefetched into L2 meanwhile, so that its staging does not wait on DRAM: the tiles of this
+ * group take long enough to hide it. */
 static OMNIC_AMX void stage_group_x16(const uint8_t *grp, int64_t nb, uint8_t *bst)
 {
     const __m512i low4 = _mm512_set1_epi8(0x0f), eight = _mm512_set1_epi8(8);
+    const size_t gbytes = (size_t)nb * OMNIC_Q4X16_BLOCK;
     for (int64_t b = 0; b < nb; b++) {
         const uint8_t *p = grp + (size_t)b * OMNIC_Q4X16_BLOCK;
         uint8_t *t = bst + (size_t)b * 512;
+        OMNIC_UNROLL for (int z = 0; z < 5; z++) _mm_prefetch((const char *)p + gbytes + 64 * z, _MM_HINT_T1);
         OMNIC_UNROLL for (int c = 0; c < 4; c++)
         {
             const __m512i x = _mm512_loadu_si512(p + 64 * c);

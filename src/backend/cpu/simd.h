@@ -41,7 +41,7 @@ unsigned omnic__cpu_features(void);
 #if defined(__clang__)
 #define OMNIC_UNROLL _Pragma("unroll")
 #else
-#define OMNIC_UNROLL _Pragma("GCC unroll 8")
+#define OMNIC_UNROLL _Pragma("GCC unroll 16")
 #endif
 
 /* ---- exp ----
