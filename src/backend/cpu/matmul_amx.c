@@ -289,18 +289,13 @@ static OMNIC_AMX void stage_act_x16(const float *a, int64_t M, int64_t K, uint8_
     }
 }
 
-/* Group grp (16 weight rows) -> nb B tiles of 512 bytes (q - 8) at bst. The next group in memory
- * (the one this thread stages next, or harmlessly past the weights: prefetches never fault) is
- * prefetched into L2 meanwhile, so that its staging does not wait on DRAM: the tiles of this
- * group take long enough to hide it. */
+/* Group grp (16 weight rows) -> nb B tiles of 512 bytes (q - 8) at bst. */
 static OMNIC_AMX void stage_group_x16(const uint8_t *grp, int64_t nb, uint8_t *bst)
 {
     const __m512i low4 = _mm512_set1_epi8(0x0f), eight = _mm512_set1_epi8(8);
-    const size_t gbytes = (size_t)nb * OMNIC_Q4X16_BLOCK;
     for (int64_t b = 0; b < nb; b++) {
         const uint8_t *p = grp + (size_t)b * OMNIC_Q4X16_BLOCK;
         uint8_t *t = bst + (size_t)b * 512;
-        OMNIC_UNROLL for (int z = 0; z < 5; z++) _mm_prefetch((const char *)p + gbytes + 64 * z, _MM_HINT_T1);
         OMNIC_UNROLL for (int c = 0; c < 4; c++)
         {
             const __m512i x = _mm512_loadu_si512(p + 64 * c);
