@@ -4,7 +4,8 @@
  * C[n][m] = sum_k W[n][k] * A[m][k] one 32-element block at a time (the scales change per
  * block), with TDPBSSD (int8 x int8 -> int32, exact):
  *   tile A = 16 weight rows x 32 bytes (one block of each row), staged per chunk of weight rows
- *            as plain int8 rows (q8_0 quants copied, q4_0 nibbles unpacked to q - 8);
+ *            as int8 (q8_0 quants copied, q4_0 nibbles unpacked to q - 8), each tile's 512
+ *            bytes contiguous (strided tile loads from rows K bytes apart were the bottleneck);
  *   tile B = the block of 16 activation rows in the VNNI layout (8 rows of 16 x 4 bytes),
  *            staged once per call from the q8 activation quantization of matmul_q.c;
  *   tile C = 16 x 16 int32, stored and folded into 16 f32 accumulators (zmm, one per weight
@@ -16,7 +17,7 @@
  * stages the activations itself (no barrier inside a kernel).
  *
  * q4_0x16 weights swap the roles, because their layout already is the VNNI one (core/quant.h):
- *   tile A = 16 activation rows x 32 bytes: block b of the plain q8 rows, loaded in place;
+ *   tile A = 16 activation rows x 32 bytes: block b of the q8 rows, staged tile-contiguous;
  *   tile B = block b of a group of 16 weight rows: its nibbles as q - 8, 8 rows of 16 x 4
  *            bytes (row c = elements 4c..4c+3 of each weight row), staged per group;
  *   tile C = 16 activation rows x 16 weight rows, folded into 16 f32 accumulators (one per
@@ -48,7 +49,7 @@ typedef struct amx_part {
     size_t bt;   /* act, VNNI tiles: [M16/16][nb][8 rows][16 x 4 bytes] */
     size_t dav;  /* act scales: [M16/16][nb][16] f32 */
     size_t qtmp; /* one act row: K int8 + nb f32 */
-    size_t ws;   /* weight chunk: [OMNIC_AMX_NC][K] int8 */
+    size_t ws;   /* weight chunk: [OMNIC_AMX_NC/16][nb][16 rows][32] int8 */
     size_t dws;  /* weight chunk scales: [OMNIC_AMX_NC][nb] f32 */
     size_t cbuf; /* two C tiles: 2 x 16 x 64 bytes */
     size_t bytes;
@@ -139,10 +140,11 @@ static OMNIC_AMX void stage_weights(const omnic__tensor *w, int64_t n0, int64_t 
     float *dws = (float *)(part + P->dws);
     const __m128i low4 = _mm_set1_epi8(0x0f), eight = _mm_set1_epi8(8);
     for (int64_t j = 0; j < ncp; j++) {
-        int8_t *dst = ws + j * K;
+        int8_t *dst = ws + (j / 16) * 16 * K + (j % 16) * OMNIC_QK; /* block b at + 512 b */
         float *ds = dws + j * nb;
         if (j >= nc) {
-            memset(dst, 0, (size_t)K);
+            for (int64_t b = 0; b < nb; b++)
+                memset(dst + b * 512, 0, OMNIC_QK);
             memset(ds, 0, (size_t)nb * sizeof(float));
             continue;
         }
@@ -156,10 +158,10 @@ static OMNIC_AMX void stage_weights(const omnic__tensor *w, int64_t n0, int64_t 
                 __m128i x = _mm_loadu_si128((const __m128i *)(blk + 2));
                 __m128i lo = _mm_sub_epi8(_mm_and_si128(x, low4), eight);
                 __m128i hi = _mm_sub_epi8(_mm_and_si128(_mm_srli_epi16(x, 4), low4), eight);
-                _mm_storeu_si128((__m128i *)(dst + b * OMNIC_QK), lo);
-                _mm_storeu_si128((__m128i *)(dst + b * OMNIC_QK + 16), hi);
+                _mm_storeu_si128((__m128i *)(dst + b * 512), lo);
+                _mm_storeu_si128((__m128i *)(dst + b * 512 + 16), hi);
             } else {
-                memcpy(dst + b * OMNIC_QK, blk + 2, OMNIC_QK);
+                memcpy(dst + b * 512, blk + 2, OMNIC_QK);
             }
         }
     }
@@ -217,10 +219,10 @@ OMNIC_INLINE OMNIC_AMX void fold(__m512 acc[16], const int32_t *c, const amx_sca
 }
 
 /* acc[16] = sum over blocks b < nb of f32(A_b . B_b) scaled by sc: A_b the 16 x 32-byte tile at
- * a + 32 b (row stride lda), B_b the 8 x 64-byte tile at bt + 512 b. cbuf: two C tiles.
+ * a + 512 b, B_b the 8 x 64-byte tile at bt + 512 b (both contiguous). cbuf: two C tiles.
  * Inlined into each caller, whose constant scale layout then specializes the fold. */
-OMNIC_INLINE OMNIC_AMX void tile_blocks(const int8_t *a, int64_t lda, const uint8_t *bt, int64_t nb,
-                                        const amx_scales *sc, int32_t *cbuf, __m512 acc[16])
+OMNIC_INLINE OMNIC_AMX void tile_blocks(const int8_t *a, const uint8_t *bt, int64_t nb, const amx_scales *sc,
+                                        int32_t *cbuf, __m512 acc[16])
 {
     int32_t *c0 = cbuf, *c1 = cbuf + 256;
     for (int r = 0; r < 16; r++)
@@ -228,13 +230,13 @@ OMNIC_INLINE OMNIC_AMX void tile_blocks(const int8_t *a, int64_t lda, const uint
     /* tiles (0, 2, 4) take even blocks, (1, 3, 5) odd ones; a C tile is stored one fold after
      * the next product is issued and folded one step later, so two folds hide each product */
     _tile_zero(0);
-    _tile_loadd(2, a, lda);
+    _tile_loadd(2, a, OMNIC_QK);
     _tile_loadd(4, bt, 64);
     _tile_dpbssd(0, 2, 4);
     for (int64_t b = 0; b < nb; b += 2) {
         if (b + 1 < nb) {
             _tile_zero(1);
-            _tile_loadd(3, a + (b + 1) * OMNIC_QK, lda);
+            _tile_loadd(3, a + (b + 1) * 512, OMNIC_QK);
             _tile_loadd(5, bt + (b + 1) * 512, 64);
             _tile_dpbssd(1, 3, 5);
         }
@@ -246,7 +248,7 @@ OMNIC_INLINE OMNIC_AMX void tile_blocks(const int8_t *a, int64_t lda, const uint
         }
         if (b + 2 < nb) {
             _tile_zero(0);
-            _tile_loadd(2, a + (b + 2) * OMNIC_QK, lda);
+            _tile_loadd(2, a + (b + 2) * 512, OMNIC_QK);
             _tile_loadd(4, bt + (b + 2) * 512, 64);
             _tile_dpbssd(0, 2, 4);
         }
@@ -263,29 +265,32 @@ static OMNIC_AMX void tile_pair(uint8_t *part, const amx_part *P, int64_t K, int
     const int64_t nb = K / OMNIC_QK;
     const amx_scales sc = {.row = (const float *)(part + P->dws) + t * 16 * nb, .bstep = 1, .rstride = nb,
                            .lanes = part + P->dav + (size_t)(mt * nb * 16) * sizeof(float), .lstep = 64};
-    tile_blocks((const int8_t *)(part + P->ws) + t * 16 * K, K, part + P->bt + (size_t)mt * (size_t)nb * 512, nb,
+    tile_blocks((const int8_t *)(part + P->ws) + t * 16 * K, part + P->bt + (size_t)mt * (size_t)nb * 512, nb,
                 &sc, (int32_t *)(part + P->cbuf), acc);
 }
 
 /* ---- q4_0x16 weights ---- */
 
-/* Activation rows a[M, K] -> plain q8 rows (bt, [M16][K], rows M..M16-1 zero) and their scales
- * (dav, [M16/16][nb][16]). */
+/* Activation rows a[M, K] -> q8 A tiles (bt, [M16/16][nb][16 rows][32], rows M..M16-1 zero)
+ * and their scales (dav, [M16/16][nb][16]). */
 static OMNIC_AMX void stage_act_x16(const float *a, int64_t M, int64_t K, uint8_t *part, const amx_part *P)
 {
     const int64_t nb = K / OMNIC_QK, m16 = cdiv(M, 16) * 16;
     float *dav = (float *)(part + P->dav);
+    int8_t *q = (int8_t *)(part + P->qtmp);
     float *d = (float *)(part + P->qtmp + (size_t)K);
     for (int64_t m = 0; m < m16; m++) {
-        int8_t *q = (int8_t *)(part + P->bt) + m * K;
+        int8_t *tiles = (int8_t *)(part + P->bt) + (m / 16) * 16 * K + (m % 16) * OMNIC_QK;
         if (m < M) {
             omnic__mq_quant_row(OMNIC_MQ_VNNI, a + m * K, q, d, K);
         } else {
             memset(q, 0, (size_t)K);
             memset(d, 0, (size_t)nb * sizeof(float));
         }
-        for (int64_t b = 0; b < nb; b++)
+        for (int64_t b = 0; b < nb; b++) {
+            memcpy(tiles + b * 512, q + b * OMNIC_QK, OMNIC_QK);
             dav[((m / 16) * nb + b) * 16 + m % 16] = d[b];
+        }
     }
 }
 
@@ -313,7 +318,7 @@ static OMNIC_AMX void tile_x16(uint8_t *part, const amx_part *P, int64_t K, int6
     const int64_t nb = K / OMNIC_QK;
     const amx_scales sc = {.row = (const float *)(part + P->dav) + mt * nb * 16, .bstep = 16, .rstride = 1,
                            .lanes = grp + 256, .lstep = OMNIC_Q4X16_BLOCK, .lanes_f16 = true};
-    tile_blocks((const int8_t *)(part + P->bt) + mt * 16 * K, K, bst, nb, &sc, (int32_t *)(part + P->cbuf), acc);
+    tile_blocks((const int8_t *)(part + P->bt) + mt * 16 * K, bst, nb, &sc, (int32_t *)(part + P->cbuf), acc);
 }
 
 static OMNIC_AMX void matmul_x16(const omnic__node *n, int64_t c0, int64_t c1, uint8_t *part, const amx_part *P)
