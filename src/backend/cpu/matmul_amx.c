@@ -1,5 +1,5 @@
-/* Prefill matmul with q8_0 / q4_0 weights on AMX int8 tiles (Sapphire Rapids and later; used
- * only when omnic__cpu_features() has OMNIC_CPU_AMX).
+/* Prefill matmul with q8_0 / q4_0 / q4_0x16 weights on AMX int8 tiles (Sapphire Rapids and
+ * later; used only when omnic__cpu_features() has OMNIC_CPU_AMX).
  *
  * C[n][m] = sum_k W[n][k] * A[m][k] one 32-element block at a time (the scales change per
  * block), with TDPBSSD (int8 x int8 -> int32, exact):
@@ -10,8 +10,8 @@
  *            staged once per call from the q8 activation quantization of matmul_q.c;
  *   tile C = 16 x 16 int32, stored and folded into 16 f32 accumulators (zmm, one per weight
  *            row, lanes = activation rows) as acc += f32(C) * (d_w * d_a).
- * Two C / A / B tile sets alternate so the next block's tile product overlaps the folding of
- * the current one. After the last block the 16 x 16 accumulators are transposed and stored
+ * Two C / A / B tile sets alternate, and a block's C tile is folded while the next two tile
+ * products run (tile_blocks). After the last block the 16 x 16 accumulators are transposed and stored
  * (with the bias) into dst rows. Tasks are chunks of OMNIC_AMX_NC weight rows split by
  * omnic__split_rows, so an element is computed by the same code whatever nth is; each thread
  * stages the activations itself (no barrier inside a kernel).
