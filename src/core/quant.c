@@ -127,15 +127,6 @@ static void q4_0x16_block(const void *w, int64_t n, int64_t K, int64_t b, omnic_
         memcpy(out->qs + 4 * j, gb + 64 * j + 4 * r, 4);
 }
 
-void omnic__q4_0x16_unpack_row(const void *w, int64_t n, int64_t K, void *row)
-{
-    for (int64_t b = 0; b < K / OMNIC_QK; b++) {
-        omnic__block_q4_0 blk;
-        q4_0x16_block(w, n, K, b, &blk);
-        memcpy((uint8_t *)row + (size_t)b * sizeof blk, &blk, sizeof blk);
-    }
-}
-
 void omnic__dequantize_weight_row(omnic_dtype t, const void *w, int64_t n, int64_t K, float *y)
 {
     if (t == OMNIC_DTYPE_Q4_0X16) {

@@ -57,8 +57,6 @@ void omnic__dequantize_row_q4_0(const void *x, float *y, int64_t k);
 #define OMNIC_Q4X16_BLOCK 288
 /* 16 q4_0 rows of K elements (contiguous) -> one q4_0x16 group at group (no overlap). */
 void omnic__q4_0x16_pack(const void *rows, void *group, int64_t K);
-/* Row n of a q4_0x16 weight w [N, K] -> K / 32 plain q4_0 blocks at row. */
-void omnic__q4_0x16_unpack_row(const void *w, int64_t n, int64_t K, void *row);
 /* Row n of a quantized weight w [N, K] (q8_0, q4_0 or q4_0x16) dequantized exactly. */
 void omnic__dequantize_weight_row(omnic_dtype t, const void *w, int64_t n, int64_t K, float *y);
 
