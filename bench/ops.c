@@ -23,6 +23,7 @@
 #include "backend/backend.h"
 #include "backend/cpu/simd.h"
 #include "core/dtype.h"
+#include "core/quant.h"
 #include "core/threadpool.h"
 
 #define GEMM_K 2048
@@ -243,7 +244,7 @@ static void gemm_pair(omnic__threadpool *pool, int nth, int64_t M, float *a, flo
 
 /* Samples of the matvec's weight-read GB/s (sm) and of the probe (sb), taken alternately.
  * The weight matrices [MV_N, MV_K] of dtype dt lie back to back in wpool; as many are cycled
- * as fit in its 1 GiB (16 for bf16/f16, 29 for q8_0, 56 for q4_0 and q4_0x16, capped at MV_MATS_MAX). */
+ * as fit in its 1 GiB (16 for bf16/f16, 29 for q8_0 (x16), 56 for q4_0 (x16), capped at MV_MATS_MAX). */
 #define MV_MATS_MAX 64
 static void matvec_pair(omnic__threadpool *pool, int nth, omnic_dtype dt, void *wpool, float *x, float *y, int reps,
                         stats *sm, stats *sb)
@@ -292,10 +293,10 @@ static void fill_quant(uint8_t *buf, omnic_dtype dt)
         buf[i] = i % 4 == 3 ? 0x3c : v == 0x80 ? 0x81 : v;
     }
     for (size_t b = 0; b < nblk; b++) memcpy(buf + b * bb, &d, 2);
-    if (dt != OMNIC_DTYPE_Q4_0X16) return;
-    /* q4_0x16: each 288-byte block of 16 rows ends with their 16 scales */
-    for (size_t b = 0; b + 288 <= BW_BYTES; b += 288)
-        for (size_t i = 0; i < 16; i++) memcpy(buf + b + 256 + 2 * i, &d, 2);
+    if (omnic__x16_plain(dt) == OMNIC_DTYPE_COUNT) return;
+    /* x16 layouts: each block of 16 rows (16 x bb bytes) ends with their 16 scales */
+    for (size_t b = 0; b + 16 * bb <= BW_BYTES; b += 16 * bb)
+        for (size_t i = 0; i < 16; i++) memcpy(buf + b + 16 * (bb - 2) + 2 * i, &d, 2);
 }
 
 /* ---- sections ---- */
@@ -361,9 +362,9 @@ static bool section_mv(omnic__threadpool *pool, int max_t, int reps)
     printf("| weights | threads | matvec GB/s | matvec best | probe GB/s | probe best | matvec / probe (best) |\n");
     printf("|---|---:|---:|---:|---:|---:|---:|\n");
     bool ok = true;
-    static const omnic_dtype dts[] = {OMNIC_DTYPE_BF16, OMNIC_DTYPE_F16, OMNIC_DTYPE_Q8_0, OMNIC_DTYPE_Q4_0,
-                                      OMNIC_DTYPE_Q4_0X16};
-    for (int d = 0; d < 5; d++) {
+    static const omnic_dtype dts[] = {OMNIC_DTYPE_BF16,    OMNIC_DTYPE_F16,    OMNIC_DTYPE_Q8_0,
+                                      OMNIC_DTYPE_Q8_0X16, OMNIC_DTYPE_Q4_0, OMNIC_DTYPE_Q4_0X16};
+    for (int d = 0; d < (int)(sizeof dts / sizeof dts[0]); d++) {
         if (omnic__dtype_table[dts[d]].is_quant) fill_quant((uint8_t *)wpool, dts[d]);
         for (int t = 1; t <= max_t; t++) {
             stats sm, sb;
@@ -418,7 +419,7 @@ int main(int argc, char **argv)
     printf("\n## Targets\n\n");
     if (do_gemm) printf("- f32 GEMM >= 90%% of OpenBLAS for M >= 64 (best vs best): %s\n", gemm_ok ? "met" : "NOT met");
     if (do_mv && max_t >= 2)
-        printf("- bf16/f16/q8_0/q4_0/q4_0x16 matvec (M = 1) >= 85%% of read bandwidth at 2 threads (best vs best): %s\n",
+        printf("- bf16/f16/q8_0(x16)/q4_0(x16) matvec (M = 1) >= 85%% of read bandwidth at 2 threads (best vs best): %s\n",
                mv_ok ? "met" : "NOT met");
     omnic__threadpool_destroy(pool);
     return 0;

@@ -69,6 +69,8 @@ typedef enum omnic_dtype {
      * for the cpu backend's AVX-512 kernels (layout: core/quant.h). Made at load time from
      * q4_0, never read from or written to files; 18 bytes per 32 elements, as q4_0. */
     OMNIC_DTYPE_Q4_0X16 = 9,
+    /* q8_0x16: the same regrouping of a q8_0 weight (34 bytes per 32 elements, as q8_0). */
+    OMNIC_DTYPE_Q8_0X16 = 10,
     OMNIC_DTYPE_COUNT
 } omnic_dtype;
 

@@ -15,8 +15,8 @@
 typedef enum omnic__op {
     OMNIC_OP_NONE = 0,   /* leaf: input, weight or constant; no kernel */
     /* dst[M,N] = a[M,K] . w[N,K]^T (+ bias[N] when src[2]); a f32, w* (HF Linear layout
-     * [out,in]) or q8_0 / q4_0 / q4_0x16 (K a multiple of 32; q4_0x16: N a multiple of 16,
-     * layout in core/quant.h); bias f32. M is "rows of a" (a may have
+     * [out,in]) or q8_0 / q4_0 / q4_0x16 / q8_0x16 (K a multiple of 32; the x16 layouts: N a
+     * multiple of 16, core/quant.h); bias f32. M is "rows of a" (a may have
      * more than 2 dims: rows x K).
      * Quantized w: each row of a is first quantized to q8 blocks exactly as
      * omnic__quantize_act_q8 (core/quant.h) does (32 elements, f32 scale, roundf), and dst is
@@ -77,7 +77,7 @@ typedef enum omnic__op {
     /* Gated: dst = act(gate) * up, gate = src[0], up = src[1], same shape. */
     OMNIC_OP_SWIGLU,    /* act = silu */
     OMNIC_OP_GEGLU,     /* act = gelu exact (ip[0] = 0) or gelu tanh (ip[0] = 1) */
-    /* dst[T, H] f32 = table[ids[t], :]; table w* or q8_0 / q4_0 / q4_0x16 [V, H] (src[0]; quantized rows
+    /* dst[T, H] f32 = table[ids[t], :]; table w* or quantized [V, H] (src[0]; quantized rows
      * dequantize exactly), ids i32 [T] (src[1]). */
     OMNIC_OP_GET_ROWS,
     /* Conv2d with stride == kernel (ViT patch embedding) as a matmul:

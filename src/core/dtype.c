@@ -14,6 +14,7 @@ const omnic__dtype_traits omnic__dtype_table[OMNIC_DTYPE_COUNT] = {
     [OMNIC_DTYPE_Q8_0] = {.name = "q8_0", .st_name = NULL, .size = 34, .block = 32, .is_quant = true},
     [OMNIC_DTYPE_Q4_0] = {.name = "q4_0", .st_name = NULL, .size = 18, .block = 32, .is_quant = true},
     [OMNIC_DTYPE_Q4_0X16] = {.name = "q4_0x16", .st_name = NULL, .size = 18, .block = 32, .is_quant = true},
+    [OMNIC_DTYPE_Q8_0X16] = {.name = "q8_0x16", .st_name = NULL, .size = 34, .block = 32, .is_quant = true},
 };
 _Static_assert(sizeof omnic__dtype_table / sizeof omnic__dtype_table[0] == OMNIC_DTYPE_COUNT,
                "dtype table out of step with omnic_dtype");

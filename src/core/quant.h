@@ -53,11 +53,22 @@ void omnic__dequantize_row_q4_0(const void *x, float *y, int64_t k);
  *   bytes 256..287: 16 f16, entry r is row r's d.
  * Row r's 32 values of block b are thus the low nibbles (elements 4j..4j+3) and high nibbles
  * (elements 16 + 4j..) of the 4 bytes at 64 j + 4 r, j < 4; values equal q4_0's exactly. */
-#define OMNIC_Q4X16_ROWS 16
+#define OMNIC_X16_ROWS 16
 #define OMNIC_Q4X16_BLOCK 288
-/* 16 q4_0 rows of K elements (contiguous) -> one q4_0x16 group at group (no overlap). */
+/* q8_0x16 (OMNIC_DTYPE_Q8_0X16): the same for a q8_0 weight; a group is K / 32 blocks of
+ * OMNIC_Q8X16_BLOCK (544) bytes:
+ *   bytes 0..511:   byte 64 j + 4 r + i (j < 8, i < 4) is q[4 j + i] of row r's q8_0 block b;
+ *   bytes 512..543: 16 f16, entry r is row r's d. */
+#define OMNIC_Q8X16_BLOCK 544
+/* 16 q4_0 / q8_0 rows of K elements (contiguous) -> one q4_0x16 / q8_0x16 group at group (no
+ * overlap). */
 void omnic__q4_0x16_pack(const void *rows, void *group, int64_t K);
-/* Row n of a quantized weight w [N, K] (q8_0, q4_0 or q4_0x16) dequantized exactly. */
+void omnic__q8_0x16_pack(const void *rows, void *group, int64_t K);
+/* By dtype: the plain type an x16 layout regroups (OMNIC_DTYPE_COUNT when t is not one), and
+ * its pack (t must be OMNIC_DTYPE_Q4_0X16 or OMNIC_DTYPE_Q8_0X16). */
+omnic_dtype omnic__x16_plain(omnic_dtype t);
+void omnic__x16_pack(omnic_dtype t, const void *rows, void *group, int64_t K);
+/* Row n of a quantized weight w [N, K] (q8_0, q4_0, q4_0x16 or q8_0x16) dequantized exactly. */
 void omnic__dequantize_weight_row(omnic_dtype t, const void *w, int64_t n, int64_t K, float *y);
 
 /* By dtype (t must be OMNIC_DTYPE_Q8_0 or OMNIC_DTYPE_Q4_0). */

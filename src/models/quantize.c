@@ -31,23 +31,23 @@ omnic_status omnic__quant_parse(const char *name, omnic_dtype *out, omnic_err *e
 
 typedef struct quant_job {
     const omnic__tensor *src; /* [N, K] f32 / f16 / bf16 (mapped or owned) */
-    omnic__tensor *dst;       /* [N, K] q8_0 / q4_0 / q4_0x16, owned */
+    omnic__tensor *dst;       /* [N, K] q8_0 / q4_0 / q4_0x16 / q8_0x16, owned */
     const omnic__safetensors *st;
     float *buf;   /* [nth][K] f32 rows */
-    uint8_t *grp; /* q4_0x16: [nth][16 q4_0 rows], packed into dst once complete */
+    uint8_t *grp; /* x16 layouts: [nth][16 plain rows], packed into dst once complete */
 } quant_job;
 
 static void quant_task(void *ctx, int ith, int nth)
 {
     const quant_job *j = ctx;
     const int64_t N = j->src->dims[0], K = j->src->dims[1];
-    const bool x16 = j->dst->dtype == OMNIC_DTYPE_Q4_0X16;
-    const omnic_dtype qt = x16 ? OMNIC_DTYPE_Q4_0 : j->dst->dtype;
-    const int64_t unit = x16 ? OMNIC_Q4X16_ROWS : 1; /* threads take whole groups */
+    const bool x16 = omnic__x16_plain(j->dst->dtype) != OMNIC_DTYPE_COUNT;
+    const omnic_dtype qt = x16 ? omnic__x16_plain(j->dst->dtype) : j->dst->dtype;
+    const int64_t unit = x16 ? OMNIC_X16_ROWS : 1; /* threads take whole groups */
     const size_t sb = omnic__dtype_row_bytes(j->src->dtype, K), db = omnic__dtype_row_bytes(qt, K);
     const uint8_t *src = j->src->data;
     uint8_t *dst = j->dst->data;
-    uint8_t *grp = x16 ? j->grp + (size_t)ith * OMNIC_Q4X16_ROWS * db : NULL;
+    uint8_t *grp = x16 ? j->grp + (size_t)ith * OMNIC_X16_ROWS * db : NULL;
     float *row = j->buf + (size_t)ith * (size_t)K;
     int64_t lo, hi;
     omnic__split_rows(N / unit, ith, nth, &lo, &hi);
@@ -67,9 +67,9 @@ static void quant_task(void *ctx, int ith, int nth)
                 omnic__quantize_row(qt, row, dst + (size_t)r * db, K);
                 continue;
             }
-            omnic__quantize_row(qt, row, grp + (size_t)(r % OMNIC_Q4X16_ROWS) * db, K);
-            if (r % OMNIC_Q4X16_ROWS == OMNIC_Q4X16_ROWS - 1)
-                omnic__q4_0x16_pack(grp, dst + (size_t)(r + 1 - OMNIC_Q4X16_ROWS) * db, K);
+            omnic__quantize_row(qt, row, grp + (size_t)(r % OMNIC_X16_ROWS) * db, K);
+            if (r % OMNIC_X16_ROWS == OMNIC_X16_ROWS - 1)
+                omnic__x16_pack(j->dst->dtype, grp, dst + (size_t)(r + 1 - OMNIC_X16_ROWS) * db, K);
         }
         omnic__st_release(j->st, src + (size_t)r0 * sb, (size_t)(r1 - r0) * sb);
     }
@@ -107,7 +107,7 @@ omnic_status omnic__text_decoder_quantize(omnic__text_decoder *d, omnic_dtype qt
     for (size_t i = 0; i < n; i++)
         kmax = ws[i]->dims[1] > kmax ? ws[i]->dims[1] : kmax;
     buf = omnic_alloc_array((size_t)nth * (size_t)kmax, sizeof *buf);
-    grp = omnic_alloc_array((size_t)nth * OMNIC_Q4X16_ROWS, omnic__dtype_row_bytes(OMNIC_DTYPE_Q4_0, kmax));
+    grp = omnic_alloc_array((size_t)nth * OMNIC_X16_ROWS, omnic__dtype_row_bytes(OMNIC_DTYPE_Q8_0, kmax));
     if (!buf || !grp) {
         s = OMNIC_FAIL(err, OMNIC_E_NOMEM, "out of memory for %d quantization rows of %lld", nth,
                        (long long)kmax);
@@ -122,7 +122,7 @@ omnic_status omnic__text_decoder_quantize(omnic__text_decoder *d, omnic_dtype qt
                 (long long)w->dims[1], OMNIC_QK);
             continue;
         }
-        /* the backend may want another layout of the same values (cpu: q4_0x16) */
+        /* the backend may want another layout of the same values (cpu: q4_0x16, q8_0x16) */
         const omnic_dtype wt = backend->weight_dtype ? backend->weight_dtype(qt, w->dims[0], w->dims[1]) : qt;
         omnic__tensor *q;
         if ((s = omnic__tensor_create(&q, wt, 2, w->dims, err)) != OMNIC_OK) goto out;

@@ -14,16 +14,16 @@ omnic_status omnic__quant_parse(const char *name, omnic_dtype *out, omnic_err *e
 
 /* Converts d's linear weights to qt (OMNIC_DTYPE_Q8_0 or OMNIC_DTYPE_Q4_0) into owned memory
  * (d->qweights), stored in the layout backend's weight_dtype asks for (cpu with AVX-512 VNNI:
- * q4_0 as q4_0x16, same values), rows split over pool's threads, and releases the converted source pages of
- * st from RSS as it goes (omnic__st_release). A weight whose rows are not whole 32-element
+ * q4_0x16 / q8_0x16, same values), rows split over pool's threads, and releases the converted
+ * source pages of st from RSS as it goes (omnic__st_release). A weight whose rows are not whole 32-element
  * blocks stays as stored (a warning names it). Sets d->stored_bytes first. On failure d
  * keeps pointing at valid weights (the ones not converted yet are as stored). */
 omnic_status omnic__text_decoder_quantize(omnic__text_decoder *d, omnic_dtype qt,
                                           const omnic__backend_ops *backend, const omnic__safetensors *st,
                                           omnic__threadpool *pool, omnic_err *err);
 
-/* Transform of a stored tensor for the bundle identity: "q8_0" / "q4_0" / "q4_0x16" when d quantized
- * (a view of) the tensor named name, else "as-stored". */
+/* Transform of a stored tensor for the bundle identity: the dtype name ("q8_0", "q4_0x16", ...)
+ * when d quantized (a view of) the tensor named name, else "as-stored". */
 const char *omnic__text_decoder_transform(const omnic__text_decoder *d, const char *name);
 
 #endif

@@ -261,11 +261,12 @@ void omnic__g_mark_output(omnic__graph *g, omnic__tensor *t, const char *name)
 }
 
 static bool is_float_w(omnic_dtype t) { return t == OMNIC_DTYPE_F32 || t == OMNIC_DTYPE_F16 || t == OMNIC_DTYPE_BF16; }
-/* Matmul weights and get_rows tables may also be block-quantized (q8_0, q4_0, and q4_0x16
- * with whole groups of 16 rows). */
+/* Matmul weights and get_rows tables may also be block-quantized (q8_0, q4_0, and q4_0x16 /
+ * q8_0x16 with whole groups of 16 rows). */
 static bool is_table_w(const omnic__tensor *w)
 {
-    if (w->dtype == OMNIC_DTYPE_Q4_0X16) return w->ndim == 2 && w->dims[0] % OMNIC_Q4X16_ROWS == 0;
+    if (w->dtype == OMNIC_DTYPE_Q4_0X16 || w->dtype == OMNIC_DTYPE_Q8_0X16)
+        return w->ndim == 2 && w->dims[0] % OMNIC_X16_ROWS == 0;
     return is_float_w(w->dtype) || w->dtype == OMNIC_DTYPE_Q8_0 || w->dtype == OMNIC_DTYPE_Q4_0;
 }
 

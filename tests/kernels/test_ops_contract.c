@@ -62,14 +62,15 @@
 
 typedef struct op_tol {
     bool exact;                        /* output bytes must equal ref's */
-    double nmse[OMNIC_DTYPE_COUNT];    /* by weight dtype: F32, F16, BF16, Q8_0, Q4_0, Q4_0X16 */
+    double nmse[OMNIC_DTYPE_COUNT];    /* by weight dtype: F32, F16, BF16, Q8_0, Q4_0, and the x16 layouts */
     double maxerr;
     double floor; /* RMS floor of the NMSE denominator (0: plain NMSE) */
 } op_tol;
 
 /* clang-format off */
 #define TOL_F(n, m, f) {.nmse = {[OMNIC_DTYPE_F32] = (n), [OMNIC_DTYPE_F16] = (n), [OMNIC_DTYPE_BF16] = (n),\
-                                 [OMNIC_DTYPE_Q8_0] = (n), [OMNIC_DTYPE_Q4_0] = (n), [OMNIC_DTYPE_Q4_0X16] = (n)},\
+                                 [OMNIC_DTYPE_Q8_0] = (n), [OMNIC_DTYPE_Q4_0] = (n), [OMNIC_DTYPE_Q4_0X16] = (n),\
+                                 [OMNIC_DTYPE_Q8_0X16] = (n)},\
                         .maxerr = (m), .floor = (f)}
 #define TOL(n, m) TOL_F(n, m, 0.0)  /* plain NMSE */
 #define ACT(n, m) TOL_F(n, m, 1e-3) /* activations: NMSE against an RMS floor of 1e-3 */
@@ -236,20 +237,20 @@ static void fill_uniform(tbuf *b, double lo, double hi)
     int64_t n = omnic__tensor_nelem(&b->t);
     if (omnic__dtype_table[b->t.dtype].is_quant) { /* quantize uniform rows (ggml rounding) */
         int64_t K = omnic__tensor_cols(&b->t), rows = omnic__tensor_rows(&b->t);
-        const bool x16 = b->t.dtype == OMNIC_DTYPE_Q4_0X16; /* q4_0 groups of 16 rows, then packed */
-        const omnic_dtype qt = x16 ? OMNIC_DTYPE_Q4_0 : b->t.dtype;
+        const bool x16 = omnic__x16_plain(b->t.dtype) != OMNIC_DTYPE_COUNT; /* plain groups of 16, packed */
+        const omnic_dtype qt = x16 ? omnic__x16_plain(b->t.dtype) : b->t.dtype;
         const size_t rb = omnic__dtype_row_bytes(qt, K);
         float *row = malloc((size_t)K * sizeof *row);
-        uint8_t *grp = malloc(OMNIC_Q4X16_ROWS * rb);
+        uint8_t *grp = malloc(OMNIC_X16_ROWS * rb);
         assert_non_null(row);
         assert_non_null(grp);
         for (int64_t r = 0; r < rows; r++) {
             for (int64_t k = 0; k < K; k++)
                 row[k] = (float)rng_uniform(lo, hi);
             uint8_t *at = (uint8_t *)b->t.data + (size_t)r * rb;
-            omnic__quantize_row(qt, row, x16 ? grp + (size_t)(r % OMNIC_Q4X16_ROWS) * rb : at, K);
-            if (x16 && r % OMNIC_Q4X16_ROWS == OMNIC_Q4X16_ROWS - 1)
-                omnic__q4_0x16_pack(grp, at - (OMNIC_Q4X16_ROWS - 1) * rb, K);
+            omnic__quantize_row(qt, row, x16 ? grp + (size_t)(r % OMNIC_X16_ROWS) * rb : at, K);
+            if (x16 && r % OMNIC_X16_ROWS == OMNIC_X16_ROWS - 1)
+                omnic__x16_pack(b->t.dtype, grp, at - (OMNIC_X16_ROWS - 1) * rb, K);
         }
         free(grp);
         free(row);
@@ -506,16 +507,16 @@ static void test_matmul(void **state)
 static void test_matmul_quant(void **state)
 {
     (void)state;
-    static const omnic_dtype qdts[3] = {OMNIC_DTYPE_Q8_0, OMNIC_DTYPE_Q4_0, OMNIC_DTYPE_Q4_0X16};
+    static const omnic_dtype qdts[4] = {OMNIC_DTYPE_Q8_0, OMNIC_DTYPE_Q4_0, OMNIC_DTYPE_Q4_0X16, OMNIC_DTYPE_Q8_0X16};
     static const int64_t Ms[] = {1, 2, 3, 4, 5, 8, 9, 16, 17, 33, 64, 67, 130};
     static const int64_t NK[][2] = {{1, 32}, {3, 64}, {17, 96}, {33, 160}, {67, 256}, {16, 512}, {5, 4128}};
     static const int64_t NK16[][2] = {{16, 32}, {32, 64}, {48, 96}, {16, 160}, {80, 256}, {16, 512}, {32, 4128}};
     int fails = 0, id = 0;
     char label[160];
-    for (int d = 0; d < 3; d++) {
+    for (int d = 0; d < 4; d++) {
         for (size_t mi = 0; mi < sizeof Ms / sizeof Ms[0]; mi++) {
             for (size_t k = 0; k < sizeof NK / sizeof NK[0]; k++) {
-                const int64_t(*nk)[2] = qdts[d] == OMNIC_DTYPE_Q4_0X16 ? NK16 : NK;
+                const int64_t(*nk)[2] = omnic__x16_plain(qdts[d]) != OMNIC_DTYPE_COUNT ? NK16 : NK;
                 int64_t M = Ms[mi], N = nk[k][0], K = nk[k][1];
                 bool bias = (mi + k) % 2 == 0;
                 rng_seed(20000 + (uint64_t)id++);
@@ -538,7 +539,8 @@ static void test_matmul_quant(void **state)
             }
         }
         /* many prefill chunks (N = 2100, q4_0x16 2096), a 3-D activation */
-        const int64_t NL = qdts[d] == OMNIC_DTYPE_Q4_0X16 ? 2096 : 2100, NS = qdts[d] == OMNIC_DTYPE_Q4_0X16 ? 32 : 19;
+        const bool x16 = omnic__x16_plain(qdts[d]) != OMNIC_DTYPE_COUNT;
+        const int64_t NL = x16 ? 2096 : 2100, NS = x16 ? 32 : 19;
         rng_seed(20500 + (uint64_t)d);
         tbuf *a = T(OMNIC_DTYPE_F32, 40, 96), *w = T(qdts[d], NL, 96), *b = T(OMNIC_DTYPE_F32, NL);
         tbuf *dst = T(OMNIC_DTYPE_F32, 40, NL);
@@ -916,13 +918,14 @@ static void test_get_rows_patch_embed(void **state)
             bufs_free();
         }
         if (d == 0) /* quantized tables (rows of whole 32-element blocks) */
-            for (int qd = 0; qd < 3; qd++) {
+            for (int qd = 0; qd < 4; qd++) {
                 static const int64_t QVHT[][3] = {{1, 32, 1}, {17, 32, 5}, {257, 96, 17}, {33, 256, 3}};
-                static const omnic_dtype qdts[3] = {OMNIC_DTYPE_Q8_0, OMNIC_DTYPE_Q4_0, OMNIC_DTYPE_Q4_0X16};
+                static const omnic_dtype qdts[4] = {OMNIC_DTYPE_Q8_0, OMNIC_DTYPE_Q4_0, OMNIC_DTYPE_Q4_0X16,
+                                                    OMNIC_DTYPE_Q8_0X16};
                 omnic_dtype qdt = qdts[qd];
                 for (size_t k = 0; k < sizeof QVHT / sizeof QVHT[0]; k++) {
                     int64_t H = QVHT[k][1], T_ = QVHT[k][2];
-                    int64_t V = qdt == OMNIC_DTYPE_Q4_0X16 ? (QVHT[k][0] + 15) / 16 * 16 : QVHT[k][0];
+                    int64_t V = omnic__x16_plain(qdt) != OMNIC_DTYPE_COUNT ? (QVHT[k][0] + 15) / 16 * 16 : QVHT[k][0];
                     rng_seed(8300 + (uint64_t)id++);
                     tbuf *tbl = T(qdt, V, H), *ids = T(OMNIC_DTYPE_I32, T_), *dst = T(OMNIC_DTYPE_F32, T_, H);
                     fill_uniform(tbl, -1, 1);
@@ -1233,14 +1236,15 @@ static void test_batch_invariance(void **state)
             bufs_free();
         }
     }
-    /* The same with q8_0 / q4_0 / q4_0x16 weights (K = 160: an odd number of blocks; M = 9:
-     * a full and a partial tile of the q4_0x16 kernel). */
+    /* The same with q8_0 / q4_0 / q4_0x16 / q8_0x16 weights (K = 160: an odd number of blocks;
+     * M = 9: a full and a partial tile of the x16 kernels). */
     static const int64_t Mq[] = {2, 5, 9, DECODE_MAX_M, 25};
-    for (int d = 0; d < 3; d++) {
+    for (int d = 0; d < 4; d++) {
         for (size_t mi = 0; mi < sizeof Mq / sizeof Mq[0]; mi++) {
-            static const omnic_dtype qdts[3] = {OMNIC_DTYPE_Q8_0, OMNIC_DTYPE_Q4_0, OMNIC_DTYPE_Q4_0X16};
+            static const omnic_dtype qdts[4] = {OMNIC_DTYPE_Q8_0, OMNIC_DTYPE_Q4_0, OMNIC_DTYPE_Q4_0X16,
+                                                OMNIC_DTYPE_Q8_0X16};
             omnic_dtype qdt = qdts[d];
-            int64_t M = Mq[mi], N = qdt == OMNIC_DTYPE_Q4_0X16 ? 48 : 37, K = 160;
+            int64_t M = Mq[mi], N = omnic__x16_plain(qdt) != OMNIC_DTYPE_COUNT ? 48 : 37, K = 160;
             rng_seed(11200 + (uint64_t)id++);
             tbuf *a = T(OMNIC_DTYPE_F32, M, K), *w = T(qdt, N, K), *b = T(OMNIC_DTYPE_F32, N);
             tbuf *dst = T(OMNIC_DTYPE_F32, M, N);

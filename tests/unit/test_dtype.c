@@ -425,10 +425,10 @@ static void test_dtype_table(void **state)
 {
     (void)state;
     /* bytes per block, elements per block (1 for element dtypes) */
-    static const size_t want_size[OMNIC_DTYPE_COUNT] = {4, 2, 2, 4, 8, 1, 1, 34, 18, 18};
-    static const size_t want_block[OMNIC_DTYPE_COUNT] = {1, 1, 1, 1, 1, 1, 1, 32, 32, 32};
+    static const size_t want_size[OMNIC_DTYPE_COUNT] = {4, 2, 2, 4, 8, 1, 1, 34, 18, 18, 34};
+    static const size_t want_block[OMNIC_DTYPE_COUNT] = {1, 1, 1, 1, 1, 1, 1, 32, 32, 32, 32};
     static const char *const want_name[OMNIC_DTYPE_COUNT] = {"f32", "f16", "bf16", "i32", "i64",
-                                                             "u8",  "bool", "q8_0", "q4_0", "q4_0x16"};
+                                                             "u8",  "bool", "q8_0", "q4_0", "q4_0x16", "q8_0x16"};
     for (int i = 0; i < OMNIC_DTYPE_COUNT; i++) {
         const omnic__dtype_traits *t = &omnic__dtype_table[i];
         assert_non_null(t->name);

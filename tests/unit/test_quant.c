@@ -282,54 +282,61 @@ static void test_bad_shapes(void **state)
 
 /* The activation rule: scalar reference against a direct transcription; every cpu ISA the
  * machine has gives the same bytes (random rows, exact ties, zero blocks, huge and tiny). */
-/* q4_0x16: packing 16 q4_0 rows keeps every byte (same total size) and places them as the
- * layout of core/quant.h says (checked byte by byte against the formula); dequantizing a row
- * through omnic__dequantize_weight_row gives the q4_0 row's values exactly. */
-static void test_q4_0x16_layout(void **state)
+/* q4_0x16 / q8_0x16: packing 16 plain rows keeps every byte (same total size) and places them
+ * as the layouts of core/quant.h say (checked byte by byte against the formulas); dequantizing
+ * a row through omnic__dequantize_weight_row gives the plain row's values exactly. */
+static void test_x16_layouts(void **state)
 {
     (void)state;
     static const int64_t Ks[] = {32, 96, 1536};
-    for (size_t ki = 0; ki < sizeof Ks / sizeof Ks[0]; ki++) {
-        const int64_t K = Ks[ki], nb = K / OMNIC_QK, N = 48;
-        const size_t rb = omnic__dtype_row_bytes(OMNIC_DTYPE_Q4_0, K);
-        uint8_t *plain = malloc((size_t)N * rb), *packed = malloc((size_t)N * rb);
-        float *x = malloc((size_t)K * sizeof *x), *y0 = malloc((size_t)K * sizeof *y0),
-              *y1 = malloc((size_t)K * sizeof *y1);
-        assert_non_null(plain);
-        assert_non_null(packed);
-        assert_non_null(x);
-        assert_non_null(y0);
-        assert_non_null(y1);
-        for (int64_t n = 0; n < N; n++) {
-            for (int64_t k = 0; k < K; k++)
-                x[k] = rng_f(-3, 3);
-            omnic__quantize_row_q4_0(x, plain + (size_t)n * rb, K);
-        }
-        for (int64_t g = 0; g < N / OMNIC_Q4X16_ROWS; g++)
-            omnic__q4_0x16_pack(plain + (size_t)g * OMNIC_Q4X16_ROWS * rb, packed + (size_t)g * OMNIC_Q4X16_ROWS * rb, K);
-        assert_int_equal(omnic__dtype_row_bytes(OMNIC_DTYPE_Q4_0X16, N * K), (size_t)N * rb);
-        for (int64_t n = 0; n < N; n++) {
-            const int64_t r = n % OMNIC_Q4X16_ROWS;
-            const uint8_t *grp = packed + (size_t)(n - r) * rb;
-            for (int64_t b = 0; b < nb; b++) {
-                const uint8_t *blk = plain + (size_t)n * rb + (size_t)b * sizeof(omnic__block_q4_0);
-                const uint8_t *gb = grp + b * OMNIC_Q4X16_BLOCK;
-                assert_memory_equal(gb + 256 + 2 * r, blk, 2);
-                for (int j = 0; j < 4; j++)
-                    assert_memory_equal(gb + 64 * j + 4 * r, blk + 2 + 4 * j, 4);
+    for (int q8 = 0; q8 < 2; q8++)
+        for (size_t ki = 0; ki < sizeof Ks / sizeof Ks[0]; ki++) {
+            const omnic_dtype pt = q8 ? OMNIC_DTYPE_Q8_0 : OMNIC_DTYPE_Q4_0;
+            const omnic_dtype xt = q8 ? OMNIC_DTYPE_Q8_0X16 : OMNIC_DTYPE_Q4_0X16;
+            const int64_t K = Ks[ki], nb = K / OMNIC_QK, N = 48;
+            const size_t rb = omnic__dtype_row_bytes(pt, K), bb = rb / (size_t)nb;
+            const size_t bsz = q8 ? OMNIC_Q8X16_BLOCK : OMNIC_Q4X16_BLOCK, qbytes = bb - 2;
+            uint8_t *plain = malloc((size_t)N * rb), *packed = malloc((size_t)N * rb);
+            float *x = malloc((size_t)K * sizeof *x), *y0 = malloc((size_t)K * sizeof *y0),
+                  *y1 = malloc((size_t)K * sizeof *y1);
+            assert_non_null(plain);
+            assert_non_null(packed);
+            assert_non_null(x);
+            assert_non_null(y0);
+            assert_non_null(y1);
+            assert_int_equal(omnic__x16_plain(xt), pt);
+            for (int64_t n = 0; n < N; n++) {
+                for (int64_t k = 0; k < K; k++)
+                    x[k] = rng_f(-3, 3);
+                omnic__quantize_row(pt, x, plain + (size_t)n * rb, K);
             }
-            omnic__dequantize_row_q4_0(plain + (size_t)n * rb, y0, K);
-            omnic__dequantize_weight_row(OMNIC_DTYPE_Q4_0X16, packed, n, K, y1);
-            assert_memory_equal(y0, y1, (size_t)K * sizeof *y0);
-            omnic__dequantize_weight_row(OMNIC_DTYPE_Q4_0, plain, n, K, y1);
-            assert_memory_equal(y0, y1, (size_t)K * sizeof *y0);
+            for (int64_t g = 0; g < N / OMNIC_X16_ROWS; g++)
+                omnic__x16_pack(xt, plain + (size_t)g * OMNIC_X16_ROWS * rb, packed + (size_t)g * OMNIC_X16_ROWS * rb,
+                                K);
+            assert_int_equal(omnic__dtype_row_bytes(xt, N * K), (size_t)N * rb);
+            assert_int_equal(bsz, OMNIC_X16_ROWS * bb);
+            for (int64_t n = 0; n < N; n++) {
+                const int64_t r = n % OMNIC_X16_ROWS;
+                const uint8_t *grp = packed + (size_t)(n - r) * rb;
+                for (int64_t b = 0; b < nb; b++) {
+                    const uint8_t *blk = plain + (size_t)n * rb + (size_t)b * bb;
+                    const uint8_t *gb = grp + (size_t)b * bsz;
+                    assert_memory_equal(gb + 16 * qbytes + 2 * r, blk, 2);
+                    for (size_t j = 0; j < qbytes / 4; j++)
+                        assert_memory_equal(gb + 64 * j + 4 * (size_t)r, blk + 2 + 4 * j, 4);
+                }
+                omnic__dequantize_row(pt, plain + (size_t)n * rb, y0, K);
+                omnic__dequantize_weight_row(xt, packed, n, K, y1);
+                assert_memory_equal(y0, y1, (size_t)K * sizeof *y0);
+                omnic__dequantize_weight_row(pt, plain, n, K, y1);
+                assert_memory_equal(y0, y1, (size_t)K * sizeof *y0);
+            }
+            free(plain);
+            free(packed);
+            free(x);
+            free(y0);
+            free(y1);
         }
-        free(plain);
-        free(packed);
-        free(x);
-        free(y0);
-        free(y1);
-    }
 }
 
 static void test_act_quant_isas(void **state)
@@ -412,7 +419,7 @@ int main(void)
         cmocka_unit_test(test_layouts),         cmocka_unit_test(test_matches_ggml_reference),
         cmocka_unit_test(test_crafted_blocks),  cmocka_unit_test(test_round_trip_bounds),
         cmocka_unit_test(test_bad_shapes),      cmocka_unit_test(test_act_quant_isas),
-        cmocka_unit_test(test_act_quant_error),  cmocka_unit_test(test_q4_0x16_layout),
+        cmocka_unit_test(test_act_quant_error),  cmocka_unit_test(test_x16_layouts),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,4 +1,4 @@
-/* Prefill matmul with q8_0 / q4_0 / q4_0x16 weights on AMX int8 tiles (Sapphire Rapids and
+/* Prefill matmul with q8_0 / q4_0 (and their x16 layouts) weights on AMX int8 tiles (Sapphire Rapids and
  * later; used only when omnic__cpu_features() has OMNIC_CPU_AMX).
  *
  * C[n][m] = sum_k W[n][k] * A[m][k] one 32-element block at a time (the scales change per
@@ -16,10 +16,12 @@
  * omnic__split_rows, so an element is computed by the same code whatever nth is; each thread
  * stages the activations itself (no barrier inside a kernel).
  *
- * q4_0x16 weights swap the roles, because their layout already is the VNNI one (core/quant.h):
+ * q4_0x16 / q8_0x16 weights swap the roles, because their layout already is the VNNI one
+ * (core/quant.h):
  *   tile A = 16 activation rows x 32 bytes: block b of the q8 rows, staged tile-contiguous;
- *   tile B = block b of a group of 16 weight rows: its nibbles as q - 8, 8 rows of 16 x 4
- *            bytes (row c = elements 4c..4c+3 of each weight row), staged per group;
+ *   tile B = block b of a group of 16 weight rows, 8 rows of 16 x 4 bytes (row c = elements
+ *            4c..4c+3 of each weight row): q4_0x16 nibbles staged per group as q - 8; q8_0x16
+ *            blocks loaded in place (their 512 bytes of q are that tile);
  *   tile C = 16 activation rows x 16 weight rows, folded into 16 f32 accumulators (one per
  *            activation row, lanes = weight rows) as acc += f32(C) * (d_w * d_a) and stored
  *            straight into dst rows, with no transpose. */
@@ -219,10 +221,10 @@ OMNIC_INLINE OMNIC_AMX void fold(__m512 acc[16], const int32_t *c, const amx_sca
 }
 
 /* acc[16] = sum over blocks b < nb of f32(A_b . B_b) scaled by sc: A_b the 16 x 32-byte tile at
- * a + 512 b, B_b the 8 x 64-byte tile at bt + 512 b (both contiguous). cbuf: two C tiles.
+ * a + 512 b, B_b the 8 x 64-byte tile at bt + bstep b (both contiguous). cbuf: two C tiles.
  * Inlined into each caller, whose constant scale layout then specializes the fold. */
-OMNIC_INLINE OMNIC_AMX void tile_blocks(const int8_t *a, const uint8_t *bt, int64_t nb, const amx_scales *sc,
-                                        int32_t *cbuf, __m512 acc[16])
+OMNIC_INLINE OMNIC_AMX void tile_blocks(const int8_t *a, const uint8_t *bt, int64_t bstep, int64_t nb,
+                                        const amx_scales *sc, int32_t *cbuf, __m512 acc[16])
 {
     int32_t *c0 = cbuf, *c1 = cbuf + 256;
     for (int r = 0; r < 16; r++)
@@ -237,7 +239,7 @@ OMNIC_INLINE OMNIC_AMX void tile_blocks(const int8_t *a, const uint8_t *bt, int6
         if (b + 1 < nb) {
             _tile_zero(1);
             _tile_loadd(3, a + (b + 1) * 512, OMNIC_QK);
-            _tile_loadd(5, bt + (b + 1) * 512, 64);
+            _tile_loadd(5, bt + (b + 1) * bstep, 64);
             _tile_dpbssd(1, 3, 5);
         }
         if (b >= 1) fold(acc, c1, sc, b - 1);
@@ -249,7 +251,7 @@ OMNIC_INLINE OMNIC_AMX void tile_blocks(const int8_t *a, const uint8_t *bt, int6
         if (b + 2 < nb) {
             _tile_zero(0);
             _tile_loadd(2, a + (b + 2) * 512, OMNIC_QK);
-            _tile_loadd(4, bt + (b + 2) * 512, 64);
+            _tile_loadd(4, bt + (b + 2) * bstep, 64);
             _tile_dpbssd(0, 2, 4);
         }
         fold(acc, c0, sc, b);
@@ -265,7 +267,7 @@ static OMNIC_AMX void tile_pair(uint8_t *part, const amx_part *P, int64_t K, int
     const int64_t nb = K / OMNIC_QK;
     const amx_scales sc = {.row = (const float *)(part + P->dws) + t * 16 * nb, .bstep = 1, .rstride = nb,
                            .lanes = part + P->dav + (size_t)(mt * nb * 16) * sizeof(float), .lstep = 64};
-    tile_blocks((const int8_t *)(part + P->ws) + t * 16 * K, part + P->bt + (size_t)mt * (size_t)nb * 512, nb,
+    tile_blocks((const int8_t *)(part + P->ws) + t * 16 * K, part + P->bt + (size_t)mt * (size_t)nb * 512, 512, nb,
                 &sc, (int32_t *)(part + P->cbuf), acc);
 }
 
@@ -311,21 +313,32 @@ static OMNIC_AMX void stage_group_x16(const uint8_t *grp, int64_t nb, uint8_t *b
     }
 }
 
-/* Activation tile mt x one staged group (its 16 f16 scales per block read in place) -> acc[16]. */
+/* Activation tile mt x one group -> acc[16]: q4_0x16 B tiles from the staged bst, q8_0x16 ones
+ * read in place (their 512 bytes of q are a B tile as stored); 16 f16 scales per block in place. */
 static OMNIC_AMX void tile_x16(uint8_t *part, const amx_part *P, int64_t K, int64_t mt, const uint8_t *bst,
-                               const uint8_t *grp, __m512 acc[16])
+                               const uint8_t *grp, bool q8, __m512 acc[16])
 {
     const int64_t nb = K / OMNIC_QK;
-    const amx_scales sc = {.row = (const float *)(part + P->dav) + mt * nb * 16, .bstep = 16, .rstride = 1,
-                           .lanes = grp + 256, .lstep = OMNIC_Q4X16_BLOCK, .lanes_f16 = true};
-    tile_blocks((const int8_t *)(part + P->bt) + mt * 16 * K, bst, nb, &sc, (int32_t *)(part + P->cbuf), acc);
+    const int8_t *a = (const int8_t *)(part + P->bt) + mt * 16 * K;
+    int32_t *cbuf = (int32_t *)(part + P->cbuf);
+    const float *row = (const float *)(part + P->dav) + mt * nb * 16;
+    if (q8) {
+        const amx_scales sc = {.row = row, .bstep = 16, .rstride = 1, .lanes = grp + 512,
+                               .lstep = OMNIC_Q8X16_BLOCK, .lanes_f16 = true};
+        tile_blocks(a, grp, OMNIC_Q8X16_BLOCK, nb, &sc, cbuf, acc);
+    } else {
+        const amx_scales sc = {.row = row, .bstep = 16, .rstride = 1, .lanes = grp + 256,
+                               .lstep = OMNIC_Q4X16_BLOCK, .lanes_f16 = true};
+        tile_blocks(a, bst, 512, nb, &sc, cbuf, acc);
+    }
 }
 
 static OMNIC_AMX void matmul_x16(const omnic__node *n, int64_t c0, int64_t c1, uint8_t *part, const amx_part *P)
 {
     const omnic__tensor *a = n->src[0], *w = n->src[1], *b = n->src[2];
     const int64_t M = omnic__tensor_rows(a), K = omnic__tensor_cols(a), N = w->dims[0], nb = K / OMNIC_QK;
-    const size_t gbytes = (size_t)OMNIC_Q4X16_ROWS * (size_t)nb * sizeof(omnic__block_q4_0);
+    const bool q8 = w->dtype == OMNIC_DTYPE_Q8_0X16;
+    const size_t gbytes = (size_t)OMNIC_X16_ROWS * omnic__dtype_row_bytes(w->dtype, K);
     const float *bias = b ? (const float *)b->data : NULL;
     float *dst = n->dst->data;
     uint8_t *bst = part + P->ws; /* nb x 512 <= OMNIC_AMX_NC x K bytes */
@@ -335,13 +348,13 @@ static OMNIC_AMX void matmul_x16(const omnic__node *n, int64_t c0, int64_t c1, u
         const int64_t n0 = ci * OMNIC_AMX_NC, n1 = N - n0 < OMNIC_AMX_NC ? N : n0 + OMNIC_AMX_NC;
         for (int64_t mg = 0; mg < mt_n; mg += AMX_MG / 16) {
             const int64_t mg1 = mg + AMX_MG / 16 < mt_n ? mg + AMX_MG / 16 : mt_n;
-            for (int64_t g = n0; g < n1; g += OMNIC_Q4X16_ROWS) {
-                const uint8_t *grp = (const uint8_t *)w->data + (size_t)(g / OMNIC_Q4X16_ROWS) * gbytes;
-                stage_group_x16(grp, nb, bst);
+            for (int64_t g = n0; g < n1; g += OMNIC_X16_ROWS) {
+                const uint8_t *grp = (const uint8_t *)w->data + (size_t)(g / OMNIC_X16_ROWS) * gbytes;
+                if (!q8) stage_group_x16(grp, nb, bst);
                 const __m512 bv = bias ? _mm512_loadu_ps(bias + g) : _mm512_setzero_ps();
                 for (int64_t mt = mg; mt < mg1; mt++) {
                     __m512 acc[16];
-                    tile_x16(part, P, K, mt, bst, grp, acc);
+                    tile_x16(part, P, K, mt, bst, grp, q8, acc);
                     for (int64_t r = 0; r < 16 && mt * 16 + r < M; r++)
                         _mm512_storeu_ps(dst + (mt * 16 + r) * N + g, bias ? _mm512_add_ps(acc[r], bv) : acc[r]);
                 }
@@ -363,7 +376,7 @@ void OMNIC_AMX omnic__cpu_matmul_amx(const omnic__node *n, int ith, int nth, uin
     tilecfg cfg;
     tile_config(&cfg);
     _tile_loadconfig(&cfg);
-    if (w->dtype == OMNIC_DTYPE_Q4_0X16) {
+    if (w->dtype == OMNIC_DTYPE_Q4_0X16 || w->dtype == OMNIC_DTYPE_Q8_0X16) {
         matmul_x16(n, c0, c1, part, &P);
         _tile_release();
         return;

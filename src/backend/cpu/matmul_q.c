@@ -20,9 +20,10 @@
  *      AVX2: one block per ymm; q8_0 by the sign trick (maddubs(|a|, sign(w, a))), q4_0 by
  *        maddubs(nibbles, a) plus the -8 * sum(a) correction; madd to i32, convert, FMA.
  *      scalar: integer block dots, f32 sum of (d_w * d_a) * dot.
- *    q4_0x16 weights (the cpu backend's load-time layout of q4_0 on VNNI CPUs, core/quant.h):
- *      16 weight rows per step, one lane each, so one block's dots need no horizontal sums
- *      and its 16 scales convert at once (tile_x16); scalar: the same sums one by one.
+ *    q4_0x16 / q8_0x16 weights (the cpu backend's load-time layouts of q4_0 / q8_0 on VNNI
+ *      CPUs, core/quant.h): 16 weight rows per step, one lane each, so one block's dots need
+ *      no horizontal sums and its 16 scales convert at once (tile_x16); scalar: the same sums
+ *      one by one.
  *  - otherwise (prefill): AMX int8 tiles where the CPU has them (matmul_amx.c), else weight
  *    chunks and activation row blocks dequantized to f32 and multiplied by OpenBLAS sgemm.
  * Every path computes the exact integer (or exactly dequantized) block dots and differs from
@@ -63,7 +64,7 @@ omnic__mq_kind omnic__mq_kind_get(void)
 omnic__mq_layout omnic__mq_layout_of(omnic__mq_kind kind, omnic_dtype wdt, int64_t K)
 {
     omnic__mq_layout L = {0};
-    if (wdt == OMNIC_DTYPE_Q4_0X16) { /* q, d, corr: one int32 per block */
+    if (omnic__x16_plain(wdt) != OMNIC_DTYPE_COUNT) { /* q, d, corr: one int32 per block */
         const size_t nbk = (size_t)(K / OMNIC_QK);
         L.d = align64((size_t)K);
         L.corr = L.d + align64(nbk * sizeof(float));
@@ -185,10 +186,11 @@ static void quant_rows(omnic__mq_kind kind, omnic_dtype wdt, const float *a, int
         int8_t *q = (int8_t *)r;
         float *d = (float *)(r + L->d);
         omnic__mq_quant_row(kind, a + i * K, q, d, K);
-        if (wdt == OMNIC_DTYPE_Q4_0X16) {
+        if (omnic__x16_plain(wdt) != OMNIC_DTYPE_COUNT) {
             int32_t *corr = (int32_t *)(r + L->corr);
+            const int32_t cx = wdt == OMNIC_DTYPE_Q8_0X16 ? 128 : 8; /* q8_0x16 weights enter as q + 128 */
             for (int64_t b = 0; b < nb; b++)
-                corr[b] = -8 * block_sum(q + b * OMNIC_QK);
+                corr[b] = -cx * block_sum(q + b * OMNIC_QK);
         } else if (kind == OMNIC_MQ_AVX2) {
             uint8_t *ab = r + L->abs;
             for (int64_t k = 0; k < K; k++)
@@ -579,32 +581,38 @@ static OMNIC_VNNI void mq_vnni_q4(const uint8_t *act, const omnic__mq_layout *L,
     mq_vnni(act, L, M, K, w, n0, n1, dst, N, true);
 }
 
-/* ---- q4_0x16 weights: one group of 16 weight rows x mr activation rows ----
- * Scalar: per output, the exact block dot plus the correction, then acc = fmaf(dot, d_w * d_a,
- * acc) block by block: the same sums as the VNNI tile, one lane at a time. */
+/* ---- q4_0x16 / q8_0x16 weights: one group of 16 weight rows x mr activation rows ----
+ * Scalar: per output, the exact block dot (u8 weights as the VNNI tile sees them: nibbles, or
+ * q + 128) plus the correction, then acc = fmaf(dot, d_w * d_a, acc) block by block: the same
+ * sums as the VNNI tile, one lane at a time. */
 static void mq_x16_scalar(const uint8_t *act, const omnic__mq_layout *L, int64_t M, int64_t K, const void *w,
-                          int64_t n0, int64_t n1, float *dst, int64_t N)
+                          int64_t n0, int64_t n1, float *dst, int64_t N, bool q8)
 {
     const int64_t nb = K / OMNIC_QK;
+    const size_t rb = q8 ? sizeof(omnic__block_q8_0) : sizeof(omnic__block_q4_0);
+    const size_t bsz = q8 ? OMNIC_Q8X16_BLOCK : OMNIC_Q4X16_BLOCK, soff = q8 ? 512 : 256;
     for (int64_t n = n0; n < n1; n++) {
-        const int64_t r = n % OMNIC_Q4X16_ROWS;
-        const uint8_t *grp = (const uint8_t *)w + (size_t)(n - r) * (size_t)nb * sizeof(omnic__block_q4_0);
+        const int64_t r = n % OMNIC_X16_ROWS;
+        const uint8_t *grp = (const uint8_t *)w + (size_t)(n - r) * (size_t)nb * rb;
         for (int64_t i = 0; i < M; i++) {
             const uint8_t *ar = act + (size_t)i * L->bytes;
             const int8_t *q = (const int8_t *)ar;
             float acc = 0.0f;
             for (int64_t b = 0; b < nb; b++) {
-                const uint8_t *gb = grp + (size_t)b * OMNIC_Q4X16_BLOCK;
+                const uint8_t *gb = grp + (size_t)b * bsz;
+                const int8_t *qb = q + b * OMNIC_QK;
                 int32_t dot;
                 memcpy(&dot, ar + L->corr + (size_t)b * 4, 4);
-                for (int j = 0; j < 4; j++)
+                for (int j = 0; j < (q8 ? 8 : 4); j++)
                     for (int e = 0; e < 4; e++) {
                         const uint8_t byte = gb[64 * j + 4 * r + e];
-                        dot += (byte & 0x0f) * q[b * OMNIC_QK + 4 * j + e] +
-                               (byte >> 4) * q[b * OMNIC_QK + 16 + 4 * j + e];
+                        if (q8)
+                            dot += (byte ^ 0x80) * qb[4 * j + e];
+                        else
+                            dot += (byte & 0x0f) * qb[4 * j + e] + (byte >> 4) * qb[16 + 4 * j + e];
                     }
                 uint16_t h;
-                memcpy(&h, gb + 256 + 2 * r, 2);
+                memcpy(&h, gb + soff + 2 * r, 2);
                 float da;
                 memcpy(&da, ar + L->d + (size_t)b * 4, 4);
                 acc = fmaf((float)dot, omnic__f16_to_f32(h) * da, acc);
@@ -614,14 +622,25 @@ static void mq_x16_scalar(const uint8_t *act, const omnic__mq_layout *L, int64_t
     }
 }
 
+static void mq_x16_scalar_q4(const uint8_t *act, const omnic__mq_layout *L, int64_t M, int64_t K, const void *w,
+                             int64_t n0, int64_t n1, float *dst, int64_t N)
+{
+    mq_x16_scalar(act, L, M, K, w, n0, n1, dst, N, false);
+}
+static void mq_x16_scalar_q8(const uint8_t *act, const omnic__mq_layout *L, int64_t M, int64_t K, const void *w,
+                             int64_t n0, int64_t n1, float *dst, int64_t N)
+{
+    mq_x16_scalar(act, L, M, K, w, n0, n1, dst, N, true);
+}
+
 /* Prefetch distances of the VNNI tile (bytes ahead in the group's one stream). */
 #define X16_PF_L1 1024
 #define X16_PF_L2 MQ_PF_L2 /* 512 to 2048 and 16 to 64 KB measured alike (Qwen2-1.5B, tg64 x1, x4) */
 #define X16_MR 8 /* activation rows per tile: 8 accumulators + 8 weight vectors in registers */
 
-/* VNNI: a block's 256 nibble bytes are four 64-byte loads (its 16 scales follow them); their
- * low and high nibbles are eight u8 vectors v[c] whose lane r holds elements 4c..4c+3 of weight
- * row r. For each activation row, eight vpdpbusd with its broadcast dwords (elements 4c..4c+3),
+/* VNNI: a q4_0x16 block's 256 nibble bytes are four 64-byte loads (its 16 scales follow them);
+ * their low and high nibbles are eight u8 vectors v[c] whose lane r holds elements 4c..4c+3 of
+ * weight row r (q8_0x16: eight loads of q, xor 0x80 makes them u8 = q + 128). For each activation row, eight vpdpbusd with its broadcast dwords (elements 4c..4c+3),
  * in two chains started from the block's correction (-8 sum q) and from 0, leave the 16 rows'
  * exact block dots in 16 lanes; acc = fma(f32(dot), d_w * d_a, acc) with the 16 scales
  * converted at once. One stream per group (scales beside their nibbles) measured 8% faster at
@@ -629,26 +648,31 @@ static void mq_x16_scalar(const uint8_t *act, const omnic__mq_layout *L, int64_t
  * at 4 rows by 8% and 5%. An output's operations are the same whatever mr, M
  * or the split of groups over threads. */
 OMNIC_INLINE OMNIC_VNNI void tile_x16(const uint8_t *act, const omnic__mq_layout *L, int mr, const uint8_t *grp,
-                                      int64_t nb, float *out, int64_t ldo)
+                                      int64_t nb, float *out, int64_t ldo, bool q8)
 {
-    const __m512i low4 = _mm512_set1_epi8(0x0f);
+    const __m512i low4 = _mm512_set1_epi8(0x0f), bias = _mm512_set1_epi8((char)0x80);
+    const size_t bsz = q8 ? OMNIC_Q8X16_BLOCK : OMNIC_Q4X16_BLOCK, soff = q8 ? 512 : 256;
     __m512 acc[X16_MR];
     OMNIC_UNROLL for (int i = 0; i < mr; i++) acc[i] = _mm512_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {
-        const uint8_t *p = grp + (size_t)b * OMNIC_Q4X16_BLOCK;
-        OMNIC_UNROLL for (int z = 0; z < 5; z++) /* 288 bytes touch at most 5 lines */
+        const uint8_t *p = grp + (size_t)b * bsz;
+        for (int z = 0; z < (q8 ? 9 : 5); z++) /* with the next block's, every line */
         {
             _mm_prefetch((const char *)p + X16_PF_L1 + 64 * z, _MM_HINT_T0);
             _mm_prefetch((const char *)p + X16_PF_L2 + 64 * z, _MM_HINT_T1);
         }
         __m512i v[8];
-        OMNIC_UNROLL for (int c = 0; c < 4; c++)
-        {
-            const __m512i x = _mm512_loadu_si512(p + 64 * c);
-            v[c] = _mm512_and_si512(x, low4);
-            v[c + 4] = _mm512_and_si512(_mm512_srli_epi16(x, 4), low4);
+        if (q8) {
+            OMNIC_UNROLL for (int c = 0; c < 8; c++) v[c] = _mm512_xor_si512(_mm512_loadu_si512(p + 64 * c), bias);
+        } else {
+            OMNIC_UNROLL for (int c = 0; c < 4; c++)
+            {
+                const __m512i x = _mm512_loadu_si512(p + 64 * c);
+                v[c] = _mm512_and_si512(x, low4);
+                v[c + 4] = _mm512_and_si512(_mm512_srli_epi16(x, 4), low4);
+            }
         }
-        const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(p + 256)));
+        const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(p + soff)));
         OMNIC_UNROLL for (int i = 0; i < mr; i++)
         {
             const uint8_t *ar = act + (size_t)i * L->bytes;
@@ -671,12 +695,12 @@ OMNIC_INLINE OMNIC_VNNI void tile_x16(const uint8_t *act, const omnic__mq_layout
 }
 
 /* Weight rows [n0, n1) (whole groups) x all M activation rows, X16_MR rows per tile. */
-static OMNIC_VNNI void mq_x16_vnni(const uint8_t *act, const omnic__mq_layout *L, int64_t M, int64_t K,
-                                   const void *w, int64_t n0, int64_t n1, float *dst, int64_t N)
+OMNIC_INLINE OMNIC_VNNI void mq_x16_vnni(const uint8_t *act, const omnic__mq_layout *L, int64_t M, int64_t K,
+                                         const void *w, int64_t n0, int64_t n1, float *dst, int64_t N, bool q8)
 {
     const int64_t nb = K / OMNIC_QK;
-    const size_t ldw = (size_t)nb * sizeof(omnic__block_q4_0);
-    for (int64_t n = n0; n < n1; n += OMNIC_Q4X16_ROWS) {
+    const size_t ldw = (size_t)nb * (q8 ? sizeof(omnic__block_q8_0) : sizeof(omnic__block_q4_0));
+    for (int64_t n = n0; n < n1; n += OMNIC_X16_ROWS) {
         const uint8_t *grp = (const uint8_t *)w + (size_t)n * ldw;
         for (int64_t i = 0; i < M; i += X16_MR) {
             const uint8_t *a = act + (size_t)i * L->bytes;
@@ -684,7 +708,7 @@ static OMNIC_VNNI void mq_x16_vnni(const uint8_t *act, const omnic__mq_layout *L
             switch (M - i < X16_MR ? M - i : X16_MR) {
 #define X16_TILE(R)                                                                                          \
     case R:                                                                                                  \
-        tile_x16(a, L, R, grp, nb, o, N);                                                                    \
+        tile_x16(a, L, R, grp, nb, o, N, q8);                                                                \
         break;
                 X16_TILE(1)
                 X16_TILE(2)
@@ -702,14 +726,25 @@ static OMNIC_VNNI void mq_x16_vnni(const uint8_t *act, const omnic__mq_layout *L
     }
 }
 
+static OMNIC_VNNI void mq_x16_vnni_q4(const uint8_t *act, const omnic__mq_layout *L, int64_t M, int64_t K,
+                                      const void *w, int64_t n0, int64_t n1, float *dst, int64_t N)
+{
+    mq_x16_vnni(act, L, M, K, w, n0, n1, dst, N, false);
+}
+static OMNIC_VNNI void mq_x16_vnni_q8(const uint8_t *act, const omnic__mq_layout *L, int64_t M, int64_t K,
+                                      const void *w, int64_t n0, int64_t n1, float *dst, int64_t N)
+{
+    mq_x16_vnni(act, L, M, K, w, n0, n1, dst, N, true);
+}
+
 omnic_dtype omnic__cpu_weight_dtype(omnic_dtype dt, int64_t N, int64_t K)
 {
     (void)K;
-    const char *env = getenv("OMNIC_CPU_Q4X16"); /* "0": plain q4_0 (benchmarks, tests) */
-    if (dt == OMNIC_DTYPE_Q4_0 && N % OMNIC_Q4X16_ROWS == 0 && omnic__mq_kind_get() == OMNIC_MQ_VNNI &&
-        !(env && !strcmp(env, "0")))
-        return OMNIC_DTYPE_Q4_0X16;
-    return dt;
+    const char *env = getenv("OMNIC_CPU_X16"); /* "0": plain q4_0 / q8_0 (benchmarks, tests) */
+    if ((dt != OMNIC_DTYPE_Q4_0 && dt != OMNIC_DTYPE_Q8_0) || N % OMNIC_X16_ROWS != 0 ||
+        omnic__mq_kind_get() != OMNIC_MQ_VNNI || (env && !strcmp(env, "0")))
+        return dt;
+    return dt == OMNIC_DTYPE_Q4_0 ? OMNIC_DTYPE_Q4_0X16 : OMNIC_DTYPE_Q8_0X16;
 }
 
 static const mq_fn mq_table[OMNIC_MQ_KIND_COUNT][2] = {
@@ -805,11 +840,12 @@ void omnic__cpu_matmul_q(const omnic__node *n, int ith, int nth, void *wdata)
     const omnic__mq_kind kind = omnic__mq_kind_get();
     const omnic__mq_layout L = omnic__mq_layout_of(kind, w->dtype, K);
     const float *bias = b ? (const float *)b->data : NULL;
-    const bool x16 = w->dtype == OMNIC_DTYPE_Q4_0X16; /* threads take whole groups */
-    const int64_t unit = x16 ? OMNIC_Q4X16_ROWS : 1;
-    const mq_fn fn = !x16 ? mq_table[kind][w->dtype == OMNIC_DTYPE_Q4_0]
-                     : kind == OMNIC_MQ_VNNI ? mq_x16_vnni
-                                             : mq_x16_scalar;
+    const bool x16 = omnic__x16_plain(w->dtype) != OMNIC_DTYPE_COUNT; /* threads take whole groups */
+    const bool q8x = w->dtype == OMNIC_DTYPE_Q8_0X16;
+    const int64_t unit = x16 ? OMNIC_X16_ROWS : 1;
+    const mq_fn fn = !x16                   ? mq_table[kind][w->dtype == OMNIC_DTYPE_Q4_0]
+                     : kind == OMNIC_MQ_VNNI ? (q8x ? mq_x16_vnni_q8 : mq_x16_vnni_q4)
+                                             : (q8x ? mq_x16_scalar_q8 : mq_x16_scalar_q4);
     int64_t n0, n1;
     omnic__split_rows(N / unit, ith, nth, &n0, &n1);
     n0 *= unit;

@@ -30,7 +30,8 @@ omnic__mq_kind omnic__mq_kind_get(void);
  *         blocks' elements 0-15, then their elements 16-31 (128 bytes). + corr (per quad
  *         16 x int32: lane 4b holds -c * sum(q) of block b, c = 128 for q8_0 weights, 8 for
  *         q4_0; other lanes 0) and dv (per quad 16 x f32: block b's d in lanes 4b..4b+3).
- *   q4_0x16 weights (any kind): q, d, and corr (per block one int32: -8 * sum(q)).
+ *   q4_0x16 / q8_0x16 weights (any kind): q, d, and corr (per block one int32: -8 * sum(q),
+ *         or -128 * sum(q)).
  * bytes: the row stride (a multiple of 64). */
 typedef struct omnic__mq_layout {
     size_t abs, d, corr, dv, bytes;
@@ -38,8 +39,8 @@ typedef struct omnic__mq_layout {
 
 omnic__mq_layout omnic__mq_layout_of(omnic__mq_kind kind, omnic_dtype wdt, int64_t K);
 
-/* The cpu backend's weight_dtype (backend.h): q4_0 [N, K] with N a multiple of 16 becomes
- * q4_0x16 when the VNNI kernels run (and OMNIC_CPU_Q4X16=0 is not set); else dt. */
+/* The cpu backend's weight_dtype (backend.h): q4_0 / q8_0 [N, K] with N a multiple of 16
+ * become q4_0x16 / q8_0x16 when the VNNI kernels run (and OMNIC_CPU_X16=0 is not set); else dt. */
 omnic_dtype omnic__cpu_weight_dtype(omnic_dtype dt, int64_t N, int64_t K);
 
 /* x[K] -> q[K] int8, d[K/32] f32: omnic__quantize_act_q8's result, computed with kind's ISA. */

@@ -4,7 +4,7 @@
 
 static bool is_quant(omnic_dtype t)
 {
-    return t == OMNIC_DTYPE_Q8_0 || t == OMNIC_DTYPE_Q4_0 || t == OMNIC_DTYPE_Q4_0X16;
+    return t == OMNIC_DTYPE_Q8_0 || t == OMNIC_DTYPE_Q4_0 || t == OMNIC_DTYPE_Q4_0X16 || t == OMNIC_DTYPE_Q8_0X16;
 }
 
 /* Bytes of one quantized activation row: K int8 quants, then K / 32 f32 scales. */
@@ -20,7 +20,7 @@ static size_t act_row_bytes(int64_t K)
 void omnic__ref_matmul(const omnic__node *n, int ith, int nth, void *wdata)
 {
     const omnic__tensor *a = n->src[0];    /* [M, K] f32 (any leading dims) */
-    const omnic__tensor *w = n->src[1];    /* [N, K] w* or q8_0 / q4_0 / q4_0x16 */
+    const omnic__tensor *w = n->src[1];    /* [N, K] w* or quantized */
     const omnic__tensor *bias = n->src[2]; /* [N] f32 or NULL */
     int64_t M = omnic__tensor_rows(a), K = omnic__tensor_cols(a), N = w->dims[0];
     const float *A = a->data;

@@ -39,12 +39,19 @@ static inline double omnic__ref_ld(const void *data, omnic_dtype dt, int64_t i)
 }
 
 /* Element k of row n of a 2-D weight or table w [N, K] (any dtype omnic__ref_ld reads, or
- * q4_0x16: layout in core/quant.h), exactly. */
+ * q4_0x16 / q8_0x16: layouts in core/quant.h), exactly. */
 static inline double omnic__ref_ld_rc(const omnic__tensor *w, int64_t n, int64_t k)
 {
     const int64_t K = w->dims[1];
+    const int64_t nb = K / OMNIC_QK, r = n % OMNIC_X16_ROWS, b = k / OMNIC_QK, j = k % OMNIC_QK;
+    if (w->dtype == OMNIC_DTYPE_Q8_0X16) {
+        const uint8_t *gb = (const uint8_t *)w->data + (size_t)(n - r) * (size_t)nb * sizeof(omnic__block_q8_0) +
+                            (size_t)b * OMNIC_Q8X16_BLOCK;
+        uint16_t d;
+        memcpy(&d, gb + 512 + 2 * r, 2);
+        return (double)omnic__f16_to_f32(d) * (double)(int8_t)gb[64 * (j / 4) + 4 * r + j % 4];
+    }
     if (w->dtype != OMNIC_DTYPE_Q4_0X16) return omnic__ref_ld(w->data, w->dtype, n * K + k);
-    const int64_t nb = K / OMNIC_QK, r = n % OMNIC_Q4X16_ROWS, b = k / OMNIC_QK, j = k % OMNIC_QK;
     const uint8_t *gb = (const uint8_t *)w->data + (size_t)(n - r) * (size_t)nb * sizeof(omnic__block_q4_0) +
                         (size_t)b * OMNIC_Q4X16_BLOCK;
     uint16_t d;
