@@ -102,88 +102,51 @@ void omnic__dequantize_row(omnic_dtype t, const void *x, float *y, int64_t k)
         omnic__dequantize_row_q4_0(x, y, k);
 }
 
-void omnic__q4_0x16_pack(const void *rows, void *group, int64_t K)
-{
-    const int64_t nb = K / OMNIC_QK;
-    const uint8_t *src = rows;
-    for (int r = 0; r < OMNIC_X16_ROWS; r++)
-        for (int64_t b = 0; b < nb; b++) {
-            const uint8_t *blk = src + ((size_t)r * (size_t)nb + (size_t)b) * sizeof(omnic__block_q4_0);
-            uint8_t *gb = (uint8_t *)group + (size_t)b * OMNIC_Q4X16_BLOCK;
-            memcpy(gb + 256 + 2 * r, blk, 2);
-            for (int j = 0; j < 4; j++)
-                memcpy(gb + 64 * j + 4 * r, blk + 2 + 4 * j, 4);
-        }
-}
-
-void omnic__q8_0x16_pack(const void *rows, void *group, int64_t K)
-{
-    const int64_t nb = K / OMNIC_QK;
-    const uint8_t *src = rows;
-    for (int r = 0; r < OMNIC_X16_ROWS; r++)
-        for (int64_t b = 0; b < nb; b++) {
-            const uint8_t *blk = src + ((size_t)r * (size_t)nb + (size_t)b) * sizeof(omnic__block_q8_0);
-            uint8_t *gb = (uint8_t *)group + (size_t)b * OMNIC_Q8X16_BLOCK;
-            memcpy(gb + 512 + 2 * r, blk, 2);
-            for (int j = 0; j < 8; j++)
-                memcpy(gb + 64 * j + 4 * r, blk + 2 + 4 * j, 4);
-        }
-}
-
 omnic_dtype omnic__x16_plain(omnic_dtype t)
 {
     return t == OMNIC_DTYPE_Q4_0X16 ? OMNIC_DTYPE_Q4_0 : t == OMNIC_DTYPE_Q8_0X16 ? OMNIC_DTYPE_Q8_0 : OMNIC_DTYPE_COUNT;
 }
 
+/* Bytes of one plain block of x16 layout t's type: 18 (q4_0) or 34 (q8_0); a block of a group
+ * is 16 of them: 16 x (bb - 2) quant bytes, then 16 scales. */
+static size_t x16_bb(omnic_dtype t)
+{
+    return t == OMNIC_DTYPE_Q8_0X16 ? sizeof(omnic__block_q8_0) : sizeof(omnic__block_q4_0);
+}
+
 void omnic__x16_pack(omnic_dtype t, const void *rows, void *group, int64_t K)
 {
-    if (t == OMNIC_DTYPE_Q8_0X16)
-        omnic__q8_0x16_pack(rows, group, K);
-    else
-        omnic__q4_0x16_pack(rows, group, K);
-}
-
-/* Block b of row n of a q8_0x16 weight [N, K] as a plain q8_0 block. */
-static void q8_0x16_block(const void *w, int64_t n, int64_t K, int64_t b, omnic__block_q8_0 *out)
-{
-    const int64_t nb = K / OMNIC_QK, r = n % OMNIC_X16_ROWS;
-    const uint8_t *gb = (const uint8_t *)w + (size_t)(n - r) * (size_t)nb * sizeof(omnic__block_q8_0) +
-                        (size_t)b * OMNIC_Q8X16_BLOCK;
-    memcpy(&out->d, gb + 512 + 2 * r, 2);
-    for (int j = 0; j < 8; j++)
-        memcpy(out->qs + 4 * j, gb + 64 * j + 4 * r, 4);
-}
-
-/* Block b of row n of a q4_0x16 weight [N, K] as a plain q4_0 block. */
-static void q4_0x16_block(const void *w, int64_t n, int64_t K, int64_t b, omnic__block_q4_0 *out)
-{
-    const int64_t nb = K / OMNIC_QK, r = n % OMNIC_X16_ROWS;
-    const uint8_t *gb = (const uint8_t *)w + (size_t)(n - r) * (size_t)nb * sizeof(omnic__block_q4_0) +
-                        (size_t)b * OMNIC_Q4X16_BLOCK;
-    memcpy(&out->d, gb + 256 + 2 * r, 2);
-    for (int j = 0; j < 4; j++)
-        memcpy(out->qs + 4 * j, gb + 64 * j + 4 * r, 4);
+    const int64_t nb = K / OMNIC_QK;
+    const size_t bb = x16_bb(t), qb = bb - 2;
+    const uint8_t *src = rows;
+    for (int r = 0; r < OMNIC_X16_ROWS; r++)
+        for (int64_t b = 0; b < nb; b++) {
+            const uint8_t *blk = src + ((size_t)r * (size_t)nb + (size_t)b) * bb;
+            uint8_t *gb = (uint8_t *)group + (size_t)b * OMNIC_X16_ROWS * bb;
+            memcpy(gb + OMNIC_X16_ROWS * qb + 2 * (size_t)r, blk, 2);
+            for (size_t j = 0; j < qb / 4; j++)
+                memcpy(gb + 64 * j + 4 * (size_t)r, blk + 2 + 4 * j, 4);
+        }
 }
 
 void omnic__dequantize_weight_row(omnic_dtype t, const void *w, int64_t n, int64_t K, float *y)
 {
-    if (t == OMNIC_DTYPE_Q4_0X16) {
-        for (int64_t b = 0; b < K / OMNIC_QK; b++) {
-            omnic__block_q4_0 blk;
-            q4_0x16_block(w, n, K, b, &blk);
-            omnic__dequantize_row_q4_0(&blk, y + b * OMNIC_QK, OMNIC_QK);
-        }
+    const omnic_dtype pt = omnic__x16_plain(t);
+    if (pt == OMNIC_DTYPE_COUNT) {
+        omnic__dequantize_row(t, (const uint8_t *)w + omnic__dtype_row_bytes(t, n * K), y, K);
         return;
     }
-    if (t == OMNIC_DTYPE_Q8_0X16) {
-        for (int64_t b = 0; b < K / OMNIC_QK; b++) {
-            omnic__block_q8_0 blk;
-            q8_0x16_block(w, n, K, b, &blk);
-            omnic__dequantize_row_q8_0(&blk, y + b * OMNIC_QK, OMNIC_QK);
-        }
-        return;
+    const int64_t nb = K / OMNIC_QK, r = n % OMNIC_X16_ROWS;
+    const size_t bb = x16_bb(t), qb = bb - 2;
+    const uint8_t *grp = (const uint8_t *)w + (size_t)(n - r) * (size_t)nb * bb;
+    for (int64_t b = 0; b < nb; b++) { /* gather row r's block b back into plain bytes */
+        const uint8_t *gb = grp + (size_t)b * OMNIC_X16_ROWS * bb;
+        uint8_t blk[sizeof(omnic__block_q8_0)];
+        memcpy(blk, gb + OMNIC_X16_ROWS * qb + 2 * (size_t)r, 2);
+        for (size_t j = 0; j < qb / 4; j++)
+            memcpy(blk + 2 + 4 * j, gb + 64 * j + 4 * (size_t)r, 4);
+        omnic__dequantize_row(pt, blk, y + b * OMNIC_QK, OMNIC_QK);
     }
-    omnic__dequantize_row(t, (const uint8_t *)w + omnic__dtype_row_bytes(t, n * K), y, K);
 }
 
 void omnic__quantize_act_q8(const float *x, int8_t *q, float *d, int64_t k)

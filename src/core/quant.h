@@ -60,13 +60,10 @@ void omnic__dequantize_row_q4_0(const void *x, float *y, int64_t k);
  *   bytes 0..511:   byte 64 j + 4 r + i (j < 8, i < 4) is q[4 j + i] of row r's q8_0 block b;
  *   bytes 512..543: 16 f16, entry r is row r's d. */
 #define OMNIC_Q8X16_BLOCK 544
-/* 16 q4_0 / q8_0 rows of K elements (contiguous) -> one q4_0x16 / q8_0x16 group at group (no
- * overlap). */
-void omnic__q4_0x16_pack(const void *rows, void *group, int64_t K);
-void omnic__q8_0x16_pack(const void *rows, void *group, int64_t K);
-/* By dtype: the plain type an x16 layout regroups (OMNIC_DTYPE_COUNT when t is not one), and
- * its pack (t must be OMNIC_DTYPE_Q4_0X16 or OMNIC_DTYPE_Q8_0X16). */
+/* The plain type x16 layout t regroups (q4_0 / q8_0), or OMNIC_DTYPE_COUNT when t is not one. */
 omnic_dtype omnic__x16_plain(omnic_dtype t);
+/* 16 plain rows of K elements (contiguous) -> one group of x16 layout t (OMNIC_DTYPE_Q4_0X16 or
+ * OMNIC_DTYPE_Q8_0X16) at group (no overlap). */
 void omnic__x16_pack(omnic_dtype t, const void *rows, void *group, int64_t K);
 /* Row n of a quantized weight w [N, K] (q8_0, q4_0, q4_0x16 or q8_0x16) dequantized exactly. */
 void omnic__dequantize_weight_row(omnic_dtype t, const void *w, int64_t n, int64_t K, float *y);

@@ -105,6 +105,17 @@ static void tile_config(tilecfg *c)
     }
 }
 
+/* Row m of a[M, K] quantized into q[K], d[K / 32] (the matmul_q.c rule); zeros for m >= M. */
+static OMNIC_AMX void act_row(const float *a, int64_t m, int64_t M, int64_t K, int8_t *q, float *d)
+{
+    if (m < M) {
+        omnic__mq_quant_row(OMNIC_MQ_VNNI, a + m * K, q, d, K);
+        return;
+    }
+    memset(q, 0, (size_t)K);
+    memset(d, 0, (size_t)(K / OMNIC_QK) * sizeof(float));
+}
+
 /* Activation rows a[M, K] -> VNNI tiles + scales (rows M..M16-1 zero). */
 static OMNIC_AMX void stage_act(const float *a, int64_t M, int64_t K, uint8_t *part, const amx_part *P)
 {
@@ -115,12 +126,7 @@ static OMNIC_AMX void stage_act(const float *a, int64_t M, int64_t K, uint8_t *p
     float *d = (float *)(part + P->qtmp + (size_t)K);
     for (int64_t m = 0; m < m16; m++) {
         const int64_t mt = m / 16, mm = m % 16;
-        if (m < M) {
-            omnic__mq_quant_row(OMNIC_MQ_VNNI, a + m * K, q, d, K);
-        } else {
-            memset(q, 0, (size_t)K);
-            memset(d, 0, (size_t)nb * sizeof(float));
-        }
+        act_row(a, m, M, K, q, d);
         for (int64_t b = 0; b < nb; b++) {
             uint8_t *tile = bt + (size_t)(mt * nb + b) * 512;
             for (int kg = 0; kg < 8; kg++)
@@ -283,12 +289,7 @@ static OMNIC_AMX void stage_act_x16(const float *a, int64_t M, int64_t K, uint8_
     float *d = (float *)(part + P->qtmp + (size_t)K);
     for (int64_t m = 0; m < m16; m++) {
         int8_t *tiles = (int8_t *)(part + P->bt) + (m / 16) * 16 * K + (m % 16) * OMNIC_QK;
-        if (m < M) {
-            omnic__mq_quant_row(OMNIC_MQ_VNNI, a + m * K, q, d, K);
-        } else {
-            memset(q, 0, (size_t)K);
-            memset(d, 0, (size_t)nb * sizeof(float));
-        }
+        act_row(a, m, M, K, q, d);
         for (int64_t b = 0; b < nb; b++) {
             memcpy(tiles + b * 512, q + b * OMNIC_QK, OMNIC_QK);
             dav[((m / 16) * nb + b) * 16 + m % 16] = d[b];
