@@ -656,8 +656,9 @@ OMNIC_INLINE OMNIC_VNNI void tile_x16(const uint8_t *act, const omnic__mq_layout
     OMNIC_UNROLL for (int i = 0; i < mr; i++) acc[i] = _mm512_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {
         const uint8_t *p = grp + (size_t)b * bsz;
-        for (int z = 0; z < (q8 ? 9 : 5); z++) /* with the next block's, every line */
+        OMNIC_UNROLL for (int z = 0; z < 9; z++) /* with the next block's, every line */
         {
+            if (z >= 5 && !q8) break; /* q4_0x16: 5 lines */
             _mm_prefetch((const char *)p + X16_PF_L1 + 64 * z, _MM_HINT_T0);
             _mm_prefetch((const char *)p + X16_PF_L2 + 64 * z, _MM_HINT_T1);
         }
