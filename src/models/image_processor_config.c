@@ -72,7 +72,8 @@ static omnic_status parse_size(const json_t *cfg, const char *key, const char *w
     return OMNIC_OK;
 }
 
-omnic_status omnic__processor_config_triple(const json_t *cfg, const char *key, const char *what, double out[3], omnic_err *err)
+/* image_mean / image_std style field `key` of cfg into out (untouched when absent or null). */
+static omnic_status config_triple(const json_t *cfg, const char *key, const char *what, double out[3], omnic_err *err)
 {
     const json_t *v = json_object_get(cfg, key);
     if (!v || json_is_null(v)) return OMNIC_OK;
@@ -93,6 +94,20 @@ omnic_status omnic__processor_config_triple(const json_t *cfg, const char *key, 
         out[i] = json_number_value(e);
     }
     return OMNIC_OK;
+}
+
+omnic_status omnic__processor_config_pixels(const json_t *cfg, const char *what, bool *do_rescale,
+                                            double *rescale_factor, bool *do_normalize, double mean[3],
+                                            double std[3], omnic_err *err)
+{
+    bool convert_rgb;
+    OMNIC_TRY(omnic__json_get_bool(cfg, "do_rescale", false, *do_rescale, what, do_rescale, err));
+    OMNIC_TRY(omnic__json_get_f64(cfg, "rescale_factor", false, *rescale_factor, 1e-30, 1e30, what, rescale_factor,
+                                  err));
+    OMNIC_TRY(omnic__json_get_bool(cfg, "do_normalize", false, *do_normalize, what, do_normalize, err));
+    OMNIC_TRY(config_triple(cfg, "image_mean", what, mean, err));
+    OMNIC_TRY(config_triple(cfg, "image_std", what, std, err));
+    return omnic__json_get_bool(cfg, "do_convert_rgb", false, true, what, &convert_rgb, err);
 }
 
 const char *omnic__processor_config_type(const json_t *cfg, char *buf, size_t cap)
@@ -139,21 +154,14 @@ omnic_status omnic__image_processor_config_parse(const json_t *cfg, const char *
     p.crop_rounding = p.numerics == OMNIC__NUMERICS_TORCHVISION ? OMNIC__CROP_ROUND_HALF_EVEN : OMNIC__CROP_FLOOR;
 
     int64_t resample;
-    bool convert_rgb;
     OMNIC_TRY(omnic__json_get_bool(cfg, "do_resize", false, p.do_resize, what, &p.do_resize, err));
     OMNIC_TRY(parse_size(cfg, "size", what, clip, clip, &p, false, err));
     OMNIC_TRY(omnic__json_get_i64(cfg, "resample", false, p.resample, 2, 3, what, &resample, err));
     p.resample = (omnic__resample)resample;
     OMNIC_TRY(omnic__json_get_bool(cfg, "do_center_crop", false, p.do_center_crop, what, &p.do_center_crop, err));
     OMNIC_TRY(parse_size(cfg, "crop_size", what, false, false, &p, true, err));
-    OMNIC_TRY(omnic__json_get_bool(cfg, "do_rescale", false, p.do_rescale, what, &p.do_rescale, err));
-    OMNIC_TRY(omnic__json_get_f64(cfg, "rescale_factor", false, p.rescale_factor, 1e-30, 1e30, what,
-                                  &p.rescale_factor, err));
-    OMNIC_TRY(omnic__json_get_bool(cfg, "do_normalize", false, p.do_normalize, what, &p.do_normalize, err));
-    OMNIC_TRY(omnic__processor_config_triple(cfg, "image_mean", what, p.image_mean, err));
-    OMNIC_TRY(omnic__processor_config_triple(cfg, "image_std", what, p.image_std, err));
-    /* Type-checked only: decoding always gives RGB, which convert_to_rgb leaves unchanged. */
-    OMNIC_TRY(omnic__json_get_bool(cfg, "do_convert_rgb", false, true, what, &convert_rgb, err));
+    OMNIC_TRY(omnic__processor_config_pixels(cfg, what, &p.do_rescale, &p.rescale_factor, &p.do_normalize,
+                                             p.image_mean, p.image_std, err));
     omnic_status rc = omnic__image_proc_params_check(&p, err);
     if (rc != OMNIC_OK) {
         omnic__err_prefix(err, "%s", what);

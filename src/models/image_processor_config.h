@@ -24,10 +24,13 @@
  * cap bytes); NULL when neither is a string. Shared by every processor family's parser. */
 const char *omnic__processor_config_type(const json_t *cfg, char *buf, size_t cap);
 
-/* image_mean / image_std style field `key` of cfg: a list of 3 numbers, or one number for
- * every channel, into out (untouched when absent or null). E_INVALID naming the field. */
-omnic_status omnic__processor_config_triple(const json_t *cfg, const char *key, const char *what, double out[3],
-                                            omnic_err *err);
+/* The pixel-value keys every processor family shares: do_rescale, rescale_factor, do_normalize,
+ * image_mean / image_std (a list of 3 numbers, or one number for every channel), and
+ * do_convert_rgb (type-checked only: decoding always gives RGB, which it leaves unchanged).
+ * Outputs keep their values for absent or null keys. E_INVALID naming the field. */
+omnic_status omnic__processor_config_pixels(const json_t *cfg, const char *what, bool *do_rescale,
+                                            double *rescale_factor, bool *do_normalize, double mean[3],
+                                            double std[3], omnic_err *err);
 
 omnic_status omnic__image_processor_config_parse(const json_t *cfg, const char *what, omnic__image_proc_params *out,
                                                  omnic_err *err);

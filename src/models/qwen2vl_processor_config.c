@@ -69,18 +69,11 @@ omnic_status omnic__qwen2vl_processor_config_parse(const json_t *cfg, const char
     OMNIC_TRY(omnic__json_get_i64(cfg, "merge_size", false, p.merge_size, 1, OMNIC_MAX_VISION_MERGE, what,
                                   &p.merge_size, err));
     int64_t resample;
-    bool convert_rgb;
     OMNIC_TRY(omnic__json_get_i64(cfg, "resample", false, p.resample, 2, 3, what, &resample, err));
     p.resample = (omnic__resample)resample;
     OMNIC_TRY(omnic__json_get_bool(cfg, "do_resize", false, p.do_resize, what, &p.do_resize, err));
-    OMNIC_TRY(omnic__json_get_bool(cfg, "do_rescale", false, p.do_rescale, what, &p.do_rescale, err));
-    OMNIC_TRY(omnic__json_get_f64(cfg, "rescale_factor", false, p.rescale_factor, 1e-30, 1e30, what,
-                                  &p.rescale_factor, err));
-    OMNIC_TRY(omnic__json_get_bool(cfg, "do_normalize", false, p.do_normalize, what, &p.do_normalize, err));
-    OMNIC_TRY(omnic__processor_config_triple(cfg, "image_mean", what, p.image_mean, err));
-    OMNIC_TRY(omnic__processor_config_triple(cfg, "image_std", what, p.image_std, err));
-    /* Type-checked only: decoding always gives RGB, which convert_to_rgb leaves unchanged. */
-    OMNIC_TRY(omnic__json_get_bool(cfg, "do_convert_rgb", false, true, what, &convert_rgb, err));
+    OMNIC_TRY(omnic__processor_config_pixels(cfg, what, &p.do_rescale, &p.rescale_factor, &p.do_normalize,
+                                             p.image_mean, p.image_std, err));
     omnic_status rc = omnic__qwen2vl_proc_params_check(&p, err);
     if (rc != OMNIC_OK) {
         omnic__err_prefix(err, "%s", what);
