@@ -1,4 +1,4 @@
-/* Shared helpers for the src/io unit tests: a scratch directory per test, file writers,
+/* Shared helpers for the unit tests: a scratch directory per test, file writers,
  * a safetensors byte builder, and an error check that prints the message on failure. */
 #ifndef OMNIC_TESTS_IO_TESTUTIL_H
 #define OMNIC_TESTS_IO_TESTUTIL_H

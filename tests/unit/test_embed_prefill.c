@@ -14,9 +14,10 @@
 
 #include <cmocka.h>
 
+#include "model_testutil.h"
+
 #include "models/model.h"
 
-#define PY "/usr/bin/python3"
 #define CTX 32
 #define T 11
 #define TMAX 96
@@ -48,9 +49,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     (void)state;
-    char cmd[300];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", tmp);
-    return system(cmd) == 0 ? 0 : -1;
+    return mt_rmdir(tmp);
 }
 
 static const char *g_quant; /* --quant for the next opens (NULL: as stored) */

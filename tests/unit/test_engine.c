@@ -14,9 +14,10 @@
 
 #include <cmocka.h>
 
+#include "model_testutil.h"
+
 #include "engine/engine.h"
 
-#define PY "/usr/bin/python3"
 
 static char dir[128];
 
@@ -141,9 +142,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     (void)state;
-    char cmd[256];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    return system(cmd) == 0 ? 0 : -1;
+    return mt_rmdir(dir);
 }
 
 /* Streamed text is exactly the tokenizer's decode of the generated tokens. */

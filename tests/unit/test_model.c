@@ -13,26 +13,17 @@
 
 #include <cmocka.h>
 
+#include "model_testutil.h"
+
 #include "core/dtype.h"
 #include "core/npy.h"
 #include "models/model.h"
 
-#define PY "/usr/bin/python3"
 #define CTX 64
 #define T 11
 
 static char tmp[64];
 static const int32_t TOKENS[T] = {5, 17, 300, 42, 42, 7, 510, 0, 99, 256, 3};
-
-static void sh(const char *fmt, ...)
-{
-    char cmd[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(cmd, sizeof cmd, fmt, ap);
-    va_end(ap);
-    assert_int_equal(system(cmd), 0);
-}
 
 static int setup(void **state)
 {
@@ -54,9 +45,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     (void)state;
-    char cmd[300];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", tmp);
-    return system(cmd) == 0 ? 0 : -1;
+    return mt_rmdir(tmp);
 }
 
 static omnic__model *open_model_ctx(const char *name, const char *backend, omnic_dtype kv, int slots, int64_t chunk,

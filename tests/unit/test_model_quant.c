@@ -14,9 +14,10 @@
 
 #include <cmocka.h>
 
+#include "model_testutil.h"
+
 #include "models/model.h"
 
-#define PY "/usr/bin/python3"
 #define CTX 96
 #define T 11
 #define GEN 16
@@ -45,9 +46,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     (void)state;
-    char cmd[300];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", tmp);
-    return system(cmd) == 0 ? 0 : -1;
+    return mt_rmdir(tmp);
 }
 
 static omnic__model *open_q(const char *name, const char *backend, const char *quant, int slots, int threads)

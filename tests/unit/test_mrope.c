@@ -14,6 +14,8 @@
 
 #include <cmocka.h>
 
+#include "io_testutil.h"
+
 #include "core/alloc.h"
 #include "models/mrope.h"
 
@@ -25,27 +27,9 @@
 static const omnic__mrope_spec SPEC = {.image_token_id = PAD, .vision_start_token_id = VS, .video_token_id = VID,
                                        .spatial_merge_size = 2};
 
-/* Fails unless rc == code == err->code and err->msg contains every string of the
- * NULL-terminated list that follows code. */
-static void check_err(omnic_status rc, const omnic_err *err, const char *file, int line, omnic_status code, ...)
-{
-    if (rc != code || err->code != code) {
-        print_error("%s:%d: status %s (err.code %s), expected %s; msg: %s\n", file, line, omnic_status_name(rc),
-                    omnic_status_name(err->code), omnic_status_name(code), err->msg);
-        _fail(file, line);
-    }
-    va_list ap;
-    va_start(ap, code);
-    for (const char *sub; (sub = va_arg(ap, const char *)) != NULL;) {
-        if (!strstr(err->msg, sub)) {
-            print_error("%s:%d: message lacks \"%s\": %s\n", file, line, sub, err->msg);
-            va_end(ap);
-            _fail(file, line);
-        }
-    }
-    va_end(ap);
-}
-#define CHECK_ERR(rc, err, code, ...) check_err((rc), (err), __FILE__, __LINE__, (code), __VA_ARGS__, NULL)
+/* CHECK_ERR(rc, &err, code, substrings...): io_testutil.h's check, with err as a pointer. */
+#define CHECK_ERR(rc, errp, code, ...)                                                                       \
+    tu_check_err((rc), (errp), (code), __FILE__, __LINE__, (const char *const[]){__VA_ARGS__, NULL})
 
 /* Runs omnic__mrope_positions and compares with the expected [3, n] table and delta. */
 static void expect_positions(const int32_t *ids, int64_t n, const int64_t *grids, int64_t n_images,

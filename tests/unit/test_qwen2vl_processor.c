@@ -14,33 +14,17 @@
 
 #include <cmocka.h>
 
+#include "io_testutil.h"
+
 #include "core/alloc.h"
 #include "core/limits.h"
 #include "io/json.h"
 #include "mm/qwen2vl_processor.h"
 #include "models/qwen2vl_processor_config.h"
 
-/* Fails unless rc == code == err->code and err->msg contains every string of the
- * NULL-terminated list that follows code. */
-static void check_err(omnic_status rc, const omnic_err *err, const char *file, int line, omnic_status code, ...)
-{
-    if (rc != code || err->code != code) {
-        print_error("%s:%d: status %s (err.code %s), expected %s; msg: %s\n", file, line, omnic_status_name(rc),
-                    omnic_status_name(err->code), omnic_status_name(code), err->msg);
-        _fail(file, line);
-    }
-    va_list ap;
-    va_start(ap, code);
-    for (const char *sub; (sub = va_arg(ap, const char *)) != NULL;) {
-        if (!strstr(err->msg, sub)) {
-            print_error("%s:%d: message lacks \"%s\": %s\n", file, line, sub, err->msg);
-            va_end(ap);
-            _fail(file, line);
-        }
-    }
-    va_end(ap);
-}
-#define CHECK_ERR(rc, err, code, ...) check_err((rc), (err), __FILE__, __LINE__, (code), __VA_ARGS__, NULL)
+/* CHECK_ERR(rc, &err, code, substrings...): io_testutil.h's check, with err as a pointer. */
+#define CHECK_ERR(rc, errp, code, ...)                                                                       \
+    tu_check_err((rc), (errp), (code), __FILE__, __LINE__, (const char *const[]){__VA_ARGS__, NULL})
 
 static void test_smart_resize(void **state)
 {

@@ -18,13 +18,14 @@
 
 #include <cmocka.h>
 
+#include "model_testutil.h"
+
 #include "core/alloc.h"
 #include "core/npy.h"
 #include "io/checkpoint.h"
 #include "io/json.h"
 #include "models/qwen2vl_vision.h"
 
-#define PY "/usr/bin/python3"
 
 static char tmp[64];
 
@@ -38,16 +39,6 @@ static const struct {
     {"q25-new", "--family qwen2_5_vl --dtype f32 --new-names"},
 };
 #define N_CKPTS (sizeof CKPTS / sizeof CKPTS[0])
-
-static void sh(const char *fmt, ...)
-{
-    char cmd[2048];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(cmd, sizeof cmd, fmt, ap);
-    va_end(ap);
-    assert_int_equal(system(cmd), 0);
-}
 
 static int setup(void **state)
 {
@@ -66,9 +57,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     (void)state;
-    char cmd[300];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", tmp);
-    return system(cmd) == 0 ? 0 : -1;
+    return mt_rmdir(tmp);
 }
 
 /* A tower of checkpoint `name` with an encoder on backend `be` for `cap` patch rows. */

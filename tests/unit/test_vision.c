@@ -14,11 +14,12 @@
 
 #include <cmocka.h>
 
+#include "model_testutil.h"
+
 #include "core/alloc.h"
 #include "core/npy.h"
 #include "models/model.h"
 
-#define PY "/usr/bin/python3"
 
 static char tmp[64];
 
@@ -33,16 +34,6 @@ static const struct { const char *name, *args; } CKPTS[] = {
     {"siglip-qwen2-bf16", "--vision siglip --text qwen2 --dtype bf16"},
 };
 #define N_CKPTS (sizeof CKPTS / sizeof CKPTS[0])
-
-static void sh(const char *fmt, ...)
-{
-    char cmd[2048];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(cmd, sizeof cmd, fmt, ap);
-    va_end(ap);
-    assert_int_equal(system(cmd), 0);
-}
 
 static int setup(void **state)
 {
@@ -63,9 +54,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     (void)state;
-    char cmd[300];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", tmp);
-    return system(cmd) == 0 ? 0 : -1;
+    return mt_rmdir(tmp);
 }
 
 static omnic_status try_open(const char *dir, const char *backend, omnic__model **m, omnic_err *err)
