@@ -48,6 +48,7 @@ from typing import Dict
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from compare import compare  # noqa: E402
 from safetensors_np import Checkpoint  # noqa: E402
 
 Q2_DEFAULTS = {"depth": 32, "embed_dim": 1280, "hidden_size": 3584, "hidden_act": "quick_gelu", "mlp_ratio": 4,
@@ -221,19 +222,6 @@ def encode(model_dir: str, patches: np.ndarray, grid: np.ndarray, dtype=np.float
         y = y[rev]
         feats = x.reshape(N // unit, unit, C)[rev].reshape(N, C)
     return {"projected": y, "vision_features": feats}
-
-
-def compare(name: str, ref: np.ndarray, got: np.ndarray, atol: float, rtol: float) -> bool:
-    if ref.shape != got.shape:
-        print(f"FAIL {name}: shape {got.shape} != reference {ref.shape}")
-        return False
-    diff = np.abs(got.astype(np.float64) - ref.astype(np.float64))
-    lim = atol + rtol * np.abs(ref)
-    ok = bool(np.all(diff <= lim)) and bool(np.all(np.isfinite(got)))
-    rel = diff.max() / max(np.abs(ref).max(), 1e-30) if diff.size else 0.0
-    print(f"{'ok  ' if ok else 'FAIL'} {name:16s} {str(tuple(ref.shape)):12s} max |diff| {diff.max() if diff.size else 0:.3g}"
-          f" (max |ref| {np.abs(ref).max() if ref.size else 0:.3g}, rel {rel:.3g})")
-    return ok
 
 
 def main(argv=None) -> int:

@@ -47,6 +47,7 @@ from typing import Dict, List, Optional, Sequence
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from compare import compare  # noqa: E402
 from safetensors_np import Checkpoint  # noqa: E402
 
 CLIP_DEFAULTS = {"hidden_size": 768, "intermediate_size": 3072, "num_hidden_layers": 12, "num_attention_heads": 12,
@@ -215,19 +216,6 @@ def merge(model_dir: str, tokens: Sequence[int], images: List[np.ndarray], dtype
     out = emb.copy()
     out[where] = rows
     return out
-
-
-def compare(name: str, ref: np.ndarray, got: np.ndarray, atol: float, rtol: float) -> bool:
-    if ref.shape != got.shape:
-        print(f"FAIL {name}: shape {got.shape} != reference {ref.shape}")
-        return False
-    diff = np.abs(got.astype(np.float64) - ref.astype(np.float64))
-    lim = atol + rtol * np.abs(ref)
-    ok = bool(np.all(diff <= lim)) and bool(np.all(np.isfinite(got)))
-    i = int(np.argmax(diff - lim)) if diff.size else 0
-    print(f"{'ok  ' if ok else 'FAIL'} {name:16s} {str(tuple(ref.shape)):12s} max |diff| {diff.max() if diff.size else 0:.3g}"
-          f" (max |ref| {np.abs(ref).max() if ref.size else 0:.3g}; worst at flat index {i})")
-    return ok
 
 
 def main(argv=None) -> int:
