@@ -9,44 +9,8 @@
 # OMNIC=build/release/omnic and build/asan/omnic.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
-OMNIC=${OMNIC:-build/release/omnic}
-PY=/usr/bin/python3
 CHECKS=tests/e2e/server/checks.py
-KEY=test-key-$$
-tmp=$(mktemp -d)
-failed=0
-cleanup() {
-  # only this shell's own background jobs that are still running (never a reused pid)
-  for p in $(jobs -pr); do kill -9 "$p" 2>/dev/null; done
-  wait 2>/dev/null
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
-
-fail() {
-  echo "FAIL: $*"
-  failed=1
-}
-
-# start_server NAME ARGS...: starts omnic serve in the background; sets PORT and PID
-start_server() {
-  local name=$1
-  shift
-  "$OMNIC" serve --port 0 "$@" 2>"$tmp/$name.log" &
-  PID=$!
-  PORT=
-  for _ in $(seq 1 600); do
-    PORT=$(sed -n 's/.*listening on http:\/\/[^:]*:\([0-9]*\).*/\1/p' "$tmp/$name.log" | head -1)
-    grep -q "ready on" "$tmp/$name.log" && break
-    kill -0 "$PID" 2>/dev/null || break
-    sleep 0.05
-  done
-  if ! grep -q "ready on" "$tmp/$name.log"; then
-    fail "server $name did not start"
-    cat "$tmp/$name.log"
-    return 1
-  fi
-}
+. tests/e2e/server/common.sh
 
 $PY tools/mktiny.py --family qwen2 --out "$tmp/tiny" >/dev/null || {
   echo "FAIL: mktiny"
