@@ -113,24 +113,6 @@ static void decode_step(omnic__model *m, const int32_t *slots, const int32_t *to
     memcpy(out, omnic__module_output(&m->decode, 0)->data, (size_t)(n * m->dec.cfg.vocab) * sizeof(float));
 }
 
-static int argmax(const float *x, int64_t n)
-{
-    int best = 0;
-    for (int64_t i = 1; i < n; i++)
-        if (x[i] > x[best]) best = (int)i;
-    return best;
-}
-
-static double max_rel(const float *a, const float *b, int64_t n)
-{
-    double scale = 0, diff = 0;
-    for (int64_t i = 0; i < n; i++) {
-        scale = fmax(scale, fabs((double)b[i]));
-        diff = fmax(diff, fabs((double)a[i] - b[i]));
-    }
-    return diff / (scale > 0 ? scale : 1);
-}
-
 /* Greedy continuation of toks[0..n) by GEN tokens; prefill in chunks of `chunk`. */
 static void greedy(omnic__model *m, const int32_t *toks, int n, int chunk, int32_t *out)
 {

@@ -117,16 +117,6 @@ static omnic__tensor *patches(int64_t rows, int64_t K, uint32_t seed)
     return t;
 }
 
-static double max_rel(const float *a, const float *b, int64_t n)
-{
-    double scale = 0, diff = 0;
-    for (int64_t i = 0; i < n; i++) {
-        scale = fmax(scale, fabs((double)b[i]));
-        diff = fmax(diff, fabs((double)a[i] - b[i]));
-    }
-    return diff / (scale > 0 ? scale : 1);
-}
-
 static void save(const char *dir, const char *name, const omnic__tensor *t)
 {
     char path[600];

@@ -99,24 +99,6 @@ static void save(const char *dir, const char *name, const omnic__tensor *t)
     assert_int_equal(omnic__npy_write(path, t, &err), OMNIC_OK);
 }
 
-static double max_rel(const float *a, const float *b, int64_t n)
-{
-    double scale = 0, diff = 0;
-    for (int64_t i = 0; i < n; i++) {
-        scale = fmax(scale, fabs((double)b[i]));
-        diff = fmax(diff, fabs((double)a[i] - b[i]));
-    }
-    return diff / (scale > 0 ? scale : 1);
-}
-
-static int argmax(const float *x, int64_t n)
-{
-    int best = 0;
-    for (int64_t i = 1; i < n; i++)
-        if (x[i] > x[best]) best = (int)i;
-    return best;
-}
-
 /* A prompt of text tokens with one image's placeholders expanded after position 2. */
 static int build_prompt(const omnic__model *m, int32_t *toks, int cap)
 {
