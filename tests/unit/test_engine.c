@@ -113,6 +113,16 @@ static omnic__gen_request req(const int32_t *prompt, size_t n, int64_t max_token
     return r;
 }
 
+/* Waits for each of together[0..n) and checks it got the tokens alone[i] got. */
+static void expect_same_tokens(sink *together, const sink *alone, int n)
+{
+    for (int i = 0; i < n; i++) {
+        sink_wait(&together[i]);
+        assert_int_equal(together[i].n_tokens, alone[i].n_tokens);
+        assert_memory_equal(together[i].tokens, alone[i].tokens, sizeof(int32_t) * (size_t)alone[i].n_tokens);
+    }
+}
+
 static void run_one(omnic__engine *e, omnic__gen_request r, sink *s)
 {
     uint64_t id;
@@ -199,10 +209,8 @@ static void test_concurrent_equals_alone(void **state)
         }
         assert_int_equal(omnic__engine_submit(e4, &r, &ids[i], &err), OMNIC_OK);
     }
+    expect_same_tokens(together, alone, 8);
     for (int i = 0; i < 8; i++) {
-        sink_wait(&together[i]);
-        assert_int_equal(together[i].n_tokens, alone[i].n_tokens);
-        assert_memory_equal(together[i].tokens, alone[i].tokens, sizeof(int32_t) * (size_t)alone[i].n_tokens);
         assert_int_equal(together[i].len, alone[i].len);
         assert_memory_equal(together[i].text, alone[i].text, alone[i].len);
     }
@@ -238,11 +246,7 @@ static void test_mixed_steps_equal_alone(void **state)
         omnic__gen_request r = req(prompts[i], lens[i], 24, &together[i]);
         assert_int_equal(omnic__engine_submit(e, &r, &id, &err), OMNIC_OK);
     }
-    for (int i = 0; i < N; i++) {
-        sink_wait(&together[i]);
-        assert_int_equal(together[i].n_tokens, alone[i].n_tokens);
-        assert_memory_equal(together[i].tokens, alone[i].tokens, sizeof(int32_t) * (size_t)alone[i].n_tokens);
-    }
+    expect_same_tokens(together, alone, N);
     omnic__metrics snap;
     omnic__metrics_snapshot(omnic__engine_metrics(e), &snap);
     fprintf(stderr, "mixed steps: %llu prompt rows prefilled inside decode calls\n",
@@ -281,11 +285,7 @@ static void test_longrope_replay_batched(void **state)
             omnic__gen_request r = req(prompts[i], lens[i], 30, &together[i]);
             assert_int_equal(omnic__engine_submit(e, &r, &id, &err), OMNIC_OK);
         }
-        for (int i = 0; i < N; i++) {
-            sink_wait(&together[i]);
-            assert_int_equal(together[i].n_tokens, alone[i].n_tokens);
-            assert_memory_equal(together[i].tokens, alone[i].tokens, sizeof(int32_t) * (size_t)alone[i].n_tokens);
-        }
+        expect_same_tokens(together, alone, N);
         omnic__engine_destroy(e);
     }
 }
@@ -358,11 +358,7 @@ static void test_images_mixed_batch(void **state)
         rs[i].cb_ctx = &together[i];
         assert_int_equal(omnic__engine_submit(e, &rs[i], &id, &err), OMNIC_OK);
     }
-    for (int i = 0; i < N; i++) {
-        sink_wait(&together[i]);
-        assert_int_equal(together[i].n_tokens, alone[i].n_tokens);
-        assert_memory_equal(together[i].tokens, alone[i].tokens, sizeof(int32_t) * (size_t)alone[i].n_tokens);
-    }
+    expect_same_tokens(together, alone, N);
     /* cancel: one queued behind a long request, one right after it starts */
     sink a, b, c;
     sink_init(&a), sink_init(&b), sink_init(&c);
@@ -485,11 +481,7 @@ static void test_qwen2vl_batch(void **state)
         rs[i].cb_ctx = &together[i];
         assert_int_equal(omnic__engine_submit(e, &rs[i], &id, &err), OMNIC_OK);
     }
-    for (int i = 0; i < N; i++) {
-        sink_wait(&together[i]);
-        assert_int_equal(together[i].n_tokens, alone[i].n_tokens);
-        assert_memory_equal(together[i].tokens, alone[i].tokens, sizeof(int32_t) * (size_t)alone[i].n_tokens);
-    }
+    expect_same_tokens(together, alone, N);
     omnic__engine_destroy(e);
     /* chunking invariance: the image prompt prefilled in chunks of 1, 7 and whole gives the
      * same tokens (positions must not break at chunk boundaries) */
