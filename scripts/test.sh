@@ -31,9 +31,11 @@ step_e2e() {
   local name=$1
   shift
   echo "=== $name"
-  if "$@"; then
+  local rc=0
+  "$@" || rc=$?
+  if [ $rc -eq 0 ]; then
     passed=$((passed + 1))
-  elif echo "RETRY: $name failed; running it once more" && "$@"; then
+  elif echo "RETRY: $name failed (exit $rc); running it once more" && "$@"; then
     passed=$((passed + 1))
     retried+=("$name")
   else
