@@ -137,27 +137,6 @@ static void usage(FILE *f)
                "  GEMM throughput on the tower's largest matmul shape, measured in the same run\n");
 }
 
-/* Multiply-adds of one vision.encode call (from the tower's config): patch embedding, the
- * layers run (q/k/v/o, attention scores and values, MLP) and the projector. */
-static double encode_macs(const omnic__vision_config *c)
-{
-    double N = (double)c->n_seq, C = (double)c->hidden, I = (double)c->intermediate, L = (double)c->feature_index;
-    double P = (double)(c->channels * c->patch * c->patch), D = (double)c->text_hidden, R = (double)c->n_out;
-    return N * P * C + L * (4 * N * C * C + 2 * N * N * C + 2 * N * C * I) + R * C * D + R * D * D;
-}
-
-/* The same for a Qwen2-VL-style tower on one image of grid (t, h, w): patch embedding, per
- * layer q/k/v/o, attention within the frame (Qwen2.5-VL: windows on most layers, counted as
- * full frames here: an upper bound), the MLP (2 or 3 matrices), and the merger. */
-static double qwen_encode_macs(const omnic__qvit_config *c, const int64_t g[3])
-{
-    double N = (double)(g[0] * g[1] * g[2]), F = (double)(g[1] * g[2]), C = (double)c->hidden;
-    double I = (double)c->intermediate, U = (double)c->unit, D = (double)c->out_hidden;
-    double mlp = c->arch == OMNIC_QVIT_QWEN2_VL ? 2 : 3;
-    return N * (double)c->patch_dim * C + (double)c->depth * (4 * N * C * C + 2 * N * F * C + mlp * N * C * I) +
-           (N / U) * (U * C) * (U * C) + (N / U) * (U * C) * D;
-}
-
 /* Seconds of one [M, K] x [N, K]^T f32 matmul through m's backend and threads (the best of reps). */
 static omnic_status gemm_probe(omnic__model *m, int64_t M, int64_t K, int64_t N, int reps, double *best,
                                omnic_err *err)
@@ -204,30 +183,28 @@ static int bench_image(omnic__model *m, const bench_opts *o)
 {
     omnic_err err;
     omnic_err_clear(&err);
-    omnic__image_prep prep;
+    omnic__media_proc prep = {0};
     char *bytes = NULL;
     size_t len = 0;
-    omnic__tensor *pv = NULL;
+    omnic__media_item item = {0};
     int rc = 1;
-    if (omnic__image_prep_init(&prep, m, &err) != OMNIC_OK ||
+    if (omnic__media_proc_init(&prep, m, OMNIC_MODALITY_IMAGE, 0, &err) != OMNIC_OK ||
         omnic__read_file(o->image, OMNIC_MAX_MEDIA_BYTES, &bytes, &len, &err) != OMNIC_OK) {
         fprintf(stderr, "omnic bench: --image: %s\n", err.msg);
         goto out;
     }
     double t_prep = INFINITY, t_enc = INFINITY, sum_prep = 0, sum_enc = 0;
-    int64_t grid[3] = {1, 1, 1};
     for (int r = -1; r < o->reps; r++) { /* r = -1: warm-up */
-        omnic__tensor_destroy(pv);
-        pv = NULL;
+        omnic__media_item_deinit(&item);
         double t0 = now_s();
-        if (omnic__image_prep_run(&prep, (const uint8_t *)bytes, len, NULL, NULL, &pv, grid, &err) != OMNIC_OK) {
+        if (omnic__media_prepare(&prep, (const uint8_t *)bytes, len, NULL, NULL, &item, &err) != OMNIC_OK) {
             fprintf(stderr, "omnic bench: --image %s: %s\n", o->image, err.msg);
             goto out;
         }
         double t1 = now_s();
         const omnic__tensor *proj;
-        if (omnic__model_encode(m, pv, grid, &proj, NULL, &err) != OMNIC_OK) {
-            fprintf(stderr, "omnic bench: vision.encode: %s\n", err.msg);
+        if (omnic__media_encode(m, &item, &proj, NULL, &err) != OMNIC_OK) {
+            fprintf(stderr, "omnic bench: encode: %s\n", err.msg);
             goto out;
         }
         double t2 = now_s();
@@ -235,24 +212,21 @@ static int bench_image(omnic__model *m, const bench_opts *o)
         t_prep = fmin(t_prep, t1 - t0), t_enc = fmin(t_enc, t2 - t1);
         sum_prep += t1 - t0, sum_enc += t2 - t1;
     }
-    /* the tower's shape: rows through it, width, MLP width, layers; multiply-adds per image */
-    int64_t rows, width, inter;
-    double macs;
-    char desc[160];
-    if (m->qvit) {
-        const omnic__qvit_config *qc = &m->qvit->cfg;
-        rows = pv->dims[0], width = qc->hidden, inter = qc->intermediate;
-        macs = qwen_encode_macs(qc, grid);
-        snprintf(desc, sizeof desc, "%s %s, grid %lldx%lldx%lld (%lld patches, %lld tokens)", m->family->name,
-                 qc->arch == OMNIC_QVIT_QWEN2_VL ? "Qwen2-VL" : "Qwen2.5-VL", (long long)grid[0], (long long)grid[1],
-                 (long long)grid[2], (long long)rows, (long long)(rows / qc->unit));
+    /* the encoder's dominant matmul shape and multiply-adds per image */
+    omnic__encode_cost cost;
+    omnic__media_encode_cost(m, &item, &cost);
+    const int64_t rows = cost.rows, width = cost.width, inter = cost.inter;
+    const double macs = cost.macs;
+    char desc[200], tower[120];
+    m->media[OMNIC_MODALITY_IMAGE].ops->summary(m, tower, sizeof tower);
+    if (item.has_grid) {
+        int64_t R = 0;
+        (void)omnic__media_item_rows(m, &item, &R, &err);
+        snprintf(desc, sizeof desc, "%s, grid %lldx%lldx%lld (%lld patches, %lld tokens)", tower,
+                 (long long)item.grid[0], (long long)item.grid[1], (long long)item.grid[2],
+                 (long long)item.input->dims[0], (long long)R);
     } else {
-        const omnic__vision_config *vc = &m->vision->cfg;
-        rows = vc->n_seq, width = vc->hidden, inter = vc->intermediate;
-        macs = encode_macs(vc);
-        snprintf(desc, sizeof desc, "%s %s %lldpx, %lld of %lld layers", m->family->name,
-                 vc->arch == OMNIC_VISION_CLIP ? "CLIP" : "SigLIP", (long long)vc->image_size,
-                 (long long)vc->feature_index, (long long)vc->n_layers);
+        snprintf(desc, sizeof desc, "%s", tower);
     }
     double gemm_s = 0;
     if (gemm_probe(m, rows, width, inter, o->reps, &gemm_s, &err) != OMNIC_OK) {
@@ -273,7 +247,8 @@ static int bench_image(omnic__model *m, const bench_opts *o)
            (long long)width, o->reps, m->prefill.nth);
     rc = 0;
 out:
-    omnic__tensor_destroy(pv);
+    omnic__media_item_deinit(&item);
+    omnic__media_proc_deinit(&prep);
     omnic_free(bytes);
     return rc;
 }

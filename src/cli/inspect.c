@@ -20,13 +20,14 @@ static void human(char *buf, size_t n, double bytes)
 static void usage(FILE *f)
 {
     fprintf(f, "usage: omnic inspect -m DIR [--ctx N] [--threads N] [--backend cpu|ref] [--kv f16|f32]\n"
-               "                     [--quant q8_0|q4_0]\n");
+               "                     [--quant q8_0|q4_0] [--max-image-pixels N]\n");
 }
 
 int omnic__cli_inspect(int argc, char **argv)
 {
     omnic__model_opts opts = {.kv_dtype = OMNIC_DTYPE_F16};
     const char *dir = NULL;
+    int64_t max_image_pixels = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
@@ -43,6 +44,9 @@ int omnic__cli_inspect(int argc, char **argv)
             opts.ctx = v;
             continue;
         }
+        r = omnic__arg_i64(argc, argv, &i, NULL, "--max-image-pixels", 1, OMNIC_MAX_IMAGE_PIXELS, &max_image_pixels);
+        if (r < 0) return 2;
+        if (r) continue;
         r = omnic__arg_i64(argc, argv, &i, "-t", "--threads", 1, 256, &v);
         if (r < 0) return 2;
         if (r) {
@@ -131,24 +135,20 @@ int omnic__cli_inspect(int argc, char **argv)
     omnic__module_print(&m->prefill, stdout);
     omnic__module_print(&m->decode, stdout);
     omnic__module_print(&m->embed_prefill, stdout);
-    if (m->vision) {
-        const omnic__vision_config *vc = &m->vision->cfg;
-        printf("vision:     %s tower, %lld px, patch %lld, hidden %lld, %lld of %lld layers run, %lld rows per image "
-               "(image token %d)\n",
-               vc->arch == OMNIC_VISION_CLIP ? "CLIP" : "SigLIP", (long long)vc->image_size, (long long)vc->patch,
-               (long long)vc->hidden, (long long)vc->feature_index, (long long)vc->n_layers, (long long)m->image_tokens,
-               m->image_token_id);
-        omnic__module_print(&m->encode, stdout);
-    }
-    if (m->qvit) {
-        const omnic__qvit_config *qc = &m->qvit->cfg;
-        printf("vision:     %s tower, patch %lld, temporal %lld, merge %lld, hidden %lld, %lld layers, up to %lld "
-               "patches per image (image pad %d, vision start %d), M-RoPE sections %d/%d/%d\n",
-               qc->arch == OMNIC_QVIT_QWEN2_VL ? "Qwen2-VL" : "Qwen2.5-VL", (long long)qc->patch,
-               (long long)qc->temporal, (long long)qc->merge, (long long)qc->hidden, (long long)qc->depth,
-               (long long)m->qenc.capacity, qc->image_token_id, qc->vision_start_id, m->dec.cfg.mrope_section[0],
-               m->dec.cfg.mrope_section[1], m->dec.cfg.mrope_section[2]);
-        omnic__module_print(&m->qenc.m, stdout);
+    for (int k = 0; k < OMNIC_MODALITY_COUNT; k++)
+        if (m->media[k].ops && m->media[k].ops->ready(m)) m->media[k].ops->describe(m, stdout);
+    if (omnic__model_accepts(m, OMNIC_MODALITY_IMAGE)) { /* the processor as requests get it */
+        omnic__media_proc p;
+        omnic_err perr;
+        if (omnic__media_proc_init(&p, m, OMNIC_MODALITY_IMAGE, max_image_pixels, &perr) != OMNIC_OK) {
+            printf("images:     processor config refused: %s\n", perr.msg);
+        } else {
+            int64_t mp = omnic__media_proc_max_pixels(&p);
+            if (mp) printf("images:     resized to at most %lld pixels%s\n", (long long)mp,
+                           max_image_pixels > 0 ? " (--max-image-pixels)" : " (the checkpoint's max_pixels)");
+            else printf("images:     resized to the encoder's fixed input size\n");
+            omnic__media_proc_deinit(&p);
+        }
     }
     human(b1, sizeof b1, (double)omnic__model_planned_bytes(m));
     human(b2, sizeof b2, (double)omnic__model_kv_bytes(m));

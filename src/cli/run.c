@@ -173,11 +173,14 @@ static void usage(FILE *f)
             "usage: omnic run -m DIR -p PROMPT [--system S] [--raw] [-n N] [--temp T] [--top-k K] [--top-p P]\n"
             "                 [--min-p M] [--repeat-penalty R] [--presence-penalty P] [--frequency-penalty F]\n"
             "                 [--seed S] [--stop STR]... [--ctx N] [--threads N] [--backend cpu|ref] [--kv f16|f32]\n"
-            "                 [--quant q8_0|q4_0] [--chunk N] [--ignore-eos] [--image FILE]... [--dump DIR]\n"
+            "                 [--quant q8_0|q4_0] [--chunk N] [--ignore-eos] [--image FILE]... [--max-image-pixels N]\n"
+            "                 [--dump DIR]\n"
             "  Text goes to stdout, timings to stderr. --raw skips the chat template (the prompt is\n"
             "  tokenized as is, with the tokenizer's special tokens; put the model's image placeholder in\n"
             "  it once per --image). --image (JPEG, PNG, WebP; repeatable) goes before the text of the user\n"
-            "  message. --dump writes every prefill stage as .npy (tokens, positions, inputs_embeds,\n"
+            "  message. --max-image-pixels N resizes images to at most N pixels where the processor\n"
+            "  takes a pixel bound (below the checkpoint's own max_pixels; a warning says when it did).\n"
+            "  --dump writes every prefill stage as .npy (tokens, positions, inputs_embeds,\n"
             "  hidden_l*, kv_l*_k/v, prefill_logits, generated; with images also pixel_values,\n"
             "  vision_features, projected, attn_bias; _i suffixes for several images).\n");
 }
@@ -202,7 +205,7 @@ int omnic__cli_run(int argc, char **argv)
     const char *dir = NULL, *prompt = NULL, *system = NULL, *dump = NULL;
     const char *stops[OMNIC_MAX_STOPS], *images[OMNIC_MAX_REQUEST_IMAGES];
     size_t n_stops = 0, n_images = 0;
-    int64_t n_predict = 256;
+    int64_t n_predict = 256, max_image_pixels = 0;
     bool raw = false, ignore_eos = false;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v;
@@ -283,7 +286,8 @@ int omnic__cli_run(int argc, char **argv)
         }
         struct { const char *s, *l; int64_t lo, hi; int64_t *dst; } iopts[] = {
             {"-n", "--n-predict", 1, INT32_MAX, &n_predict}, {"-c", "--ctx", 1, INT32_MAX, &eo.model.ctx},
-            {NULL, "--chunk", 1, INT32_MAX, &eo.model.chunk}};
+            {NULL, "--chunk", 1, INT32_MAX, &eo.model.chunk},
+            {NULL, "--max-image-pixels", 1, OMNIC_MAX_IMAGE_PIXELS, &max_image_pixels}};
         for (size_t k = 0; k < sizeof iopts / sizeof iopts[0] && !matched; k++) {
             if ((r = omnic__arg_i64(argc, argv, &i, iopts[k].s, iopts[k].l, iopts[k].lo, iopts[k].hi, iopts[k].dst)) == 0)
                 continue;
@@ -336,25 +340,34 @@ int omnic__cli_run(int argc, char **argv)
     int32_t *ids = NULL;
     size_t n_ids = 0;
     char *text = NULL;
-    omnic__tensor *pixels[OMNIC_MAX_REQUEST_IMAGES] = {0};
-    int64_t grids[3 * OMNIC_MAX_REQUEST_IMAGES];
+    omnic__media_item items[OMNIC_MAX_REQUEST_IMAGES] = {0};
+    const omnic__media_item *item_ptrs[OMNIC_MAX_REQUEST_IMAGES];
     if (n_images) { /* decode + the checkpoint's processor */
-        omnic__image_prep prep;
-        if (omnic__image_prep_init(&prep, m, &err) != OMNIC_OK) {
+        omnic__media_proc prep;
+        if (omnic__media_proc_init(&prep, m, OMNIC_MODALITY_IMAGE, max_image_pixels, &err) != OMNIC_OK) {
             fprintf(stderr, "omnic run: --image: %s\n", err.msg);
             goto out;
         }
         for (size_t k = 0; k < n_images; k++) {
             char *bytes = NULL;
             size_t len = 0;
+            item_ptrs[k] = &items[k];
             if (omnic__read_file(images[k], OMNIC_MAX_MEDIA_BYTES, &bytes, &len, &err) != OMNIC_OK ||
-                omnic__image_prep_run(&prep, (const uint8_t *)bytes, len, NULL, NULL, &pixels[k], grids + 3 * k, &err) != OMNIC_OK) {
+                omnic__media_prepare(&prep, (const uint8_t *)bytes, len, NULL, NULL, &items[k], &err) != OMNIC_OK) {
                 fprintf(stderr, "omnic run: --image %s: %s\n", images[k], err.msg);
                 omnic_free(bytes);
+                omnic__media_proc_deinit(&prep);
                 goto out;
             }
             omnic_free(bytes);
+            if (items[k].limited)
+                fprintf(stderr,
+                        "omnic run: warning: --image %s resized from %lldx%lld to %lldx%lld by --max-image-pixels %lld "
+                        "(the model's own limit is higher)\n",
+                        images[k], (long long)items[k].in_w, (long long)items[k].in_h, (long long)items[k].out_w,
+                        (long long)items[k].out_h, (long long)max_image_pixels);
         }
+        omnic__media_proc_deinit(&prep);
     }
     if (raw) {
         if (system) {
@@ -374,7 +387,7 @@ int omnic__cli_run(int argc, char **argv)
     }
     int64_t expanded = (int64_t)n_ids, rows = 0;
     for (size_t k = 0; k < n_images; k++)
-        expanded += omnic__model_image_rows(m, pixels[k], grids + 3 * k, &rows, &err) == OMNIC_OK ? rows - 1 : 0;
+        expanded += omnic__media_item_rows(m, &items[k], &rows, &err) == OMNIC_OK ? rows - 1 : 0;
     if (dump && expanded > m->chunk) {
         fprintf(stderr, "omnic run: --dump needs the prompt in one prefill chunk: %lld rows > --chunk %lld\n",
                 (long long)expanded, (long long)m->chunk);
@@ -385,11 +398,11 @@ int omnic__cli_run(int argc, char **argv)
     for (size_t k = 0; dump && k < n_images; k++) {
         char name[48];
         image_name(&st, "pixel_values", (int64_t)k, name, sizeof name);
-        dump_tensor(&st, name, pixels[k]);
+        dump_tensor(&st, name, items[k].input);
     }
-    if (dump && n_images && m->qvit) { /* [n_images, 3] (t, h, w) */
+    if (dump && n_images && items[0].has_grid) { /* [n_images, 3] (t, h, w) */
         int32_t thw[3 * OMNIC_MAX_REQUEST_IMAGES];
-        for (size_t k = 0; k < 3 * n_images; k++) thw[k] = (int32_t)grids[k];
+        for (size_t k = 0; k < 3 * n_images; k++) thw[k] = (int32_t)items[k / 3].grid[k % 3];
         omnic__tensor t;
         int64_t d[2] = {(int64_t)n_images, 3};
         omnic__tensor_init(&t, OMNIC_DTYPE_I32, 2, d, &err);
@@ -415,9 +428,8 @@ int omnic__cli_run(int argc, char **argv)
                             .cb_ctx = &st,
                             .on_prefill = dump ? on_prefill : NULL,
                             .on_encode = dump ? on_encode : NULL,
-                            .images = (const omnic__tensor *const *)pixels,
-                            .n_images = n_images,
-                            .grids = grids};
+                            .media = item_ptrs,
+                            .n_media = n_images};
     uint64_t id;
     st.t_submit = now_s();
     if (omnic__engine_submit(e, &r, &id, &err) != OMNIC_OK) {
@@ -441,7 +453,7 @@ int omnic__cli_run(int argc, char **argv)
     rc = st.finish == OMNIC_FINISH_ERROR || st.dump_errors ? 1 : 0;
     free(st.generated);
 out:
-    for (size_t k = 0; k < n_images; k++) omnic__tensor_destroy(pixels[k]);
+    for (size_t k = 0; k < n_images; k++) omnic__media_item_deinit(&items[k]);
     omnic_free(ids);
     omnic_free(text);
     omnic__engine_destroy(e);

@@ -22,7 +22,8 @@ static void usage(FILE *f)
             "                   [--cors-origin O]... [--model-name NAME] [--chunk N] [--step-tokens N]\n"
             "                   [--kv f16|f32] [--backend cpu|ref] [--quant q8_0|q4_0] [--max-body BYTES] [--max-backlog BYTES]\n"
             "                   [--http-threads N] [--shutdown-timeout S] [--media-dir DIR] [--max-images N]\n"
-            "                   [--max-image-pixels N] [--media-workers N] [--allow-remote-media HOST]...\n"
+            "                   [--max-image-pixels N] [--max-decode-pixels N] [--media-workers N]\n"
+            "                   [--allow-remote-media HOST]...\n"
             "                   [--remote-media-timeout S]\n"
             "  OpenAI-compatible HTTP server: POST /v1/chat/completions, POST /v1/completions,\n"
             "  GET /v1/models, GET /health, GET /metrics, POST /tokenize, POST /detokenize.\n"
@@ -48,7 +49,10 @@ static void usage(FILE *f)
             "  --media-dir DIR    image parts may name files inside DIR (nothing outside it); remote\n"
             "                     http(s) URLs are never fetched\n"
             "  --max-images N     images per request (default and cap: 16)\n"
-            "  --max-image-pixels N  width x height of one decoded image (default and cap: 89478485)\n"
+            "  --max-image-pixels N  resize images to at most N pixels before the encoder, below the\n"
+            "                     checkpoint's own max_pixels (default: the checkpoint's, as Hugging Face);\n"
+            "                     responses whose image it resized say so in a Warning header\n"
+            "  --max-decode-pixels N  width x height of one decoded image (default and cap: 89478485)\n"
             "  --allow-remote-media HOST  fetch http(s) image URLs of HOST (exact name; repeatable; none by\n"
             "                     default); an address that resolves to loopback, private or link-local ranges\n"
             "                     is refused unless that address itself is listed; no redirects\n"
@@ -156,6 +160,7 @@ int omnic__cli_serve(int argc, char **argv)
         INT_OPT(NULL, "--max-images", 1, OMNIC_MAX_REQUEST_IMAGES, o.max_images = (int)x)
         INT_OPT(NULL, "--media-workers", 1, 64, o.media_workers = (int)x)
         INT_OPT(NULL, "--max-image-pixels", 1, OMNIC_MAX_IMAGE_PIXELS, o.max_image_pixels = x)
+        INT_OPT(NULL, "--max-decode-pixels", 1, OMNIC_MAX_IMAGE_PIXELS, o.max_decode_pixels = x)
 #undef STR_OPT
 #undef INT_OPT
         if ((r = omnic__arg_str(argc, argv, &i, NULL, "--request-timeout", &v)) != 0) {

@@ -8,7 +8,7 @@
 
 #include "engine/engine.h"
 #include "engine/stop.h"
-#include "models/merge.h"
+#include "engine/modality.h"
 #include "models/mrope.h"
 #include "io/json.h"
 #include "tokenizer/detok_stream.h"
@@ -27,16 +27,14 @@ typedef struct request {
     void *cb_ctx;
     omnic__prefill_cb on_prefill;
     omnic__encode_cb on_encode;
-    /* images: pixel_values of each (owned copies; LLaVA f32 [3, S, S], Qwen2-VL f32 [t*h*w,
-     * patch_dim]) and their grids (owned [n_images * 3]), encoded one per step into projected
-     * (owned [sum of rows, H]), then merged into pp */
-    omnic__tensor **pixels;
-    int64_t *grids;
+    /* media: the preprocessed items (owned copies, models/media.h), encoded one per step into
+     * projected (owned [sum of rows, H]), then merged into pp */
+    omnic__media_item *media;
+    size_t n_media;
     float *projected;
     int64_t proj_rows;         /* rows of projected filled */
-    size_t n_images;
     int64_t encoded;
-    omnic__prepared_prefill pp; /* set once every image is encoded (n_rows 0 before) */
+    omnic__prepared_prefill pp; /* set once every item is encoded (n_rows 0 before) */
     atomic_bool cancel;
     struct request *next; /* queue link */
 } request;
@@ -106,9 +104,8 @@ static void request_free(request *r)
     for (size_t i = 0; r->stops && i < r->n_stops; i++) omnic_free(r->stops[i]);
     omnic_free(r->stops);
     omnic_free(r->prompt);
-    for (size_t i = 0; r->pixels && i < r->n_images; i++) omnic__tensor_destroy(r->pixels[i]);
-    omnic_free(r->pixels);
-    omnic_free(r->grids);
+    for (size_t i = 0; r->media && i < r->n_media; i++) omnic__media_item_deinit(&r->media[i]);
+    omnic_free(r->media);
     omnic_free(r->projected);
     omnic__prepared_prefill_deinit(&r->pp);
     omnic_free(r);
@@ -328,21 +325,31 @@ static omnic_status encode_next(omnic__engine *e, int si, omnic_err *err)
     const int64_t H = m->dec.cfg.hidden, k = r->encoded;
     const omnic__tensor *proj, *feat;
     int64_t R;
-    OMNIC_TRY(omnic__model_image_rows(m, r->pixels[k], r->grids + 3 * k, &R, err));
-    OMNIC_TRY(omnic__model_encode(m, r->pixels[k], r->grids + 3 * k, &proj, &feat, err));
+    OMNIC_TRY(omnic__media_item_rows(m, &r->media[k], &R, err));
+    OMNIC_TRY(omnic__media_encode(m, &r->media[k], &proj, &feat, err));
     if (proj->dims[0] != R || proj->dims[1] != H)
-        return OMNIC_FAIL(err, OMNIC_E_INTERNAL, "vision.encode gave [%lld, %lld] rows, expected [%lld, %lld]",
+        return OMNIC_FAIL(err, OMNIC_E_INTERNAL, "the encoder gave [%lld, %lld] rows, expected [%lld, %lld]",
                           (long long)proj->dims[0], (long long)proj->dims[1], (long long)R, (long long)H);
     memcpy(r->projected + r->proj_rows * H, proj->data, (size_t)(R * H) * sizeof(float));
     r->proj_rows += R;
     if (r->on_encode) r->on_encode(r->cb_ctx, k, feat, proj);
     r->encoded++;
     omnic__metrics_steps(&e->metrics, 1, 0, 0, 0);
-    if (r->encoded < (int64_t)r->n_images) return OMNIC_OK;
-    OMNIC_TRY(omnic__model_merge(m, r->prompt, (int64_t)r->n_prompt, r->grids, r->projected, (int64_t)r->n_images,
-                                 &r->pp, err));
-    for (size_t i = 0; i < r->n_images; i++) omnic__tensor_destroy(r->pixels[i]);
-    omnic_free(r->pixels), r->pixels = NULL;
+    if (r->encoded < (int64_t)r->n_media) return OMNIC_OK;
+    const omnic__media_item **items = omnic_alloc_array(r->n_media, sizeof *items);
+    if (!items) return OMNIC_FAIL(err, OMNIC_E_NOMEM, "out of memory merging %zu media items", r->n_media);
+    for (size_t i = 0; i < r->n_media; i++) items[i] = &r->media[i];
+    omnic_status st = omnic__media_merge(m, r->prompt, (int64_t)r->n_prompt, items, (int64_t)r->n_media,
+                                         r->projected, &r->pp, err);
+    omnic_free(items);
+    OMNIC_TRY(st);
+    if (r->pp.adapter != OMNIC_ADAPTER_NONE || r->pp.n_side)
+        return OMNIC_FAIL(err, OMNIC_E_UNSUPPORTED,
+                          "the prompt needs adapter mode %d and %d side inputs, which this engine does not run yet",
+                          (int)r->pp.adapter, r->pp.n_side);
+    for (size_t i = 0; i < r->n_media; i++) omnic__media_item_deinit(&r->media[i]);
+    omnic_free(r->media), r->media = NULL;
+    r->n_media = 0;
     omnic_free(r->projected), r->projected = NULL;
     s->pf_len = r->pp.n_rows;
     s->rope_delta = r->pp.rope_delta;
@@ -492,7 +499,7 @@ static int admit_locked(omnic__engine *e, int *admitted)
         s->pf_len = (int64_t)r->n_prompt;
         s->replay = false;
         s->rope_delta = 0;
-        if (r->n_images) s->phase = SLOT_ENCODE;
+        if (r->n_media) s->phase = SLOT_ENCODE;
         e->busy++;
         admitted[k++] = si;
     }
@@ -517,7 +524,7 @@ static void start_slot(omnic__engine *e, int si)
     }
     const omnic__model *m = e->model;
     const int64_t orig = m->dec.cfg.rope_original_max_pos;
-    if (m->dec.rope_switch && !r->n_images && (int64_t)r->n_prompt <= orig &&
+    if (m->dec.rope_switch && !r->pp.n_rows && !r->n_media && (int64_t)r->n_prompt <= orig &&
         (int64_t)r->n_prompt + r->max_tokens > orig) {
         /* the sequence may cross original_max_position_embeddings: keep it for the replay */
         s->seq = omnic_alloc_array((size_t)r->n_prompt + (size_t)r->max_tokens, sizeof *s->seq);
@@ -703,29 +710,42 @@ omnic_status omnic__engine_submit(omnic__engine *e, const omnic__gen_request *r,
         s = OMNIC_FAIL(err, OMNIC_E_INVALID, "timeout %g must be >= 0", r->timeout_s);
         goto reject;
     }
-    /* images: one per placeholder, the model's pixel size; the expanded length is admitted */
+    /* media: one item per placeholder of its modality, each checked against the model's
+     * encoder; the expanded length is admitted */
     const omnic__model *m = e->model;
-    int64_t expanded = (int64_t)r->n_prompt, placeholders = 0;
-    for (size_t i = 0; m->image_token_id >= 0 && i < r->n_prompt; i++) placeholders += r->prompt[i] == m->image_token_id;
-    if (r->n_images && !omnic__model_supports_image(m)) {
-        s = OMNIC_FAIL(err, OMNIC_E_UNSUPPORTED, "this model does not take image input (%zu images given)",
-                       r->n_images);
-        goto reject;
-    }
-    if (placeholders != (int64_t)r->n_images) {
-        s = OMNIC_FAIL(err, OMNIC_E_INVALID, "the prompt has %lld image placeholders but %zu images were given",
-                       (long long)placeholders, r->n_images);
-        goto reject;
-    }
-    int64_t image_rows_total = 0;
-    for (size_t i = 0; i < r->n_images; i++) {
-        int64_t rows;
-        if ((s = omnic__model_image_rows(m, r->images[i], r->grids ? r->grids + 3 * i : NULL, &rows, err)) !=
-            OMNIC_OK) {
-            omnic__err_prefix(err, "image %zu", i);
+    int64_t expanded = (int64_t)r->n_prompt, media_rows = 0;
+    size_t given[OMNIC_MODALITY_COUNT] = {0};
+    for (size_t i = 0; i < r->n_media; i++) {
+        const omnic__media_item *it = r->media[i];
+        if ((unsigned)it->modality >= OMNIC_MODALITY_COUNT || it->modality == OMNIC_MODALITY_TEXT) {
+            s = OMNIC_FAIL(err, OMNIC_E_INVALID, "media item %zu has no media modality", i);
             goto reject;
         }
-        image_rows_total += rows;
+        given[it->modality]++;
+    }
+    for (int k = OMNIC_MODALITY_TEXT + 1; k < OMNIC_MODALITY_COUNT; k++) {
+        const int32_t pad = omnic__media_placeholder(m, (omnic__modality)k);
+        int64_t placeholders = 0;
+        for (size_t i = 0; pad >= 0 && i < r->n_prompt; i++) placeholders += r->prompt[i] == pad;
+        const char *name = omnic__modality_name((omnic__modality)k);
+        if (given[k] && !omnic__model_accepts(m, (omnic__modality)k)) {
+            s = OMNIC_FAIL(err, OMNIC_E_UNSUPPORTED, "this model does not take %s input (%zu %s%s given)", name, given[k],
+                           name, given[k] == 1 ? "" : "s");
+            goto reject;
+        }
+        if (placeholders != (int64_t)given[k]) {
+            s = OMNIC_FAIL(err, OMNIC_E_INVALID, "the prompt has %lld %s placeholders but %zu %ss were given",
+                           (long long)placeholders, name, given[k], name);
+            goto reject;
+        }
+    }
+    for (size_t i = 0; i < r->n_media; i++) {
+        int64_t rows;
+        if ((s = omnic__media_item_rows(m, r->media[i], &rows, err)) != OMNIC_OK) {
+            omnic__err_prefix(err, "%s %zu", omnic__modality_name(r->media[i]->modality), i);
+            goto reject;
+        }
+        media_rows += rows;
         expanded += rows - 1;
     }
     if (__builtin_add_overflow(expanded, r->max_tokens, &total) || total > cap) {
@@ -736,7 +756,7 @@ omnic_status omnic__engine_submit(omnic__engine *e, const omnic__gen_request *r,
         goto reject;
     }
     const int64_t orig = m->dec.cfg.rope_original_max_pos;
-    if (r->n_images && m->dec.rope_switch && expanded <= orig && total > orig) {
+    if (r->n_media && m->dec.rope_switch && expanded <= orig && total > orig) {
         s = OMNIC_FAIL(err, OMNIC_E_UNSUPPORTED,
                        "an image prompt of %lld rows + max_tokens %lld would cross original_max_position_embeddings "
                        "%lld, whose cache recomputation is not supported for image prompts",
@@ -745,19 +765,14 @@ omnic_status omnic__engine_submit(omnic__engine *e, const omnic__gen_request *r,
     }
     q = omnic_alloc_array(1, sizeof *q);
     if (!q || !(q->prompt = omnic_alloc_array(r->n_prompt, sizeof *q->prompt))) goto nomem;
-    if (r->n_images) {
-        if (!(q->pixels = omnic_alloc_array(r->n_images, sizeof *q->pixels)) ||
-            !(q->grids = omnic_alloc_array(3 * r->n_images, sizeof *q->grids)) ||
-            !(q->projected = omnic_alloc_array((size_t)image_rows_total * (size_t)m->dec.cfg.hidden,
+    if (r->n_media) {
+        if (!(q->media = omnic_alloc_array(r->n_media, sizeof *q->media)) ||
+            !(q->projected = omnic_alloc_array((size_t)media_rows * (size_t)m->dec.cfg.hidden,
                                                sizeof *q->projected)))
             goto nomem;
-        q->n_images = r->n_images;
-        for (size_t i = 0; i < r->n_images; i++) {
-            const omnic__tensor *t = r->images[i];
+        for (size_t i = 0; i < r->n_media; i++, q->n_media++) {
             omnic_err cerr;
-            if (omnic__tensor_create(&q->pixels[i], OMNIC_DTYPE_F32, t->ndim, t->dims, &cerr) != OMNIC_OK) goto nomem;
-            memcpy(q->pixels[i]->data, t->data, omnic__tensor_bytes(t));
-            for (int a = 0; a < 3; a++) q->grids[3 * i + (size_t)a] = r->grids ? r->grids[3 * i + (size_t)a] : 1;
+            if (omnic__media_item_copy(&q->media[i], r->media[i], &cerr) != OMNIC_OK) goto nomem;
         }
     }
     memcpy(q->prompt, r->prompt, r->n_prompt * sizeof *q->prompt);

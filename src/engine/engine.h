@@ -70,7 +70,7 @@ typedef struct omnic__prefill_info {
 } omnic__prefill_info;
 /* Called once the prompt is in the cache, before the first token is sampled. */
 typedef void (*omnic__prefill_cb)(void *ctx, const omnic__prefill_info *info);
-/* Called after image i is encoded: the encoder's selected features and projected rows. */
+/* Called after media item i is encoded: the encoder's selected features and projected rows. */
 typedef void (*omnic__encode_cb)(void *ctx, int64_t image, const omnic__tensor *features,
                                  const omnic__tensor *projected);
 
@@ -88,15 +88,12 @@ typedef struct omnic__gen_request {
     void *cb_ctx;
     omnic__prefill_cb on_prefill;   /* optional (stage dumps); gets cb_ctx */
     omnic__encode_cb on_encode;     /* optional (stage dumps); gets cb_ctx */
-    /* Images: pixel_values each (the model's processor output: f32 [3, S, S] for LLaVA, the
-     * flattened patches f32 [t*h*w, patch_dim] for Qwen2-VL; borrowed for the call, copied),
-     * one per image placeholder id in prompt, in order. The prompt stays the
-     * logical ids (usage, penalties, stop matching); each placeholder expands to the model's
-     * image rows for admission and positions. */
-    const omnic__tensor *const *images;
-    size_t n_images;
-    const int64_t *grids;           /* Qwen2-VL models: [n_images * 3] each image's (t, h, w) in
-                                     * patches (the processor's image_grid_thw); else NULL */
+    /* Media: one preprocessed item per placeholder id of its modality in prompt, in order
+     * (omnic__media_prepare; borrowed for the call, copied). The prompt stays the logical ids
+     * (usage, penalties, stop matching); each placeholder expands to its item's rows for
+     * admission and positions. */
+    const omnic__media_item *const *media;
+    size_t n_media;
 } omnic__gen_request;
 
 /* Loads the model and tokenizer in dir (borrowed) and starts the scheduler. Returns owned. */
@@ -106,9 +103,9 @@ omnic_status omnic__engine_create(const char *dir, const omnic__engine_opts *opt
 void omnic__engine_destroy(omnic__engine *e);
 
 /* Validates and queues a request; *id identifies it. Nothing is queued on failure.
- * Errors: E_INVALID (empty prompt, bad sampling or stop strings, max_tokens < 1, images that
- * do not match the placeholders or the pixel size: names the field), E_UNSUPPORTED (images
- * for a model without image input), E_CAPACITY (expanded prompt + max_tokens over the slot
+ * Errors: E_INVALID (empty prompt, bad sampling or stop strings, max_tokens < 1, media that
+ * do not match the placeholders or the encoder's input: names the field), E_UNSUPPORTED (media
+ * of a modality the model does not take), E_CAPACITY (expanded prompt + max_tokens over the slot
  * capacity: names the three numbers),
  * E_TOO_LARGE (the queue is full: names its size), E_CANCELLED (the engine is draining). */
 omnic_status omnic__engine_submit(omnic__engine *e, const omnic__gen_request *r, uint64_t *id, omnic_err *err);

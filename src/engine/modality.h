@@ -1,7 +1,7 @@
 /* Input modalities a loaded model really accepts. One predicate serves every report and
  * check (DESIGN.md 6, "capability truth"): /v1/models, request validation in the server,
  * and `omnic inspect`. A modality counts only when its weights, processor, modules and
- * dispatch all loaded. */
+ * dispatch all loaded. (The modality enum itself is models/media.h's.) */
 #ifndef OMNIC_ENGINE_MODALITY_H
 #define OMNIC_ENGINE_MODALITY_H
 
@@ -9,20 +9,10 @@
 
 #include "models/model.h"
 
-typedef enum omnic__modality {
-    OMNIC_MODALITY_TEXT,
-    OMNIC_MODALITY_IMAGE,
-    OMNIC_MODALITY_AUDIO,
-    OMNIC_MODALITY_COUNT
-} omnic__modality;
-
-/* "text", "image", "audio"; "?" out of range. */
-const char *omnic__modality_name(omnic__modality m);
-
 /* Whether m (borrowed; NULL: false) accepts input of modality mod. Text: the token prefill
- * and decode modules are planned. Image: the vision tower, its vision.encode module, the
- * processor config and text.embeddings_prefill (omnic__model_supports_image). Audio: no
- * family wires an audio encoder yet, so false. */
+ * and decode modules are planned. Media: the family's table for mod is set, its encoder's
+ * weights and modules loaded (ops->ready), the processor config is present and
+ * text.embeddings_prefill is planned. */
 bool omnic__model_accepts(const omnic__model *m, omnic__modality mod);
 
 #endif

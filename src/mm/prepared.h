@@ -15,6 +15,14 @@ typedef enum omnic__pos_mode {
     OMNIC_POS_MROPE,  /* positions [3, n_rows] (temporal, height, width) and a rope delta */
 } omnic__pos_mode;
 
+/* Which low-rank adapter set a request's rows run with (Phi-4-multimodal's rule: image ->
+ * vision, audio only -> speech, text -> none). Slot-scoped. */
+typedef enum omnic__adapter_mode {
+    OMNIC_ADAPTER_NONE = 0,
+    OMNIC_ADAPTER_SPEECH,
+    OMNIC_ADAPTER_VISION,
+} omnic__adapter_mode;
+
 typedef struct omnic__prepared_prefill {
     int32_t *logical;         /* owned [n_logical] */
     int64_t n_logical;
@@ -27,6 +35,9 @@ typedef struct omnic__prepared_prefill {
                                * masked), or NULL: causal only */
     int64_t n_images;         /* media items (placeholders in logical) */
     int64_t image_rows;       /* rows they expanded to, in all */
+    omnic__adapter_mode adapter; /* NONE unless the family's merge sets it */
+    int n_side;               /* declared side inputs (DeepStack features, per-layer embeddings):
+                               * none is built yet, and the engine refuses a prefill that has any */
 } omnic__prepared_prefill;
 
 /* Moves the arrays of *src into *out after validating them: counts >= 1, n_rows ==

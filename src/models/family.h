@@ -4,6 +4,7 @@
 #define OMNIC_MODELS_FAMILY_H
 
 #include "models/text_decoder.h"
+#include "models/media.h"
 #include "models/vision.h"
 
 typedef struct omnic__family {
@@ -12,11 +13,11 @@ typedef struct omnic__family {
     /* Parses config.json into the decoder's config (what: file name for messages). */
     omnic_status (*parse_config)(const json_t *cfg, const char *what, omnic__text_config *out, omnic_err *err);
     /* (optional) Parses the vision tower and projector settings (text: the parsed text
-     * config); NULL for text-only families. */
+     * config), for families whose image table is omnic__media_clip_image. */
     omnic_status (*parse_vision)(const json_t *cfg, const char *what, const omnic__text_config *text,
                                  omnic__vision_config *out, omnic_err *err);
-    /* Qwen2-VL-style tower (models/qwen2vl_vision.h, variable image sizes, M-RoPE merge). */
-    bool qwen_vision;
+    /* Media input by modality (models/media.h); NULL: the family does not take it. */
+    const omnic__media_ops *media[OMNIC_MODALITY_COUNT];
 } omnic__family;
 
 extern const omnic__family omnic__family_llama;
@@ -26,6 +27,11 @@ extern const omnic__family omnic__family_phi3;
 extern const omnic__family omnic__family_gemma3_text;
 extern const omnic__family omnic__family_llava;
 extern const omnic__family omnic__family_qwen2_vl;
+
+/* Media tables (models/clip_media.c: a CLIP / SigLIP tower + projector, fixed-size images,
+ * 1-D positions; models/qwen2vl_media.c: the packed-patch Qwen2-VL towers, M-RoPE). */
+extern const omnic__media_ops omnic__media_clip_image;
+extern const omnic__media_ops omnic__media_qwen2vl_image;
 
 /* The family for config's model_type; E_UNSUPPORTED naming the model_type and the
  * supported list when none matches. */

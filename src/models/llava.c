@@ -47,4 +47,5 @@ static omnic_status parse_vision(const json_t *cfg, const char *what, const omni
 
 static const char *const types[] = {"llava", NULL};
 const omnic__family omnic__family_llava = {
-    .name = "llava", .model_types = types, .parse_config = parse, .parse_vision = parse_vision};
+    .name = "llava", .model_types = types, .parse_config = parse, .parse_vision = parse_vision,
+    .media = {[OMNIC_MODALITY_IMAGE] = &omnic__media_clip_image}};

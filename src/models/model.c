@@ -29,16 +29,11 @@ static omnic_status compute_identity(omnic__model *m, omnic_err *err)
              m->decode.name, m->decode.contract, m->prefill_inv.finalized);
     size_t used = strlen(modules);
     snprintf(modules + used, sizeof modules - used, ";%s:%s", m->embed_prefill.name, m->embed_prefill.contract);
-    used = strlen(modules);
-    if (m->vision)
-        snprintf(modules + used, sizeof modules - used, ";%s:%s", m->encode.name, m->encode.contract);
-    if (m->qvit)
-        snprintf(modules + used, sizeof modules - used, ";%s:%s", m->qenc.m.name, m->qenc.m.contract);
-    static const char *const mask_names[] = {"causal", "causal+bias", "bias"};
     char buckets[64] = "";
-    if (m->vision)
-        snprintf(buckets, sizeof buckets, "image:%lldx%lld", (long long)m->image_size, (long long)m->image_size);
-    if (m->qvit) snprintf(buckets, sizeof buckets, "image_patches:<=%lld", (long long)m->qenc.capacity);
+    for (int k = 0; k < OMNIC_MODALITY_COUNT; k++)
+        if (m->media[k].ops && m->media[k].state)
+            m->media[k].ops->identity(m, modules, sizeof modules, buckets, sizeof buckets);
+    static const char *const mask_names[] = {"causal", "causal+bias", "bias"};
     omnic__bundle_desc d = {
         .arch_config = arch,
         .weights = w,
@@ -59,95 +54,16 @@ out:
     return s;
 }
 
-/* The Qwen2-VL tower and its encoder, planned for the largest image the checkpoint's
- * processor makes (max_pixels / patch^2 patches), at most OMNIC_MAX_QWEN_IMAGE_PATCHES. */
-static omnic_status open_qwen_vision(omnic__model *m, omnic_err *err)
+/* The encoders of every modality the family takes (models/media.h). */
+static omnic_status open_media(omnic__model *m, omnic_err *err)
 {
-    OMNIC_TRY(omnic__qvit_create(m->ckpt->config, m->ckpt->weights, m->dec.cfg.hidden, &m->qvit, err));
-    const omnic__qvit_config *c = &m->qvit->cfg;
-    int64_t cap = OMNIC_MAX_QWEN_IMAGE_PATCHES;
-    const json_t *pc = m->ckpt->preprocessor_config;
-    const json_t *mp = pc ? json_object_get(pc, "max_pixels") : NULL;
-    if (json_is_integer(mp) && json_integer_value(mp) > 0 && json_integer_value(mp) / (c->patch * c->patch) < cap)
-        cap = json_integer_value(mp) / (c->patch * c->patch);
-    if (cap < c->unit) cap = c->unit;
-    OMNIC_TRY(omnic__qvit_encoder_init(&m->qenc, m->qvit, cap, m->backend, m->pool, err));
-    m->image_token_id = c->image_token_id;
-    m->mrope_spec = (omnic__mrope_spec){.image_token_id = c->image_token_id,
-                                        .vision_start_token_id = c->vision_start_id,
-                                        .video_token_id = -1,
-                                        .spatial_merge_size = c->merge};
-    const json_t *vt = json_object_get(m->ckpt->config, "video_token_id");
-    if (json_is_integer(vt)) m->mrope_spec.video_token_id = (int32_t)json_integer_value(vt);
-    if (c->image_token_id < 0 || c->image_token_id >= m->dec.cfg.vocab || c->vision_start_id < 0 ||
-        c->vision_start_id >= m->dec.cfg.vocab)
-        return OMNIC_FAIL(err, OMNIC_E_INVALID,
-                          "config.json: image_token_id %d / vision_start_token_id %d must be in the vocabulary of %lld",
-                          c->image_token_id, c->vision_start_id, (long long)m->dec.cfg.vocab);
-    return OMNIC_OK;
-}
-
-omnic_status omnic__model_encode_qwen_image(omnic__model *m, const omnic__tensor *patches, const int64_t grid[3],
-                                            const omnic__tensor **projected, const omnic__tensor **features,
-                                            omnic_err *err)
-{
-    if (!m->qvit) return OMNIC_FAIL(err, OMNIC_E_UNSUPPORTED, "model (family %s) has no Qwen2-VL vision tower",
-                                    m->family->name);
-    return omnic__qvit_encode(&m->qenc, patches, grid, 1, projected, features, err);
-}
-
-omnic_status omnic__model_image_rows(const omnic__model *m, const omnic__tensor *t, const int64_t *g, int64_t *rows,
-                                     omnic_err *err)
-{
-    if (m->qvit) { /* flattened patches [t*h*w, patch_dim] of the grid (t, h, w) */
-        const omnic__qvit_config *c = &m->qvit->cfg;
-        if (!g || g[0] < 1 || g[1] < 1 || g[2] < 1 || g[1] % c->merge || g[2] % c->merge || !t || !t->data ||
-            t->dtype != OMNIC_DTYPE_F32 || t->ndim != 2 || t->dims[1] != c->patch_dim ||
-            t->dims[0] != g[0] * g[1] * g[2] || t->dims[0] > m->qenc.capacity)
-            return OMNIC_FAIL(err, OMNIC_E_INVALID,
-                              "pixel_values must be f32 [t*h*w, %lld] with a grid (t, h, w), h and w multiples of %lld, "
-                              "at most %lld patches",
-                              (long long)c->patch_dim, (long long)c->merge, (long long)m->qenc.capacity);
-        *rows = t->dims[0] / c->unit;
-        return OMNIC_OK;
+    for (int k = 0; k < OMNIC_MODALITY_COUNT; k++) {
+        m->media[k].placeholder_id = -1;
+        const omnic__media_ops *o = m->family->media[k];
+        if (!o) continue;
+        m->media[k].ops = o;
+        OMNIC_TRY(o->open(m, err));
     }
-    if (!t || !t->data || t->dtype != OMNIC_DTYPE_F32 || t->ndim != 3 || t->dims[0] != 3 ||
-        t->dims[1] != m->image_size || t->dims[2] != m->image_size)
-        return OMNIC_FAIL(err, OMNIC_E_INVALID, "pixel_values must be f32 [3, %lld, %lld]", (long long)m->image_size,
-                          (long long)m->image_size);
-    *rows = m->image_tokens;
-    return OMNIC_OK;
-}
-
-omnic_status omnic__model_encode(omnic__model *m, const omnic__tensor *pixel_values, const int64_t *grid,
-                                 const omnic__tensor **projected, const omnic__tensor **features, omnic_err *err)
-{
-    if (m->qvit) return omnic__model_encode_qwen_image(m, pixel_values, grid, projected, features, err);
-    return omnic__model_encode_image(m, pixel_values, projected, features, err);
-}
-
-/* The vision tower, its vision.encode module (one image per call) and the image facts. */
-static omnic_status open_vision(omnic__model *m, const omnic__text_config *text, omnic_err *err)
-{
-    omnic__vision_config vc;
-    OMNIC_TRY(m->family->parse_vision(m->ckpt->config, "config.json", text, &vc, err));
-    m->vision = omnic_alloc_array(1, sizeof *m->vision);
-    if (!m->vision) return OMNIC_FAIL(err, OMNIC_E_NOMEM, "out of memory for a vision tower");
-    omnic_status s = omnic__vision_tower_load(m->vision, &vc, m->ckpt->weights, err);
-    if (s != OMNIC_OK) {
-        omnic_free(m->vision);
-        m->vision = NULL;
-        return s;
-    }
-    OMNIC_TRY(omnic__module_init(&m->encode, "vision.encode", "omnic.vision.encode/1", 1, err));
-    OMNIC_TRY(omnic__vision_tower_build(m->vision, &m->encode, err));
-    OMNIC_TRY(omnic__module_finalize(&m->encode, m->backend, m->pool, err));
-    OMNIC_TRY(omnic__module_constrain(&m->encode, "pixel_values", 0, true, err));
-    m->encode_features = omnic__module_find_output(&m->encode, "vision_features");
-    m->encode_projected = omnic__module_find_output(&m->encode, "projected");
-    m->image_token_id = vc.image_token_id;
-    m->image_tokens = vc.n_out;
-    m->image_size = vc.image_size;
     return OMNIC_OK;
 }
 
@@ -222,9 +138,7 @@ omnic_status omnic__model_open(const char *dir, const omnic__model_opts *opts, o
         (s = omnic__module_constrain(&m->embed_prefill, "attn_bias", 0, true, err)) != OMNIC_OK)
         goto fail;
     m->embed_prefill_logits = omnic__module_find_output(&m->embed_prefill, "logits");
-    m->image_token_id = -1;
-    if (m->family->parse_vision && (s = open_vision(m, &cfg, err)) != OMNIC_OK) goto fail;
-    if (m->family->qwen_vision && (s = open_qwen_vision(m, err)) != OMNIC_OK) goto fail;
+    if ((s = open_media(m, err)) != OMNIC_OK) goto fail;
     if ((s = compute_identity(m, err)) != OMNIC_OK) goto fail;
     *out = m;
     return OMNIC_OK;
@@ -239,11 +153,8 @@ void omnic__model_close(omnic__model *m)
     omnic__module_deinit(&m->prefill);
     omnic__module_deinit(&m->prefill_inv);
     omnic__module_deinit(&m->embed_prefill);
-    omnic__module_deinit(&m->encode);
-    omnic__qvit_encoder_deinit(&m->qenc);
-    omnic__qvit_destroy(m->qvit);
-    omnic__vision_tower_deinit(m->vision);
-    omnic_free(m->vision);
+    for (int k = 0; k < OMNIC_MODALITY_COUNT; k++)
+        if (m->media[k].ops) m->media[k].ops->close(m);
     omnic__module_deinit(&m->decode);
     omnic__kv_pool_deinit(&m->kv);
     omnic__threadpool_destroy(m->pool);
@@ -254,9 +165,11 @@ void omnic__model_close(omnic__model *m)
 
 size_t omnic__model_planned_bytes(const omnic__model *m)
 {
-    return m->prefill.plan.total_bytes + m->prefill_inv.plan.total_bytes + m->decode.plan.total_bytes +
-           m->qenc.m.plan.total_bytes + m->embed_prefill.plan.total_bytes +
-           m->encode.plan.total_bytes;
+    size_t n = m->prefill.plan.total_bytes + m->prefill_inv.plan.total_bytes + m->decode.plan.total_bytes +
+               m->embed_prefill.plan.total_bytes;
+    for (int k = 0; k < OMNIC_MODALITY_COUNT; k++)
+        if (m->media[k].ops) n += m->media[k].ops->planned_bytes(m);
+    return n;
 }
 
 size_t omnic__model_kv_bytes(const omnic__model *m)
@@ -270,8 +183,9 @@ size_t omnic__model_kv_bytes(const omnic__model *m)
 
 bool omnic__model_supports_image(const omnic__model *m)
 {
-    if (!m || m->image_token_id < 0 || !m->ckpt->preprocessor_config) return false;
-    return (m->vision && m->encode.finalized && m->encode_projected >= 0) || (m->qvit && m->qenc.m.finalized);
+    if (!m || !m->ckpt->preprocessor_config) return false;
+    const omnic__model_media *md = &m->media[OMNIC_MODALITY_IMAGE];
+    return md->ops && md->placeholder_id >= 0 && md->ops->ready(m);
 }
 
 omnic_status omnic__model_embed_tokens(const omnic__model *m, const int32_t *ids, int64_t n, float *out,
@@ -280,25 +194,12 @@ omnic_status omnic__model_embed_tokens(const omnic__model *m, const int32_t *ids
     return omnic__text_decoder_embed_rows(&m->dec, m->backend, ids, n, out, err);
 }
 
-omnic_status omnic__model_encode_image(omnic__model *m, const omnic__tensor *pixel_values,
-                                       const omnic__tensor **projected, const omnic__tensor **features,
-                                       omnic_err *err)
-{
-    if (!m->vision || !m->encode.finalized)
-        return OMNIC_FAIL(err, OMNIC_E_UNSUPPORTED, "model (family %s) has no vision tower", m->family->name);
-    const omnic__tensor *in[1] = {pixel_values};
-    omnic__call c = {.n = 1, .inputs = in, .n_inputs = 1};
-    OMNIC_TRY(omnic__module_call(&m->encode, &c, err));
-    *projected = omnic__module_output(&m->encode, m->encode_projected);
-    if (features) *features = omnic__module_output(&m->encode, m->encode_features);
-    return OMNIC_OK;
-}
-
 omnic_status omnic__model_merge_embeds(const omnic__model *m, const int32_t *ids, int64_t n,
                                        const omnic__tensor *const *items, int n_items, float *out,
                                        omnic_err *err)
 {
     const int64_t H = m->dec.cfg.hidden;
+    const int32_t pad = omnic__media_placeholder(m, OMNIC_MODALITY_IMAGE);
     int64_t total = 0, placeholders = 0;
     for (int k = 0; k < n_items; k++) {
         const omnic__tensor *t = items[k];
@@ -306,7 +207,7 @@ omnic_status omnic__model_merge_embeds(const omnic__model *m, const int32_t *ids
             return OMNIC_FAIL(err, OMNIC_E_INVALID, "merge: media item %d must be f32 [rows, %lld]", k, (long long)H);
         total += t->dims[0];
     }
-    for (int64_t i = 0; i < n; i++) placeholders += m->image_token_id >= 0 && ids[i] == m->image_token_id;
+    for (int64_t i = 0; i < n; i++) placeholders += pad >= 0 && ids[i] == pad;
     if (placeholders != total)
         return OMNIC_FAIL(err, OMNIC_E_INVALID,
                           "merge: image features and image tokens do not match: %lld image tokens, %lld feature rows "
@@ -315,14 +216,14 @@ omnic_status omnic__model_merge_embeds(const omnic__model *m, const int32_t *ids
     int k = 0;
     int64_t row = 0;
     for (int64_t i = 0; i < n;) {
-        if (m->image_token_id >= 0 && ids[i] == m->image_token_id) {
+        if (pad >= 0 && ids[i] == pad) {
             while (row == items[k]->dims[0]) k++, row = 0; /* skips empty items too */
             memcpy(out + i * H, (const float *)items[k]->data + row * H, (size_t)H * sizeof(float));
             row++, i++;
             continue;
         }
         int64_t j = i; /* a run of text ids: one lookup */
-        while (j < n && !(m->image_token_id >= 0 && ids[j] == m->image_token_id)) j++;
+        while (j < n && !(pad >= 0 && ids[j] == pad)) j++;
         OMNIC_TRY(omnic__model_embed_tokens(m, ids + i, j - i, out + i * H, err));
         i = j;
     }

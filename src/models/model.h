@@ -5,8 +5,16 @@
 
 #include "io/checkpoint.h"
 #include "models/family.h"
-#include "models/mrope.h"
-#include "models/qwen2vl_vision.h"
+#include "models/media.h"
+#include "runtime/kv.h"
+#include "runtime/module.h"
+
+/* One modality of a model (models/media.h). */
+typedef struct omnic__model_media {
+    const omnic__media_ops *ops; /* the family's table; NULL: not taken */
+    void *state;                 /* the family's encoder state, owned (ops->close frees it) */
+    int32_t placeholder_id;      /* the one id per item in logical prompts; -1 none */
+} omnic__model_media;
 
 typedef struct omnic__model_opts {
     const char *backend;  /* "cpu" (default) or "ref" */
@@ -50,22 +58,9 @@ typedef struct omnic__model {
     omnic__module embed_prefill;
     int embed_prefill_logits;         /* index of its "logits" output */
     omnic__mask_mode embed_mask;      /* its mask mode (causal: no attn_bias input) */
-    /* Vision (NULL / zero for text-only checkpoints): the tower + projector and its
-     * vision.encode module: pixel_values f32 [3, image_size, image_size] (finite) ->
-     * "vision_features" f32 [image_tokens, vision hidden] (the selected hidden state) and
-     * "projected" f32 [image_tokens, text hidden] (the rows that replace the image tokens). */
-    omnic__vision_tower *vision;      /* owned */
-    /* Qwen2-VL / Qwen2.5-VL (family qwen_vision; NULL otherwise): the tower + merger, its
-     * vision.encode planned for up to qenc.capacity patch rows (one image per call), and the
-     * M-RoPE token ids and merge size. Images vary in size: image_tokens / image_size are 0. */
-    omnic__qvit *qvit;                /* owned */
-    omnic__qvit_encoder qenc;
-    omnic__mrope_spec mrope_spec;
-    omnic__module encode;             /* vision.encode (finalized only when vision is set) */
-    int encode_features, encode_projected; /* output indices */
-    int32_t image_token_id;           /* the placeholder id (LLaVA image_token_index); -1: none */
-    int64_t image_tokens;             /* rows per image (placeholders after expansion) */
-    int64_t image_size;               /* pixel_values height = width */
+    /* Media input, one entry per modality (models/media.h): the family's table and its
+     * encoder state; ops NULL when the model does not take that modality. */
+    omnic__model_media media[OMNIC_MODALITY_COUNT];
     char identity[65];
 } omnic__model;
 
@@ -74,8 +69,8 @@ omnic_status omnic__model_open(const char *dir, const omnic__model_opts *opts, o
 /* NULL ok. */
 void omnic__model_close(omnic__model *m);
 
-/* True only when m (borrowed; NULL: false) can take images: the vision weights bound, the
- * vision.encode module planned, and a preprocessor_config.json loaded. */
+/* True only when m (borrowed; NULL: false) can take images: the family's encoder loaded and
+ * a preprocessor_config.json is present (omnic__model_accepts is the full predicate). */
 bool omnic__model_supports_image(const omnic__model *m);
 
 /* Post-scale embedding rows of ids[0..n) into out [n, text hidden] f32, bit-identical to
@@ -85,41 +80,14 @@ omnic_status omnic__model_embed_tokens(const omnic__model *m, const int32_t *ids
                                        omnic_err *err);
 
 /* The prompt's post-scale embeddings out [n, text hidden] f32 (DESIGN.md 3, LLaVA's merge):
- * rows of ids equal to m->image_token_id are replaced, in order, by the rows of items[0],
- * items[1], ... (each f32 [rows, text hidden], e.g. omnic__model_encode_image's projected
+ * rows of ids equal to the image placeholder id are replaced, in order, by the rows of items[0],
+ * items[1], ... (each f32 [rows, text hidden], e.g. omnic__media_encode's projected
  * output; borrowed); every other row is omnic__model_embed_tokens of its id. E_INVALID when
  * the number of image-token ids differs from the items' total rows (names both counts), or an
  * item has the wrong dtype/width, or an id is out of range; out is then unspecified. */
 omnic_status omnic__model_merge_embeds(const omnic__model *m, const int32_t *ids, int64_t n,
                                        const omnic__tensor *const *items, int n_items, float *out,
                                        omnic_err *err);
-
-/* Runs vision.encode on one image: pixel_values f32 [3, image_size, image_size] (borrowed,
- * checked: shape and finite). On success *projected (and *features when not NULL) point at
- * the module's outputs ([image_tokens, text hidden] / [image_tokens, vision hidden] f32),
- * valid until the next encode call. E_UNSUPPORTED when m has no vision tower. */
-omnic_status omnic__model_encode_image(omnic__model *m, const omnic__tensor *pixel_values,
-                                       const omnic__tensor **projected, const omnic__tensor **features,
-                                       omnic_err *err);
-
-/* Checks one image's pixel_values (and, for Qwen2-VL, its grid (t, h, w); NULL otherwise)
- * against m's encoder and gives the prompt rows it becomes after the merge (LLaVA: the tower's
- * fixed count; Qwen2-VL: t*h*w / merge^2). E_INVALID naming the shape m takes. */
-omnic_status omnic__model_image_rows(const omnic__model *m, const omnic__tensor *pixel_values, const int64_t *grid,
-                                     int64_t *rows, omnic_err *err);
-
-/* Encodes one image with m's tower, whichever it is (grid as above). Outputs as for the two
- * functions below. */
-omnic_status omnic__model_encode(omnic__model *m, const omnic__tensor *pixel_values, const int64_t *grid,
-                                 const omnic__tensor **projected, const omnic__tensor **features, omnic_err *err);
-
-/* Runs the Qwen2-VL vision.encode on one image: patches f32 [t*h*w, patch_dim] (the
- * processor's pixel_values), grid (t, h, w). On success *projected [t*h*w / merge^2, text
- * hidden] (and *features [t*h*w, vision hidden] when not NULL) are valid until the next
- * encode. E_UNSUPPORTED without such a tower; the encoder's errors (shapes, grid, capacity). */
-omnic_status omnic__model_encode_qwen_image(omnic__model *m, const omnic__tensor *patches, const int64_t grid[3],
-                                            const omnic__tensor **projected, const omnic__tensor **features,
-                                            omnic_err *err);
 
 /* Memory the model needs beyond its mapped weights: planned module memory, and the KV
  * pool (bytes). */

@@ -24,4 +24,5 @@ static omnic_status parse(const json_t *cfg, const char *what, omnic__text_confi
 
 static const char *const types[] = {"qwen2_vl", "qwen2_5_vl", NULL};
 const omnic__family omnic__family_qwen2_vl = {
-    .name = "qwen2_vl", .model_types = types, .parse_config = parse, .qwen_vision = true};
+    .name = "qwen2_vl", .model_types = types, .parse_config = parse,
+    .media = {[OMNIC_MODALITY_IMAGE] = &omnic__media_qwen2vl_image}};

@@ -699,5 +699,10 @@ bool omnic__api_body(omnic__buf *b, const omnic__api_meta *m, const omnic__api_c
     }
     omnic__buf_puts(b, "],\"usage\":");
     usage(b, prompt_tokens, completion_tokens);
+    if (m->warning && m->warning[0]) {
+        omnic__buf_puts(b, ",\"warnings\":[");
+        omnic__buf_json_str(b, m->warning, strlen(m->warning));
+        omnic__buf_puts(b, "]");
+    }
     return omnic__buf_puts(b, "}");
 }

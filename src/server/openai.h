@@ -119,6 +119,8 @@ typedef struct omnic__api_meta {
     const char *fingerprint; /* system_fingerprint; NULL: omitted */
     bool include_usage;      /* stream_options.include_usage: "usage": null in each chunk */
     bool continuous_usage;   /* stream_options.continuous_usage_stats: usage so far in each chunk */
+    const char *warning;     /* NULL or "": none; else the non-streamed body's "warnings": [warning]
+                              * (both kinds also carry it in a Warning header) */
 } omnic__api_meta;
 
 /* SSE events, each "data: {...}\n\n". prompt_tokens / completion_tokens: the choice's usage

@@ -89,7 +89,7 @@ struct omnic__server {
     atomic_uint_fast64_t rejected[REJ_COUNT];
     atomic_uint_fast64_t disconnects, slow_clients;
     /* images (when the model takes them) */
-    omnic__image_prep prep;
+    omnic__media_proc prep;   /* the model's image processor (with --max-image-pixels) */
     bool images_ok;
     omnic__media_pool *media; /* the media stage's workers (images_ok) */
     char media_dir[PATH_MAX]; /* resolved --media-dir, "" when none */
@@ -263,9 +263,10 @@ typedef struct conn_state {
     int64_t *tokens;    /* [n_choices] tokens generated when the text was taken */
     bool *final_sent;   /* [n_choices] */
     bool roles_sent, stream_ended;
-    omnic__tensor **pixels; /* [n_pixels] owned pixel_values of the request's images */
-    int64_t *grids;         /* [3 * n_pixels] their grids (Qwen2-VL; (1, 1, 1) otherwise) */
-    size_t n_pixels;
+    omnic__media_item *media; /* [n_media] owned: the request's preprocessed images */
+    size_t n_media;
+    const omnic__media_item **media_ptrs; /* [n_media] pointers into media (the engine request's list) */
+    char warning[256];        /* "" or what the response reports (an image resized by a user limit) */
 } conn_state;
 
 static void conn_state_free(conn_state *cs)
@@ -281,9 +282,9 @@ static void conn_state_free(conn_state *cs)
     omnic_free(cs->spare);
     omnic_free(cs->final_sent);
     omnic_free(cs->tokens);
-    for (size_t i = 0; cs->pixels && i < cs->n_pixels; i++) omnic__tensor_destroy(cs->pixels[i]);
-    omnic_free(cs->pixels);
-    omnic_free(cs->grids);
+    for (size_t i = 0; cs->media && i < cs->n_media; i++) omnic__media_item_deinit(&cs->media[i]);
+    omnic_free(cs->media);
+    omnic_free(cs->media_ptrs);
     omnic_free(cs);
 }
 
@@ -299,6 +300,11 @@ static void add_common_headers(conn_state *cs, struct MHD_Response *r)
     if (cs->origin) {
         MHD_add_response_header(r, "Access-Control-Allow-Origin", cs->origin);
         MHD_add_response_header(r, "Vary", "Origin");
+    }
+    if (cs->warning[0]) { /* RFC 7234 5.5 "199 Miscellaneous warning" (the text has no quotes) */
+        char w[sizeof cs->warning + 32];
+        snprintf(w, sizeof w, "199 omnic \"%s\"", cs->warning);
+        MHD_add_response_header(r, "Warning", w);
     }
 }
 
@@ -443,7 +449,13 @@ static void model_object(omnic__buf *b, omnic__server *s, const omnic__model *m)
         omnic__buf_printf(b, "%s\"%s\"", first ? "" : ",", omnic__modality_name((omnic__modality)k));
         first = false;
     }
-    omnic__buf_puts(b, "],\"output_modalities\":[\"text\"]}");
+    omnic__buf_puts(b, "],\"output_modalities\":[\"text\"]");
+    if (s->images_ok) { /* the largest image the processor makes (0: its fixed size), and any user limit */
+        omnic__buf_printf(b, ",\"max_image_pixels\":%lld", (long long)omnic__media_proc_max_pixels(&s->prep));
+        if (s->o.max_image_pixels > 0)
+            omnic__buf_printf(b, ",\"max_image_pixels_limit\":%lld", (long long)s->o.max_image_pixels);
+    }
+    omnic__buf_puts(b, "}");
 }
 
 static enum MHD_Result do_models(conn_state *cs, const char *url)
@@ -838,7 +850,7 @@ static void live_remove(omnic__server *s, channel *ch)
 typedef struct image_job {
     omnic__media_job base; /* first: the pool hands this back */
     conn_state *cs;
-    omnic__image_prep prep; /* the server's, with the request's pixel bounds */
+    omnic__media_proc prep; /* the server's, with the request's pixel bounds (owned copy) */
     omnic__image_limits lim;
     size_t failed;         /* the image that failed */
     omnic_status st;
@@ -864,10 +876,9 @@ static void image_job_run(omnic__media_job *base)
             j->st = omnic__media_fetch(json_string_value(u), json_string_length(u), s->media_dir[0] ? s->media_dir : NULL,
                                        &s->o.remote, OMNIC_MAX_MEDIA_BYTES, &bytes, &len, &j->err);
         if (j->st == OMNIC_OK)
-            j->st = omnic__image_prep_run(&j->prep, bytes, len, &j->lim, &base->cancel, &cs->pixels[i],
-                                          cs->grids + 3 * i, &j->err);
+            j->st = omnic__media_prepare(&j->prep, bytes, len, &j->lim, &base->cancel, &cs->media[i], &j->err);
         omnic_free(bytes);
-        if (j->st == OMNIC_OK) cs->n_pixels = i + 1;
+        if (j->st == OMNIC_OK) cs->n_media = i + 1;
     }
     omnic__metrics_observe(omnic__engine_metrics(engine_of(s)), OMNIC_H_MEDIA, now_s() - t0);
 }
@@ -898,30 +909,26 @@ static omnic_status prepare_images(conn_state *cs, omnic__api_error *e)
     if (n > (size_t)max)
         return omnic__api_fail(e, 400, NULL, "invalid_value", "messages",
                                "The request has %zu images, over the limit of %d per request", n, max);
-    cs->pixels = omnic_alloc_array(n, sizeof *cs->pixels);
-    cs->grids = omnic_alloc_array(3 * n, sizeof *cs->grids);
-    if (!cs->pixels || !cs->grids) return omnic__api_fail(e, 503, NULL, NULL, NULL, "out of memory");
-    image_job j = {.cs = cs, .prep = s->prep, .lim = {.max_pixels = s->o.max_image_pixels}};
+    cs->media = omnic_alloc_array(n, sizeof *cs->media);
+    cs->media_ptrs = omnic_alloc_array(n, sizeof *cs->media_ptrs);
+    if (!cs->media || !cs->media_ptrs) return omnic__api_fail(e, 503, NULL, NULL, NULL, "out of memory");
+    image_job j = {.cs = cs, .lim = {.max_pixels = s->o.max_decode_pixels}};
     const omnic__api_request *rq = &cs->req;
-    if (rq->min_pixels || rq->max_pixels) { /* within what the server's processor allows */
-        if (!s->prep.qwen)
-            return omnic__api_fail(e, 400, NULL, "unsupported_parameter", "mm_processor_kwargs",
-                                   "min_pixels / max_pixels apply to Qwen2-VL-style image processors only");
-        const int64_t hi = s->prep.qparams.max_pixels;
-        if (rq->max_pixels > hi || rq->min_pixels > hi)
-            return omnic__api_fail(e, 400, NULL, "invalid_value", "mm_processor_kwargs",
-                                   "Invalid 'mm_processor_kwargs': %lld pixels is over this server's limit of %lld",
-                                   (long long)(rq->max_pixels > hi ? rq->max_pixels : rq->min_pixels), (long long)hi);
-        omnic_err berr;
-        if (omnic__qwen2vl_set_pixel_bounds(&j.prep.qparams, rq->min_pixels, rq->max_pixels, &berr) != OMNIC_OK)
-            return omnic__api_fail(e, 400, NULL, "invalid_value", "mm_processor_kwargs", "%s", berr.msg);
-    }
+    /* a request's min_pixels / max_pixels, within what the server's processor allows */
+    const omnic__media_kwargs kw = {.min_pixels = rq->min_pixels, .max_pixels = rq->max_pixels};
+    omnic_err berr;
+    omnic_status bst = omnic__media_proc_with(&j.prep, &s->prep, &kw, &berr);
+    if (bst == OMNIC_E_NOMEM) return omnic__api_fail(e, 503, NULL, NULL, NULL, "out of memory");
+    if (bst != OMNIC_OK)
+        return omnic__api_fail(e, 400, NULL, bst == OMNIC_E_UNSUPPORTED ? "unsupported_parameter" : "invalid_value",
+                               "mm_processor_kwargs", "%s", berr.msg);
     omnic_err_clear(&j.err);
     omnic__media_job_init(&j.base, image_job_run);
     omnic_err err;
     omnic_status st = omnic__media_pool_submit(s->media, &j.base, &err);
     if (st != OMNIC_OK) {
         omnic__media_job_deinit(&j.base);
+        omnic__media_proc_deinit(&j.prep);
         if (st == OMNIC_E_TOO_LARGE)
             return omnic__api_fail(e, 429, "rate_limit_error", "media_queue_full", NULL,
                                    "The server is busy preparing images (%s); retry later", err.msg);
@@ -935,9 +942,24 @@ static omnic_status prepare_images(conn_state *cs, omnic__api_error *e)
             atomic_fetch_add(&s->disconnects, 1);
         }
     omnic__media_job_deinit(&j.base);
-    if (atomic_load(&j.base.cancel) && j.st == OMNIC_OK && cs->n_pixels < n)
+    omnic__media_proc_deinit(&j.prep);
+    if (atomic_load(&j.base.cancel) && j.st == OMNIC_OK && cs->n_media < n)
         j.st = OMNIC_FAIL(&j.err, OMNIC_E_CANCELLED, "cancelled"); /* the pool stopped before running it */
-    if (j.st == OMNIC_OK) return OMNIC_OK;
+    if (j.st == OMNIC_OK) {
+        for (size_t i = 0; i < cs->n_media; i++) {
+            const omnic__media_item *it = &cs->media[i];
+            cs->media_ptrs[i] = it;
+            if (it->limited && !cs->warning[0]) {
+                snprintf(cs->warning, sizeof cs->warning,
+                         "image %zu was resized from %lldx%lld to %lldx%lld by this server's image pixel limit of %lld "
+                         "(the model's own limit is higher)",
+                         i, (long long)it->in_w, (long long)it->in_h, (long long)it->out_w, (long long)it->out_h,
+                         (long long)omnic__media_proc_max_pixels(&s->prep));
+                OMNIC_LOG_W("request: %s", cs->warning);
+            }
+        }
+        return OMNIC_OK;
+    }
     const char *param = json_string_value(json_object_get(json_array_get(urls, j.failed), "param"));
     if (j.st == OMNIC_E_CANCELLED) return OMNIC_E_CANCELLED; /* the client is gone: no response */
     if (j.st == OMNIC_E_NOMEM) return omnic__api_fail(e, 503, NULL, NULL, NULL, "image %zu: %s", j.failed, j.err.msg);
@@ -1021,7 +1043,8 @@ static enum MHD_Result do_generate(conn_state *cs)
                                  .model = s->model_id,
                                  .fingerprint = s->fingerprint,
                                  .include_usage = rq->include_usage,
-                                 .continuous_usage = rq->continuous_usage};
+                                 .continuous_usage = rq->continuous_usage,
+                                 .warning = cs->warning};
     for (int i = 0; i < n_choices; i++) {
         size_t p = (size_t)(i / rq->n);
         int j = i % rq->n;
@@ -1038,9 +1061,8 @@ static enum MHD_Result do_generate(conn_state *cs)
                                 .ignore_eos = rq->ignore_eos,
                                 .cb = on_engine_event,
                                 .cb_ctx = &ch->choices[i],
-                                .images = (const omnic__tensor *const *)cs->pixels,
-                                .n_images = cs->n_pixels,
-                                .grids = cs->grids};
+                                .media = cs->media_ptrs,
+                                .n_media = cs->n_media};
         /* n > 1: choice j samples with seed + j (reproducible), or a fresh random seed */
         r.sampling.seed = rq->has_seed ? rq->sampling.seed + (uint64_t)j : rand64(s);
         ch->choices[i].prompt = (int)p;
@@ -1309,7 +1331,7 @@ omnic_status omnic__server_create(const omnic__server_opts *o, omnic__server **o
         return OMNIC_FAIL(err, OMNIC_E_INVALID, "request timeout %g must be >= 0", o->request_timeout_s);
     if (o->api_key && (!o->api_key[0] || strlen(o->api_key) > OMNIC_MAX_API_KEY_BYTES))
         return OMNIC_FAIL(err, OMNIC_E_INVALID, "the API key must be 1..%d bytes", OMNIC_MAX_API_KEY_BYTES);
-    if (o->max_images < 0 || o->max_image_pixels < 0)
+    if (o->max_images < 0 || o->max_image_pixels < 0 || o->max_decode_pixels < 0)
         return OMNIC_FAIL(err, OMNIC_E_INVALID, "image limits must be >= 0");
     if (o->remote.n_hosts > OMNIC_MAX_REMOTE_MEDIA_HOSTS || (o->remote.n_hosts && !o->remote.hosts))
         return OMNIC_FAIL(err, OMNIC_E_INVALID, "%zu remote media hosts (at most %d)", o->remote.n_hosts,
@@ -1410,7 +1432,7 @@ omnic_status omnic__server_load(omnic__server *s, omnic_err *err)
         if (s->chat_status != OMNIC_E_NOT_FOUND) OMNIC_LOG_W("chat completions disabled: %s", cerr.msg);
     }
     if (omnic__model_accepts(m, OMNIC_MODALITY_IMAGE)) {
-        omnic_status st = omnic__image_prep_init(&s->prep, m, err);
+        omnic_status st = omnic__media_proc_init(&s->prep, m, OMNIC_MODALITY_IMAGE, s->o.max_image_pixels, err);
         if (st != OMNIC_OK) {
             omnic__engine_destroy(e);
             return st;
@@ -1491,6 +1513,7 @@ void omnic__server_destroy(omnic__server *s)
     if (!s) return;
     omnic__server_shutdown(s, 0);
     omnic__media_pool_destroy(s->media); /* after the HTTP threads that wait on it */
+    omnic__media_proc_deinit(&s->prep);
     omnic__chat_destroy(s->chat);
     omnic__engine_destroy(atomic_load(&s->engine));
     pthread_mutex_destroy(&s->mu);

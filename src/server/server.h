@@ -50,7 +50,9 @@ typedef struct omnic__server_opts {
     int http_threads;                /* polling threads; 0: 4 */
     const char *media_dir;           /* image parts may name files under it; NULL: none */
     int max_images;                  /* images per request; 0: OMNIC_MAX_REQUEST_IMAGES (also the cap) */
-    int64_t max_image_pixels;        /* width x height of one decoded image; 0: OMNIC_MAX_IMAGE_PIXELS */
+    int64_t max_decode_pixels;       /* width x height of one decoded image; 0: OMNIC_MAX_IMAGE_PIXELS */
+    int64_t max_image_pixels;        /* > 0: a user limit on the processor's output (pixels) below the
+                                      * checkpoint's own max_pixels; images resized by it are reported */
     int media_workers;               /* threads decoding and preprocessing images; 0: 2 (queue: 4 per worker) */
     omnic__remote_media remote;      /* http(s) image URLs: allowed hosts (borrowed) and time limit; none: never fetched */
 } omnic__server_opts;

@@ -17,6 +17,8 @@
 #include "model_testutil.h"
 
 #include "engine/engine.h"
+#include "models/clip_media.h"
+#include "models/qwen2vl_media.h"
 
 
 static char dir[128];
@@ -295,22 +297,23 @@ static void test_longrope_replay_batched(void **state)
 typedef struct image_req {
     int32_t prompt[16];
     size_t n;
-    omnic__tensor *pixels;
-    const omnic__tensor *images[1];
+    omnic__media_item item;        /* pixels as the CLIP processor would give them */
+    const omnic__media_item *media[1];
 } image_req;
 
 static void image_req_init(image_req *ir, const omnic__model *m, int k)
 {
     omnic_err err;
-    int64_t d[3] = {3, m->image_size, m->image_size};
-    assert_int_equal(omnic__tensor_create(&ir->pixels, OMNIC_DTYPE_F32, 3, d, &err), OMNIC_OK);
-    float *px = ir->pixels->data;
-    for (int64_t i = 0; i < 3 * m->image_size * m->image_size; i++)
-        px[i] = (float)((i * 7 + k * 13) % 41) / 20.0f - 1.0f;
-    ir->images[0] = ir->pixels;
+    const int64_t S = omnic__clip_media_of(m)->image_size;
+    int64_t d[3] = {3, S, S};
+    ir->item = (omnic__media_item){.modality = OMNIC_MODALITY_IMAGE, .grid = {1, 1, 1}};
+    assert_int_equal(omnic__tensor_create(&ir->item.input, OMNIC_DTYPE_F32, 3, d, &err), OMNIC_OK);
+    float *px = ir->item.input->data;
+    for (int64_t i = 0; i < 3 * S * S; i++) px[i] = (float)((i * 7 + k * 13) % 41) / 20.0f - 1.0f;
+    ir->media[0] = &ir->item;
     ir->n = 0;
     for (int i = 0; i < 5; i++) ir->prompt[ir->n++] = (int32_t)(30 + i * 11 + k);
-    ir->prompt[ir->n++] = m->image_token_id;
+    ir->prompt[ir->n++] = omnic__media_placeholder(m, OMNIC_MODALITY_IMAGE);
     for (int i = 0; i < 4; i++) ir->prompt[ir->n++] = (int32_t)(200 + i * 3 + k);
 }
 
@@ -327,12 +330,12 @@ static void test_images_mixed_batch(void **state)
     static image_req ir[N];
     omnic__engine *e1 = engine_at(llava, 1, 8, 0);
     const omnic__model *m = omnic__engine_model(e1);
-    assert_true(m->image_token_id >= 0 && m->image_tokens > 1);
+    assert_true(omnic__media_placeholder(m, OMNIC_MODALITY_IMAGE) >= 0 && omnic__clip_media_of(m)->image_tokens > 1);
     omnic__gen_request rs[N];
     for (int i = 0; i < N; i++) {
         image_req_init(&ir[i], m, i);
         rs[i] = i % 2 ? req(PROMPTS[i], 6, 12, NULL) : req(ir[i].prompt, ir[i].n, 12, NULL);
-        if (i % 2 == 0) rs[i].images = ir[i].images, rs[i].n_images = 1;
+        if (i % 2 == 0) rs[i].media = ir[i].media, rs[i].n_media = 1;
     }
     for (int i = 0; i < N; i++) {
         sink_init(&alone[i]);
@@ -345,11 +348,11 @@ static void test_images_mixed_batch(void **state)
     uint64_t id;
     omnic_err err;
     omnic__gen_request bad = rs[1];
-    bad.images = ir[0].images, bad.n_images = 1;
+    bad.media = ir[0].media, bad.n_media = 1;
     assert_int_equal(omnic__engine_submit(e1, &bad, &id, &err), OMNIC_E_INVALID);
     assert_non_null(strstr(err.msg, "0 image placeholders but 1 images"));
     bad = rs[0];
-    bad.n_images = 0;
+    bad.n_media = 0;
     assert_int_equal(omnic__engine_submit(e1, &bad, &id, &err), OMNIC_E_INVALID);
     omnic__engine_destroy(e1);
     omnic__engine *e = engine_at(llava, 4, 16, 0);
@@ -379,7 +382,7 @@ static void test_images_mixed_batch(void **state)
     assert_int_equal(snap.slots_busy, 0);
     assert_int_equal(snap.queue_depth, 0);
     omnic__engine_destroy(e);
-    for (int i = 0; i < N; i++) omnic__tensor_destroy(ir[i].pixels);
+    for (int i = 0; i < N; i++) omnic__media_item_deinit(&ir[i].item);
 }
 
 /* An M-RoPE decoder (qwen2 + rope_scaling mrope) generates from text exactly what the 1-D
@@ -426,10 +429,12 @@ static void test_qwen2vl_batch(void **state)
     static sink alone[N], together[N], fresh, after;
     omnic__engine *e1 = engine_at(qvl, 1, 8, 0);
     const omnic__model *m = omnic__engine_model(e1);
-    assert_non_null(m->qvit);
-    const int64_t K = m->qvit->cfg.patch_dim;
+    const omnic__qwen2vl_media *qm = omnic__qwen2vl_media_of(m);
+    assert_non_null(qm);
+    const int64_t K = qm->qvit->cfg.patch_dim;
     static const int64_t grids[N][3] = {{1, 4, 6}, {0}, {1, 2, 2}, {0}, {1, 6, 4}};
-    omnic__tensor *px[N] = {0};
+    static omnic__media_item px[N];
+    static const omnic__media_item *pxp[N];
     static int32_t prompts[N][16];
     size_t lens[N];
     omnic__gen_request rs[N];
@@ -439,16 +444,20 @@ static void test_qwen2vl_batch(void **state)
         for (int j = 0; j < 4; j++) prompts[i][n++] = (int32_t)(40 + 7 * j + i);
         if (grids[i][0]) {
             int64_t d[2] = {grids[i][0] * grids[i][1] * grids[i][2], K};
-            assert_int_equal(omnic__tensor_create(&px[i], OMNIC_DTYPE_F32, 2, d, &err), OMNIC_OK);
-            for (int64_t v = 0; v < d[0] * K; v++) ((float *)px[i]->data)[v] = (float)((v * 13 + i) % 29) / 14.0f - 1.0f;
-            prompts[i][n++] = m->mrope_spec.vision_start_token_id;
-            prompts[i][n++] = m->mrope_spec.image_token_id;
-            prompts[i][n++] = m->qvit->cfg.vision_end_id;
+            px[i] = (omnic__media_item){.modality = OMNIC_MODALITY_IMAGE, .has_grid = true,
+                                        .grid = {grids[i][0], grids[i][1], grids[i][2]}};
+            assert_int_equal(omnic__tensor_create(&px[i].input, OMNIC_DTYPE_F32, 2, d, &err), OMNIC_OK);
+            for (int64_t v = 0; v < d[0] * K; v++)
+                ((float *)px[i].input->data)[v] = (float)((v * 13 + i) % 29) / 14.0f - 1.0f;
+            pxp[i] = &px[i];
+            prompts[i][n++] = qm->spec.vision_start_token_id;
+            prompts[i][n++] = qm->spec.image_token_id;
+            prompts[i][n++] = qm->qvit->cfg.vision_end_id;
         }
         for (int j = 0; j < 3; j++) prompts[i][n++] = (int32_t)(200 + 5 * j + i);
         lens[i] = n;
         rs[i] = req(prompts[i], n, 12, NULL);
-        if (px[i]) rs[i].images = (const omnic__tensor *const *)&px[i], rs[i].n_images = 1, rs[i].grids = grids[i];
+        if (px[i].input) rs[i].media = &pxp[i], rs[i].n_media = 1;
     }
     for (int i = 0; i < N; i++) {
         sink_init(&alone[i]);
@@ -474,7 +483,10 @@ static void test_qwen2vl_batch(void **state)
     omnic__engine *e = engine_at(qvl, 3, 8, 0);
     uint64_t id;
     omnic__gen_request bad = rs[0];
-    bad.grids = grids[2];
+    omnic__media_item wrong = px[0];
+    memcpy(wrong.grid, grids[2], sizeof wrong.grid);
+    const omnic__media_item *wrongp = &wrong;
+    bad.media = &wrongp;
     assert_int_equal(omnic__engine_submit(e, &bad, &id, &err), OMNIC_E_INVALID);
     for (int i = 0; i < N; i++) {
         sink_init(&together[i]);
@@ -496,7 +508,7 @@ static void test_qwen2vl_batch(void **state)
         assert_memory_equal(sc.tokens, alone[0].tokens, sizeof(int32_t) * (size_t)alone[0].n_tokens);
         omnic__engine_destroy(ec);
     }
-    for (int i = 0; i < N; i++) omnic__tensor_destroy(px[i]);
+    for (int i = 0; i < N; i++) omnic__media_item_deinit(&px[i]);
 }
 
 /* Cancelling frees the slot: the next request on a 1-slot engine runs. */

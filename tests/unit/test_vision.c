@@ -18,6 +18,7 @@
 
 #include "core/alloc.h"
 #include "core/npy.h"
+#include "models/clip_media.h"
 #include "models/model.h"
 
 
@@ -75,12 +76,20 @@ static omnic__model *open_model(const char *name, const char *backend)
     return m;
 }
 
+/* vision.encode on pixel_values through the family interface (models/media.h). */
+static omnic_status encode_image(omnic__model *m, omnic__tensor *pix, const omnic__tensor **projected,
+                                 const omnic__tensor **features, omnic_err *err)
+{
+    omnic__media_item it = {.modality = OMNIC_MODALITY_IMAGE, .input = pix, .grid = {1, 1, 1}};
+    return omnic__media_encode(m, &it, projected, features, err);
+}
+
 /* Deterministic pixel values in [-2, 2] (an LCG; seed picks the image). */
 static omnic__tensor *pixels(const omnic__model *m, uint32_t seed)
 {
     omnic__tensor *t;
     omnic_err err;
-    int64_t d[3] = {3, m->image_size, m->image_size};
+    int64_t d[3] = {3, omnic__clip_media_of(m)->image_size, omnic__clip_media_of(m)->image_size};
     assert_int_equal(omnic__tensor_create(&t, OMNIC_DTYPE_F32, 3, d, &err), OMNIC_OK);
     float *p = t->data;
     uint32_t x = seed * 2654435761u + 12345u;
@@ -105,7 +114,7 @@ static int build_prompt(const omnic__model *m, int32_t *toks, int cap)
     static const int32_t text[] = {1, 40, 201, 77, 9, 300, 12, 5, 66};
     int n = 0;
     for (int i = 0; i < 3; i++) toks[n++] = text[i];
-    for (int64_t i = 0; i < m->image_tokens && n < cap; i++) toks[n++] = m->image_token_id;
+    for (int64_t i = 0; i < omnic__clip_media_of(m)->image_tokens && n < cap; i++) toks[n++] = omnic__media_placeholder(m, OMNIC_MODALITY_IMAGE);
     for (size_t i = 3; i < sizeof text / sizeof text[0]; i++) toks[n++] = text[i];
     return n;
 }
@@ -120,7 +129,7 @@ static float *merged_embeds(omnic__model *m, const int32_t *toks, int n, const o
     /* spot check: each text row is its lookup, each image row its projected row */
     int64_t img = 0;
     for (int i = 0; i < n; i++) {
-        if (toks[i] == m->image_token_id) {
+        if (toks[i] == omnic__media_placeholder(m, OMNIC_MODALITY_IMAGE)) {
             assert_memory_equal(emb + i * H, (const float *)proj->data + img++ * H, (size_t)H * sizeof(float));
         } else {
             assert_int_equal(omnic__model_embed_tokens(m, &toks[i], 1, row, &err), OMNIC_OK);
@@ -188,9 +197,9 @@ static void check_ckpt(const char *name)
     assert_true(omnic__model_supports_image(cpu));
     omnic__tensor *pix = pixels(cpu, 7);
     const omnic__tensor *pc, *fc, *pr, *fr;
-    assert_int_equal(omnic__model_encode_image(cpu, pix, &pc, &fc, &err), OMNIC_OK);
-    assert_int_equal(omnic__model_encode_image(ref, pix, &pr, &fr, &err), OMNIC_OK);
-    assert_int_equal(pc->dims[0], cpu->image_tokens);
+    assert_int_equal(encode_image(cpu, pix, &pc, &fc, &err), OMNIC_OK);
+    assert_int_equal(encode_image(ref, pix, &pr, &fr, &err), OMNIC_OK);
+    assert_int_equal(pc->dims[0], omnic__clip_media_of(cpu)->image_tokens);
     assert_int_equal(pc->dims[1], cpu->dec.cfg.hidden);
     double rp = max_rel(pc->data, pr->data, omnic__tensor_nelem(pc));
     double rf = max_rel(fc->data, fr->data, omnic__tensor_nelem(fc));
@@ -228,7 +237,7 @@ static void check_ckpt(const char *name)
     prefill_embeds(ref, er, n, lr);
     double rl = max_rel(lc, lr, V);
     fprintf(stderr, "%s: image prompt (%d rows, %lld image rows): cpu vs ref logits max rel diff %.3g\n", name, n,
-            (long long)cpu->image_tokens, rl);
+            (long long)omnic__clip_media_of(cpu)->image_tokens, rl);
     assert_true(rl < 1e-4);
     int32_t gc[8], gr[8];
     greedy(cpu, lc, 8, gc);
@@ -258,8 +267,8 @@ static void test_spellings(void **state)
     omnic__tensor *pix = pixels(a, 3);
     const omnic__tensor *pa, *pb;
     omnic_err err;
-    assert_int_equal(omnic__model_encode_image(a, pix, &pa, NULL, &err), OMNIC_OK);
-    assert_int_equal(omnic__model_encode_image(b, pix, &pb, NULL, &err), OMNIC_OK);
+    assert_int_equal(encode_image(a, pix, &pa, NULL, &err), OMNIC_OK);
+    assert_int_equal(encode_image(b, pix, &pb, NULL, &err), OMNIC_OK);
     assert_memory_equal(pa->data, pb->data, omnic__tensor_bytes(pa));
     assert_string_equal(a->dec.cfg.prefix, "language_model.model.");
     assert_string_equal(b->dec.cfg.prefix, "model.language_model.");
@@ -276,12 +285,12 @@ static void test_predicate_and_inputs(void **state)
     omnic__model *t = open_model("text-llama", "cpu");
     omnic_err err;
     assert_false(omnic__model_supports_image(t));
-    assert_null(t->vision);
+    assert_null(omnic__clip_media_of(t));
     const omnic__tensor *p;
     omnic__model *c = open_model("clip-llama", "cpu");
     omnic__tensor *pix = pixels(c, 1);
     omnic__model_close(c);
-    assert_int_equal(omnic__model_encode_image(t, pix, &p, NULL, &err), OMNIC_E_UNSUPPORTED);
+    assert_int_equal(encode_image(t, pix, &p, NULL, &err), OMNIC_E_UNSUPPORTED);
     omnic__tensor_destroy(pix);
     omnic__model_close(t);
 
@@ -293,7 +302,7 @@ static void test_predicate_and_inputs(void **state)
         const int64_t H = m->dec.cfg.hidden;
         float *emb = malloc((size_t)((n > 20 ? n : 20) * H) * sizeof *emb);
         omnic__tensor *rows;
-        int64_t rd[2] = {m->image_tokens, H};
+        int64_t rd[2] = {omnic__clip_media_of(m)->image_tokens, H};
         assert_int_equal(omnic__tensor_create(&rows, OMNIC_DTYPE_F32, 2, rd, &err), OMNIC_OK);
         const omnic__tensor *two[2] = {rows, rows};
         assert_int_equal(omnic__model_merge_embeds(m, toks, n, two, 2, emb, &err), OMNIC_E_INVALID);
@@ -313,10 +322,10 @@ static void test_predicate_and_inputs(void **state)
         int k = 0;
         for (int img = 0; img < 2; img++) {
             two_img[k++] = 7;
-            for (int64_t i = 0; i < m->image_tokens; i++) two_img[k++] = m->image_token_id;
+            for (int64_t i = 0; i < omnic__clip_media_of(m)->image_tokens; i++) two_img[k++] = omnic__media_placeholder(m, OMNIC_MODALITY_IMAGE);
         }
         const omnic__tensor *both[2] = {rows, rows2};
-        assert_int_equal(m->image_tokens, 9);
+        assert_int_equal(omnic__clip_media_of(m)->image_tokens, 9);
         assert_int_equal(omnic__model_merge_embeds(m, two_img, k, both, 2, emb, &err), OMNIC_OK);
         assert_memory_equal(emb + 1 * H, rows->data, (size_t)(9 * H) * sizeof(float));
         assert_memory_equal(emb + 11 * H, rows2->data, (size_t)(9 * H) * sizeof(float));
@@ -329,13 +338,13 @@ static void test_predicate_and_inputs(void **state)
     }
     pix = pixels(m, 2);
     ((float *)pix->data)[17] = INFINITY;
-    assert_int_equal(omnic__model_encode_image(m, pix, &p, NULL, &err), OMNIC_E_INVALID);
+    assert_int_equal(encode_image(m, pix, &p, NULL, &err), OMNIC_E_INVALID);
     assert_non_null(strstr(err.msg, "pixel_values"));
     omnic__tensor_destroy(pix);
     omnic__tensor *small;
-    int64_t d[3] = {3, m->image_size - 1, m->image_size};
+    int64_t d[3] = {3, omnic__clip_media_of(m)->image_size - 1, omnic__clip_media_of(m)->image_size};
     assert_int_equal(omnic__tensor_create(&small, OMNIC_DTYPE_F32, 3, d, &err), OMNIC_OK);
-    assert_int_equal(omnic__model_encode_image(m, small, &p, NULL, &err), OMNIC_E_INVALID);
+    assert_int_equal(encode_image(m, small, &p, NULL, &err), OMNIC_E_INVALID);
     omnic__tensor_destroy(small);
     omnic__model_close(m);
 
@@ -344,7 +353,7 @@ static void test_predicate_and_inputs(void **state)
     snprintf(dir, sizeof dir, "%s/noproc", tmp);
     sh("cp -r %s/clip-qwen2 %s && rm %s/preprocessor_config.json", tmp, dir, dir);
     assert_int_equal(try_open(dir, "cpu", &m, &err), OMNIC_OK);
-    assert_non_null(m->vision);
+    assert_non_null(omnic__clip_media_of(m));
     assert_false(omnic__model_supports_image(m));
     omnic__model_close(m);
 }

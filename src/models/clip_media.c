@@ -1,0 +1,288 @@
+/* Image input through a CLIP or SigLIP tower + projector (models/clip_media.h): the family
+ * table omnic__media_clip_image. */
+#include <string.h>
+
+#include "models/clip_media.h"
+#include "models/image_processor_config.h"
+#include "models/model.h"
+
+static omnic__clip_media *state(const omnic__model *m)
+{
+    return m->media[OMNIC_MODALITY_IMAGE].ops == &omnic__media_clip_image
+               ? m->media[OMNIC_MODALITY_IMAGE].state
+               : NULL;
+}
+
+const omnic__clip_media *omnic__clip_media_of(const omnic__model *m)
+{
+    return m ? state(m) : NULL;
+}
+
+static void clip_close(omnic__model *m)
+{
+    omnic__clip_media *c = state(m);
+    if (!c) return;
+    omnic__module_deinit(&c->encode);
+    omnic__vision_tower_deinit(&c->tower);
+    omnic_free(c);
+    m->media[OMNIC_MODALITY_IMAGE].state = NULL;
+}
+
+/* The tower, its vision.encode module (one image per call) and the image facts. */
+static omnic_status clip_open(omnic__model *m, omnic_err *err)
+{
+    omnic__vision_config vc;
+    if (!m->family->parse_vision)
+        return OMNIC_FAIL(err, OMNIC_E_INTERNAL, "family %s has no vision config parser", m->family->name);
+    OMNIC_TRY(m->family->parse_vision(m->ckpt->config, "config.json", &m->dec.cfg, &vc, err));
+    omnic__clip_media *c = omnic_alloc_array(1, sizeof *c);
+    if (!c) return OMNIC_FAIL(err, OMNIC_E_NOMEM, "out of memory for a vision tower");
+    omnic_status s = omnic__vision_tower_load(&c->tower, &vc, m->ckpt->weights, err);
+    if (s != OMNIC_OK) {
+        omnic_free(c);
+        return s;
+    }
+    m->media[OMNIC_MODALITY_IMAGE].state = c; /* clip_close frees what follows on failure */
+    OMNIC_TRY(omnic__module_init(&c->encode, "vision.encode", "omnic.vision.encode/1", 1, err));
+    OMNIC_TRY(omnic__vision_tower_build(&c->tower, &c->encode, err));
+    OMNIC_TRY(omnic__module_finalize(&c->encode, m->backend, m->pool, err));
+    OMNIC_TRY(omnic__module_constrain(&c->encode, "pixel_values", 0, true, err));
+    c->features = omnic__module_find_output(&c->encode, "vision_features");
+    c->projected = omnic__module_find_output(&c->encode, "projected");
+    c->image_tokens = vc.n_out;
+    c->image_size = vc.image_size;
+    m->media[OMNIC_MODALITY_IMAGE].placeholder_id = vc.image_token_id;
+    return OMNIC_OK;
+}
+
+static bool clip_ready(const omnic__model *m)
+{
+    const omnic__clip_media *c = state(m);
+    return c && c->encode.finalized && c->projected >= 0;
+}
+
+/* ---- processor: CLIPImageProcessor / SiglipImageProcessor ------------------------------------ */
+
+typedef struct clip_proc {
+    omnic__image_proc_params params;
+    int64_t size; /* pixel_values height = width: the tower's */
+} clip_proc;
+
+static omnic_status clip_proc_init(const omnic__model *m, int64_t user_max_pixels, void **out, omnic_err *err)
+{
+    (void)user_max_pixels; /* the output size is the tower's: a user pixel limit does not apply */
+    clip_proc *p = omnic_alloc_array(1, sizeof *p);
+    if (!p) return OMNIC_FAIL(err, OMNIC_E_NOMEM, "out of memory for an image processor");
+    omnic_status s = omnic__image_processor_config_parse(m->ckpt->preprocessor_config,
+                                                         "preprocessor_config.json", &p->params, err);
+    p->size = state(m)->image_size;
+    int64_t w = 0, h = 0; /* any input size: the processor must end at the encoder's square */
+    if (s == OMNIC_OK) s = omnic__image_proc_output_size(&p->params, 640, 480, &w, &h, err);
+    if (s == OMNIC_OK && (w != p->size || h != p->size))
+        s = OMNIC_FAIL(
+            err, OMNIC_E_INVALID,
+            "preprocessor_config.json makes %lldx%lld pixel_values, the vision tower takes %lldx%lld",
+            (long long)w, (long long)h, (long long)p->size, (long long)p->size);
+    if (s != OMNIC_OK) {
+        omnic_free(p);
+        return s;
+    }
+    *out = p;
+    return OMNIC_OK;
+}
+
+static omnic_status clip_proc_clone(const void *params, void **out, omnic_err *err)
+{
+    clip_proc *p = omnic_alloc_array(1, sizeof *p);
+    if (!p) return OMNIC_FAIL(err, OMNIC_E_NOMEM, "out of memory for an image processor");
+    *p = *(const clip_proc *)params;
+    *out = p;
+    return OMNIC_OK;
+}
+
+static void clip_proc_free(void *params)
+{
+    omnic_free(params);
+}
+
+static int64_t clip_proc_max_pixels(const void *params)
+{
+    (void)params;
+    return 0; /* fixed output size */
+}
+
+static omnic_status clip_preprocess(const void *params, const omnic__decoded_media *in,
+                                    omnic__media_item *out, omnic_err *err)
+{
+    const clip_proc *p = params;
+    const omnic__image *img = in->image;
+    int64_t w, h;
+    OMNIC_TRY(omnic__image_proc_output_size(&p->params, img->width, img->height, &w, &h, err));
+    if (w != p->size || h != p->size)
+        return OMNIC_FAIL(err, OMNIC_E_INVALID,
+                          "a %lldx%lld image gives %lldx%lld pixel_values, the model takes %lldx%lld",
+                          (long long)img->width, (long long)img->height, (long long)w, (long long)h,
+                          (long long)p->size, (long long)p->size);
+    *out = (omnic__media_item){.modality = OMNIC_MODALITY_IMAGE,
+                               .grid = {1, 1, 1},
+                               .in_w = img->width,
+                               .in_h = img->height,
+                               .out_w = w,
+                               .out_h = h};
+    return omnic__image_preprocess(img, &p->params, &out->input, err);
+}
+
+/* ---- encoder and merge ----------------------------------------------------------------------- */
+
+static omnic_status clip_item_rows(const omnic__model *m, const omnic__media_item *it, int64_t *rows,
+                                   omnic_err *err)
+{
+    const omnic__clip_media *c = state(m);
+    const omnic__tensor *t = it->input;
+    if (!t || !t->data || t->dtype != OMNIC_DTYPE_F32 || t->ndim != 3 || t->dims[0] != 3 ||
+        t->dims[1] != c->image_size || t->dims[2] != c->image_size)
+        return OMNIC_FAIL(err, OMNIC_E_INVALID, "pixel_values must be f32 [3, %lld, %lld]",
+                          (long long)c->image_size, (long long)c->image_size);
+    *rows = c->image_tokens;
+    return OMNIC_OK;
+}
+
+static omnic_status clip_encode(omnic__model *m, const omnic__media_item *it, const omnic__tensor **projected,
+                                const omnic__tensor **features, omnic_err *err)
+{
+    omnic__clip_media *c = state(m);
+    const omnic__tensor *in[1] = {it->input};
+    omnic__call call = {.n = 1, .inputs = in, .n_inputs = 1};
+    OMNIC_TRY(omnic__module_call(&c->encode, &call, err));
+    *projected = omnic__module_output(&c->encode, c->projected);
+    if (features) *features = omnic__module_output(&c->encode, c->features);
+    return OMNIC_OK;
+}
+
+/* Patch embedding, the layers run (q/k/v/o, attention scores and values, MLP), the projector. */
+static void clip_encode_cost(const omnic__model *m, const omnic__media_item *it, omnic__encode_cost *out)
+{
+    (void)it;
+    const omnic__vision_config *c = &state(m)->tower.cfg;
+    double N = (double)c->n_seq, C = (double)c->hidden, I = (double)c->intermediate,
+           L = (double)c->feature_index;
+    double P = (double)(c->channels * c->patch * c->patch), D = (double)c->text_hidden, R = (double)c->n_out;
+    out->macs = N * P * C + L * (4 * N * C * C + 2 * N * N * C + 2 * N * C * I) + R * C * D + R * D * D;
+    out->rows = c->n_seq, out->width = c->hidden, out->inter = c->intermediate;
+}
+
+/* LLaVA's merge (HF masked_scatter): each placeholder id becomes its image's rows, text rows
+ * are m's own embedding rows (bit-identical to text.token_prefill's lookup and scale),
+ * positions 0..n_rows-1, causal (no bias). */
+static omnic_status clip_merge(const omnic__model *m, const int32_t *logical, int64_t n_logical,
+                               const omnic__media_item *const *items, int64_t n_images,
+                               const float *projected, omnic__prepared_prefill *out, omnic_err *err)
+{
+    (void)items;
+    const int64_t H = m->dec.cfg.hidden, R = state(m)->image_tokens;
+    const int32_t pad = m->media[OMNIC_MODALITY_IMAGE].placeholder_id;
+    int64_t found = 0;
+    for (int64_t i = 0; i < n_logical; i++)
+        found += logical[i] == pad;
+    if (found != n_images)
+        return OMNIC_FAIL(err, OMNIC_E_INVALID,
+                          "the prompt has %lld image placeholders but %lld images were given",
+                          (long long)found, (long long)n_images);
+    omnic__prepared_prefill p = {.n_logical = n_logical,
+                                 .hidden = H,
+                                 .pos_mode = OMNIC_POS_1D,
+                                 .n_images = n_images,
+                                 .image_rows = n_images * R};
+    p.n_rows = n_logical - n_images + n_images * R;
+    p.logical = omnic_alloc_array((size_t)n_logical, sizeof *p.logical);
+    p.embeds = omnic_alloc_array((size_t)p.n_rows * (size_t)H, sizeof *p.embeds);
+    p.positions = omnic_alloc_array((size_t)p.n_rows, sizeof *p.positions);
+    omnic_status s = OMNIC_OK;
+    if (!p.logical || !p.embeds || !p.positions) {
+        s = OMNIC_FAIL(err, OMNIC_E_NOMEM, "out of memory for a prompt of %lld rows x %lld",
+                       (long long)p.n_rows, (long long)H);
+        goto out;
+    }
+    memcpy(p.logical, logical, (size_t)n_logical * sizeof *logical);
+    int64_t row = 0, image = 0;
+    for (int64_t i = 0; i < n_logical;) {
+        if (logical[i] == pad) {
+            memcpy(p.embeds + row * H, projected + image * R * H, (size_t)(R * H) * sizeof(float));
+            row += R, image++, i++;
+            continue;
+        }
+        int64_t j = i; /* a run of text ids: one lookup */
+        while (j < n_logical && logical[j] != pad)
+            j++;
+        if ((s = omnic__model_embed_tokens(m, logical + i, j - i, p.embeds + row * H, err)) != OMNIC_OK)
+            goto out;
+        row += j - i, i = j;
+    }
+    for (int64_t r = 0; r < p.n_rows; r++)
+        p.positions[r] = (int32_t)r;
+    s = omnic__prepared_prefill_init(out, &p, err);
+out:
+    omnic__prepared_prefill_deinit(&p);
+    return s;
+}
+
+/* ---- reports ---------------------------------------------------------------------------------- */
+
+static void clip_describe(const omnic__model *m, FILE *f)
+{
+    const omnic__clip_media *c = state(m);
+    const omnic__vision_config *vc = &c->tower.cfg;
+    fprintf(f,
+            "vision:     %s tower, %lld px, patch %lld, hidden %lld, %lld of %lld layers run, %lld rows per "
+            "image "
+            "(image token %d)\n",
+            vc->arch == OMNIC_VISION_CLIP ? "CLIP" : "SigLIP", (long long)vc->image_size,
+            (long long)vc->patch, (long long)vc->hidden, (long long)vc->feature_index,
+            (long long)vc->n_layers, (long long)c->image_tokens,
+            m->media[OMNIC_MODALITY_IMAGE].placeholder_id);
+    omnic__module_print(&c->encode, f);
+}
+
+static void clip_summary(const omnic__model *m, char *buf, size_t n)
+{
+    const omnic__vision_config *vc = &state(m)->tower.cfg;
+    snprintf(buf, n, "%s %s %lldpx, %lld of %lld layers", m->family->name,
+             vc->arch == OMNIC_VISION_CLIP ? "CLIP" : "SigLIP", (long long)vc->image_size,
+             (long long)vc->feature_index, (long long)vc->n_layers);
+}
+
+static size_t clip_planned_bytes(const omnic__model *m)
+{
+    const omnic__clip_media *c = state(m);
+    return c ? c->encode.plan.total_bytes : 0;
+}
+
+static void clip_identity(const omnic__model *m, char *modules, size_t n_modules, char *buckets,
+                          size_t n_buckets)
+{
+    const omnic__clip_media *c = state(m);
+    size_t used = strlen(modules);
+    snprintf(modules + used, n_modules - used, ";%s:%s", c->encode.name, c->encode.contract);
+    snprintf(buckets, n_buckets, "image:%lldx%lld", (long long)c->image_size, (long long)c->image_size);
+}
+
+const omnic__media_ops omnic__media_clip_image = {
+    .modality = OMNIC_MODALITY_IMAGE,
+    .open = clip_open,
+    .close = clip_close,
+    .ready = clip_ready,
+    .proc_init = clip_proc_init,
+    .proc_clone = clip_proc_clone,
+    .proc_free = clip_proc_free,
+    .proc_kwargs = NULL,
+    .proc_max_pixels = clip_proc_max_pixels,
+    .preprocess = clip_preprocess,
+    .item_rows = clip_item_rows,
+    .encode = clip_encode,
+    .encode_cost = clip_encode_cost,
+    .merge = clip_merge,
+    .describe = clip_describe,
+    .summary = clip_summary,
+    .planned_bytes = clip_planned_bytes,
+    .identity = clip_identity,
+};

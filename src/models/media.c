@@ -1,0 +1,144 @@
+/* The media family interface: model-level dispatch to a family's table (models/media.h). */
+#include <string.h>
+
+#include "models/model.h"
+
+const char *omnic__modality_name(omnic__modality m)
+{
+    static const char *const n[OMNIC_MODALITY_COUNT] = {"text", "image", "audio"};
+    return (unsigned)m < OMNIC_MODALITY_COUNT ? n[m] : "?";
+}
+
+void omnic__media_item_deinit(omnic__media_item *it)
+{
+    if (!it) return;
+    omnic__tensor_destroy(it->input);
+    *it = (omnic__media_item){0};
+}
+
+omnic_status omnic__media_item_copy(omnic__media_item *out, const omnic__media_item *src, omnic_err *err)
+{
+    *out = *src;
+    out->input = NULL;
+    if (!src->input) return OMNIC_OK;
+    OMNIC_TRY(omnic__tensor_create(&out->input, src->input->dtype, src->input->ndim, src->input->dims, err));
+    memcpy(out->input->data, src->input->data, omnic__tensor_bytes(src->input));
+    return OMNIC_OK;
+}
+
+/* m's table for mod, or NULL. */
+static const omnic__media_ops *ops_of(const omnic__model *m, omnic__modality mod)
+{
+    return m && (unsigned)mod < OMNIC_MODALITY_COUNT ? m->media[mod].ops : NULL;
+}
+
+static omnic_status not_taken(const omnic__model *m, omnic__modality mod, omnic_err *err)
+{
+    return OMNIC_FAIL(err, OMNIC_E_UNSUPPORTED, "this model (family %s) does not take %s input",
+                      m ? m->family->name : "?", omnic__modality_name(mod));
+}
+
+omnic_status omnic__media_proc_init(omnic__media_proc *p, const omnic__model *m, omnic__modality mod,
+                                    int64_t user_max_pixels, omnic_err *err)
+{
+    *p = (omnic__media_proc){0};
+    const omnic__media_ops *o = ops_of(m, mod);
+    if (!o || !o->ready(m) || !m->ckpt->preprocessor_config) return not_taken(m, mod, err);
+    if (user_max_pixels < 0)
+        return OMNIC_FAIL(err, OMNIC_E_INVALID, "max image pixels %lld must be >= 0",
+                          (long long)user_max_pixels);
+    OMNIC_TRY(o->proc_init(m, user_max_pixels, &p->params, err));
+    p->ops = o;
+    p->user_max_pixels = user_max_pixels;
+    return OMNIC_OK;
+}
+
+omnic_status omnic__media_proc_with(omnic__media_proc *out, const omnic__media_proc *src,
+                                    const omnic__media_kwargs *kw, omnic_err *err)
+{
+    *out = (omnic__media_proc){0};
+    const bool any = kw && (kw->min_pixels || kw->max_pixels);
+    if (any && !src->ops->proc_kwargs)
+        return OMNIC_FAIL(
+            err, OMNIC_E_UNSUPPORTED,
+            "min_pixels / max_pixels apply to Qwen2-VL-style image processors only (this model's %s "
+            "processor makes one fixed size)",
+            omnic__modality_name(src->ops->modality));
+    void *params;
+    OMNIC_TRY(src->ops->proc_clone(src->params, &params, err));
+    if (any) {
+        omnic_status s = src->ops->proc_kwargs(params, kw, err);
+        if (s != OMNIC_OK) {
+            src->ops->proc_free(params);
+            return s;
+        }
+    }
+    *out = (omnic__media_proc){.ops = src->ops, .params = params, .user_max_pixels = src->user_max_pixels};
+    return OMNIC_OK;
+}
+
+void omnic__media_proc_deinit(omnic__media_proc *p)
+{
+    if (!p || !p->ops) return;
+    p->ops->proc_free(p->params);
+    *p = (omnic__media_proc){0};
+}
+
+int64_t omnic__media_proc_max_pixels(const omnic__media_proc *p)
+{
+    return p && p->ops ? p->ops->proc_max_pixels(p->params) : 0;
+}
+
+omnic_status omnic__media_preprocess(const omnic__media_proc *p, const omnic__decoded_media *in,
+                                     omnic__media_item *out, omnic_err *err)
+{
+    *out = (omnic__media_item){0};
+    if (!p || !p->ops) return OMNIC_FAIL(err, OMNIC_E_INVALID, "no media processor");
+    omnic_status s = p->ops->preprocess(p->params, in, out, err);
+    if (s != OMNIC_OK) omnic__media_item_deinit(out);
+    return s;
+}
+
+omnic_status omnic__media_item_rows(const omnic__model *m, const omnic__media_item *it, int64_t *rows,
+                                    omnic_err *err)
+{
+    const omnic__media_ops *o = ops_of(m, it->modality);
+    if (!o || !o->ready(m)) return not_taken(m, it->modality, err);
+    return o->item_rows(m, it, rows, err);
+}
+
+omnic_status omnic__media_encode(omnic__model *m, const omnic__media_item *it,
+                                 const omnic__tensor **projected, const omnic__tensor **features,
+                                 omnic_err *err)
+{
+    const omnic__media_ops *o = ops_of(m, it->modality);
+    if (!o || !o->ready(m)) return not_taken(m, it->modality, err);
+    return o->encode(m, it, projected, features, err);
+}
+
+void omnic__media_encode_cost(const omnic__model *m, const omnic__media_item *it, omnic__encode_cost *out)
+{
+    *out = (omnic__encode_cost){0};
+    const omnic__media_ops *o = ops_of(m, it->modality);
+    if (o) o->encode_cost(m, it, out);
+}
+
+omnic_status omnic__media_merge(const omnic__model *m, const int32_t *logical, int64_t n,
+                                const omnic__media_item *const *items, int64_t n_items,
+                                const float *projected, omnic__prepared_prefill *out, omnic_err *err)
+{
+    omnic__modality mod = n_items ? items[0]->modality : OMNIC_MODALITY_IMAGE;
+    for (int64_t k = 1; k < n_items; k++)
+        if (items[k]->modality != mod)
+            return OMNIC_FAIL(err, OMNIC_E_UNSUPPORTED,
+                              "a prompt mixing %s and %s input is not supported yet",
+                              omnic__modality_name(mod), omnic__modality_name(items[k]->modality));
+    const omnic__media_ops *o = ops_of(m, mod);
+    if (!o || !o->ready(m)) return not_taken(m, mod, err);
+    return o->merge(m, logical, n, items, n_items, projected, out, err);
+}
+
+int32_t omnic__media_placeholder(const omnic__model *m, omnic__modality mod)
+{
+    return ops_of(m, mod) ? m->media[mod].placeholder_id : -1;
+}

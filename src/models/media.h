@@ -1,0 +1,168 @@
+/* The family interface for media input (DESIGN.md 3, "The family interface"; docs/multimodal.md).
+ *
+ * A family that takes a modality fills in one omnic__media_ops table for it and names it in
+ * its descriptor (models/family.h). Everything above src/models/ (engine, server, CLI) goes
+ * through the functions at the end of this header and never learns which family it talks to:
+ *
+ *   processor config parse   omnic__media_proc_init      (preprocessor_config.json -> params)
+ *   preprocess               omnic__media_preprocess     (decoded media -> owned item)
+ *   placeholder expansion    omnic__media_item_rows      (one logical placeholder -> N rows)
+ *   encoder module           omnic__media_encode         (item -> projected rows [N, H_text])
+ *   merge                    omnic__media_merge          (logical ids + rows -> PreparedPrefill)
+ *   capability report        omnic__model_accepts / omnic__media_describe
+ *
+ * Audio fills in the same table (decoded samples in omnic__decoded_media, an audio.encode
+ * module behind encode, a valid length in the item); adapter modes and side inputs travel in
+ * the PreparedPrefill that merge builds (mm/prepared.h). */
+#ifndef OMNIC_MODELS_MEDIA_H
+#define OMNIC_MODELS_MEDIA_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "core/tensor.h"
+#include "mm/image.h"
+#include "mm/prepared.h"
+
+typedef enum omnic__modality {
+    OMNIC_MODALITY_TEXT,
+    OMNIC_MODALITY_IMAGE,
+    OMNIC_MODALITY_AUDIO,
+    OMNIC_MODALITY_COUNT
+} omnic__modality;
+
+/* "text", "image", "audio"; "?" out of range. */
+const char *omnic__modality_name(omnic__modality m);
+
+/* One preprocessed media item: what a family's processor makes of one decoded image (or clip)
+ * and its encoder takes. Owned by whoever holds it (omnic__media_item_deinit). */
+typedef struct omnic__media_item {
+    omnic__modality modality;
+    omnic__tensor *input; /* owned: the encoder's input (pixel_values in the family's layout) */
+    bool has_grid;        /* packed-patch towers: grid is the processor's image_grid_thw */
+    int64_t grid[3];      /* (t, h, w) in patches; (1, 1, 1) without a grid */
+    int64_t valid;        /* audio: valid frames of input; 0 for images */
+    int64_t rows;         /* prompt rows the item's one placeholder expands to */
+    int64_t in_w, in_h;   /* the decoded size; out_w, out_h: the size the processor resized to */
+    int64_t out_w, out_h;
+    bool limited; /* resized smaller because of a user limit (--max-image-pixels or a
+                   * request's mm_processor_kwargs), not the checkpoint's own: reported */
+} omnic__media_item;
+
+/* Frees it->input and zeroes *it; NULL ok. */
+void omnic__media_item_deinit(omnic__media_item *it);
+/* Deep copy of src into *out (owned). E_NOMEM. */
+omnic_status omnic__media_item_copy(omnic__media_item *out, const omnic__media_item *src, omnic_err *err);
+
+/* Decoded media handed to a processor (borrowed): the field of the processor's modality. */
+typedef struct omnic__decoded_media {
+    const omnic__image *image;
+} omnic__decoded_media;
+
+/* Per-request processor options (vLLM's mm_processor_kwargs): 0 = the processor's own value. */
+typedef struct omnic__media_kwargs {
+    int64_t min_pixels, max_pixels;
+} omnic__media_kwargs;
+
+struct omnic__model;
+
+/* The work of one encode: multiply-accumulates, and the encoder's dominant matmul shape
+ * ([rows, width] x [inter, width]^T) for a GEMM probe of the same size. */
+typedef struct omnic__encode_cost {
+    double macs;
+    int64_t rows, width, inter;
+} omnic__encode_cost;
+
+/* A family's table for one modality. Every function is required unless marked optional. */
+typedef struct omnic__media_ops {
+    omnic__modality modality;
+    /* Binds the encoder's weights, plans its modules on m's backend and sets m->media[modality]
+     * (state, placeholder id). Called once by omnic__model_open after the text decoder. */
+    omnic_status (*open)(struct omnic__model *m, omnic_err *err);
+    /* Frees what open made (NULL-safe on a partly opened model). */
+    void (*close)(struct omnic__model *m);
+    /* True when the encoder's weights and modules loaded (the capability predicate's part). */
+    bool (*ready)(const struct omnic__model *m);
+    /* Processor parameters from m's processor config, checked against the encoder; user_max_pixels
+     * > 0 lowers the processor's pixel bound (a user limit). Returns owned *params. */
+    omnic_status (*proc_init)(const struct omnic__model *m, int64_t user_max_pixels, void **params,
+                              omnic_err *err);
+    omnic_status (*proc_clone)(const void *params, void **out, omnic_err *err);
+    void (*proc_free)(void *params);
+    /* (optional) Applies per-request kwargs within the server's bounds; E_INVALID naming the value
+     * and the bound. NULL: the processor takes none (requests that set them are refused). */
+    omnic_status (*proc_kwargs)(void *params, const omnic__media_kwargs *kw, omnic_err *err);
+    /* The largest output the processor makes (pixels), for reports; 0: fixed size. */
+    int64_t (*proc_max_pixels)(const void *params);
+    /* Decoded media -> owned *out (input tensor, grid, rows, sizes). */
+    omnic_status (*preprocess)(const void *params, const omnic__decoded_media *in, omnic__media_item *out,
+                               omnic_err *err);
+    /* Checks an item against m's encoder and gives the rows its placeholder expands to. */
+    omnic_status (*item_rows)(const struct omnic__model *m, const omnic__media_item *it, int64_t *rows,
+                              omnic_err *err);
+    /* Runs the encoder on one item: *projected [rows, H_text] (and *features, the encoder's
+     * selected hidden state, when not NULL), valid until the next encode call. */
+    omnic_status (*encode)(struct omnic__model *m, const omnic__media_item *it,
+                           const omnic__tensor **projected, const omnic__tensor **features, omnic_err *err);
+    /* What one encode of it costs (benchmarks). */
+    void (*encode_cost)(const struct omnic__model *m, const omnic__media_item *it, omnic__encode_cost *out);
+    /* logical [n] (one placeholder per item) + projected (every item's rows in order,
+     * [sum rows, H_text]) -> *out (embeddings, positions, bias, adapter mode, side inputs). */
+    omnic_status (*merge)(const struct omnic__model *m, const int32_t *logical, int64_t n,
+                          const omnic__media_item *const *items, int64_t n_items, const float *projected,
+                          omnic__prepared_prefill *out, omnic_err *err);
+    /* Capability report for `omnic inspect`: the encoder, its processor facts, its modules. */
+    void (*describe)(const struct omnic__model *m, FILE *out);
+    /* One-line description of the encoder (benchmark tables). */
+    void (*summary)(const struct omnic__model *m, char *buf, size_t n);
+    /* Planned module bytes of the encoder. */
+    size_t (*planned_bytes)(const struct omnic__model *m);
+    /* Appends ";name:contract" of each encoder module to modules and the input buckets to buckets
+     * (bundle identity). */
+    void (*identity)(const struct omnic__model *m, char *modules, size_t n_modules, char *buckets,
+                     size_t n_buckets);
+} omnic__media_ops;
+
+/* A model's processor for one modality (immutable once made: share it, or clone it to apply a
+ * request's kwargs). */
+typedef struct omnic__media_proc {
+    const omnic__media_ops *ops;
+    void *params;            /* owned by ops */
+    int64_t user_max_pixels; /* the user limit it was made with; 0 none */
+} omnic__media_proc;
+
+/* m's processor for modality mod (E_UNSUPPORTED naming the modality when m does not take it).
+ * user_max_pixels: 0, or a user limit on the processor's output size (pixels). */
+omnic_status omnic__media_proc_init(omnic__media_proc *p, const struct omnic__model *m, omnic__modality mod,
+                                    int64_t user_max_pixels, omnic_err *err);
+/* A copy of src with kw applied (E_INVALID naming the bad value; E_UNSUPPORTED when the
+ * processor takes no kwargs and kw sets any). */
+omnic_status omnic__media_proc_with(omnic__media_proc *out, const omnic__media_proc *src,
+                                    const omnic__media_kwargs *kw, omnic_err *err);
+/* NULL ok. */
+void omnic__media_proc_deinit(omnic__media_proc *p);
+/* Largest processor output in pixels (0: fixed). */
+int64_t omnic__media_proc_max_pixels(const omnic__media_proc *p);
+
+/* Decoded media -> owned *out through p. */
+omnic_status omnic__media_preprocess(const omnic__media_proc *p, const omnic__decoded_media *in,
+                                     omnic__media_item *out, omnic_err *err);
+
+/* The model-level dispatch of the table above (E_UNSUPPORTED naming the modality when m does not
+ * take the item's modality). */
+omnic_status omnic__media_item_rows(const struct omnic__model *m, const omnic__media_item *it, int64_t *rows,
+                                    omnic_err *err);
+omnic_status omnic__media_encode(struct omnic__model *m, const omnic__media_item *it,
+                                 const omnic__tensor **projected, const omnic__tensor **features,
+                                 omnic_err *err);
+void omnic__media_encode_cost(const struct omnic__model *m, const omnic__media_item *it,
+                              omnic__encode_cost *out);
+/* Items all of one modality (the prompt's placeholders of that modality, in order). */
+omnic_status omnic__media_merge(const struct omnic__model *m, const int32_t *logical, int64_t n,
+                                const omnic__media_item *const *items, int64_t n_items,
+                                const float *projected, omnic__prepared_prefill *out, omnic_err *err);
+/* Placeholder id of modality mod in m's logical prompts; -1 when m does not take it. */
+int32_t omnic__media_placeholder(const struct omnic__model *m, omnic__modality mod);
+
+#endif
