@@ -1,5 +1,6 @@
-/* `omnic preprocess`: one image file through a checkpoint's image processor, pixel_values
- * written as .npy (f32 [3, H, W]) for comparison with the Hugging Face processors. */
+/* `omnic preprocess`: one image file through a checkpoint's image processor (the family
+ * interface's, chosen by the config's image_processor_type), pixel_values written as .npy for
+ * comparison with the Hugging Face processors. */
 #include <stdio.h>
 #include <string.h>
 
@@ -8,23 +9,45 @@
 #include "core/limits.h"
 #include "core/npy.h"
 #include "io/file.h"
+#include "io/json.h"
 #include "mm/image.h"
-#include "mm/image_processor.h"
-#include "models/image_processor_config.h"
-#include "models/qwen2vl_processor_config.h"
+#include "models/media.h"
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: omnic preprocess --image FILE (-m DIR | --config preprocessor_config.json)\n"
-               "                        [--variant pil|torchvision] --out FILE.npy\n"
-               "                        [--grid-out FILE.json] [--min-pixels N] [--max-pixels N]\n"
-               "  runs the checkpoint's image processor (CLIPImageProcessor, SiglipImageProcessor) on FILE\n"
-               "  (JPEG, PNG or WebP) and writes pixel_values, f32 [3, H, W], as .npy.\n"
-               "  --variant picks Hugging Face's PIL (\"slow\") or torchvision (\"fast\") numerics; the\n"
-               "  default comes from the config's image_processor_type.\n"
-               "  Qwen2-VL processors (Qwen2VLImageProcessor[Fast]) write pixel_values f32\n"
-               "  [t*h*w, 3*temporal*patch*patch]; --grid-out writes image_grid_thw, the resized size and\n"
-               "  the <|image_pad|> count as JSON; --min-pixels / --max-pixels override the config's bounds.\n");
+    fprintf(f,
+            "usage: omnic preprocess --image FILE (-m DIR | --config preprocessor_config.json)\n"
+            "                        [--variant pil|torchvision] --out FILE.npy\n"
+            "                        [--grid-out FILE.json] [--min-pixels N] [--max-pixels N]\n"
+            "  runs the checkpoint's image processor (CLIPImageProcessor, SiglipImageProcessor) on FILE\n"
+            "  (JPEG, PNG or WebP) and writes pixel_values, f32 [3, H, W], as .npy.\n"
+            "  --variant picks Hugging Face's PIL (\"slow\") or torchvision (\"fast\") numerics; the\n"
+            "  default comes from the config's image_processor_type.\n"
+            "  Qwen2-VL processors (Qwen2VLImageProcessor[Fast]) write pixel_values f32\n"
+            "  [t*h*w, 3*temporal*patch*patch]; --grid-out writes image_grid_thw, the resized size and\n"
+            "  the <|image_pad|> count as JSON; --min-pixels / --max-pixels override the config's bounds.\n");
+}
+
+/* {"image_grid_thw": [t, h, w], "resized_hw": [H, W], "num_patches": n, "row_len": k,
+ * "num_image_tokens": N} */
+static int write_grid(const char *path, const omnic__media_item *it)
+{
+    FILE *f = fopen(path, "w");
+    if (!f) {
+        fprintf(stderr, "omnic preprocess: cannot write %s\n", path);
+        return 1;
+    }
+    fprintf(f,
+            "{\"image_grid_thw\": [%lld, %lld, %lld], \"resized_hw\": [%lld, %lld], \"num_patches\": %lld, "
+            "\"row_len\": %lld, \"num_image_tokens\": %lld}\n",
+            (long long)it->grid[0], (long long)it->grid[1], (long long)it->grid[2], (long long)it->out_h,
+            (long long)it->out_w, (long long)it->input->dims[0], (long long)it->input->dims[1],
+            (long long)it->rows);
+    if (fclose(f) != 0) {
+        fprintf(stderr, "omnic preprocess: cannot write %s\n", path);
+        return 1;
+    }
+    return 0;
 }
 
 int omnic__cli_preprocess(int argc, char **argv)
@@ -44,8 +67,10 @@ int omnic__cli_preprocess(int argc, char **argv)
             (r = omnic__arg_str(argc, argv, &i, NULL, "--variant", &variant)) != 0 ||
             (r = omnic__arg_str(argc, argv, &i, "-o", "--out", &out_path)) != 0 ||
             (r = omnic__arg_str(argc, argv, &i, NULL, "--grid-out", &grid_out)) != 0 ||
-            (r = omnic__arg_i64(argc, argv, &i, NULL, "--min-pixels", 1, OMNIC_MAX_IMAGE_PIXELS, &min_pixels)) != 0 ||
-            (r = omnic__arg_i64(argc, argv, &i, NULL, "--max-pixels", 1, OMNIC_MAX_IMAGE_PIXELS, &max_pixels)) != 0) {
+            (r = omnic__arg_i64(argc, argv, &i, NULL, "--min-pixels", 1, OMNIC_MAX_IMAGE_PIXELS,
+                                &min_pixels)) != 0 ||
+            (r = omnic__arg_i64(argc, argv, &i, NULL, "--max-pixels", 1, OMNIC_MAX_IMAGE_PIXELS,
+                                &max_pixels)) != 0) {
             if (r < 0) return 2;
             continue;
         }
@@ -65,61 +90,55 @@ int omnic__cli_preprocess(int argc, char **argv)
 
     omnic_err err;
     omnic_err_clear(&err);
-    omnic__qwen2vl_proc_params qparams;
-    bool qwen = false;
-    omnic_status rc = dir ? omnic__qwen2vl_processor_config_load_dir(dir, &qparams, &qwen, &err)
-                          : omnic__qwen2vl_processor_config_load(config, &qparams, &qwen, &err);
-    if (rc != OMNIC_OK) {
-        fprintf(stderr, "omnic preprocess: %s\n", err.msg);
-        return 1;
-    }
-    if (qwen)
-        return omnic__cli_preprocess_qwen2vl(image_path, &qparams, variant, min_pixels, max_pixels, out_path,
-                                             grid_out);
-    if (grid_out || min_pixels || max_pixels) {
-        fprintf(stderr, "omnic preprocess: --grid-out, --min-pixels and --max-pixels need a Qwen2-VL processor config\n");
-        return 2;
-    }
-    omnic__image_proc_params params;
-    rc = dir ? omnic__image_processor_config_load_dir(dir, &params, &err)
-             : omnic__image_processor_config_load(config, &params, &err);
-    if (rc != OMNIC_OK) {
-        fprintf(stderr, "omnic preprocess: %s\n", err.msg);
-        return 1;
-    }
-    if (variant && !strcmp(variant, "pil")) {
-        params.numerics = OMNIC__NUMERICS_PIL;
-        params.crop_rounding = OMNIC__CROP_FLOOR;
-    } else if (variant) {
-        params.numerics = OMNIC__NUMERICS_TORCHVISION;
-        params.crop_rounding = OMNIC__CROP_ROUND_HALF_EVEN;
-    }
-
+    char path[4096];
+    if (dir)
+        snprintf(path, sizeof path, "%s/preprocessor_config.json", dir);
+    else
+        snprintf(path, sizeof path, "%s", config);
+    json_t *pc = NULL;
+    omnic__media_proc proc = {0};
+    const omnic__media_kwargs kw = {.min_pixels = min_pixels, .max_pixels = max_pixels};
     char *bytes = NULL;
     size_t len = 0;
     omnic__image img = {0};
-    omnic__tensor *pv = NULL;
+    omnic__media_item item = {0};
     int status = 1;
+    omnic_status rc = omnic__json_load_file(path, OMNIC_MAX_CONFIG_BYTES, &pc, &err);
+    if (rc == OMNIC_OK)
+        rc = omnic__media_proc_from_config(&proc, pc, path, OMNIC_MODALITY_IMAGE, variant, &kw, &err);
+    if (rc != OMNIC_OK) {
+        fprintf(stderr, "omnic preprocess: %s\n", err.msg);
+        status = rc == OMNIC_E_UNSUPPORTED || rc == OMNIC_E_INVALID ? 2 : 1;
+        goto out;
+    }
     if ((rc = omnic__read_file(image_path, OMNIC_MAX_MEDIA_BYTES, &bytes, &len, &err)) != OMNIC_OK) {
         fprintf(stderr, "omnic preprocess: %s\n", err.msg); /* names the path */
         goto out;
     }
-    if ((rc = omnic__image_decode((const uint8_t *)bytes, len, NULL, &img, &err)) != OMNIC_OK) {
+    if ((rc = omnic__image_decode((const uint8_t *)bytes, len, NULL, &img, &err)) != OMNIC_OK ||
+        (rc = omnic__media_preprocess(&proc, &(omnic__decoded_media){.image = &img}, &item, &err)) !=
+            OMNIC_OK) {
         fprintf(stderr, "omnic preprocess: %s: %s\n", image_path, err.msg);
         goto out;
     }
-    if ((rc = omnic__image_preprocess(&img, &params, &pv, &err)) != OMNIC_OK) {
-        fprintf(stderr, "omnic preprocess: %s: %s\n", image_path, err.msg);
+    if (grid_out && !item.has_grid) {
+        fprintf(stderr,
+                "omnic preprocess: --grid-out: this processor makes fixed-size pixel_values without a grid "
+                "(grids come from Qwen2-VL-style processors)\n");
+        status = 2;
         goto out;
     }
-    if ((rc = omnic__npy_write(out_path, pv, &err)) != OMNIC_OK) {
+    if ((rc = omnic__npy_write(out_path, item.input, &err)) != OMNIC_OK) {
         fprintf(stderr, "omnic preprocess: %s\n", err.msg);
         goto out;
     }
+    if (grid_out && write_grid(grid_out, &item) != 0) goto out;
     status = 0;
 out:
-    omnic__tensor_destroy(pv);
+    omnic__media_item_deinit(&item);
     omnic__image_deinit(&img);
     omnic_free(bytes);
+    omnic__media_proc_deinit(&proc);
+    json_decref(pc);
     return status;
 }

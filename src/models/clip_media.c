@@ -65,29 +65,50 @@ static bool clip_ready(const omnic__model *m)
 
 typedef struct clip_proc {
     omnic__image_proc_params params;
-    int64_t size; /* pixel_values height = width: the tower's */
+    int64_t size; /* pixel_values height = width: the tower's (0: any, a processor without a model) */
 } clip_proc;
 
-static omnic_status clip_proc_init(const omnic__model *m, int64_t user_max_pixels, void **out, omnic_err *err)
+static bool clip_proc_claims(const json_t *pc)
 {
-    (void)user_max_pixels; /* the output size is the tower's: a user pixel limit does not apply */
+    (void)pc; /* CLIPImageProcessor, SiglipImageProcessor and their fast variants: the fallback */
+    return true;
+}
+
+static omnic_status clip_proc_parse(const json_t *pc, const char *what, const char *variant,
+                                    const omnic__media_kwargs *kw, void **out, omnic_err *err)
+{
+    if (kw && (kw->min_pixels || kw->max_pixels)) return omnic__media_no_kwargs(OMNIC_MODALITY_IMAGE, err);
     clip_proc *p = omnic_alloc_array(1, sizeof *p);
     if (!p) return OMNIC_FAIL(err, OMNIC_E_NOMEM, "out of memory for an image processor");
-    omnic_status s = omnic__image_processor_config_parse(m->ckpt->preprocessor_config,
-                                                         "preprocessor_config.json", &p->params, err);
-    p->size = state(m)->image_size;
-    int64_t w = 0, h = 0; /* any input size: the processor must end at the encoder's square */
-    if (s == OMNIC_OK) s = omnic__image_proc_output_size(&p->params, 640, 480, &w, &h, err);
-    if (s == OMNIC_OK && (w != p->size || h != p->size))
-        s = OMNIC_FAIL(
-            err, OMNIC_E_INVALID,
-            "preprocessor_config.json makes %lldx%lld pixel_values, the vision tower takes %lldx%lld",
-            (long long)w, (long long)h, (long long)p->size, (long long)p->size);
+    omnic_status s = omnic__image_processor_config_parse(pc, what, &p->params, err);
     if (s != OMNIC_OK) {
         omnic_free(p);
         return s;
     }
+    if (variant && !strcmp(variant, "pil")) {
+        p->params.numerics = OMNIC__NUMERICS_PIL;
+        p->params.crop_rounding = OMNIC__CROP_FLOOR;
+    } else if (variant) {
+        p->params.numerics = OMNIC__NUMERICS_TORCHVISION;
+        p->params.crop_rounding = OMNIC__CROP_ROUND_HALF_EVEN;
+    }
     *out = p;
+    return OMNIC_OK;
+}
+
+static omnic_status clip_proc_fit(const omnic__model *m, void *params, int64_t user_max_pixels,
+                                  omnic_err *err)
+{
+    (void)user_max_pixels; /* the output size is the tower's: a user pixel limit does not apply */
+    clip_proc *p = params;
+    p->size = state(m)->image_size;
+    int64_t w = 0, h = 0; /* any input size: the processor must end at the encoder's square */
+    OMNIC_TRY(omnic__image_proc_output_size(&p->params, 640, 480, &w, &h, err));
+    if (w != p->size || h != p->size)
+        return OMNIC_FAIL(
+            err, OMNIC_E_INVALID,
+            "preprocessor_config.json makes %lldx%lld pixel_values, the vision tower takes %lldx%lld",
+            (long long)w, (long long)h, (long long)p->size, (long long)p->size);
     return OMNIC_OK;
 }
 
@@ -118,7 +139,7 @@ static omnic_status clip_preprocess(const void *params, const omnic__decoded_med
     const omnic__image *img = in->image;
     int64_t w, h;
     OMNIC_TRY(omnic__image_proc_output_size(&p->params, img->width, img->height, &w, &h, err));
-    if (w != p->size || h != p->size)
+    if (p->size && (w != p->size || h != p->size))
         return OMNIC_FAIL(err, OMNIC_E_INVALID,
                           "a %lldx%lld image gives %lldx%lld pixel_values, the model takes %lldx%lld",
                           (long long)img->width, (long long)img->height, (long long)w, (long long)h,
@@ -271,7 +292,9 @@ const omnic__media_ops omnic__media_clip_image = {
     .open = clip_open,
     .close = clip_close,
     .ready = clip_ready,
-    .proc_init = clip_proc_init,
+    .proc_claims = clip_proc_claims,
+    .proc_parse = clip_proc_parse,
+    .proc_fit = clip_proc_fit,
     .proc_clone = clip_proc_clone,
     .proc_free = clip_proc_free,
     .proc_kwargs = NULL,

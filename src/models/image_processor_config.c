@@ -170,21 +170,3 @@ omnic_status omnic__image_processor_config_parse(const json_t *cfg, const char *
     *out = p;
     return OMNIC_OK;
 }
-
-omnic_status omnic__image_processor_config_load(const char *path, omnic__image_proc_params *out, omnic_err *err)
-{
-    json_t *j = NULL;
-    OMNIC_TRY(omnic__json_load_file(path, OMNIC_MAX_CONFIG_BYTES, &j, err));
-    omnic_status rc = omnic__image_processor_config_parse(j, path, out, err);
-    json_decref(j);
-    return rc;
-}
-
-omnic_status omnic__image_processor_config_load_dir(const char *dir, omnic__image_proc_params *out, omnic_err *err)
-{
-    char path[4096];
-    int n = snprintf(path, sizeof path, "%s/preprocessor_config.json", dir);
-    if (n < 0 || (size_t)n >= sizeof path)
-        return OMNIC_FAIL(err, OMNIC_E_INVALID, "model directory path is too long (%d bytes)", n);
-    return omnic__image_processor_config_load(path, out, err);
-}

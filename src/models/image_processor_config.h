@@ -35,11 +35,4 @@ omnic_status omnic__processor_config_pixels(const json_t *cfg, const char *what,
 omnic_status omnic__image_processor_config_parse(const json_t *cfg, const char *what, omnic__image_proc_params *out,
                                                  omnic_err *err);
 
-/* Loads the file at path (borrowed; at most OMNIC_MAX_CONFIG_BYTES) and parses it as above.
- * Also E_NOT_FOUND / E_IO / E_TOO_LARGE / E_CORRUPT from reading the JSON. */
-omnic_status omnic__image_processor_config_load(const char *path, omnic__image_proc_params *out, omnic_err *err);
-
-/* Loads DIR/preprocessor_config.json (dir borrowed). */
-omnic_status omnic__image_processor_config_load_dir(const char *dir, omnic__image_proc_params *out, omnic_err *err);
-
 #endif

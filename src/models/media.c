@@ -1,6 +1,7 @@
 /* The media family interface: model-level dispatch to a family's table (models/media.h). */
 #include <string.h>
 
+#include "models/family.h"
 #include "models/model.h"
 
 const char *omnic__modality_name(omnic__modality m)
@@ -26,6 +27,15 @@ omnic_status omnic__media_item_copy(omnic__media_item *out, const omnic__media_i
     return OMNIC_OK;
 }
 
+omnic_status omnic__media_no_kwargs(omnic__modality mod, omnic_err *err)
+{
+    return OMNIC_FAIL(
+        err, OMNIC_E_UNSUPPORTED,
+        "min_pixels / max_pixels apply to Qwen2-VL-style image processors only (this %s processor "
+        "makes one fixed size)",
+        omnic__modality_name(mod));
+}
+
 /* m's table for mod, or NULL. */
 static const omnic__media_ops *ops_of(const omnic__model *m, omnic__modality mod)
 {
@@ -47,10 +57,38 @@ omnic_status omnic__media_proc_init(omnic__media_proc *p, const omnic__model *m,
     if (user_max_pixels < 0)
         return OMNIC_FAIL(err, OMNIC_E_INVALID, "max image pixels %lld must be >= 0",
                           (long long)user_max_pixels);
-    OMNIC_TRY(o->proc_init(m, user_max_pixels, &p->params, err));
-    p->ops = o;
-    p->user_max_pixels = user_max_pixels;
+    void *params;
+    OMNIC_TRY(
+        o->proc_parse(m->ckpt->preprocessor_config, "preprocessor_config.json", NULL, NULL, &params, err));
+    omnic_status s = o->proc_fit(m, params, user_max_pixels, err);
+    if (s != OMNIC_OK) {
+        o->proc_free(params);
+        return s;
+    }
+    *p = (omnic__media_proc){.ops = o, .params = params, .user_max_pixels = user_max_pixels};
     return OMNIC_OK;
+}
+
+/* Every processor table, the most specific first (the last claims any config of its modality). */
+static const omnic__media_ops *const processors[] = {&omnic__media_qwen2vl_image, &omnic__media_clip_image};
+
+omnic_status omnic__media_proc_from_config(omnic__media_proc *p, const json_t *pc, const char *what,
+                                           omnic__modality mod, const char *variant,
+                                           const omnic__media_kwargs *kw, omnic_err *err)
+{
+    *p = (omnic__media_proc){0};
+    if (variant && strcmp(variant, "pil") && strcmp(variant, "torchvision"))
+        return OMNIC_FAIL(err, OMNIC_E_INVALID, "processor variant must be pil or torchvision, got '%s'",
+                          variant);
+    for (size_t i = 0; i < sizeof processors / sizeof processors[0]; i++) {
+        const omnic__media_ops *o = processors[i];
+        if (o->modality != mod || !o->proc_claims(pc)) continue;
+        OMNIC_TRY(o->proc_parse(pc, what, variant, kw, &p->params, err));
+        p->ops = o;
+        return OMNIC_OK;
+    }
+    return OMNIC_FAIL(err, OMNIC_E_UNSUPPORTED, "%s: no %s processor reads this config", what,
+                      omnic__modality_name(mod));
 }
 
 omnic_status omnic__media_proc_with(omnic__media_proc *out, const omnic__media_proc *src,

@@ -21,6 +21,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include <jansson.h>
+
 #include "core/tensor.h"
 #include "mm/image.h"
 #include "mm/prepared.h"
@@ -84,10 +86,18 @@ typedef struct omnic__media_ops {
     void (*close)(struct omnic__model *m);
     /* True when the encoder's weights and modules loaded (the capability predicate's part). */
     bool (*ready)(const struct omnic__model *m);
-    /* Processor parameters from m's processor config, checked against the encoder; user_max_pixels
-     * > 0 lowers the processor's pixel bound (a user limit). Returns owned *params. */
-    omnic_status (*proc_init)(const struct omnic__model *m, int64_t user_max_pixels, void **params,
-                              omnic_err *err);
+    /* True when this table's processor reads the processor config pc (its image_processor_type). */
+    bool (*proc_claims)(const json_t *pc);
+    /* Processor parameters from pc alone (`what` names it in messages); variant NULL (the
+     * config's numerics), "pil" or "torchvision" (Hugging Face's slow / fast path); kw (NULL:
+     * none) overrides the config's pixel bounds as a processor call's arguments do (E_UNSUPPORTED
+     * when the processor takes none). Returns owned *params. */
+    omnic_status (*proc_parse)(const json_t *pc, const char *what, const char *variant,
+                               const omnic__media_kwargs *kw, void **params, omnic_err *err);
+    /* Checks params against m's encoder and fits them to it; user_max_pixels > 0 lowers the
+     * processor's pixel bound (a user limit). */
+    omnic_status (*proc_fit)(const struct omnic__model *m, void *params, int64_t user_max_pixels,
+                             omnic_err *err);
     omnic_status (*proc_clone)(const void *params, void **out, omnic_err *err);
     void (*proc_free)(void *params);
     /* (optional) Applies per-request kwargs within the server's bounds; E_INVALID naming the value
@@ -136,12 +146,19 @@ typedef struct omnic__media_proc {
  * user_max_pixels: 0, or a user limit on the processor's output size (pixels). */
 omnic_status omnic__media_proc_init(omnic__media_proc *p, const struct omnic__model *m, omnic__modality mod,
                                     int64_t user_max_pixels, omnic_err *err);
+/* A processor made from a processor config alone (no model; `omnic preprocess`): the table of
+ * modality mod that claims pc (borrowed), variant and kw as for proc_parse. */
+omnic_status omnic__media_proc_from_config(omnic__media_proc *p, const json_t *pc, const char *what,
+                                           omnic__modality mod, const char *variant,
+                                           const omnic__media_kwargs *kw, omnic_err *err);
 /* A copy of src with kw applied (E_INVALID naming the bad value; E_UNSUPPORTED when the
  * processor takes no kwargs and kw sets any). */
 omnic_status omnic__media_proc_with(omnic__media_proc *out, const omnic__media_proc *src,
                                     const omnic__media_kwargs *kw, omnic_err *err);
 /* NULL ok. */
 void omnic__media_proc_deinit(omnic__media_proc *p);
+/* The E_UNSUPPORTED error of a processor that takes no pixel bounds (for tables' proc_parse). */
+omnic_status omnic__media_no_kwargs(omnic__modality mod, omnic_err *err);
 /* Largest processor output in pixels (0: fixed). */
 int64_t omnic__media_proc_max_pixels(const omnic__media_proc *p);
 

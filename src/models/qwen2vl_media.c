@@ -77,33 +77,53 @@ typedef struct qwen_proc {
     int64_t own_max_pixels;            /* the checkpoint's max_pixels (HF's default) */
 } qwen_proc;
 
-static omnic_status qwen_proc_init(const omnic__model *m, int64_t user_max_pixels, void **out, omnic_err *err)
+static bool qwen_proc_claims(const json_t *pc)
+{
+    return omnic__qwen2vl_processor_config_matches(pc);
+}
+
+static omnic_status qwen_proc_parse(const json_t *pc, const char *what, const char *variant,
+                                    const omnic__media_kwargs *kw, void **out, omnic_err *err)
+{
+    qwen_proc *p = omnic_alloc_array(1, sizeof *p);
+    if (!p) return OMNIC_FAIL(err, OMNIC_E_NOMEM, "out of memory for an image processor");
+    omnic_status s = omnic__qwen2vl_processor_config_parse(pc, what, &p->params, err);
+    if (s != OMNIC_OK) {
+        omnic_free(p);
+        return s;
+    }
+    if (variant)
+        p->params.numerics = !strcmp(variant, "pil") ? OMNIC__NUMERICS_PIL : OMNIC__NUMERICS_TORCHVISION;
+    if (kw &&
+        (s = omnic__qwen2vl_set_pixel_bounds(&p->params, kw->min_pixels, kw->max_pixels, err)) != OMNIC_OK) {
+        omnic_free(p);
+        return s;
+    }
+    p->own_max_pixels = p->params.max_pixels;
+    *out = p;
+    return OMNIC_OK;
+}
+
+/* The checkpoint's bounds within the encoder's capacity and the user limit. */
+static omnic_status qwen_proc_fit(const omnic__model *m, void *params, int64_t user_max_pixels,
+                                  omnic_err *err)
 {
     const omnic__qwen2vl_media *q = state(m);
     const omnic__qvit_config *c = &q->qvit->cfg;
-    qwen_proc *p = omnic_alloc_array(1, sizeof *p);
-    if (!p) return OMNIC_FAIL(err, OMNIC_E_NOMEM, "out of memory for an image processor");
-    omnic_status s = omnic__qwen2vl_processor_config_parse(m->ckpt->preprocessor_config,
-                                                           "preprocessor_config.json", &p->params, err);
-    if (s == OMNIC_OK && (p->params.patch_size != c->patch || p->params.temporal_patch_size != c->temporal ||
-                          p->params.merge_size != c->merge))
-        s = OMNIC_FAIL(
+    qwen_proc *p = params;
+    if (p->params.patch_size != c->patch || p->params.temporal_patch_size != c->temporal ||
+        p->params.merge_size != c->merge)
+        return OMNIC_FAIL(
             err, OMNIC_E_INVALID,
             "preprocessor_config.json patch %lld / temporal %lld / merge %lld do not match the vision "
             "tower's %lld / %lld / %lld",
             (long long)p->params.patch_size, (long long)p->params.temporal_patch_size,
             (long long)p->params.merge_size, (long long)c->patch, (long long)c->temporal,
             (long long)c->merge);
-    if (s != OMNIC_OK) {
-        omnic_free(p);
-        return s;
-    }
-    p->own_max_pixels = p->params.max_pixels;
     const int64_t cap_pixels = q->enc.capacity * c->patch * c->patch; /* the encoder's largest image */
     if (p->params.max_pixels > cap_pixels) p->params.max_pixels = cap_pixels;
     if (user_max_pixels > 0 && p->params.max_pixels > user_max_pixels) p->params.max_pixels = user_max_pixels;
     if (p->params.min_pixels > p->params.max_pixels) p->params.min_pixels = p->params.max_pixels;
-    *out = p;
     return OMNIC_OK;
 }
 
@@ -313,7 +333,9 @@ const omnic__media_ops omnic__media_qwen2vl_image = {
     .open = qwen_open,
     .close = qwen_close,
     .ready = qwen_ready,
-    .proc_init = qwen_proc_init,
+    .proc_claims = qwen_proc_claims,
+    .proc_parse = qwen_proc_parse,
+    .proc_fit = qwen_proc_fit,
     .proc_clone = qwen_proc_clone,
     .proc_free = qwen_proc_free,
     .proc_kwargs = qwen_proc_kwargs,

@@ -82,25 +82,3 @@ omnic_status omnic__qwen2vl_processor_config_parse(const json_t *cfg, const char
     *out = p;
     return OMNIC_OK;
 }
-
-omnic_status omnic__qwen2vl_processor_config_load(const char *path, omnic__qwen2vl_proc_params *out, bool *matched,
-                                                  omnic_err *err)
-{
-    json_t *j = NULL;
-    OMNIC_TRY(omnic__json_load_file(path, OMNIC_MAX_CONFIG_BYTES, &j, err));
-    omnic_status rc = OMNIC_OK;
-    *matched = omnic__qwen2vl_processor_config_matches(j);
-    if (*matched) rc = omnic__qwen2vl_processor_config_parse(j, path, out, err);
-    json_decref(j);
-    return rc;
-}
-
-omnic_status omnic__qwen2vl_processor_config_load_dir(const char *dir, omnic__qwen2vl_proc_params *out,
-                                                      bool *matched, omnic_err *err)
-{
-    char path[4096];
-    int n = snprintf(path, sizeof path, "%s/preprocessor_config.json", dir);
-    if (n < 0 || (size_t)n >= sizeof path)
-        return OMNIC_FAIL(err, OMNIC_E_INVALID, "model directory path is too long (%d bytes)", n);
-    return omnic__qwen2vl_processor_config_load(path, out, matched, err);
-}

@@ -27,15 +27,4 @@ bool omnic__qwen2vl_processor_config_matches(const json_t *cfg);
 omnic_status omnic__qwen2vl_processor_config_parse(const json_t *cfg, const char *what,
                                                    omnic__qwen2vl_proc_params *out, omnic_err *err);
 
-/* Loads the file at path (borrowed; at most OMNIC_MAX_CONFIG_BYTES). When it names a Qwen2-VL
- * processor, parses it into *out and sets *matched; otherwise sets *matched = false, leaves *out
- * alone and returns OMNIC_OK (the caller tries another processor family). Also E_NOT_FOUND /
- * E_IO / E_TOO_LARGE / E_CORRUPT from reading the JSON. */
-omnic_status omnic__qwen2vl_processor_config_load(const char *path, omnic__qwen2vl_proc_params *out, bool *matched,
-                                                  omnic_err *err);
-
-/* The same for DIR/preprocessor_config.json (dir borrowed). */
-omnic_status omnic__qwen2vl_processor_config_load_dir(const char *dir, omnic__qwen2vl_proc_params *out,
-                                                      bool *matched, omnic_err *err);
-
 #endif
