@@ -143,10 +143,11 @@ int omnic__cli_inspect(int argc, char **argv)
         if (omnic__media_proc_init(&p, m, OMNIC_MODALITY_IMAGE, max_image_pixels, &perr) != OMNIC_OK) {
             printf("images:     processor config refused: %s\n", perr.msg);
         } else {
-            int64_t mp = omnic__media_proc_max_pixels(&p);
-            if (mp) printf("images:     resized to at most %lld pixels%s\n", (long long)mp,
-                           max_image_pixels > 0 ? " (--max-image-pixels)" : " (the checkpoint's max_pixels)");
-            else printf("images:     resized to the encoder's fixed input size\n");
+            const int64_t mp = omnic__media_proc_max_pixels(&p, false), own = omnic__media_proc_max_pixels(&p, true);
+            if (!mp) printf("images:     resized to the encoder's fixed input size\n");
+            else if (mp == own) printf("images:     resized to at most %lld pixels (the checkpoint's max_pixels)\n", (long long)mp);
+            else printf("images:     resized to at most %lld pixels (%s; the checkpoint's max_pixels: %lld)\n", (long long)mp,
+                        max_image_pixels == mp ? "--max-image-pixels" : "the encoder's capacity", (long long)own);
             omnic__media_proc_deinit(&p);
         }
     }

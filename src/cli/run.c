@@ -360,12 +360,16 @@ int omnic__cli_run(int argc, char **argv)
                 goto out;
             }
             omnic_free(bytes);
-            if (items[k].limited)
-                fprintf(stderr,
-                        "omnic run: warning: --image %s resized from %lldx%lld to %lldx%lld by --max-image-pixels %lld "
-                        "(the model's own limit is higher)\n",
+            if (items[k].limited && max_image_pixels > 0)
+                fprintf(stderr, "omnic run: warning: --image %s resized from %lldx%lld to %lldx%lld by --max-image-pixels %lld\n",
                         images[k], (long long)items[k].in_w, (long long)items[k].in_h, (long long)items[k].out_w,
                         (long long)items[k].out_h, (long long)max_image_pixels);
+            else if (items[k].limited)
+                fprintf(stderr,
+                        "omnic run: warning: --image %s resized from %lldx%lld to %lldx%lld to fit the encoder's capacity "
+                        "of %lld pixels, below the checkpoint's max_pixels\n",
+                        images[k], (long long)items[k].in_w, (long long)items[k].in_h, (long long)items[k].out_w,
+                        (long long)items[k].out_h, (long long)omnic__media_proc_max_pixels(&prep, false));
         }
         omnic__media_proc_deinit(&prep);
     }

@@ -126,9 +126,9 @@ static void clip_proc_free(void *params)
     omnic_free(params);
 }
 
-static int64_t clip_proc_max_pixels(const void *params)
+static int64_t clip_proc_max_pixels(const void *params, bool own)
 {
-    (void)params;
+    (void)params, (void)own;
     return 0; /* fixed output size */
 }
 

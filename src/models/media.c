@@ -122,9 +122,9 @@ void omnic__media_proc_deinit(omnic__media_proc *p)
     *p = (omnic__media_proc){0};
 }
 
-int64_t omnic__media_proc_max_pixels(const omnic__media_proc *p)
+int64_t omnic__media_proc_max_pixels(const omnic__media_proc *p, bool own)
 {
-    return p && p->ops ? p->ops->proc_max_pixels(p->params) : 0;
+    return p && p->ops ? p->ops->proc_max_pixels(p->params, own) : 0;
 }
 
 omnic_status omnic__media_preprocess(const omnic__media_proc *p, const omnic__decoded_media *in,

@@ -103,8 +103,9 @@ typedef struct omnic__media_ops {
     /* (optional) Applies per-request kwargs within the server's bounds; E_INVALID naming the value
      * and the bound. NULL: the processor takes none (requests that set them are refused). */
     omnic_status (*proc_kwargs)(void *params, const omnic__media_kwargs *kw, omnic_err *err);
-    /* The largest output the processor makes (pixels), for reports; 0: fixed size. */
-    int64_t (*proc_max_pixels)(const void *params);
+    /* The largest output the processor makes (pixels), for reports; 0: fixed size. own: the
+     * processor config's own bound, before the encoder's capacity and any user limit. */
+    int64_t (*proc_max_pixels)(const void *params, bool own);
     /* Decoded media -> owned *out (input tensor, grid, rows, sizes). */
     omnic_status (*preprocess)(const void *params, const omnic__decoded_media *in, omnic__media_item *out,
                                omnic_err *err);
@@ -159,8 +160,8 @@ omnic_status omnic__media_proc_with(omnic__media_proc *out, const omnic__media_p
 void omnic__media_proc_deinit(omnic__media_proc *p);
 /* The E_UNSUPPORTED error of a processor that takes no pixel bounds (for tables' proc_parse). */
 omnic_status omnic__media_no_kwargs(omnic__modality mod, omnic_err *err);
-/* Largest processor output in pixels (0: fixed). */
-int64_t omnic__media_proc_max_pixels(const omnic__media_proc *p);
+/* Largest processor output in pixels (0: fixed); own: the processor config's own bound. */
+int64_t omnic__media_proc_max_pixels(const omnic__media_proc *p, bool own);
 
 /* Decoded media -> owned *out through p. */
 omnic_status omnic__media_preprocess(const omnic__media_proc *p, const omnic__decoded_media *in,

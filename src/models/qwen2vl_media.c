@@ -153,9 +153,10 @@ static omnic_status qwen_proc_kwargs(void *params, const omnic__media_kwargs *kw
     return omnic__qwen2vl_set_pixel_bounds(&p->params, kw->min_pixels, kw->max_pixels, err);
 }
 
-static int64_t qwen_proc_max_pixels(const void *params)
+static int64_t qwen_proc_max_pixels(const void *params, bool own)
 {
-    return ((const qwen_proc *)params)->params.max_pixels;
+    const qwen_proc *p = params;
+    return own ? p->own_max_pixels : p->params.max_pixels;
 }
 
 static omnic_status qwen_preprocess(const void *params, const omnic__decoded_media *in,

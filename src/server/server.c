@@ -451,7 +451,7 @@ static void model_object(omnic__buf *b, omnic__server *s, const omnic__model *m)
     }
     omnic__buf_puts(b, "],\"output_modalities\":[\"text\"]");
     if (s->images_ok) { /* the largest image the processor makes (0: its fixed size), and any user limit */
-        omnic__buf_printf(b, ",\"max_image_pixels\":%lld", (long long)omnic__media_proc_max_pixels(&s->prep));
+        omnic__buf_printf(b, ",\"max_image_pixels\":%lld", (long long)omnic__media_proc_max_pixels(&s->prep, false));
         if (s->o.max_image_pixels > 0)
             omnic__buf_printf(b, ",\"max_image_pixels_limit\":%lld", (long long)s->o.max_image_pixels);
     }
@@ -949,14 +949,14 @@ static omnic_status prepare_images(conn_state *cs, omnic__api_error *e)
         for (size_t i = 0; i < cs->n_media; i++) {
             const omnic__media_item *it = &cs->media[i];
             cs->media_ptrs[i] = it;
-            if (it->limited && !cs->warning[0]) {
-                snprintf(cs->warning, sizeof cs->warning,
-                         "image %zu was resized from %lldx%lld to %lldx%lld by this server's image pixel limit of %lld "
-                         "(the model's own limit is higher)",
-                         i, (long long)it->in_w, (long long)it->in_h, (long long)it->out_w, (long long)it->out_h,
-                         (long long)omnic__media_proc_max_pixels(&s->prep));
-                OMNIC_LOG_W("request: %s", cs->warning);
-            }
+            if (!it->limited || cs->warning[0]) continue; /* the first resized image is reported */
+            snprintf(cs->warning, sizeof cs->warning,
+                     "image %zu was resized from %lldx%lld to %lldx%lld by %s of %lld pixels (the checkpoint's "
+                     "max_pixels is higher)",
+                     i, (long long)it->in_w, (long long)it->in_h, (long long)it->out_w, (long long)it->out_h,
+                     s->o.max_image_pixels > 0 ? "this server's --max-image-pixels limit" : "the encoder's capacity",
+                     (long long)omnic__media_proc_max_pixels(&s->prep, false));
+            OMNIC_LOG_W("request: %s", cs->warning);
         }
         return OMNIC_OK;
     }
