@@ -354,6 +354,14 @@ static void test_images_mixed_batch(void **state)
     bad = rs[0];
     bad.n_media = 0;
     assert_int_equal(omnic__engine_submit(e1, &bad, &id, &err), OMNIC_E_INVALID);
+    /* media of a modality the model does not take: refused, naming it */
+    omnic__media_item clip = ir[0].item;
+    clip.modality = OMNIC_MODALITY_AUDIO;
+    const omnic__media_item *clipp = &clip;
+    bad = rs[1];
+    bad.media = &clipp, bad.n_media = 1;
+    assert_int_equal(omnic__engine_submit(e1, &bad, &id, &err), OMNIC_E_UNSUPPORTED);
+    assert_non_null(strstr(err.msg, "does not take audio input"));
     omnic__engine_destroy(e1);
     omnic__engine *e = engine_at(llava, 4, 16, 0);
     for (int i = 0; i < N; i++) {
