@@ -30,6 +30,18 @@ typedef struct st_meta {
     char *value; /* owned */
 } st_meta;
 
+static int meta_cmp(const void *a, const void *b)
+{
+    return strcmp(((const st_meta *)a)->key, ((const st_meta *)b)->key);
+}
+
+/* The entry for key among meta[0..n) (sorted by key), or NULL: O(log n). */
+static const st_meta *meta_find(const st_meta *meta, size_t n, const char *key)
+{
+    st_meta probe = {.key = (char *)(uintptr_t)key};
+    return n ? bsearch(&probe, meta, n, sizeof *meta, meta_cmp) : NULL;
+}
+
 struct omnic__safetensors {
     st_shard *shards; /* [n_shards] */
     size_t n_shards;
@@ -264,9 +276,10 @@ static omnic_status parse_metadata(omnic__safetensors *st, const json_t *m, cons
     st_meta *nm = omnic_realloc(st->meta, bytes);
     if (!nm) return OMNIC_FAIL(err, OMNIC_E_NOMEM, "%s: out of memory for %zu metadata entries", path, total);
     st->meta = nm;
+    const size_t n_prev = st->n_meta; /* earlier shards' entries, sorted; this shard's keys are unique */
     json_object_foreach((json_t *)(uintptr_t)m, key, v)
     {
-        if (omnic__st_metadata(st, key)) continue; /* first shard wins */
+        if (meta_find(st->meta, n_prev, key)) continue; /* first shard wins */
         st_meta *e = &st->meta[st->n_meta];
         e->key = omnic_strdup(key);
         e->value = omnic_strdup(json_string_value(v));
@@ -277,6 +290,7 @@ static omnic_status parse_metadata(omnic__safetensors *st, const json_t *m, cons
         }
         st->n_meta++;
     }
+    qsort(st->meta, st->n_meta, sizeof *st->meta, meta_cmp); /* lookups bisect: O(n log n) in all */
     return OMNIC_OK;
 }
 
@@ -642,9 +656,8 @@ const omnic__st_tensor *omnic__st_find(const omnic__safetensors *st, const char 
 const char *omnic__st_metadata(const omnic__safetensors *st, const char *key)
 {
     if (!st || !key) return NULL;
-    for (size_t i = 0; i < st->n_meta; i++)
-        if (!strcmp(st->meta[i].key, key)) return st->meta[i].value;
-    return NULL;
+    const st_meta *e = meta_find(st->meta, st->n_meta, key);
+    return e ? e->value : NULL;
 }
 
 size_t omnic__st_metadata_count(const omnic__safetensors *st)

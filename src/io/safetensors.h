@@ -59,7 +59,7 @@ const omnic__st_tensor *omnic__st_at(const omnic__safetensors *st, size_t i);
 const omnic__st_tensor *omnic__st_find(const omnic__safetensors *st, const char *name);
 /* Value of a __metadata__ key; NULL if absent. Borrowed. */
 const char *omnic__st_metadata(const omnic__safetensors *st, const char *key);
-/* Number of __metadata__ entries, and the i-th (key order as read); false when i is out of range. */
+/* Number of __metadata__ entries, and the i-th (in key order); false when i is out of range. */
 size_t omnic__st_metadata_count(const omnic__safetensors *st);
 bool omnic__st_metadata_at(const omnic__safetensors *st, size_t i, const char **key, const char **value);
 
