@@ -24,7 +24,7 @@ static void usage(FILE *f)
             "                   [--http-threads N] [--shutdown-timeout S] [--media-dir DIR] [--max-images N]\n"
             "                   [--max-image-pixels N] [--max-decode-pixels N] [--media-workers N]\n"
             "                   [--allow-remote-media HOST]...\n"
-            "                   [--remote-media-timeout S]\n"
+            "                   [--allow-remote-media-port N]... [--media-proxy URL] [--remote-media-timeout S]\n"
             "  OpenAI-compatible HTTP server: POST /v1/chat/completions, POST /v1/completions,\n"
             "  GET /v1/models, GET /health, GET /metrics, POST /tokenize, POST /detokenize.\n"
             "  --parallel N       sequences decoded together (slots; default 4); n may go up to N\n"
@@ -54,8 +54,12 @@ static void usage(FILE *f)
             "                     responses whose image it resized say so in a Warning header\n"
             "  --max-decode-pixels N  width x height of one decoded image (default and cap: 89478485)\n"
             "  --allow-remote-media HOST  fetch http(s) image URLs of HOST (exact name; repeatable; none by\n"
-            "                     default); an address that resolves to loopback, private or link-local ranges\n"
-            "                     is refused unless that address itself is listed; no redirects\n"
+            "                     default); an address in a special-purpose range (loopback, private,\n"
+            "                     link-local, NAT64 / 6to4 / IPv4-compatible, documentation, ...) is refused\n"
+            "                     unless that address itself is listed; no redirects\n"
+            "  --allow-remote-media-port N  fetch only from these ports (repeatable; default: any)\n"
+            "  --media-proxy URL  fetch through this proxy (the proxy then owns the address check);\n"
+            "                     proxies from the environment are never used\n"
             "  --remote-media-timeout S  per fetch (default 10)\n"
             "  --media-workers N  threads that fetch, decode and preprocess images (default 2; at most 4 x N\n"
             "                     requests wait for them, more get 429)\n");
@@ -115,6 +119,7 @@ int omnic__cli_serve(int argc, char **argv)
 {
     static char key_buf[OMNIC_MAX_API_KEY_BYTES + 2];
     static const char *cors[OMNIC_MAX_CORS_ORIGINS], *remote_hosts[OMNIC_MAX_REMOTE_MEDIA_HOSTS];
+    static long remote_ports[OMNIC_MAX_REMOTE_MEDIA_HOSTS];
     static loader ld; /* static: the loader thread may outlive this function on an interrupted load */
     omnic__server_opts o = {.host = "127.0.0.1",
                             .port = 8080,
@@ -180,6 +185,20 @@ int omnic__cli_serve(int argc, char **argv)
             remote_hosts[o.remote.n_hosts++] = v;
             continue;
         }
+        if ((r = omnic__arg_i64(argc, argv, &i, NULL, "--allow-remote-media-port", 1, 65535, &x)) != 0) {
+            if (r < 0) return 2;
+            if (o.remote.n_ports == OMNIC_MAX_REMOTE_MEDIA_HOSTS) {
+                fprintf(stderr, "omnic serve: at most %d --allow-remote-media-port values\n",
+                        OMNIC_MAX_REMOTE_MEDIA_HOSTS);
+                return 2;
+            }
+            remote_ports[o.remote.n_ports++] = (long)x;
+            continue;
+        }
+        if ((r = omnic__arg_str(argc, argv, &i, NULL, "--media-proxy", &o.remote.proxy)) != 0) {
+            if (r < 0) return 2;
+            continue;
+        }
         if ((r = omnic__arg_str(argc, argv, &i, NULL, "--remote-media-timeout", &v)) != 0) {
             if (r < 0 || parse_seconds("--remote-media-timeout", v, &o.remote.timeout_s) < 0) return 2;
             continue;
@@ -228,6 +247,7 @@ int omnic__cli_serve(int argc, char **argv)
     }
     o.cors_origins = cors;
     o.remote.hosts = remote_hosts;
+    o.remote.ports = remote_ports;
 
     /* SIGINT/SIGTERM are taken by sigtimedwait below; block them before any thread starts
      * so that every thread inherits the mask. */

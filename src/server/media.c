@@ -13,6 +13,7 @@
 #include "io/file.h"
 #include "mm/media_url.h"
 #include "server/media.h"
+#include "server/netaddr.h"
 
 static bool has_prefix(const char *s, size_t len, const char *p)
 {
@@ -29,32 +30,10 @@ omnic_status omnic__media_global_init(omnic_err *err)
 
 /* ---- http(s) ---- */
 
-/* True for addresses a request must not reach unless listed by address: loopback,
- * private (RFC 1918, unique-local), link-local, unspecified, IPv4-mapped forms of those. */
-static bool internal_address(const struct sockaddr *sa)
-{
-    if (sa->sa_family == AF_INET) {
-        uint32_t a = ntohl(((const struct sockaddr_in *)(const void *)sa)->sin_addr.s_addr);
-        return (a >> 24) == 127 || (a >> 24) == 10 || (a >> 24) == 0 || (a >> 20) == 0xAC1 || (a >> 16) == 0xC0A8 ||
-               (a >> 16) == 0xA9FE || (a >> 22) == (100u << 2 | 1); /* 100.64/10 shared */
-    }
-    if (sa->sa_family == AF_INET6) {
-        const uint8_t *b = ((const struct sockaddr_in6 *)(const void *)sa)->sin6_addr.s6_addr;
-        static const uint8_t mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff}, zero[16] = {0};
-        if (!memcmp(b, mapped, 12)) {
-            struct sockaddr_in v4 = {.sin_family = AF_INET};
-            memcpy(&v4.sin_addr, b + 12, 4);
-            return internal_address((const struct sockaddr *)&v4);
-        }
-        bool loop = !memcmp(b, zero, 15) && b[15] == 1;
-        return loop || !memcmp(b, zero, 16) || (b[0] & 0xfe) == 0xfc || (b[0] == 0xfe && (b[1] & 0xc0) == 0x80);
-    }
-    return true; /* anything else is not for us */
-}
-
 typedef struct fetch_ctx {
-    bool allow_internal; /* the URL's host is an address literal on the allow-list */
-    bool refused;        /* the socket callback refused an address */
+    bool allow_internal; /* the URL's host is an address literal on the allow-list, or a proxy
+                          * is used (the proxy's own address is no target) */
+    const char *refused; /* the special-purpose range of an address the socket callback refused */
     uint8_t *buf;
     size_t len, cap, max;
     bool too_large;
@@ -63,8 +42,9 @@ typedef struct fetch_ctx {
 static curl_socket_t open_socket(void *clientp, curlsocktype purpose, struct curl_sockaddr *addr)
 {
     fetch_ctx *f = clientp;
-    if (purpose != CURLSOCKTYPE_IPCXN || (!f->allow_internal && internal_address(&addr->addr))) {
-        f->refused = true;
+    const char *special = purpose != CURLSOCKTYPE_IPCXN ? "not a TCP connection" : omnic__addr_special(&addr->addr);
+    if (special && !f->allow_internal) {
+        f->refused = special;
         return CURL_SOCKET_BAD;
     }
     return socket(addr->family, addr->socktype, addr->protocol);
@@ -112,6 +92,18 @@ static omnic_status fetch_remote(const char *url, size_t len, const omnic__remot
         s = OMNIC_FAIL(err, OMNIC_E_INVALID, "the image URL's host '%.100s' is not on --allow-remote-media", host);
         goto out;
     }
+    if (r->n_ports) { /* the port as the URL gives it, or its scheme's default */
+        char *port = NULL;
+        long pn = -1;
+        if (curl_url_get(h, CURLUPART_PORT, &port, CURLU_DEFAULT_PORT) == CURLUE_OK) pn = strtol(port, NULL, 10);
+        curl_free(port);
+        bool ok = false;
+        for (size_t i = 0; i < r->n_ports && !ok; i++) ok = r->ports[i] == pn;
+        if (!ok) {
+            s = OMNIC_FAIL(err, OMNIC_E_INVALID, "the image URL's port %ld is not on --allow-remote-media-port", pn);
+            goto out;
+        }
+    }
     struct in6_addr a6;
     struct in_addr a4;
     const char *bare = host[0] == '[' ? host + 1 : host; /* an address literal on the list may be internal */
@@ -119,7 +111,8 @@ static omnic_status fetch_remote(const char *url, size_t len, const omnic__remot
     snprintf(lit, sizeof lit, "%s", bare);
     char *rb = strchr(lit, ']');
     if (rb) *rb = '\0';
-    fetch_ctx f = {.allow_internal = inet_pton(AF_INET, lit, &a4) == 1 || inet_pton(AF_INET6, lit, &a6) == 1,
+    fetch_ctx f = {.allow_internal = inet_pton(AF_INET, lit, &a4) == 1 || inet_pton(AF_INET6, lit, &a6) == 1 ||
+                                     (r->proxy && r->proxy[0]),
                    .max = max_bytes};
     CURL *c = curl_easy_init();
     if (!c) {
@@ -139,15 +132,17 @@ static omnic_status fetch_remote(const char *url, size_t len, const omnic__remot
     curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
     curl_easy_setopt(c, CURLOPT_WRITEDATA, &f);
     curl_easy_setopt(c, CURLOPT_USERAGENT, "omnic");
+    /* never a proxy from the environment (http_proxy, ALL_PROXY, ...): only --media-proxy */
+    curl_easy_setopt(c, CURLOPT_PROXY, r->proxy && r->proxy[0] ? r->proxy : "");
     CURLcode rc = curl_easy_perform(c);
     long status = 0;
     curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
     curl_easy_cleanup(c);
     if (f.refused)
         s = OMNIC_FAIL(err, OMNIC_E_INVALID,
-                       "the image URL's host '%.100s' resolves to a loopback, private or link-local address "
-                       "(list that address itself in --allow-remote-media to allow it)",
-                       host);
+                       "the image URL's host '%.100s' resolves to a special-purpose address: %s (list that address "
+                       "itself in --allow-remote-media to allow it)",
+                       host, f.refused);
     else if (f.too_large || rc == CURLE_FILESIZE_EXCEEDED)
         s = OMNIC_FAIL(err, OMNIC_E_TOO_LARGE, "the image at the URL is over the limit of %zu bytes", max_bytes);
     else if (rc == CURLE_OPERATION_TIMEDOUT)
@@ -195,20 +190,19 @@ omnic_status omnic__media_fetch(const char *url, size_t len, const char *media_d
     int w = path[0] == '/' ? snprintf(joined, sizeof joined, "%.*s", (int)plen, path)
                            : snprintf(joined, sizeof joined, "%s/%.*s", media_dir, (int)plen, path);
     if (w < 0 || (size_t)w >= sizeof joined) return OMNIC_FAIL(err, OMNIC_E_INVALID, "the image path is too long");
-    if (!realpath(joined, real)) {
-        if (errno == ENOENT || errno == ENOTDIR)
-            return OMNIC_FAIL(err, OMNIC_E_NOT_FOUND, "the image file does not exist under --media-dir");
-        return OMNIC_FAIL(err, OMNIC_E_INVALID, "the image path cannot be resolved: %s", strerror(errno));
-    }
+    /* one answer whether the path is missing or outside: no probing of what exists elsewhere */
+    static const char *const nowhere = "the image path does not exist or is outside --media-dir";
+    if (!realpath(joined, real)) return OMNIC_FAIL(err, OMNIC_E_NOT_FOUND, "%s", nowhere);
     size_t dl = strlen(media_dir); /* resolved by the server: no trailing slash but for "/" */
     if (strncmp(real, media_dir, dl) || (real[dl] != '/' && !(dl == 1 && media_dir[0] == '/')))
-        return OMNIC_FAIL(err, OMNIC_E_INVALID, "the image path resolves outside --media-dir");
-    bool exists, is_reg, is_dir;
-    uint64_t size;
-    OMNIC_TRY(omnic__path_stat(real, &exists, &is_reg, &is_dir, &size, err));
-    if (!is_reg) return OMNIC_FAIL(err, OMNIC_E_INVALID, "the image path is not a regular file");
+        return OMNIC_FAIL(err, OMNIC_E_NOT_FOUND, "%s", nowhere);
+    /* the resolved path, opened without following a link swapped in since and without waiting
+     * on a FIFO; read only when it is a regular file */
     char *bytes = NULL;
-    OMNIC_TRY(omnic__read_file(real, max_bytes, &bytes, out_len, err));
+    omnic_err rerr;
+    omnic_status st = omnic__read_file_ex(real, max_bytes, true, &bytes, out_len, &rerr);
+    if (st == OMNIC_E_TOO_LARGE || st == OMNIC_E_NOMEM) return OMNIC_FAIL(err, st, "the image file: %s", rerr.msg + strlen(real) + 2);
+    if (st != OMNIC_OK) return OMNIC_FAIL(err, OMNIC_E_INVALID, "the image path is not a regular file under --media-dir");
     *out = (uint8_t *)bytes;
     return OMNIC_OK;
 }

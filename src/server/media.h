@@ -1,8 +1,9 @@
 /* Media acquisition for chat requests: the bytes behind an image part's URL. data: URLs
  * are decoded (MIME type checked against the bytes); a file path (or file:// URL) is read
  * only when it resolves inside the --media-dir directory; an http(s) URL is fetched only when
- * its host is on the --allow-remote-media list, never from a loopback, private, link-local or
- * unspecified address unless that address itself is listed, without redirects, within a
+ * its host is on the --allow-remote-media list, never from a special-purpose address
+ * (server/netaddr.h: loopback, private, link-local, translation prefixes, ...) unless that
+ * address itself is listed, without redirects, within a
  * time and a size limit. Otherwise the server makes no outbound request: a clear error. */
 #ifndef OMNIC_SERVER_MEDIA_H
 #define OMNIC_SERVER_MEDIA_H
@@ -12,11 +13,17 @@
 
 #include "core/err.h"
 
-/* Remote fetching: allowed hosts (exact, case-insensitive; borrowed) and the time limit. */
+/* Remote fetching: allowed hosts (exact, case-insensitive; borrowed), the time limit, an
+ * optional port allow-list and an optional proxy. Proxies from the environment (http_proxy,
+ * HTTPS_PROXY, ALL_PROXY, ...) are never used. With a proxy, the address check is the proxy's
+ * job (omnic connects only to the proxy). */
 typedef struct omnic__remote_media {
     const char *const *hosts;
     size_t n_hosts;
-    double timeout_s; /* connect + transfer; <= 0: 10 s */
+    double timeout_s;  /* connect + transfer; <= 0: 10 s */
+    const long *ports; /* the URL's port (or its scheme's default) must be one of these; none: any */
+    size_t n_ports;
+    const char *proxy; /* NULL or "": none */
 } omnic__remote_media;
 
 /* Once per process, before threads fetch (libcurl's global state). */
