@@ -96,9 +96,16 @@ def run_case(case, tmp, cache):
     gdir = os.path.join(GOLDEN, case)
     with open(os.path.join(gdir, "meta.json")) as f:
         meta = json.load(f)
+    fails = []
+    n_img = len(meta["images"])
+    sfx = [""] if n_img == 1 else [f"_{i}" for i in range(n_img)]
+    need = ["tokens", "positions", "inputs_embeds", "hidden_l0", "prefill_logits", "generated"]
+    need += [f"{s}{x}" for x in sfx if n_img for s in ("pixel_values", "vision_features", "projected")]
+    missing = [n for n in need if n not in meta["stages"]]
+    if missing:  # a golden that lost a stage would otherwise pass silently
+        return [f"{case}: golden lacks stages {missing}"], 0
     model = build_checkpoint(meta, tmp, cache)
     n_gen = int(meta["generation"]["max_new_tokens"])
-    fails = []
     for backend in BACKENDS:
         dump = os.path.join(tmp, f"{case}-{backend}")
         args = [OMNIC, "run", "-m", model, "--tokens", ",".join(map(str, meta["prompt_ids"])), "-n", str(n_gen),
@@ -128,8 +135,14 @@ def run_case(case, tmp, cache):
 
 def main():
     cases = sorted(d for d in os.listdir(GOLDEN) if os.path.isfile(os.path.join(GOLDEN, d, "meta.json")))
-    if len(cases) < 30:
-        print(f"FAIL: only {len(cases)} golden cases under {GOLDEN}")
+    families = ("llama", "qwen2", "qwen3", "phi3", "gemma3_text", "llava_clip_llama", "llava_siglip_qwen2",
+                "qwen2_vl", "qwen2_5_vl")
+    want = [f"{f}-{d}-{m}" for f in families for d in ("f32", "bf16")
+            for m in (("text",) if "_" not in f or f == "gemma3_text" else ("text", "1img", "2img"))]
+    want += [f"phi3-{d}-{m}" for d in ("f32", "bf16") for m in ("long", "cross")]
+    absent = sorted(set(want) - set(cases))
+    if absent:
+        print(f"FAIL: golden cases missing under {GOLDEN}: {absent}")
         return 1
     failed = []
     with tempfile.TemporaryDirectory() as tmp:

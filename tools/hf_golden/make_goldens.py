@@ -352,8 +352,8 @@ def run_case(name, fam, kind, dtype, n_images, mode, tmp, image_paths, only):
         "rope_delta": rope_delta,
         "generation": {"checkpoint_generation_config": gc_file, "do_sample": False, "repetition_penalty": 1.0,
                        "max_new_tokens": N_GEN, "eos_token_id": None, "use_model_defaults": False,
-                       "note": "EOS does not stop generation (omnic run --ignore-eos); generate() equals the greedy argmax "
-                               "of one causal forward per step (checked)" if generate_note is None else generate_note},
+                       "note": generate_note or ("EOS does not stop generation (omnic run --ignore-eos); generate() "
+                                                 "equals the greedy argmax of one causal forward per step (checked)")},
         "omnic_run": "omnic run -m DIR --tokens <prompt_ids> -n 16 --kv f32 --ignore-eos [--image FILE]... --dump D",
         "stages": compared,
         "tolerances": tolerances(compared),
