@@ -129,10 +129,9 @@ def prompt_ids(fam, kind, model_dir, n_images, mode):
         tok = mktiny.train_tokenizer(f.tokenizer, extra_specials=tuple(f.extra_specials) + ("<image>",))
     else:
         tok = mktiny.train_tokenizer("qwen2", extra_specials=mktiny.QWEN2VL_SPECIALS)
-    if kind == "llava":
-        text = "<image>\n" * n_images + TEXT
-    elif kind == "qwen":
-        text = "<|vision_start|><|image_pad|><|vision_end|>" * n_images + TEXT
+    if kind != "text":  # text before, between and after the images (M-RoPE offsets, merge positions)
+        ph = "<image>" if kind == "llava" else "<|vision_start|><|image_pad|><|vision_end|>"
+        text = ("Look: " + " then ".join([ph] * n_images) + "\n" if n_images else "") + TEXT
     else:
         text = PHI3_PROMPTS.get(mode, TEXT)
     ids = mktiny.encode(tok, text, add_special_tokens=True)
