@@ -175,14 +175,47 @@ static void usage(FILE *f)
             "                 [--seed S] [--stop STR]... [--ctx N] [--threads N] [--backend cpu|ref] [--kv f16|f32]\n"
             "                 [--quant q8_0|q4_0] [--chunk N] [--ignore-eos] [--image FILE]... [--max-image-pixels N]\n"
             "                 [--dump DIR]\n"
+            "       omnic run -m DIR --tokens ID,ID,... [options]\n"
             "  Text goes to stdout, timings to stderr. --raw skips the chat template (the prompt is\n"
             "  tokenized as is, with the tokenizer's special tokens; put the model's image placeholder in\n"
             "  it once per --image). --image (JPEG, PNG, WebP; repeatable) goes before the text of the user\n"
             "  message. --max-image-pixels N resizes images to at most N pixels where the processor\n"
             "  takes a pixel bound (below the checkpoint's own max_pixels; a warning says when it did).\n"
+            "  --tokens feeds the prompt as token ids, used as given (no template, no BOS; with\n"
+            "  --image, the model's image placeholder id once per image, as the logical prompt has it).\n"
             "  --dump writes every prefill stage as .npy (tokens, positions, inputs_embeds,\n"
             "  hidden_l*, kv_l*_k/v, prefill_logits, generated; with images also pixel_values,\n"
             "  vision_features, projected, attn_bias; _i suffixes for several images).\n");
+}
+
+/* --tokens "1,2,3" -> owned *out (omnic_free) of *n ids, used as given (no template, no BOS).
+ * Each id a decimal integer in [0, INT32_MAX]; the engine checks them against the vocabulary. */
+static int parse_tokens(const char *v, int32_t **out, size_t *n)
+{
+    size_t cap = 1;
+    for (const char *c = v; *c; c++) cap += *c == ',';
+    int32_t *ids = omnic_alloc_array(cap, sizeof *ids);
+    if (!ids) {
+        fprintf(stderr, "omnic run: --tokens: out of memory for %zu ids\n", cap);
+        return -1;
+    }
+    size_t k = 0;
+    for (const char *c = v;; c++) {
+        char *end;
+        errno = 0;
+        long long x = *c >= '0' && *c <= '9' ? strtoll(c, &end, 10) : -1;
+        if (x < 0 || errno || x > INT32_MAX || (*end && *end != ',')) {
+            fprintf(stderr, "omnic run: --tokens: id %zu is not an integer in [0, %d] (in '%s')\n", k, INT32_MAX, v);
+            omnic_free(ids);
+            return -1;
+        }
+        ids[k++] = (int32_t)x;
+        c = end;
+        if (!*c) break;
+    }
+    *out = ids;
+    *n = k;
+    return 0;
 }
 
 static int parse_float(const char *opt, const char *v, double lo, double hi, float *out)
@@ -202,7 +235,7 @@ int omnic__cli_run(int argc, char **argv)
 {
     omnic__engine_opts eo = {.model = {.kv_dtype = OMNIC_DTYPE_F16, .slots = 1}};
     omnic__sampling_params sp = omnic__sampling_defaults();
-    const char *dir = NULL, *prompt = NULL, *system = NULL, *dump = NULL;
+    const char *dir = NULL, *prompt = NULL, *system = NULL, *dump = NULL, *token_list = NULL;
     const char *stops[OMNIC_MAX_STOPS], *images[OMNIC_MAX_REQUEST_IMAGES];
     size_t n_stops = 0, n_images = 0;
     int64_t n_predict = 256, max_image_pixels = 0;
@@ -239,6 +272,10 @@ int omnic__cli_run(int argc, char **argv)
             continue;
         }
         if ((r = omnic__arg_str(argc, argv, &i, "-p", "--prompt", &prompt)) != 0) {
+            if (r < 0) return 2;
+            continue;
+        }
+        if ((r = omnic__arg_str(argc, argv, &i, NULL, "--tokens", &token_list)) != 0) {
             if (r < 0) return 2;
             continue;
         }
@@ -314,9 +351,13 @@ int omnic__cli_run(int argc, char **argv)
         usage(stderr);
         return 2;
     }
-    if (!dir || !prompt) {
-        fprintf(stderr, "omnic run: -m DIR and -p PROMPT are required\n");
+    if (!dir || !prompt == !token_list) {
+        fprintf(stderr, "omnic run: -m DIR and one of -p PROMPT or --tokens IDS are required\n");
         usage(stderr);
+        return 2;
+    }
+    if (token_list && (raw || system)) {
+        fprintf(stderr, "omnic run: --tokens takes the ids as given: drop %s\n", raw ? "--raw" : "--system");
         return 2;
     }
     if (dump) {
@@ -373,7 +414,12 @@ int omnic__cli_run(int argc, char **argv)
         }
         omnic__media_proc_deinit(&prep);
     }
-    if (raw) {
+    if (token_list) {
+        if (parse_tokens(token_list, &ids, &n_ids) < 0) {
+            rc = 2;
+            goto out;
+        }
+    } else if (raw) {
         if (system) {
             fprintf(stderr, "omnic run: --system needs the chat template (drop --raw)\n");
             rc = 2;

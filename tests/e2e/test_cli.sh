@@ -74,5 +74,19 @@ expect_err "malformed config" 1 "config.json" "$OMNIC" inspect -m "$tmp/badjson"
 expect_err "bench bad list" 2 "comma-separated" "$OMNIC" bench -m "$tmp/llama" -p 12,x
 expect_err "bench bad format" 2 "-o must be md or json" "$OMNIC" bench -m "$tmp/llama" -o xml
 
+# run --tokens: the ids as given (the dump's tokens are exactly them), bad ids named
+expect_ok "run --tokens" "$OMNIC" run -m "$tmp/llama" --tokens 5,17,300 -n 2 --ignore-eos --dump "$tmp/tokdump"
+$PY -c "import numpy as np; t=np.load('$tmp/tokdump/tokens.npy').tolist(); assert t==[5,17,300], t" \
+  && ok || bad "run --tokens: dumped tokens"
+expect_err "run --tokens bad id" 2 "id 1 is not an integer" "$OMNIC" run -m "$tmp/llama" --tokens 5,x,7
+expect_err "run --tokens empty id" 2 "id 2 is not an integer" "$OMNIC" run -m "$tmp/llama" --tokens 5,6,
+expect_err "run --tokens negative" 2 "id 0 is not an integer" "$OMNIC" run -m "$tmp/llama" --tokens -3
+expect_err "run --tokens too big" 2 "id 0 is not an integer in [0, 2147483647]" "$OMNIC" run -m "$tmp/llama" \
+  --tokens 99999999999
+expect_err "run --tokens outside vocab" 1 "prompt token 1 is 99999, outside the vocabulary" "$OMNIC" run \
+  -m "$tmp/llama" --tokens 5,99999
+expect_err "run --tokens and -p" 2 "one of -p PROMPT or --tokens IDS" "$OMNIC" run -m "$tmp/llama" --tokens 5 -p hi
+expect_err "run --tokens --raw" 2 "drop --raw" "$OMNIC" run -m "$tmp/llama" --tokens 5 --raw
+
 echo "test_cli: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

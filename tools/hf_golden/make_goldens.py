@@ -1,0 +1,389 @@
+#!/usr/bin/python3
+"""Golden outputs of the real Hugging Face transformers code on omnic's tiny checkpoints.
+
+For every case (family x dtype x {text, 1 image, 2 images}) this builds the tiny checkpoint with
+tools/mktiny.py (fixed seed: deterministic), runs the transformers model class on it (eager
+attention, CPU, float32) and writes tests/golden/<case>/:
+
+  tokens.npy            i32 [n]   the logical prompt fed to `omnic run --tokens` (one image
+                                  placeholder per image: <image> for LLaVA, <|image_pad|> inside
+                                  <|vision_start|> ... <|vision_end|> for Qwen2-VL)
+  input_ids_hf.npy      i32 [T]   what HF's processor feeds the model (placeholders expanded)
+  pixel_values[_i].npy  f32       HF's slow (PIL) image processor output, per image
+  image_grid_thw.npy    i32 [n,3] Qwen2-VL / Qwen2.5-VL
+  vision_features[_i]   f32       LLaVA: the selected tower features (projector input); Qwen:
+                                  the last block's output in the processor's patch order
+  projected[_i]         f32       projector / merger output (the rows merged into the prompt)
+  inputs_embeds         f32 [T,H] the decoder's input (post embedding scale, images merged)
+  positions             i32 [T] or [3,T] (M-RoPE, HF get_rope_index)
+  hidden_l{i}           f32 [T,H] decoder layer i's output (before the final norm)
+  prefill_logits        f32 [1,V] the last prompt row
+  generated             i32 [16]  greedy tokens (generate(): do_sample=False, repetition_penalty=1.0, EOS
+                                  off; checked equal to one causal forward per step, except phi3 "cross":
+                                  see the note in run_case)
+  meta.json             versions, commands, prompt, images, per-stage tolerances
+
+Runs only where the oracle site exists:
+  PYTHONPATH=/opt/hfo/site457 /usr/bin/python3 tools/hf_golden/make_goldens.py [--only SUBSTR]
+"""
+import argparse
+import copy
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+GOLDEN = os.path.join(ROOT, "tests", "golden")
+IMAGES = os.path.join(GOLDEN, "images")
+PY = "/usr/bin/python3"
+SEED = 0
+N_GEN = 16
+
+try:
+    import hfo_shim  # noqa: E402
+
+    hfo_shim.patch_transformers()
+    import torch  # noqa: E402
+    import transformers  # noqa: E402
+    from PIL import Image  # noqa: E402
+except ImportError as e:
+    sys.exit(f"make_goldens: needs the transformers oracle site (PYTHONPATH=/opt/hfo/site457, python3-torch, "
+             f"python3-pil); import failed: {e}")
+
+sys.path.insert(0, os.path.join(ROOT, "tools"))
+import mktiny  # noqa: E402
+
+# name -> mktiny flags, tokenizer style, extra specials, kind
+FAMILIES = {
+    "llama": (["--family", "llama"], "text"),
+    "qwen2": (["--family", "qwen2"], "text"),
+    "qwen3": (["--family", "qwen3"], "text"),
+    "phi3": (["--family", "phi3"], "text"),
+    "gemma3_text": (["--family", "gemma3_text"], "text"),
+    "llava_clip_llama": (["--family", "llava", "--vision", "clip", "--text", "llama"], "llava"),
+    "llava_siglip_qwen2": (["--family", "llava", "--vision", "siglip", "--text", "qwen2"], "llava"),
+    "qwen2_vl": (["--family", "qwen2_vl"], "qwen"),
+    "qwen2_5_vl": (["--family", "qwen2_5_vl"], "qwen"),
+}
+DTYPES = ("f32", "bf16")
+TEXT = "The quick brown fox jumps over the lazy dog."
+# Phi-3 LongRoPE (tiny: original_max_position_embeddings 64): "long" is a prompt past 64 tokens
+# (every row uses the long factors), "cross" one whose generation crosses 64 (HF's generate then
+# drops the cache and recomputes the sequence with the long factors).
+PHI3_PROMPTS = {"long": " ".join([TEXT] * 3), "cross": " ".join([TEXT] * 2)}
+IMAGE_FILES = ("a.png", "b.png")
+
+# Per-stage tolerances: pass iff max|omnic - hf| <= atol + rtol * max|hf|. Both sides compute in
+# float32 (bf16 weights are upcast exactly), so only summation order and transcendental
+# implementations differ; observed errors are ~1e-6 relative.
+FLOAT_TOL = {"atol": 1e-5, "rtol": 1e-4}
+EXACT = {"atol": 0.0, "rtol": 0.0}
+
+
+def tolerances(names):
+    tol = {}
+    for n in names:
+        exact = n in ("tokens", "image_grid_thw", "positions", "generated") or n.startswith("pixel_values")
+        tol[n] = dict(EXACT) if exact else dict(FLOAT_TOL)
+    tol["generated"]["note"] = "token-exact"
+    return tol
+
+
+def make_images():
+    """Two small deterministic RGB images (a: 40x30 landscape, b: 40x88 portrait), written once."""
+    os.makedirs(IMAGES, exist_ok=True)
+    rng = np.random.RandomState(1234)
+    a = np.zeros((30, 40, 3), np.float64)
+    a[..., 0] = np.linspace(0, 255, 40)[None, :]
+    a[..., 1] = np.linspace(255, 0, 30)[:, None]
+    a[..., 2] = 128
+    b = np.zeros((88, 40, 3), np.float64)
+    b[..., 0] = (np.arange(88)[:, None] * 7) % 256
+    b[..., 1] = np.linspace(0, 255, 40)[None, :]
+    b[..., 2] = ((np.arange(88)[:, None] // 8 + np.arange(40)[None, :] // 8) % 2) * 200
+    paths = []
+    for name, x in zip(IMAGE_FILES, (a, b)):
+        x = np.clip(x + rng.randint(-40, 41, x.shape), 0, 255).astype(np.uint8)
+        p = os.path.join(IMAGES, name)
+        Image.fromarray(x, "RGB").save(p, optimize=True)
+        paths.append(p)
+    return paths
+
+
+def prompt_ids(fam, kind, model_dir, n_images, mode):
+    """Logical ids (one placeholder per image) and the HF-expanded ids."""
+    with open(os.path.join(model_dir, "config.json")) as f:
+        cfg = json.load(f)
+    if kind == "text":
+        f = mktiny.FAMILIES[fam]
+        tok = mktiny.train_tokenizer(f.tokenizer, extra_specials=f.extra_specials)
+    elif kind == "llava":
+        text = cfg["text_config"]["model_type"]
+        f = mktiny.FAMILIES[text]
+        tok = mktiny.train_tokenizer(f.tokenizer, extra_specials=tuple(f.extra_specials) + ("<image>",))
+    else:
+        tok = mktiny.train_tokenizer("qwen2", extra_specials=mktiny.QWEN2VL_SPECIALS)
+    if kind != "text":  # text before, between and after the images (M-RoPE offsets, merge positions)
+        ph = "<image>" if kind == "llava" else "<|vision_start|><|image_pad|><|vision_end|>"
+        text = ("Look: " + " then ".join([ph] * n_images) + "\n" if n_images else "") + TEXT
+    else:
+        text = PHI3_PROMPTS.get(mode, TEXT)
+    ids = mktiny.encode(tok, text, add_special_tokens=True)
+    assert all(0 <= i < tok.size for i in ids)
+    return text, ids, cfg
+
+
+def load_model(kind, model_dir):
+    cls = {"text": transformers.AutoModelForCausalLM, "llava": transformers.LlavaForConditionalGeneration,
+           "qwen": None}[kind]
+    config = transformers.AutoConfig.from_pretrained(model_dir)
+    if kind == "qwen":
+        cls = (transformers.Qwen2VLForConditionalGeneration if config.model_type == "qwen2_vl"
+               else transformers.Qwen2_5_VLForConditionalGeneration)
+    config._attn_implementation = "eager"
+    for sub in ("text_config", "vision_config"):
+        if getattr(config, sub, None) is not None:
+            getattr(config, sub)._attn_implementation = "eager"
+    torch.manual_seed(0)
+    # bf16 checkpoints: upcast to float32 exactly (omnic computes in f32 with the stored weights)
+    model = cls.from_pretrained(model_dir, config=config, torch_dtype=torch.float32, attn_implementation="eager")
+    model.eval()
+    return model
+
+
+def text_layers(model, kind):
+    inner = model.model
+    return inner.layers if kind == "text" else inner.language_model.layers
+
+
+def f32(t):
+    return t.detach().to(torch.float32).cpu().numpy().astype(np.float32)
+
+
+def run_case(name, fam, kind, dtype, n_images, mode, tmp, image_paths, only):
+    out = os.path.join(GOLDEN, name)
+    model_dir = os.path.join(tmp, f"{fam}-{dtype}")
+    flags, _ = FAMILIES[fam]
+    mk = ["tools/mktiny.py"] + flags + ["--dtype", dtype, "--seed", str(SEED), "--out", "DIR"]
+    if not os.path.isdir(model_dir):
+        subprocess.run([PY, os.path.join(ROOT, mk[0])] + mk[1:-1] + [model_dir], check=True,
+                       stdout=subprocess.DEVNULL)
+    text, ids, cfg = prompt_ids(fam, kind, model_dir, n_images, mode)
+    model = load_model(kind, model_dir)
+    stages = {}
+    images = [Image.open(p).convert("RGB") for p in image_paths[:n_images]]
+    inputs = {}
+    hf_ids = list(ids)
+    proc_name = None
+    if kind == "llava" and n_images:
+        pc = "clip" if cfg["vision_config"]["model_type"] == "clip_vision_model" else "siglip"
+        proc_cls = transformers.CLIPImageProcessor if pc == "clip" else transformers.SiglipImageProcessor
+        proc_name = proc_cls.__name__
+        proc = proc_cls.from_pretrained(model_dir)
+        pv = proc(images=images, return_tensors="pt")["pixel_values"]
+        inputs["pixel_values"] = pv
+        for i in range(n_images):
+            stages[f"pixel_values{'_' + str(i) if n_images > 1 else ''}"] = f32(pv[i])
+        image_id, n_rows = cfg["image_token_index"], cfg["image_seq_length"]
+        hf_ids = []
+        for t in ids:  # LlavaProcessor: each <image> becomes image_seq_length copies
+            hf_ids += [t] * n_rows if t == image_id else [t]
+    elif kind == "qwen" and n_images:
+        proc = transformers.Qwen2VLImageProcessor.from_pretrained(model_dir)
+        proc_name = type(proc).__name__
+        r = proc(images=images, return_tensors="pt")
+        pv, grid = r["pixel_values"], r["image_grid_thw"]
+        inputs["pixel_values"], inputs["image_grid_thw"] = pv, grid
+        stages["image_grid_thw"] = grid.numpy().astype(np.int32)
+        off = 0
+        for i in range(n_images):
+            n = int(grid[i].prod())
+            stages[f"pixel_values{'_' + str(i) if n_images > 1 else ''}"] = f32(pv[off:off + n])
+            off += n
+        image_id, merge = cfg["image_token_id"], cfg["vision_config"]["spatial_merge_size"]
+        hf_ids, k = [], 0
+        for t in ids:  # Qwen2VLProcessor: each <|image_pad|> becomes grid.prod() / merge^2 copies
+            if t == image_id:
+                hf_ids += [t] * (int(grid[k].prod()) // (merge * merge))
+                k += 1
+            else:
+                hf_ids.append(t)
+    input_ids = torch.tensor([hf_ids], dtype=torch.long)
+    attn = torch.ones_like(input_ids)
+
+    # hooks: decoder input, layer outputs, vision features and projector/merger output
+    caps = {}
+    hooks = []
+    layers = text_layers(model, kind)
+
+    def pre0(mod, args):
+        caps.setdefault("inputs_embeds", args[0])
+
+    hooks.append(layers[0].register_forward_pre_hook(pre0))
+    for li, layer in enumerate(layers):
+        def post(mod, args, output, li=li):
+            caps.setdefault(f"hidden_l{li}", output[0] if isinstance(output, tuple) else output)
+        hooks.append(layer.register_forward_hook(post))
+    if kind == "llava" and n_images:
+        proj = model.model.multi_modal_projector
+        hooks.append(proj.register_forward_pre_hook(lambda m, a: caps.setdefault("vf", a[0])))
+        hooks.append(proj.register_forward_hook(lambda m, a, o: caps.setdefault("proj", o)))
+    if kind == "qwen" and n_images:
+        vis = model.model.visual
+        hooks.append(vis.merger.register_forward_pre_hook(lambda m, a: caps.setdefault("vf", a[0])))
+        hooks.append(vis.register_forward_hook(lambda m, a, o: caps.setdefault("proj", o)))
+    with torch.no_grad():
+        res = model(input_ids=input_ids, attention_mask=attn, use_cache=False, **inputs)
+    for h in hooks:
+        h.remove()
+    T = len(hf_ids)
+    stages["inputs_embeds"] = f32(caps["inputs_embeds"][0])
+    for li in range(len(layers)):
+        stages[f"hidden_l{li}"] = f32(caps[f"hidden_l{li}"][0])
+    logits = res.logits[0]
+    stages["prefill_logits"] = f32(logits[-1:])
+    sfx = (lambda i: "") if n_images == 1 else (lambda i: f"_{i}")
+    if kind == "llava" and n_images:
+        vf, pj = f32(caps["vf"]), f32(caps["proj"])  # [n, rows, C], [n, rows, H]
+        for i in range(n_images):
+            stages[f"vision_features{sfx(i)}"] = vf[i]
+            stages[f"projected{sfx(i)}"] = pj[i]
+    if kind == "qwen" and n_images:
+        vf, pj = caps["vf"], f32(caps["proj"])
+        grid = inputs["image_grid_thw"]
+        unit = cfg["vision_config"]["spatial_merge_size"] ** 2
+        if cfg["model_type"] == "qwen2_5_vl":  # blocks run in window order: back to the processor's
+            window_index, _ = model.model.visual.get_window_index(grid)
+            rev = torch.argsort(window_index)
+            vf = vf.reshape(vf.shape[0] // unit, unit, -1)[rev].reshape(vf.shape[0], -1)
+        vf = f32(vf)
+        off = 0
+        for i in range(n_images):
+            n = int(grid[i].prod())
+            stages[f"vision_features{sfx(i)}"] = vf[off:off + n]
+            stages[f"projected{sfx(i)}"] = pj[off // unit:(off + n) // unit]
+            off += n
+    if kind == "qwen":
+        pos, delta = model.model.get_rope_index(input_ids, inputs.get("image_grid_thw"), None, attention_mask=attn)
+        stages["positions"] = pos[:, 0, :].numpy().astype(np.int32)
+        rope_delta = int(delta.reshape(-1)[0])
+    else:
+        stages["positions"] = np.arange(T, dtype=np.int32)
+        rope_delta = None
+
+    # greedy tokens: the checkpoint's generation_config with sampling off and EOS not stopping
+    gc = copy.deepcopy(model.generation_config)
+    gc_file = gc.to_dict()
+    gc.do_sample, gc.repetition_penalty, gc.max_new_tokens, gc.min_new_tokens = False, 1.0, N_GEN, None
+    gc.temperature, gc.top_k, gc.top_p = None, None, None
+    gc.eos_token_id = None
+    with torch.no_grad():
+        seq = model.generate(input_ids=input_ids, attention_mask=attn, generation_config=gc, use_model_defaults=False,
+                             **inputs)
+    gen_generate = seq[0, T:].tolist()
+    assert len(gen_generate) == N_GEN, f"{name}: generate returned {len(gen_generate)} tokens"
+    # the same greedy tokens by one causal forward over the whole sequence per step (no cache)
+    gen = []
+    with torch.no_grad():
+        for _ in range(N_GEN):
+            x = torch.tensor([hf_ids + gen], dtype=torch.long)
+            extra = {}
+            if kind == "qwen":  # M-RoPE: generated token j at coordinate T + j + rope_delta on every axis
+                tail = torch.arange(T, T + len(gen), dtype=torch.long) + rope_delta
+                extra["position_ids"] = torch.cat([pos[:, 0, :], tail[None].expand(3, -1)], 1)[:, None, :]
+            gen.append(int(model(input_ids=x, attention_mask=torch.ones_like(x), use_cache=False, **inputs,
+                                 **extra).logits[0, -1].argmax()))
+    generate_note = None
+    if mode == "cross":
+        # transformers 4.57.6 (and 5.2.0) Phi3ForCausalLM.prepare_inputs_for_generation drops the cache when
+        # the sequence first reaches original_max_position_embeddings + 1 and recomputes it, but the generic
+        # prepare_inputs_for_generation keeps cache_position = [64] (one entry) for that 65-token forward,
+        # so create_causal_mask builds a [1, 1, 1, 65] mask: the recompute is bidirectional and the K/V
+        # of every layer after the first are not causal. The golden is the causal semantics HF intends
+        # (one forward over tokens 0..p for the row at position p); generate()'s own tokens are kept in
+        # generated_hf_generate.npy and not compared.
+        stages["generated_hf_generate"] = np.array(gen_generate, np.int32)
+        generate_note = ("generated = greedy argmax of one causal forward per step; HF generate() differs from "
+                         "the crossing step on (upstream bug: the cache recompute at 65 tokens runs with "
+                         "cache_position [64] and a non-causal [1,1,1,65] mask): generated_hf_generate.npy, "
+                         "not compared")
+    else:
+        assert gen == gen_generate, f"{name}: generate() {gen_generate} != full-forward greedy {gen}"
+    stages["generated"] = np.array(gen, np.int32)
+    stages["tokens"] = np.array(ids, np.int32)
+    stages["input_ids_hf"] = np.array(hf_ids, np.int32)
+
+    if os.path.isdir(out):
+        shutil.rmtree(out)
+    os.makedirs(out)
+    for k, v in stages.items():
+        np.save(os.path.join(out, k + ".npy"), v)
+    compared = [k for k in stages if k not in ("input_ids_hf", "generated_hf_generate")]
+    meta = {
+        "case": name,
+        "family": fam,
+        "hf_class": type(model).__name__,
+        "transformers_version": transformers.__version__,
+        "torch_version": torch.__version__,
+        "attn_implementation": "eager",
+        "device": "cpu",
+        "command": "PYTHONPATH=/opt/hfo/site457 /usr/bin/python3 tools/hf_golden/make_goldens.py" +
+                   (f" --only {only}" if only else ""),
+        "mktiny": {"command": " ".join(mk), "flags": flags, "seed": SEED, "dtype": dtype},
+        "dtype_note": ("bf16 checkpoint: HF runs it with torch_dtype=float32 (weights upcast exactly), because "
+                       "omnic computes in float32 with the stored bf16 weights widened exactly") if dtype == "bf16"
+                      else "f32 checkpoint, float32 compute",
+        "prompt_text": text,
+        "prompt_ids": ids,
+        "input_ids_hf": hf_ids,
+        "images": [os.path.relpath(p, ROOT) for p in image_paths[:n_images]],
+        "image_processor": proc_name,
+        "image_processor_note": ("HF's slow (PIL) Qwen2VLImageProcessor: the test sets the scratch checkpoint's "
+                                 "image_processor_type to Qwen2VLImageProcessorPil so omnic takes the same PIL path "
+                                 "(transformers 4.5x would pick the torchvision one, which cannot run here)")
+                                if kind == "qwen" and n_images else None,
+        "rope_delta": rope_delta,
+        "generation": {"checkpoint_generation_config": gc_file, "do_sample": False, "repetition_penalty": 1.0,
+                       "max_new_tokens": N_GEN, "eos_token_id": None, "use_model_defaults": False,
+                       "note": generate_note or ("EOS does not stop generation (omnic run --ignore-eos); generate() "
+                                                 "equals the greedy argmax of one causal forward per step (checked)")},
+        "omnic_run": "omnic run -m DIR --tokens <prompt_ids> -n 16 --kv f32 --ignore-eos [--image FILE]... --dump D",
+        "stages": compared,
+        "tolerances": tolerances(compared),
+        "tolerance_rule": "max|omnic - hf| <= atol + rtol * max|hf|; exact stages compare bit for bit",
+    }
+    text_meta = json.dumps(meta, indent=1)  # numeric lists on one line each
+    text_meta = re.sub(r"\[[-0-9,\s]*\]", lambda m: json.dumps(json.loads(m.group(0))), text_meta)
+    with open(os.path.join(out, "meta.json"), "w") as f:
+        f.write(text_meta + "\n")
+    print(f"{name}: T={T}, generated {gen}")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--only", help="only cases whose name contains this")
+    args = ap.parse_args()
+    torch.set_num_threads(1)
+    image_paths = make_images()
+    with tempfile.TemporaryDirectory() as tmp:
+        for fam, (_, kind) in FAMILIES.items():
+            for dtype in DTYPES:
+                modes = [("text", 0)] if kind == "text" else [("text", 0), ("1img", 1), ("2img", 2)]
+                if fam == "phi3":
+                    modes += [(m, 0) for m in PHI3_PROMPTS]
+                for mode, n_images in modes:
+                    name = f"{fam}-{dtype}-{mode}"
+                    if args.only and args.only not in name:
+                        continue
+                    run_case(name, fam, kind, dtype, n_images, mode, tmp, image_paths, args.only)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
