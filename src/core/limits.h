@@ -66,6 +66,10 @@
 #define OMNIC_MAX_TEMPLATE_OUTPUT ((size_t)64 << 20)
 /* Bytes of strings, lists and dicts a render may hold at once (input strings are borrowed). */
 #define OMNIC_MAX_TEMPLATE_MEMORY ((size_t)256 << 20)
+/* Bytes a render may allocate in all (its work: every string, list and dict built, summed over
+ * the render, whether freed since or not), so a loop rebuilding large strings cannot run for
+ * long within the memory bound. */
+#define OMNIC_MAX_TEMPLATE_WORK_BYTES ((size_t)1 << 30)
 /* Loop iterations, macro calls and items walked by filters, summed over one render. */
 #define OMNIC_MAX_TEMPLATE_ITERATIONS 1000000
 /* Nested macro and caller() calls in one render (recursion depth). */

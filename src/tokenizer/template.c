@@ -12,6 +12,7 @@ static void fill_limits(omnic__template_opts *lim, const omnic__template_opts *o
     lim->max_nesting = o.max_nesting > 0 ? o.max_nesting : OMNIC_MAX_TEMPLATE_NESTING;
     lim->max_output = o.max_output ? o.max_output : OMNIC_MAX_TEMPLATE_OUTPUT;
     lim->max_memory = o.max_memory ? o.max_memory : OMNIC_MAX_TEMPLATE_MEMORY;
+    lim->max_work = o.max_work ? o.max_work : OMNIC_MAX_TEMPLATE_WORK_BYTES;
     lim->max_iterations = o.max_iterations ? o.max_iterations : OMNIC_MAX_TEMPLATE_ITERATIONS;
     lim->max_call_depth = o.max_call_depth > 0 ? o.max_call_depth : OMNIC_MAX_TEMPLATE_CALL_DEPTH;
     lim->max_range = o.max_range > 0 ? o.max_range : OMNIC_MAX_TEMPLATE_RANGE;

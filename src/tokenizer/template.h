@@ -22,6 +22,7 @@ typedef struct omnic__template_opts {
     int max_nesting;   /* parser nesting of blocks and expressions (OMNIC_MAX_TEMPLATE_NESTING) */
     size_t max_output; /* rendered bytes; also the longest string built (OMNIC_MAX_TEMPLATE_OUTPUT) */
     size_t max_memory; /* bytes of values live during a render (OMNIC_MAX_TEMPLATE_MEMORY) */
+    size_t max_work;   /* bytes allocated by a render in all (OMNIC_MAX_TEMPLATE_WORK_BYTES) */
     uint64_t
         max_iterations;  /* loop iterations + macro calls + filter items (OMNIC_MAX_TEMPLATE_ITERATIONS) */
     int max_call_depth;  /* nested macro/caller calls (OMNIC_MAX_TEMPLATE_CALL_DEPTH) */

@@ -586,9 +586,14 @@ static omnic_status repeat(omnic__jrender *r, omnic__jv seq, int64_t k, omnic__j
                                 "string repetition over %zu bytes (OMNIC_MAX_TEMPLATE_OUTPUT)",
                                 r->lim.max_output);
         omnic__jbuf b = {0};
-        omnic_status rc = OMNIC_OK;
-        for (int64_t i = 0; i < k && rc == OMNIC_OK; i++)
-            rc = omnic__jbuf_put(r, &b, s->p, s->len);
+        omnic_status rc = total ? omnic__jbuf_reserve(r, &b, total) : OMNIC_OK; /* one allocation */
+        if (rc == OMNIC_OK && total) { /* one copy, then doubling copies of what is there */
+            memcpy(b.p, s->p, s->len);
+            for (size_t have = s->len; have < total; have *= 2)
+                memcpy(b.p + have, b.p, have < total - have ? have : total - have);
+            b.n = total;
+            b.p[total] = '\0';
+        }
         if (rc == OMNIC_OK) return omnic__jstr_from_buf(r, &b, out);
         omnic__jbuf_free(r, &b);
         return rc;

@@ -307,6 +307,8 @@ typedef struct omnic__jrender {
     omnic__template_opts lim; /* with defaults filled in */
     omnic_err *err;
     size_t live, peak; /* bytes held through omnic__jmem */
+    size_t work;       /* bytes allocated through omnic__jmem in all (grown reallocations count
+                        * their growth), bounded by lim.max_work */
     uint64_t steps;
     int depth;              /* macro/caller calls in progress */
     int32_t line;           /* line of the node being evaluated, for messages */
@@ -334,7 +336,9 @@ void omnic__jmem_free(omnic__jrender *r, void *p);
 omnic_status omnic__jmem_array(omnic__jrender *r, size_t n, size_t elem, void **out);
 omnic_status omnic__jmem_realloc_array(omnic__jrender *r, void *p, size_t n, size_t elem, void **out);
 
-/* Output buffers: appends fail with E_TOO_LARGE past max_output. */
+/* Output buffers: appends fail with E_TOO_LARGE past max_output. reserve: room for extra more
+ * bytes (and the NUL) in one allocation. */
+omnic_status omnic__jbuf_reserve(omnic__jrender *r, omnic__jbuf *b, size_t extra);
 omnic_status omnic__jbuf_put(omnic__jrender *r, omnic__jbuf *b, const char *s, size_t n);
 omnic_status omnic__jbuf_putc(omnic__jrender *r, omnic__jbuf *b, char c);
 omnic_status omnic__jbuf_printf(omnic__jrender *r, omnic__jbuf *b, const char *fmt, ...)

@@ -153,12 +153,25 @@ static omnic_status mem_over(omnic__jrender *r, size_t want)
         r->lim.max_memory, r->live, want);
 }
 
+/* Counts n more bytes of work (allocated) against max_work. */
+static omnic_status work(omnic__jrender *r, size_t n)
+{
+    if (n > r->lim.max_work - r->work || r->work > r->lim.max_work)
+        return omnic__jfail(r, OMNIC_E_TOO_LARGE,
+                            "builds more than %zu bytes of strings, lists and dicts in all "
+                            "(OMNIC_MAX_TEMPLATE_WORK_BYTES; %zu so far, %zu more requested)",
+                            r->lim.max_work, r->work, n);
+    r->work += n;
+    return OMNIC_OK;
+}
+
 omnic_status omnic__jmem_alloc(omnic__jrender *r, size_t n, void **out)
 {
     size_t total;
     if (!omnic_size_add(&total, n, JMEM_HDR) || total > r->lim.max_memory - r->live ||
         r->live > r->lim.max_memory)
         return mem_over(r, n);
+    OMNIC_TRY(work(r, total));
     unsigned char *p = omnic_malloc(total);
     if (!p) return omnic__jfail(r, OMNIC_E_NOMEM, "out of memory (%zu bytes)", total);
     memcpy(p, &total, sizeof total);
@@ -176,6 +189,7 @@ omnic_status omnic__jmem_realloc(omnic__jrender *r, void *p, size_t n, void **ou
     memcpy(&old, b, sizeof old);
     if (!omnic_size_add(&total, n, JMEM_HDR)) return mem_over(r, n);
     if (total > old && total - old > r->lim.max_memory - r->live) return mem_over(r, total - old);
+    if (total > old) OMNIC_TRY(work(r, total - old));
     unsigned char *nb = omnic_realloc(b, total);
     if (!nb) return omnic__jfail(r, OMNIC_E_NOMEM, "out of memory (%zu bytes)", total);
     memcpy(nb, &total, sizeof total);
@@ -211,7 +225,7 @@ void omnic__jmem_free(omnic__jrender *r, void *p)
 
 /* ---- output buffers ---------------------------------------------------------------------- */
 
-static omnic_status buf_reserve(omnic__jrender *r, omnic__jbuf *b, size_t extra)
+omnic_status omnic__jbuf_reserve(omnic__jrender *r, omnic__jbuf *b, size_t extra)
 {
     size_t need;
     if (!omnic_size_add(&need, b->n, extra) || need > r->lim.max_output)
@@ -232,7 +246,7 @@ static omnic_status buf_reserve(omnic__jrender *r, omnic__jbuf *b, size_t extra)
 omnic_status omnic__jbuf_put(omnic__jrender *r, omnic__jbuf *b, const char *s, size_t n)
 {
     if (n == 0) return OMNIC_OK;
-    OMNIC_TRY(buf_reserve(r, b, n));
+    OMNIC_TRY(omnic__jbuf_reserve(r, b, n));
     memcpy(b->p + b->n, s, n);
     b->n += n;
     b->p[b->n] = '\0';

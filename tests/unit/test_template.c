@@ -372,6 +372,12 @@ static void test_limits(void **state)
         "{% set ns = namespace(s='x') %}{% for i in range(64) %}{% set ns.s = ns.s ~ ns.s %}{% endfor %}",
         NULL, &o, OMNIC_E_TOO_LARGE, "OMNIC_MAX_TEMPLATE_OUTPUT", NULL);
     expect_err_opts("{{ 'x' * 100000000 }}", NULL, &o, OMNIC_E_TOO_LARGE, "OMNIC_MAX_TEMPLATE_OUTPUT", NULL);
+    /* large strings rebuilt in a loop (each freed again: within the memory bound, not the work bound) */
+    expect_err("{% for i in range(100000) %}{% set x = 'a' * 60000000 %}{% endfor %}", NULL, OMNIC_E_TOO_LARGE,
+               "OMNIC_MAX_TEMPLATE_WORK_BYTES", "1073741824");
+    o = (omnic__template_opts){.max_work = 1 << 20};
+    expect_err_opts("{% for i in range(1000) %}{% set x = 'a' * 10000 %}{% endfor %}", NULL, &o, OMNIC_E_TOO_LARGE,
+                    "OMNIC_MAX_TEMPLATE_WORK_BYTES", "1048576", NULL);
     /* many distinct live strings */
     o = (omnic__template_opts){.max_memory = 4 << 20};
     expect_err_opts(
