@@ -25,6 +25,7 @@
 
 #include "core/err.h"
 #include "core/limits.h"
+#include "engine/gen_config.h"
 #include "engine/sampling.h"
 #include "server/buf.h"
 
@@ -73,6 +74,9 @@ typedef struct omnic__api_request {
     int64_t max_tokens;           /* -1: not given */
     int n;                        /* choices per prompt */
     omnic__sampling_params sampling;
+    unsigned sampling_given;      /* OMNIC_GEN_* bits of the values the body set (temperature, top_k,
+                                   * top_p, min_p, repetition_penalty, max_tokens): generation_config.json
+                                   * fills the others */
     bool has_seed;                /* seed given (else the server draws one per choice) */
     const char *stops[OMNIC_MAX_STOPS]; /* borrowed from the body */
     size_t n_stops;
