@@ -573,7 +573,11 @@ static enum MHD_Result do_tokenize(conn_state *cs)
     if (omnic__api_parse_tokenize(cs->json, &t, &e) != OMNIC_OK) return respond_error(cs, &e, reject_of(&e));
     int32_t *ids = NULL;
     size_t n = 0;
-    if (t.messages) {
+    if (t.messages) { /* the ids a chat completion of these messages would run on */
+        if (cs->srv->images_ok && omnic__chat_content_parts(t.messages) != OMNIC_OK) {
+            omnic__api_tokenize_deinit(&t);
+            FAIL_RESPONSE(cs, REJ_NONE, 503, NULL, NULL, "out of memory");
+        }
         if (chat_ids(cs->srv, eng, t.messages, t.add_generation_prompt, &ids, &n, &e) != OMNIC_OK) {
             omnic__api_tokenize_deinit(&t);
             return respond_error(cs, &e, reject_of(&e));
