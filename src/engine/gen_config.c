@@ -31,8 +31,11 @@ static omnic_status get_float(const json_t *gc, const char *key, double lo, doub
     if (!has(gc, key)) return OMNIC_OK;
     double x;
     OMNIC_TRY(omnic__json_get_f64(gc, key, true, 0, -DBL_MAX, DBL_MAX, GC, &x, err));
-    if (x < lo || x > hi || (lo_open && x == lo))
+    if (x < lo || x > hi || (lo_open && x == lo)) {
+        if (hi == FLT_MAX)
+            return OMNIC_FAIL(err, OMNIC_E_INVALID, GC ": %s %g must be %s %g", key, x, lo_open ? ">" : ">=", lo);
         return OMNIC_FAIL(err, OMNIC_E_INVALID, GC ": %s %g is outside %s%g, %g]", key, x, lo_open ? "(" : "[", lo, hi);
+    }
     *out = (float)x;
     d->set |= bit;
     return OMNIC_OK;
