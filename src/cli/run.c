@@ -178,9 +178,10 @@ static void usage(FILE *f)
             "                 [--generation-config auto|ignore]\n"
             "  Text goes to stdout, timings to stderr. Sampling starts from generation_config.json's\n"
             "  do_sample, temperature, top_k, top_p, min_p, repetition_penalty and max_new_tokens (-n)\n"
-            "  where the options do not set them (auto, the default; ignore: greedy, -n 256). --raw skips the chat template (the prompt is\n"
-            "  tokenized as is, with the tokenizer's special tokens; put the model's image placeholder in\n"
-            "  it once per --image). --image (JPEG, PNG, WebP; repeatable) goes before the text of the user\n"
+            "  where the options do not set them (auto, the default; ignore: greedy, -n 256). The chat\n"
+            "  template's prompt gets the special tokens Hugging Face gives it (a processor's BOS for\n"
+            "  image models). --raw skips the chat template (the prompt is tokenized as is, with the\n"
+            "  tokenizer's special tokens; put the model's image placeholder in it once per --image). --image (JPEG, PNG, WebP; repeatable) goes before the text of the user\n"
             "  message. --dump writes every prefill stage as .npy (tokens, positions, inputs_embeds,\n"
             "  hidden_l*, kv_l*_k/v, prefill_logits, generated; with images also pixel_values,\n"
             "  vision_features, projected, attn_bias; _i suffixes for several images).\n");
@@ -214,10 +215,12 @@ int omnic__cli_run(int argc, char **argv)
         int64_t x;
         int r;
         struct { const char *name; float *dst; double lo, hi; unsigned bit; } fopts[] = {
-            {"--temp", &sp.temperature, 0, 100, OMNIC_GEN_TEMPERATURE}, {"--top-p", &sp.top_p, 1e-9, 1, OMNIC_GEN_TOP_P},
+            {"--temp", &sp.temperature, 0, 100, OMNIC_GEN_TEMPERATURE},
+            {"--top-p", &sp.top_p, 1e-9, 1, OMNIC_GEN_TOP_P},
             {"--min-p", &sp.min_p, 0, 1, OMNIC_GEN_MIN_P},
             {"--repeat-penalty", &sp.repetition_penalty, 1e-6, 100, OMNIC_GEN_REPETITION_PENALTY},
-            {"--presence-penalty", &sp.presence_penalty, -2, 2, 0}, {"--frequency-penalty", &sp.frequency_penalty, -2, 2, 0}};
+            {"--presence-penalty", &sp.presence_penalty, -2, 2, 0},
+            {"--frequency-penalty", &sp.frequency_penalty, -2, 2, 0}};
         bool matched = false;
         for (size_t k = 0; k < sizeof fopts / sizeof fopts[0] && !matched; k++) {
             if ((r = omnic__arg_str(argc, argv, &i, NULL, fopts[k].name, &v)) == 0) continue;

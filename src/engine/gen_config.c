@@ -11,9 +11,12 @@
 
 bool omnic__gen_config_mode_parse(const char *s, omnic__gen_config_mode *mode)
 {
-    if (!strcmp(s, "auto")) *mode = OMNIC_GEN_CONFIG_AUTO;
-    else if (!strcmp(s, "ignore")) *mode = OMNIC_GEN_CONFIG_IGNORE;
-    else return false;
+    if (!strcmp(s, "auto"))
+        *mode = OMNIC_GEN_CONFIG_AUTO;
+    else if (!strcmp(s, "ignore"))
+        *mode = OMNIC_GEN_CONFIG_IGNORE;
+    else
+        return false;
     return true;
 }
 
@@ -25,16 +28,18 @@ static bool has(const json_t *o, const char *key)
 }
 
 /* A number key in [lo, hi]; lo_open: lo itself is outside. */
-static omnic_status get_float(const json_t *gc, const char *key, double lo, double hi, bool lo_open, unsigned bit,
-                              omnic__gen_defaults *d, float *out, omnic_err *err)
+static omnic_status get_float(const json_t *gc, const char *key, double lo, double hi, bool lo_open,
+                              unsigned bit, omnic__gen_defaults *d, float *out, omnic_err *err)
 {
     if (!has(gc, key)) return OMNIC_OK;
     double x;
     OMNIC_TRY(omnic__json_get_f64(gc, key, true, 0, -DBL_MAX, DBL_MAX, GC, &x, err));
     if (x < lo || x > hi || (lo_open && x == lo)) {
         if (hi == FLT_MAX)
-            return OMNIC_FAIL(err, OMNIC_E_INVALID, GC ": %s %g must be %s %g", key, x, lo_open ? ">" : ">=", lo);
-        return OMNIC_FAIL(err, OMNIC_E_INVALID, GC ": %s %g is outside %s%g, %g]", key, x, lo_open ? "(" : "[", lo, hi);
+            return OMNIC_FAIL(err, OMNIC_E_INVALID, GC ": %s %g must be %s %g", key, x,
+                              lo_open ? ">" : ">=", lo);
+        return OMNIC_FAIL(err, OMNIC_E_INVALID, GC ": %s %g is outside %s%g, %g]", key, x,
+                          lo_open ? "(" : "[", lo, hi);
     }
     *out = (float)x;
     d->set |= bit;
@@ -53,7 +58,8 @@ omnic_status omnic__gen_defaults_parse(const json_t *gc, omnic__gen_defaults *ou
     }
     /* Ranges: what Hugging Face's logits warpers accept, except temperature 0 (greedy, as vLLM
      * takes it) and top_p 0 (omnic's sampler needs top_p > 0, as vLLM's does). */
-    OMNIC_TRY(get_float(gc, "temperature", 0, FLT_MAX, false, OMNIC_GEN_TEMPERATURE, &d, &d.temperature, err));
+    OMNIC_TRY(
+        get_float(gc, "temperature", 0, FLT_MAX, false, OMNIC_GEN_TEMPERATURE, &d, &d.temperature, err));
     if (has(gc, "top_k")) {
         OMNIC_TRY(omnic__json_get_i64(gc, "top_k", true, 0, 0, INT32_MAX, GC, &x, err));
         d.top_k = (int32_t)x;
@@ -64,7 +70,8 @@ omnic_status omnic__gen_defaults_parse(const json_t *gc, omnic__gen_defaults *ou
     OMNIC_TRY(get_float(gc, "repetition_penalty", 0, FLT_MAX, true, OMNIC_GEN_REPETITION_PENALTY, &d,
                         &d.repetition_penalty, err));
     if (has(gc, "max_new_tokens")) {
-        OMNIC_TRY(omnic__json_get_i64(gc, "max_new_tokens", true, 0, 1, INT32_MAX, GC, &d.max_new_tokens, err));
+        OMNIC_TRY(
+            omnic__json_get_i64(gc, "max_new_tokens", true, 0, 1, INT32_MAX, GC, &d.max_new_tokens, err));
         d.set |= OMNIC_GEN_MAX_TOKENS;
     }
     *out = d;
@@ -78,8 +85,10 @@ void omnic__gen_defaults_apply(const omnic__gen_defaults *d, unsigned given, omn
     unsigned use = d->set & ~given;
     if (use & OMNIC_GEN_TEMPERATURE) p->temperature = d->temperature;
     if ((d->set & OMNIC_GEN_DO_SAMPLE) && !(given & OMNIC_GEN_TEMPERATURE)) {
-        if (!d->do_sample) p->temperature = 0.0f; /* generate(): greedy whatever the temperature says */
-        else if (!(d->set & OMNIC_GEN_TEMPERATURE)) p->temperature = 1.0f; /* generate()'s default */
+        if (!d->do_sample)
+            p->temperature = 0.0f; /* generate(): greedy whatever the temperature says */
+        else if (!(d->set & OMNIC_GEN_TEMPERATURE))
+            p->temperature = 1.0f; /* generate()'s default */
     }
     if (use & OMNIC_GEN_TOP_K) p->top_k = d->top_k;
     if (use & OMNIC_GEN_TOP_P) p->top_p = d->top_p;
@@ -113,11 +122,12 @@ const char *omnic__gen_defaults_describe(const omnic__gen_defaults *d, char *buf
 
 /* ---- stop ids ---- */
 
-static omnic_status add_id(int64_t id, int64_t vocab, const char *what, int32_t **ids, size_t *n, omnic_err *err)
+static omnic_status add_id(int64_t id, int64_t vocab, const char *what, int32_t **ids, size_t *n,
+                           omnic_err *err)
 {
     if (id < 0 || id >= vocab)
-        return OMNIC_FAIL(err, OMNIC_E_INVALID, "%s: eos_token_id %lld is outside the vocabulary 0..%lld", what,
-                          (long long)id, (long long)vocab - 1);
+        return OMNIC_FAIL(err, OMNIC_E_INVALID, "%s: eos_token_id %lld is outside the vocabulary 0..%lld",
+                          what, (long long)id, (long long)vocab - 1);
     for (size_t i = 0; i < *n; i++)
         if ((*ids)[i] == id) return OMNIC_OK;
     int32_t *g = omnic_realloc(*ids, (*n + 1) * sizeof *g);
@@ -133,13 +143,14 @@ static omnic_status add_json(const json_t *v, int64_t vocab, const char *what, i
 {
     if (json_is_integer(v)) return add_id(json_integer_value(v), vocab, what, ids, n, err);
     if (!json_is_array(v))
-        return OMNIC_FAIL(err, OMNIC_E_INVALID, "%s: eos_token_id is %s, expected an integer or a list of integers",
-                          what, omnic__json_type_phrase(v));
+        return OMNIC_FAIL(err, OMNIC_E_INVALID,
+                          "%s: eos_token_id is %s, expected an integer or a list of integers", what,
+                          omnic__json_type_phrase(v));
     for (size_t i = 0; i < json_array_size(v); i++) {
         const json_t *x = json_array_get(v, i);
         if (!json_is_integer(x))
-            return OMNIC_FAIL(err, OMNIC_E_INVALID, "%s: eos_token_id[%zu] is %s, expected an integer", what, i,
-                              omnic__json_type_phrase(x));
+            return OMNIC_FAIL(err, OMNIC_E_INVALID, "%s: eos_token_id[%zu] is %s, expected an integer", what,
+                              i, omnic__json_type_phrase(x));
         OMNIC_TRY(add_id(json_integer_value(x), vocab, what, ids, n, err));
     }
     return OMNIC_OK;

@@ -60,7 +60,8 @@ typedef struct omnic__gen_defaults {
 /* Reads the sampling keys of generation_config (a JSON object or NULL: nothing set; borrowed)
  * into *out (always written; set == 0 on failure). Errors: E_INVALID naming the key and the
  * value or JSON type ("generation_config.json: top_p 1.5 is outside (0, 1]"). */
-omnic_status omnic__gen_defaults_parse(const json_t *generation_config, omnic__gen_defaults *out, omnic_err *err);
+omnic_status omnic__gen_defaults_parse(const json_t *generation_config, omnic__gen_defaults *out,
+                                       omnic_err *err);
 
 /* Applies d to a request's sampling *p and *max_tokens (NULL: not applied) for every value the
  * request did not set itself (given: OMNIC_GEN_* bits). d NULL: nothing. */

@@ -15,7 +15,9 @@
  *   Refused as not supported (yet): logprobs / top_logprobs, tools / tool_choice / functions /
  *     tool messages, response_format other than text, logit_bias, audio output, echo,
  *     suffix, best_of != n, image / audio content parts (this build's models read text only).
- *   Other fields (user, metadata, store, ...) are ignored, as OpenAI-compatible servers do. */
+ *   Other fields (user, metadata, store, ...) are ignored, as OpenAI-compatible servers do.
+ *   The sampling values a body leaves out are OpenAI's defaults here; the server then applies
+ *   the checkpoint's generation_config.json to them (sampling_given; engine/gen_config.h). */
 #ifndef OMNIC_SERVER_OPENAI_H
 #define OMNIC_SERVER_OPENAI_H
 

@@ -23,8 +23,9 @@ static void test_parse(void **state)
     (void)state;
     omnic__gen_defaults d;
     omnic_err err;
-    json_t *gc = js("{\"do_sample\": true, \"temperature\": 0.7, \"top_k\": 5, \"top_p\": 0.9, \"min_p\": 0.05,"
-                    " \"repetition_penalty\": 1.1, \"max_new_tokens\": 12, \"eos_token_id\": 3, \"num_beams\": 4}");
+    json_t *gc =
+        js("{\"do_sample\": true, \"temperature\": 0.7, \"top_k\": 5, \"top_p\": 0.9, \"min_p\": 0.05,"
+           " \"repetition_penalty\": 1.1, \"max_new_tokens\": 12, \"eos_token_id\": 3, \"num_beams\": 4}");
     assert_int_equal(omnic__gen_defaults_parse(gc, &d, &err), OMNIC_OK);
     assert_int_equal(d.set, OMNIC_GEN_DO_SAMPLE | OMNIC_GEN_TEMPERATURE | OMNIC_GEN_TOP_K | OMNIC_GEN_TOP_P |
                                 OMNIC_GEN_MIN_P | OMNIC_GEN_REPETITION_PENALTY | OMNIC_GEN_MAX_TOKENS);
@@ -54,14 +55,23 @@ static void test_parse(void **state)
 static void test_bad_values(void **state)
 {
     (void)state;
-    static const struct { const char *json, *key; } bad[] = {
-        {"{\"temperature\": -0.5}", "temperature"},       {"{\"temperature\": \"hot\"}", "temperature"},
-        {"{\"temperature\": true}", "temperature"},       {"{\"top_k\": -1}", "top_k"},
-        {"{\"top_k\": 2.5}", "top_k"},                    {"{\"top_p\": 0}", "top_p"},
-        {"{\"top_p\": 1.5}", "top_p"},                    {"{\"min_p\": 1.01}", "min_p"},
-        {"{\"min_p\": -0.1}", "min_p"},                   {"{\"repetition_penalty\": 0}", "repetition_penalty"},
-        {"{\"repetition_penalty\": [1]}", "repetition_penalty"}, {"{\"max_new_tokens\": 0}", "max_new_tokens"},
-        {"{\"max_new_tokens\": 3000000000}", "max_new_tokens"}, {"{\"do_sample\": 1}", "do_sample"},
+    static const struct {
+        const char *json, *key;
+    } bad[] = {
+        {"{\"temperature\": -0.5}", "temperature"},
+        {"{\"temperature\": \"hot\"}", "temperature"},
+        {"{\"temperature\": true}", "temperature"},
+        {"{\"top_k\": -1}", "top_k"},
+        {"{\"top_k\": 2.5}", "top_k"},
+        {"{\"top_p\": 0}", "top_p"},
+        {"{\"top_p\": 1.5}", "top_p"},
+        {"{\"min_p\": 1.01}", "min_p"},
+        {"{\"min_p\": -0.1}", "min_p"},
+        {"{\"repetition_penalty\": 0}", "repetition_penalty"},
+        {"{\"repetition_penalty\": [1]}", "repetition_penalty"},
+        {"{\"max_new_tokens\": 0}", "max_new_tokens"},
+        {"{\"max_new_tokens\": 3000000000}", "max_new_tokens"},
+        {"{\"do_sample\": 1}", "do_sample"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         json_t *gc = js(bad[i].json);
@@ -89,7 +99,8 @@ static omnic__gen_defaults parsed(const char *text)
 static void test_apply(void **state)
 {
     (void)state;
-    omnic__gen_defaults d = parsed("{\"do_sample\": true, \"temperature\": 0.7, \"top_k\": 5, \"max_new_tokens\": 9}");
+    omnic__gen_defaults d =
+        parsed("{\"do_sample\": true, \"temperature\": 0.7, \"top_k\": 5, \"max_new_tokens\": 9}");
     omnic__sampling_params p = omnic__sampling_defaults();
     int64_t max_tokens = 256;
     omnic__gen_defaults_apply(&d, 0, &p, &max_tokens);
@@ -130,7 +141,8 @@ static void test_apply(void **state)
     assert_float_equal(p.temperature, 0.5f, 0);
 }
 
-static void expect_eos(const char *gc_text, const char *cfg_text, int32_t tok_eos, const int32_t *want, size_t n_want)
+static void expect_eos(const char *gc_text, const char *cfg_text, int32_t tok_eos, const int32_t *want,
+                       size_t n_want)
 {
     json_t *gc = gc_text ? js(gc_text) : NULL, *cfg = js(cfg_text);
     int32_t *ids = NULL;
@@ -138,7 +150,8 @@ static void expect_eos(const char *gc_text, const char *cfg_text, int32_t tok_eo
     omnic_err err;
     assert_int_equal(omnic__gen_eos_ids(gc, cfg, tok_eos, 100, &ids, &n, &err), OMNIC_OK);
     assert_int_equal(n, n_want);
-    for (size_t i = 0; i < n; i++) assert_int_equal(ids[i], want[i]);
+    for (size_t i = 0; i < n; i++)
+        assert_int_equal(ids[i], want[i]);
     omnic_free(ids);
     json_decref(gc);
     json_decref(cfg);
@@ -157,8 +170,8 @@ static void test_eos(void **state)
     expect_eos(NULL, "{}", 4, (int32_t[]){4}, 1);
     expect_eos(NULL, "{}", -1, NULL, 0);
     /* bad ids: errors naming the file and the id */
-    static const char *bad[] = {"{\"eos_token_id\": 100}", "{\"eos_token_id\": [1, -2]}", "{\"eos_token_id\": \"</s>\"}",
-                                "{\"eos_token_id\": [1, 2.0]}"};
+    static const char *bad[] = {"{\"eos_token_id\": 100}", "{\"eos_token_id\": [1, -2]}",
+                                "{\"eos_token_id\": \"</s>\"}", "{\"eos_token_id\": [1, 2.0]}"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         json_t *gc = js(bad[i]), *cfg = js("{}");
         int32_t *ids = (int32_t *)(uintptr_t)1;
