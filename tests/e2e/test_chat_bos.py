@@ -5,7 +5,8 @@
 
   models with a processor (LLaVA, Qwen2-VL): processor.apply_chat_template(tokenize=True) adds
     the tokenizer's post-processor tokens unless the rendered text starts with bos_token, so the
-    LLaVA-1.5 template (no BOS in it) gets the BOS exactly once, and a template that writes
+    LLaVA-1.5 template (no BOS in it) with LLaVA-1.5's Llama-2 tokenizer (mktiny --tokenizer
+    llama2) gets <s> exactly once, with or without an image, and a template that writes
     {{ bos_token }} does not get a second one;
   text-only models: tokenizer.apply_chat_template(tokenize=True) adds nothing;
   raw text (omnic run --raw, /v1/completions): tokenizer(text), special tokens added.
@@ -25,6 +26,7 @@ import numpy as np
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 OMNIC = os.environ.get("OMNIC", os.path.join(ROOT, "build/release/omnic"))
+IMAGE = os.path.join(ROOT, "tests", "data", "demo.png")
 GOLDEN = json.load(open(os.path.join(ROOT, "tests", "data", "chat_bos.json"), encoding="utf-8"))
 failed = 0
 
@@ -63,6 +65,9 @@ def run_tokens(model, case, dump):
             if m["role"] == "system":
                 args += ["--system", text_of(m["content"])]
         args += ["-p", text_of(conv[-1]["content"])]
+        last = conv[-1]["content"]
+        for _ in range(0 if isinstance(last, str) else sum(p["type"] == "image" for p in last)):
+            args += ["--image", IMAGE]
     r = subprocess.run(args, capture_output=True, text=True)
     if r.returncode != 0:
         fail(f"{case['name']}: omnic run exit {r.returncode}: {r.stderr[-400:]}")
@@ -125,7 +130,7 @@ def main():
                   f"{len(got)} ids, first {got[0]}, BOS x{n_bos}")
         # the server: same ids through /tokenize and the chat route
         by_name = {c["name"]: c for c in GOLDEN["cases"]}
-        chat, raw = by_name["llava_template_without_bos"], by_name["llava_raw"]
+        chat, raw = by_name["llava15_text_only"], by_name["llava15_raw"]
         p, port = serve(checkpoint(tmp, chat), os.path.join(tmp, "serve.log"))
         try:
             if port:

@@ -27,7 +27,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 ORACLE = os.path.join(ROOT, "tests", "oracle")
 SITES = {"4.57.6": ("/opt/hfo/site457", {}), "5.2.0": ("/opt/hfo/site520", {"HFO_FAKE_TORCH_VERSION": "2.4.0"})}
 
-LLAVA = ["--family", "llava", "--vision", "clip", "--text", "llama"]
+LLAVA = ["--family", "llava", "--vision", "clip", "--text", "llama"]  # Llama-3 tokenizer: <|begin_of_text|>
+LLAVA15 = LLAVA + ["--tokenizer", "llama2"]  # LLaVA-1.5's Llama-2 tokenizer: <s>
 BOS_FIRST = ("{{ bos_token }}{% for message in messages %}{{ message['role'].upper() + ': ' }}"
              "{% for content in message['content'] | selectattr('type', 'equalto', 'text') %}"
              "{{ content['text'] + ' ' }}{% endfor %}{% endfor %}{% if add_generation_prompt %}"
@@ -40,8 +41,16 @@ def parts(text):
     return [{"type": "text", "text": text}]
 
 
-# name, mktiny args, chat_template.jinja (None: the checkpoint's own), route, conversation (or raw text)
+# name, mktiny args, chat_template.jinja (None: the checkpoint's own), route, conversation (or raw text);
+# {"type": "image"} parts are given to omnic run as --image tests/data/demo.png
 CASES = [
+    ("llava15_image_and_text", LLAVA15, None, "processor",
+     [{"role": "user", "content": [{"type": "image"}] + parts("What is in the picture?")}]),
+    ("llava15_text_only", LLAVA15, None, "processor",
+     [{"role": "user", "content": parts("Describe the picture.")}]),
+    ("llava15_template_writes_bos", LLAVA15, BOS_FIRST, "processor",
+     [{"role": "user", "content": parts("Describe the picture.")}]),
+    ("llava15_raw", LLAVA15, None, "raw", "USER: Describe the picture. ASSISTANT:"),
     ("llava_template_without_bos", LLAVA, None, "processor",
      [{"role": "user", "content": parts("Describe the picture.")}]),
     ("llava_system_and_user", LLAVA, None, "processor",
