@@ -12,8 +12,10 @@
  * turns all of this off (vLLM's `--generation-config vllm`); the stop ids are read either way.
  *
  * Stop ids follow generate(): generation_config.json's eos_token_id (an int or a list) when the
- * file sets it, else config.json's (GenerationConfig.from_model_config), else its text_config's;
- * plus, as vLLM adds it, the tokenizer's eos_token. */
+ * file sets it, else config.json's, else its text_config's (GenerationConfig.from_model_config,
+ * which generate() uses when there is no generation_config.json; a file without the key would
+ * leave generate() with none: omnic falls back to config.json then too); plus, as vLLM adds it,
+ * the tokenizer's eos_token. */
 #ifndef OMNIC_ENGINE_GEN_CONFIG_H
 #define OMNIC_ENGINE_GEN_CONFIG_H
 
