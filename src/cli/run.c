@@ -181,8 +181,9 @@ static void usage(FILE *f)
             "  where the options do not set them (auto, the default; ignore: greedy, -n 256). The chat\n"
             "  template's prompt gets the special tokens Hugging Face gives it (a processor's BOS for\n"
             "  image models). --raw skips the chat template (the prompt is tokenized as is, with the\n"
-            "  tokenizer's special tokens; put the model's image placeholder in it once per --image). --image (JPEG, PNG, WebP; repeatable) goes before the text of the user\n"
-            "  message. --dump writes every prefill stage as .npy (tokens, positions, inputs_embeds,\n"
+            "  tokenizer's special tokens; put the model's image placeholder in it once per --image).\n"
+            "  --image (JPEG, PNG, WebP; repeatable) goes before the text of the user message.\n"
+            "  --dump writes every prefill stage as .npy (tokens, positions, inputs_embeds,\n"
             "  hidden_l*, kv_l*_k/v, prefill_logits, generated; with images also pixel_values,\n"
             "  vision_features, projected, attn_bias; _i suffixes for several images).\n");
 }
