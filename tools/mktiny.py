@@ -16,7 +16,9 @@ Families (--family; config.json model_type in brackets):
   llava        LlavaForConditionalGeneration [llava]: --vision clip|siglip tower + projector in
                front of a --text llama|qwen2 model; <image> added token; preprocessor_config.json,
                processor_config.json, chat_template.json; --new-names for the re-rooted weight
-               names; --dims real --preset llava-1.5-clip336 for LLaVA-1.5-7B shapes
+               names; --dims real --preset llava-1.5-clip336 for LLaVA-1.5-7B shapes;
+               --tokenizer llama2: LLaVA-1.5's own Llama-2 tokenizer (<s> added by the
+               post-processor, the published chat template writes none) instead of Llama-3's
 
 Written into --out DIR:
   config.json, generation_config.json        real HF keys for the family
@@ -470,9 +472,12 @@ def _bpe_word(tok: BpeTokenizer, ranks: Dict[Tuple[str, str], int], word: str) -
 
 
 def _spm_segment(tok: BpeTokenizer, ranks: Dict[Tuple[str, str], int], seg: str) -> List[int]:
-    """Normalizer Replace(" " -> "▁"), then BPE with byte_fallback over the whole segment
-    (the Split(" ") pre-tokenizer runs on the normalized text, so it never splits)."""
+    """Normalizer Replace(" " -> "▁") (llama2: after Prepend("▁"), per piece between added tokens),
+    then BPE with byte_fallback over the whole segment (the Split(" ") pre-tokenizer runs on the
+    normalized text, so it never splits)."""
     syms: List[str] = []
+    if TOKENIZER_STYLES[tok.style].get("prepend"):
+        seg = " " + seg
     for ch in seg.replace(" ", SPM_SPACE):
         if ch in tok.vocab:
             syms.append(ch)
@@ -532,7 +537,10 @@ def decode(tok: BpeTokenizer, ids: Sequence[int], skip_special_tokens: bool = Fa
             out.append(t.replace(SPM_SPACE, " "))
         if pending:
             out.append(pending.decode("utf-8", errors="replace"))
-        return "".join(out)
+        text = "".join(out)
+        if TOKENIZER_STYLES[tok.style].get("prepend") and text.startswith(" "):
+            text = text[1:]  # decoder Strip(" ", 1, 0) on the fused text
+        return text
     out_b = bytearray()
     for i in ids:
         if i in inv_sp:
@@ -793,6 +801,28 @@ TOKENIZER_STYLES = {
         "chat_template": PHI3_CHAT_TEMPLATE,
         "model_max_length": 131072,
     },
+    "llama2": {
+        # Llama-2 / Vicuna, as llava-hf/llava-1.5-7b-hf ships it (LlamaConverter, legacy layout):
+        # SentencePiece-style BPE with byte_fallback, normalizer Prepend("▁") + Replace(" " -> "▁"),
+        # no pre-tokenizer, post-processor TemplateProcessing "<s> $A", decoder Replace, ByteFallback,
+        # Fuse, Strip(1 leading space). Real ids: <unk> 0, <s> 1, </s> 2; LLaVA adds <image> 32000
+        # and <pad> 32001 after the vocab (--tokenizer llama2 with --family llava).
+        "kind": "spm",
+        "prepend": True,
+        "pattern": "",
+        "specials": ["<unk>", "<s>", "</s>"],
+        "nfc": False,
+        "ignore_merges": False,
+        "add_bos": "<s>",
+        "bos": "<s>",
+        "bos_id_token": "<s>",
+        "eos": "</s>",
+        "eos_ids": ["</s>"],
+        "pad": None,
+        "unk": "<unk>",
+        "chat_template": None,
+        "model_max_length": HF_VERY_LARGE_INTEGER,
+    },
     "gemma": {
         # Gemma 3 (HF GemmaConverter layout): BPE with byte_fallback, normalizer
         # Replace(" " -> "▁"), Split(" ") pre-tokenizer (a no-op after the normalizer),
@@ -900,6 +930,23 @@ def tokenizer_json(tok: BpeTokenizer, merges_style: str = "str") -> dict:
                       "fuse_unk": True, "byte_fallback": True, "ignore_merges": False,
                       "vocab": tok.vocab, "merges": merges},
         })
+    if tok.style == "llama2":
+        return dict(head, **{
+            "normalizer": {"type": "Sequence", "normalizers": [
+                {"type": "Prepend", "prepend": SPM_SPACE},
+                {"type": "Replace", "pattern": {"String": " "}, "content": SPM_SPACE}]},
+            "pre_tokenizer": None,
+            "post_processor": _bos_template(tok.add_bos, tok.specials[tok.add_bos]),
+            "decoder": {"type": "Sequence", "decoders": [
+                {"type": "Replace", "pattern": {"String": SPM_SPACE}, "content": " "},
+                {"type": "ByteFallback"},
+                {"type": "Fuse"},
+                {"type": "Strip", "content": " ", "start": 1, "stop": 0}]},
+            "model": {"type": "BPE", "dropout": None, "unk_token": "<unk>",
+                      "continuing_subword_prefix": None, "end_of_word_suffix": None,
+                      "fuse_unk": True, "byte_fallback": True, "ignore_merges": False,
+                      "vocab": tok.vocab, "merges": merges},
+        })
     raise ValueError(f"no tokenizer.json writer for style {tok.style!r}")
 
 
@@ -931,6 +978,13 @@ def tokenizer_config_json(tok: BpeTokenizer) -> dict:
     elif tok.style == "phi3":
         cfg.update({"add_bos_token": False, "add_eos_token": False,
                     "tokenizer_class": "GPT2Tokenizer", "unk_token": st["unk"]})
+    elif tok.style == "llama2":
+        cfg.update({"add_bos_token": True, "add_eos_token": False, "legacy": False, "padding_side": "left",
+                    "sp_model_kwargs": {}, "spaces_between_special_tokens": False,
+                    "tokenizer_class": "LlamaTokenizer", "unk_token": st["unk"],
+                    "use_default_system_prompt": False})
+        if "<pad>" in tok.specials:
+            cfg["pad_token"] = "<pad>"
     elif tok.style == "gemma":
         mm = {"boi_token": "<start_of_image>", "eoi_token": "<end_of_image>", "image_token": "<image_soft_token>"}
         cfg.update(mm)
@@ -952,7 +1006,7 @@ def special_ids(tok: BpeTokenizer) -> dict:
     return {"bos": tok.specials[st["bos_id_token"]],
             "eos": one_or_list(st["eos_ids"]),
             "gen_eos": one_or_list(st.get("gen_eos_ids", st["eos_ids"])),
-            "pad": tok.specials[st["pad"]] if st["pad"] else None}
+            "pad": tok.specials[st["pad"]] if st["pad"] else tok.specials.get("<pad>") if tok.style == "llama2" else None}
 
 
 # =============================================================================
@@ -1472,7 +1526,12 @@ def main_llava(args) -> int:
         v = dict(LLAVA_VISION_TINY[arch])
         td = None
     fam = FAMILIES[text]
-    tok = train_tokenizer(fam.tokenizer, extra_specials=tuple(fam.extra_specials) + ("<image>",))
+    if args.tokenizer == "llama2":  # LLaVA-1.5's own: <image> 32000 and <pad> 32001 after the vocab
+        if text != "llama":
+            raise SystemExit("--tokenizer llama2 needs --text llama")
+        tok = train_tokenizer("llama2", extra_specials=("<image>", "<pad>"))
+    else:
+        tok = train_tokenizer(fam.tokenizer, extra_specials=tuple(fam.extra_specials) + ("<image>",))
     if td is None:
         td, _ = resolve_dims(text, fam, "tiny", None, tok)
     td.pop("tie", None)
@@ -2068,6 +2127,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     ap.add_argument("--family", choices=sorted(list(FAMILIES) + ["llava", "qwen2_vl", "qwen2_5_vl"]), required=True)
     ap.add_argument("--vision", choices=["clip", "siglip"], default="clip", help="llava: vision tower")
     ap.add_argument("--text", choices=["llama", "qwen2"], default="llama", help="llava: text model")
+    ap.add_argument("--tokenizer", choices=["llama2"], default=None,
+                    help="llava --text llama: LLaVA-1.5's Llama-2 tokenizer (<s> from the post-processor) "
+                         "instead of the Llama-3 one")
     ap.add_argument("--new-names", action="store_true",
                     help="llava, qwen2_vl, qwen2_5_vl: transformers >= 4.52 weight names (model.language_model.*, "
                          "model.visual.*, ...)")
@@ -2087,6 +2149,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     ap.add_argument("--verify", action="store_true", help="re-read and check everything written")
     args = ap.parse_args(argv)
 
+    if args.tokenizer and args.family != "llava":
+        raise SystemExit("--tokenizer is for --family llava")
     if args.family == "llava":
         return main_llava(args)
     if args.family in ("qwen2_vl", "qwen2_5_vl"):

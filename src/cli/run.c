@@ -14,6 +14,7 @@
 #include "cli/cli.h"
 #include "core/npy.h"
 #include "engine/engine.h"
+#include "engine/gen_config.h"
 #include "engine/media.h"
 #include "io/file.h"
 
@@ -174,13 +175,17 @@ static void usage(FILE *f)
             "                 [--min-p M] [--repeat-penalty R] [--presence-penalty P] [--frequency-penalty F]\n"
             "                 [--seed S] [--stop STR]... [--ctx N] [--threads N] [--backend cpu|ref] [--kv f16|f32]\n"
             "                 [--quant q8_0|q4_0] [--chunk N] [--ignore-eos] [--image FILE]... [--max-image-pixels N]\n"
-            "                 [--dump DIR]\n"
+            "                 [--dump DIR] [--generation-config auto|ignore]\n"
             "       omnic run -m DIR --tokens ID,ID,... [options]\n"
-            "  Text goes to stdout, timings to stderr. --raw skips the chat template (the prompt is\n"
-            "  tokenized as is, with the tokenizer's special tokens; put the model's image placeholder in\n"
-            "  it once per --image). --image (JPEG, PNG, WebP; repeatable) goes before the text of the user\n"
-            "  message. --max-image-pixels N resizes images to at most N pixels where the processor\n"
-            "  takes a pixel bound (below the checkpoint's own max_pixels; a warning says when it did).\n"
+            "  Text goes to stdout, timings to stderr. Sampling starts from generation_config.json's\n"
+            "  do_sample, temperature, top_k, top_p, min_p, repetition_penalty and max_new_tokens (-n)\n"
+            "  where the options do not set them (auto, the default; ignore: greedy, -n 256). The chat\n"
+            "  template's prompt gets the special tokens Hugging Face gives it (a processor's BOS for\n"
+            "  image models). --raw skips the chat template (the prompt is tokenized as is, with the\n"
+            "  tokenizer's special tokens; put the model's image placeholder in it once per --image).\n"
+            "  --image (JPEG, PNG, WebP; repeatable) goes before the text of the user message.\n"
+            "  --max-image-pixels N resizes images to at most N pixels where the processor takes a\n"
+            "  pixel bound (below the checkpoint's own max_pixels; a warning says when it did).\n"
             "  --tokens feeds the prompt as token ids, used as given (no template, no BOS; with\n"
             "  --image, the model's image placeholder id once per image, as the logical prompt has it).\n"
             "  --dump writes every prefill stage as .npy (tokens, positions, inputs_embeds,\n"
@@ -240,18 +245,23 @@ int omnic__cli_run(int argc, char **argv)
     size_t n_stops = 0, n_images = 0;
     int64_t n_predict = 256, max_image_pixels = 0;
     bool raw = false, ignore_eos = false;
+    unsigned given = 0; /* OMNIC_GEN_* values the options set (generation_config.json fills the rest) */
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v;
         int64_t x;
         int r;
-        struct { const char *name; float *dst; double lo, hi; } fopts[] = {
-            {"--temp", &sp.temperature, 0, 100},         {"--top-p", &sp.top_p, 1e-9, 1},
-            {"--min-p", &sp.min_p, 0, 1},                {"--repeat-penalty", &sp.repetition_penalty, 1e-6, 100},
-            {"--presence-penalty", &sp.presence_penalty, -2, 2}, {"--frequency-penalty", &sp.frequency_penalty, -2, 2}};
+        struct { const char *name; float *dst; double lo, hi; unsigned bit; } fopts[] = {
+            {"--temp", &sp.temperature, 0, 100, OMNIC_GEN_TEMPERATURE},
+            {"--top-p", &sp.top_p, 1e-9, 1, OMNIC_GEN_TOP_P},
+            {"--min-p", &sp.min_p, 0, 1, OMNIC_GEN_MIN_P},
+            {"--repeat-penalty", &sp.repetition_penalty, 1e-6, 100, OMNIC_GEN_REPETITION_PENALTY},
+            {"--presence-penalty", &sp.presence_penalty, -2, 2, 0},
+            {"--frequency-penalty", &sp.frequency_penalty, -2, 2, 0}};
         bool matched = false;
         for (size_t k = 0; k < sizeof fopts / sizeof fopts[0] && !matched; k++) {
             if ((r = omnic__arg_str(argc, argv, &i, NULL, fopts[k].name, &v)) == 0) continue;
             if (r < 0 || parse_float(fopts[k].name, v, fopts[k].lo, fopts[k].hi, fopts[k].dst) < 0) return 2;
+            given |= fopts[k].bit;
             matched = true;
         }
         if (matched) continue;
@@ -313,6 +323,13 @@ int omnic__cli_run(int argc, char **argv)
             stops[n_stops++] = v;
             continue;
         }
+        if ((r = omnic__arg_str(argc, argv, &i, NULL, "--generation-config", &v)) != 0) {
+            if (r < 0 || !omnic__gen_config_mode_parse(v, &eo.generation_config)) {
+                fprintf(stderr, "omnic run: --generation-config must be auto or ignore\n");
+                return 2;
+            }
+            continue;
+        }
         if ((r = omnic__arg_str(argc, argv, &i, NULL, "--kv", &v)) != 0) {
             if (r < 0 || (strcmp(v, "f16") && strcmp(v, "f32"))) {
                 fprintf(stderr, "omnic run: --kv must be f16 or f32\n");
@@ -329,6 +346,7 @@ int omnic__cli_run(int argc, char **argv)
             if ((r = omnic__arg_i64(argc, argv, &i, iopts[k].s, iopts[k].l, iopts[k].lo, iopts[k].hi, iopts[k].dst)) == 0)
                 continue;
             if (r < 0) return 2;
+            if (iopts[k].dst == &n_predict) given |= OMNIC_GEN_MAX_TOKENS;
             matched = true;
         }
         if (matched) continue;
@@ -340,6 +358,7 @@ int omnic__cli_run(int argc, char **argv)
         if ((r = omnic__arg_i64(argc, argv, &i, NULL, "--top-k", 0, INT32_MAX, &x)) != 0) {
             if (r < 0) return 2;
             sp.top_k = (int32_t)x;
+            given |= OMNIC_GEN_TOP_K;
             continue;
         }
         if ((r = omnic__arg_i64(argc, argv, &i, "-s", "--seed", 0, INT64_MAX, &x)) != 0) {
@@ -376,6 +395,7 @@ int omnic__cli_run(int argc, char **argv)
         return 1;
     }
     t_load = now_s() - t_load;
+    omnic__gen_defaults_apply(omnic__engine_gen_defaults(e), given, &sp, &n_predict);
     const omnic__model *m = omnic__engine_model(e);
     int rc = 1;
     int32_t *ids = NULL;
@@ -438,6 +458,9 @@ int omnic__cli_run(int argc, char **argv)
     int64_t expanded = (int64_t)n_ids, rows = 0;
     for (size_t k = 0; k < n_images; k++)
         expanded += omnic__media_item_rows(m, &items[k], &rows, &err) == OMNIC_OK ? rows - 1 : 0;
+    if ((omnic__engine_gen_defaults(e)->set & ~given & OMNIC_GEN_MAX_TOKENS) && expanded < m->capacity &&
+        n_predict > m->capacity - expanded)
+        n_predict = m->capacity - expanded; /* generation_config.json's max_new_tokens: at most what fits (vLLM) */
     if (dump && expanded > m->chunk) {
         fprintf(stderr, "omnic run: --dump needs the prompt in one prefill chunk: %lld rows > --chunk %lld\n",
                 (long long)expanded, (long long)m->chunk);

@@ -25,6 +25,7 @@ static void usage(FILE *f)
             "                   [--max-image-pixels N] [--max-decode-pixels N] [--media-workers N]\n"
             "                   [--allow-remote-media HOST]...\n"
             "                   [--allow-remote-media-port N]... [--media-proxy URL] [--remote-media-timeout S]\n"
+            "                   [--generation-config auto|ignore]\n"
             "  OpenAI-compatible HTTP server: POST /v1/chat/completions, POST /v1/completions,\n"
             "  GET /v1/models, GET /health, GET /metrics, POST /tokenize, POST /detokenize.\n"
             "  --parallel N       sequences decoded together (slots; default 4); n may go up to N\n"
@@ -44,6 +45,11 @@ static void usage(FILE *f)
             "  --max-backlog BYTES  generated text held for a client that stops reading (or for a\n"
             "                     non-streamed choice) before the request is cancelled (default and cap: 4 MiB)\n"
             "  --shutdown-timeout S  on SIGINT/SIGTERM, let in-flight requests finish for S s (default 30)\n"
+            "  --generation-config auto  generation_config.json's temperature, top_k, top_p, min_p,\n"
+            "                     repetition_penalty, max_new_tokens (and do_sample false: greedy) are the\n"
+            "                     defaults of a request that does not set them (vLLM's default); ignore:\n"
+            "                     OpenAI's defaults (temperature 1, top_p 1)\n");
+    fprintf(f,
             "  Image input (models that take it: /v1/models lists \"image\"): image_url parts carry data:\n"
             "  URLs (image/jpeg, image/png, image/webp), or file paths when --media-dir is given:\n"
             "  --media-dir DIR    image parts may name files inside DIR (nothing outside it); remote\n"
@@ -218,6 +224,13 @@ int omnic__cli_serve(int argc, char **argv)
                 return 2;
             }
             o.engine.model.quant = v;
+            continue;
+        }
+        if ((r = omnic__arg_str(argc, argv, &i, NULL, "--generation-config", &v)) != 0) {
+            if (r < 0 || !omnic__gen_config_mode_parse(v, &o.engine.generation_config)) {
+                fprintf(stderr, "omnic serve: --generation-config must be auto or ignore\n");
+                return 2;
+            }
             continue;
         }
         if ((r = omnic__arg_str(argc, argv, &i, NULL, "--kv", &v)) != 0) {

@@ -7,15 +7,17 @@
 struct omnic__chat {
     const omnic__checkpoint *ck; /* borrowed */
     omnic__template *tmpl;       /* owned */
+    bool processor;              /* special tokens as processor.apply_chat_template adds them */
 };
 
-omnic_status omnic__chat_create(const omnic__checkpoint *ck, omnic__chat **out, omnic_err *err)
+omnic_status omnic__chat_create(const omnic__checkpoint *ck, bool processor, omnic__chat **out, omnic_err *err)
 {
     if (!ck->chat_template)
         return OMNIC_FAIL(err, OMNIC_E_NOT_FOUND, "%s has no chat template (use --raw)", ck->dir);
     omnic__chat *c = omnic_alloc_array(1, sizeof *c);
     if (!c) return OMNIC_FAIL(err, OMNIC_E_NOMEM, "out of memory for a chat template");
     c->ck = ck;
+    c->processor = processor;
     omnic_status s = omnic__template_parse(ck->chat_template, strlen(ck->chat_template), NULL, &c->tmpl, err);
     if (s != OMNIC_OK) {
         omnic__err_prefix(err, "%s: chat template", ck->chat_template_source ? ck->chat_template_source : ck->dir);
@@ -33,6 +35,16 @@ void omnic__chat_destroy(omnic__chat *c)
     omnic_free(c);
 }
 
+bool omnic__chat_adds_special(const omnic__chat *c, const omnic__tokenizer *tok, const char *text, size_t len)
+{
+    if (!c->processor) return false; /* tokenizer.apply_chat_template: add_special_tokens=False */
+    /* ProcessorMixin.apply_chat_template: `if self.tokenizer.bos_token is not None and
+     * single_prompt.startswith(self.tokenizer.bos_token): kwargs["add_special_tokens"] = False` */
+    const char *bos = omnic__tokenizer_get_specials(tok)->bos_token;
+    size_t nb = bos ? strlen(bos) : 0;
+    return !(bos && len >= nb && memcmp(text, bos, nb) == 0);
+}
+
 omnic_status omnic__chat_apply(const omnic__chat *c, const omnic__tokenizer *tok, const json_t *messages,
                                bool add_generation_prompt, const json_t *extra, char **text, int32_t **ids,
                                size_t *n, omnic_err *err)
@@ -44,7 +56,8 @@ omnic_status omnic__chat_apply(const omnic__chat *c, const omnic__tokenizer *tok
     omnic_status s = omnic__template_render(c->tmpl, vars, NULL, &t, &len, err);
     json_decref(vars);
     if (s != OMNIC_OK) return s;
-    if ((s = omnic__tokenizer_encode(tok, t, len, false, ids, n, err)) != OMNIC_OK) {
+    if ((s = omnic__tokenizer_encode(tok, t, len, omnic__chat_adds_special(c, tok, t, len), ids, n, err)) !=
+        OMNIC_OK) {
         omnic_free(t);
         return s;
     }
@@ -52,12 +65,12 @@ omnic_status omnic__chat_apply(const omnic__chat *c, const omnic__tokenizer *tok
     return OMNIC_OK;
 }
 
-omnic_status omnic__chat_encode(const omnic__checkpoint *ck, const omnic__tokenizer *tok, const json_t *messages,
-                                bool add_generation_prompt, const json_t *extra, char **text, int32_t **ids,
-                                size_t *n, omnic_err *err)
+omnic_status omnic__chat_encode(const omnic__checkpoint *ck, bool processor, const omnic__tokenizer *tok,
+                                const json_t *messages, bool add_generation_prompt, const json_t *extra, char **text,
+                                int32_t **ids, size_t *n, omnic_err *err)
 {
     omnic__chat *c = NULL;
-    OMNIC_TRY(omnic__chat_create(ck, &c, err));
+    OMNIC_TRY(omnic__chat_create(ck, processor, &c, err));
     omnic_status s = omnic__chat_apply(c, tok, messages, add_generation_prompt, extra, text, ids, n, err);
     omnic__chat_destroy(c);
     return s;
@@ -97,7 +110,7 @@ omnic_status omnic__chat_prompt_images(const omnic__checkpoint *ck, const omnic_
     }
     omnic_status s = parts && omnic__chat_content_parts(msgs) != OMNIC_OK
                          ? OMNIC_FAIL(err, OMNIC_E_NOMEM, "out of memory building messages")
-                         : omnic__chat_encode(ck, tok, msgs, true, NULL, text, ids, n, err);
+                         : omnic__chat_encode(ck, parts, tok, msgs, true, NULL, text, ids, n, err);
     json_decref(msgs);
     return s;
 }

@@ -1,6 +1,13 @@
 /* Chat prompts: a conversation rendered with the checkpoint's chat template (as
  * transformers' apply_chat_template does: add_generation_prompt, bos_token / eos_token
- * from tokenizer_config.json) and tokenized without adding special tokens again. */
+ * from tokenizer_config.json), then tokenized with the special tokens Hugging Face adds:
+ *   - text-only models, as tokenizer.apply_chat_template(tokenize=True): none (the template
+ *     writes them);
+ *   - models with a processor (image input), as processor.apply_chat_template(tokenize=True)
+ *     in transformers 4.57.6 and 5.2.0: the rendered text goes through processor(text=...),
+ *     whose tokenizer call adds the post-processor's special tokens (LLaVA-1.5's template
+ *     writes no BOS: its tokenizer adds it), unless the text already starts with the
+ *     tokenizer's bos_token string (Gemma3's template writes it), then nothing is added. */
 #ifndef OMNIC_ENGINE_CHAT_H
 #define OMNIC_ENGINE_CHAT_H
 
@@ -13,25 +20,30 @@
  * number of threads may apply it at once). */
 typedef struct omnic__chat omnic__chat;
 
-/* Parses ck's chat template. ck is borrowed and must outlive *out. Returns owned *out.
+/* Parses ck's chat template. processor: the model has a processor (takes images), which
+ * decides the special tokens (above). ck is borrowed and must outlive *out. Returns owned *out.
  * Errors: E_NOT_FOUND (the checkpoint has no chat template), the template parser's errors
  * (E_INVALID with line and column, E_UNSUPPORTED, E_TOO_LARGE: prefixed with the file the
  * template came from), E_NOMEM. */
-omnic_status omnic__chat_create(const omnic__checkpoint *ck, omnic__chat **out, omnic_err *err);
+omnic_status omnic__chat_create(const omnic__checkpoint *ck, bool processor, omnic__chat **out, omnic_err *err);
 /* NULL ok. */
 void omnic__chat_destroy(omnic__chat *c);
 
 /* Renders messages (a JSON array of {role, content}; borrowed) with extra template
  * variables (a JSON object or NULL; borrowed) into owned *text, and encodes it into owned
- * *ids / *n (no special tokens added: the template wrote them). Outputs are unchanged on
+ * *ids / *n (special tokens as above: omnic__chat_adds_special). Outputs are unchanged on
  * failure. Errors: template render errors (E_INVALID "line L: ..." or raise_exception's
  * message, E_TOO_LARGE naming the limit), tokenizer errors, E_NOMEM. */
 omnic_status omnic__chat_apply(const omnic__chat *c, const omnic__tokenizer *tok, const json_t *messages,
                                bool add_generation_prompt, const json_t *extra, char **text, int32_t **ids,
                                size_t *n, omnic_err *err);
 
+/* Whether the rendered text[0..len) is tokenized with the post-processor's special tokens. */
+bool omnic__chat_adds_special(const omnic__chat *c, const omnic__tokenizer *tok, const char *text, size_t len);
+
 /* One-off omnic__chat_create + omnic__chat_apply + omnic__chat_destroy. */
-omnic_status omnic__chat_encode(const omnic__checkpoint *ck, const omnic__tokenizer *tok, const json_t *messages,
+omnic_status omnic__chat_encode(const omnic__checkpoint *ck, bool processor, const omnic__tokenizer *tok,
+                                const json_t *messages,
                                 bool add_generation_prompt, const json_t *extra, char **text, int32_t **ids,
                                 size_t *n, omnic_err *err);
 
@@ -40,8 +52,10 @@ omnic_status omnic__chat_encode(const omnic__checkpoint *ck, const omnic__tokeni
 omnic_status omnic__chat_prompt(const omnic__checkpoint *ck, const omnic__tokenizer *tok, const char *system,
                                 const char *user, char **text, int32_t **ids, size_t *n, omnic_err *err);
 /* The same with n_images image parts ({"type": "image"}) before the text in the user
- * message: the template writes the model's image placeholders. parts: the user content is a
- * list of parts even without images (multimodal templates, e.g. LLaVA's, read only lists). */
+ * message: the template writes the model's image placeholders. parts: the model has a
+ * processor (takes images): the user content is a list of parts even without images
+ * (multimodal templates, e.g. LLaVA's, read only lists) and the special tokens are the
+ * processor's. */
 omnic_status omnic__chat_prompt_images(const omnic__checkpoint *ck, const omnic__tokenizer *tok, const char *system,
                                        const char *user, size_t n_images, bool parts, char **text, int32_t **ids,
                                        size_t *n, omnic_err *err);

@@ -7,10 +7,10 @@
 #include <time.h>
 
 #include "engine/engine.h"
+#include "core/log.h"
 #include "engine/stop.h"
 #include "engine/modality.h"
 #include "models/mrope.h"
-#include "io/json.h"
 #include "tokenizer/detok_stream.h"
 
 typedef struct request {
@@ -67,6 +67,7 @@ struct omnic__engine {
     omnic__tokenizer *tok;
     int32_t *eos; /* owned [n_eos] */
     size_t n_eos;
+    omnic__gen_defaults gen; /* generation_config.json's request defaults */
     slot *slots;  /* owned [n_slots] */
     int n_slots;
     int prefill_rr; /* round-robin cursor over prefilling slots */
@@ -109,30 +110,6 @@ static void request_free(request *r)
     omnic_free(r->projected);
     omnic__prepared_prefill_deinit(&r->pp);
     omnic_free(r);
-}
-
-/* ---- EOS ids: generation_config.json, config.json, tokenizer_config.json ---- */
-
-static omnic_status add_eos(omnic__engine *e, int64_t id)
-{
-    if (id < 0 || id >= (int64_t)omnic__tokenizer_vocab_size(e->tok)) return OMNIC_OK;
-    for (size_t i = 0; i < e->n_eos; i++)
-        if (e->eos[i] == id) return OMNIC_OK;
-    int32_t *n = omnic_realloc(e->eos, (e->n_eos + 1) * sizeof *n);
-    if (!n) return OMNIC_E_NOMEM;
-    e->eos = n;
-    e->eos[e->n_eos++] = (int32_t)id;
-    return OMNIC_OK;
-}
-
-static omnic_status add_eos_json(omnic__engine *e, const json_t *cfg)
-{
-    const json_t *v = cfg ? json_object_get(cfg, "eos_token_id") : NULL;
-    if (json_is_integer(v)) return add_eos(e, json_integer_value(v));
-    if (json_is_array(v))
-        for (size_t i = 0; i < json_array_size(v); i++)
-            if (json_is_integer(json_array_get(v, i))) OMNIC_TRY(add_eos(e, json_integer_value(json_array_get(v, i))));
-    return OMNIC_OK;
 }
 
 /* ---- events ---- */
@@ -592,11 +569,19 @@ omnic_status omnic__engine_create(const char *dir, const omnic__engine_opts *opt
                        omnic__tokenizer_vocab_size(e->tok), (long long)e->model->dec.cfg.vocab);
         goto fail;
     }
-    if ((s = add_eos_json(e, e->model->ckpt->generation_config)) != OMNIC_OK ||
-        (s = add_eos_json(e, e->model->ckpt->config)) != OMNIC_OK ||
-        (s = add_eos(e, omnic__tokenizer_get_specials(e->tok)->eos_id)) != OMNIC_OK) {
-        s = OMNIC_FAIL(err, OMNIC_E_NOMEM, "out of memory for EOS ids");
+    const omnic__checkpoint *ck = e->model->ckpt;
+    if ((s = omnic__gen_eos_ids(ck->generation_config, ck->config, omnic__tokenizer_get_specials(e->tok)->eos_id,
+                                e->model->dec.cfg.vocab, &e->eos, &e->n_eos, err)) != OMNIC_OK)
         goto fail;
+    if (opts && opts->generation_config == OMNIC_GEN_CONFIG_IGNORE) {
+        memset(&e->gen, 0, sizeof e->gen);
+    } else {
+        if ((s = omnic__gen_defaults_parse(ck->generation_config, &e->gen, err)) != OMNIC_OK) goto fail;
+        char what[256];
+        if (e->gen.set) /* vLLM warns the same way: the defaults change what a plain request does */
+            OMNIC_LOG_W("generation_config.json sets request defaults: %s (a request's own values win; "
+                        "--generation-config ignore turns them off)",
+                        omnic__gen_defaults_describe(&e->gen, what, sizeof what));
     }
     e->n_slots = e->model->n_slots;
     e->slots = omnic_alloc_array((size_t)e->n_slots, sizeof *e->slots);
@@ -860,6 +845,8 @@ void omnic__engine_drain(omnic__engine *e, double deadline_s)
 const omnic__model *omnic__engine_model(const omnic__engine *e) { return e->model; }
 const omnic__tokenizer *omnic__engine_tokenizer(const omnic__engine *e) { return e->tok; }
 omnic__metrics *omnic__engine_metrics(omnic__engine *e) { return &e->metrics; }
+
+const omnic__gen_defaults *omnic__engine_gen_defaults(const omnic__engine *e) { return &e->gen; }
 
 const int32_t *omnic__engine_eos(const omnic__engine *e, size_t *n)
 {

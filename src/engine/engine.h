@@ -14,6 +14,7 @@
 #ifndef OMNIC_ENGINE_ENGINE_H
 #define OMNIC_ENGINE_ENGINE_H
 
+#include "engine/gen_config.h"
 #include "engine/metrics.h"
 #include "engine/sampling.h"
 #include "mm/prepared.h"
@@ -25,6 +26,8 @@ typedef struct omnic__engine omnic__engine;
 typedef struct omnic__engine_opts {
     omnic__model_opts model;  /* backend, threads, ctx (per slot), slots (= parallel), chunk, kv dtype */
     int max_queue;            /* requests waiting for a slot; 0: 64 */
+    omnic__gen_config_mode generation_config; /* AUTO: generation_config.json's sampling defaults
+                                               * are read (and checked) at load */
 } omnic__engine_opts;
 
 typedef enum omnic__finish {
@@ -96,7 +99,9 @@ typedef struct omnic__gen_request {
     size_t n_media;
 } omnic__gen_request;
 
-/* Loads the model and tokenizer in dir (borrowed) and starts the scheduler. Returns owned. */
+/* Loads the model and tokenizer in dir (borrowed) and starts the scheduler. Returns owned.
+ * Errors include E_INVALID for generation_config.json: an out-of-range or wrong-typed sampling
+ * key (with opts->generation_config AUTO) or a bad eos_token_id, naming the key and value. */
 omnic_status omnic__engine_create(const char *dir, const omnic__engine_opts *opts, omnic__engine **out,
                                   omnic_err *err);
 /* Cancels everything in flight (callbacks get DONE/cancelled), stops the thread, frees. NULL ok. */
@@ -119,7 +124,11 @@ void omnic__engine_drain(omnic__engine *e, double deadline_s);
 const omnic__model *omnic__engine_model(const omnic__engine *e);
 const omnic__tokenizer *omnic__engine_tokenizer(const omnic__engine *e);
 omnic__metrics *omnic__engine_metrics(omnic__engine *e);
-/* EOS ids (generation_config.json, config.json, tokenizer_config.json), borrowed. */
+/* EOS ids (generation_config.json, else config.json; and tokenizer_config.json's eos_token:
+ * omnic__gen_eos_ids), borrowed. */
 const int32_t *omnic__engine_eos(const omnic__engine *e, size_t *n);
+/* generation_config.json's sampling defaults (nothing set under OMNIC_GEN_CONFIG_IGNORE),
+ * borrowed: callers apply them to each request with omnic__gen_defaults_apply. */
+const omnic__gen_defaults *omnic__engine_gen_defaults(const omnic__engine *e);
 
 #endif

@@ -497,6 +497,17 @@ static omnic_status parse_request(omnic__api_kind kind, const json_t *body, int 
     OMNIC_TRY(get_num(body, "repetition_penalty", 0, 10, true, &sp->repetition_penalty, e));
     OMNIC_TRY(get_int(body, "top_k", -1, INT32_MAX, &given, &x, e));
     if (given) sp->top_k = x < 0 ? 0 : (int32_t)x;
+    static const struct { const char *key; unsigned bit; } sampling_keys[] = {
+        {"temperature", OMNIC_GEN_TEMPERATURE},
+        {"top_p", OMNIC_GEN_TOP_P},
+        {"top_k", OMNIC_GEN_TOP_K},
+        {"min_p", OMNIC_GEN_MIN_P},
+        {"repetition_penalty", OMNIC_GEN_REPETITION_PENALTY},
+        {"max_tokens", OMNIC_GEN_MAX_TOKENS},
+        {"max_completion_tokens", OMNIC_GEN_MAX_TOKENS}};
+    for (size_t k = 0; k < sizeof sampling_keys / sizeof sampling_keys[0]; k++)
+        if (field(body, sampling_keys[k].key)) r->sampling_given |= sampling_keys[k].bit;
+    if (top_p == 0.0f) r->sampling_given |= OMNIC_GEN_TEMPERATURE; /* greedy, as asked */
     OMNIC_TRY(get_int(body, "seed", INT64_MIN, INT64_MAX, &r->has_seed, &x, e));
     if (r->has_seed) sp->seed = (uint64_t)x;
     OMNIC_TRY(parse_stop(body, r, e));

@@ -15,7 +15,9 @@
  *   Refused as not supported (yet): logprobs / top_logprobs, tools / tool_choice / functions /
  *     tool messages, response_format other than text, logit_bias, audio output, echo,
  *     suffix, best_of != n, image / audio content parts (this build's models read text only).
- *   Other fields (user, metadata, store, ...) are ignored, as OpenAI-compatible servers do. */
+ *   Other fields (user, metadata, store, ...) are ignored, as OpenAI-compatible servers do.
+ *   The sampling values a body leaves out are OpenAI's defaults here; the server then applies
+ *   the checkpoint's generation_config.json to them (sampling_given; engine/gen_config.h). */
 #ifndef OMNIC_SERVER_OPENAI_H
 #define OMNIC_SERVER_OPENAI_H
 
@@ -25,6 +27,7 @@
 
 #include "core/err.h"
 #include "core/limits.h"
+#include "engine/gen_config.h"
 #include "engine/sampling.h"
 #include "server/buf.h"
 
@@ -73,6 +76,9 @@ typedef struct omnic__api_request {
     int64_t max_tokens;           /* -1: not given */
     int n;                        /* choices per prompt */
     omnic__sampling_params sampling;
+    unsigned sampling_given;      /* OMNIC_GEN_* bits of the values the body set (temperature, top_k,
+                                   * top_p, min_p, repetition_penalty, max_tokens): generation_config.json
+                                   * fills the others */
     bool has_seed;                /* seed given (else the server draws one per choice) */
     const char *stops[OMNIC_MAX_STOPS]; /* borrowed from the body */
     size_t n_stops;

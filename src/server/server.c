@@ -585,7 +585,11 @@ static enum MHD_Result do_tokenize(conn_state *cs)
     if (omnic__api_parse_tokenize(cs->json, &t, &e) != OMNIC_OK) return respond_error(cs, &e, reject_of(&e));
     int32_t *ids = NULL;
     size_t n = 0;
-    if (t.messages) {
+    if (t.messages) { /* the ids a chat completion of these messages would run on */
+        if (cs->srv->images_ok && omnic__chat_content_parts(t.messages) != OMNIC_OK) {
+            omnic__api_tokenize_deinit(&t);
+            FAIL_RESPONSE(cs, REJ_NONE, 503, NULL, NULL, "out of memory");
+        }
         if (chat_ids(cs->srv, eng, t.messages, t.add_generation_prompt, &ids, &n, &e) != OMNIC_OK) {
             omnic__api_tokenize_deinit(&t);
             return respond_error(cs, &e, reject_of(&e));
@@ -980,6 +984,9 @@ static enum MHD_Result do_generate(conn_state *cs)
     if (rq->model && strcmp(rq->model, s->model_id))
         FAIL_RESPONSE(cs, REJ_MODEL_NOT_FOUND, 404, "model_not_found", "model",
                       "The model '%.128s' does not exist (this server serves '%s')", rq->model, s->model_id);
+    /* generation_config.json's defaults for what the body left out (max_tokens: at most what fits) */
+    int64_t gen_max_tokens = -1;
+    omnic__gen_defaults_apply(omnic__engine_gen_defaults(eng), rq->sampling_given, &rq->sampling, &gen_max_tokens);
     /* prompts -> token ids */
     cs->n_prompts = kind == OMNIC_API_CHAT ? 1 : rq->n_prompts;
     cs->ids = omnic_alloc_array(cs->n_prompts, sizeof *cs->ids);
@@ -1049,7 +1056,10 @@ static enum MHD_Result do_generate(conn_state *cs)
         size_t p = (size_t)(i / rq->n);
         int j = i % rq->n;
         int64_t room = cap - (int64_t)cs->n_ids[p];
-        int64_t max_tokens = rq->max_tokens > 0 ? rq->max_tokens : kind == OMNIC_API_CHAT ? room : (room < 16 ? room : 16);
+        int64_t max_tokens = rq->max_tokens > 0      ? rq->max_tokens
+                             : gen_max_tokens > 0    ? (room < gen_max_tokens ? room : gen_max_tokens)
+                             : kind == OMNIC_API_CHAT ? room
+                                                      : (room < 16 ? room : 16);
         omnic__gen_request r = {.prompt = cs->ids[p],
                                 .n_prompt = cs->n_ids[p],
                                 .sampling = rq->sampling,
@@ -1426,7 +1436,7 @@ omnic_status omnic__server_load(omnic__server *s, omnic_err *err)
     snprintf(s->fingerprint, sizeof s->fingerprint, "fp_%.10s", m->identity);
     omnic_err cerr;
     omnic_err_clear(&cerr);
-    s->chat_status = omnic__chat_create(m->ckpt, &s->chat, &cerr);
+    s->chat_status = omnic__chat_create(m->ckpt, omnic__model_accepts(m, OMNIC_MODALITY_IMAGE), &s->chat, &cerr);
     if (s->chat_status != OMNIC_OK) {
         snprintf(s->chat_error, sizeof s->chat_error, "%s", cerr.msg);
         if (s->chat_status != OMNIC_E_NOT_FOUND) OMNIC_LOG_W("chat completions disabled: %s", cerr.msg);
