@@ -307,11 +307,15 @@ static omnic_status png_run(png_ctx *c, const omnic__image_limits *lim, omnic_er
     c->info = png_create_info_struct(c->png);
     if (!c->info) return OMNIC_FAIL(err, OMNIC_E_NOMEM, "PNG: out of memory for the decoder");
     png_set_read_fn(c->png, c, png_on_read);
-    /* Ancillary data is not used: bound what compressed text/ICC chunks may expand to and how
-     * many chunks are kept, and skip unknown chunks. */
+    /* Ancillary data is not used by the pixels: bound what chunks may expand to and how many are
+     * kept, skip unknown chunks, and skip the variable-length ones libpng would otherwise buffer
+     * whole (it allocates a text chunk's declared length, up to 2^31, before reading it). EXIF
+     * and XMP come from mm/exif.c's own walk over the file. */
+    static const png_byte skipped[] = "tEXt\0zTXt\0iTXt\0eXIf\0iCCP\0sPLT\0pCAL\0sCAL";
     png_set_chunk_malloc_max(c->png, (png_alloc_size_t)8 << 20);
     png_set_chunk_cache_max(c->png, 1000);
     png_set_keep_unknown_chunks(c->png, PNG_HANDLE_CHUNK_NEVER, NULL, 0);
+    png_set_keep_unknown_chunks(c->png, PNG_HANDLE_CHUNK_NEVER, skipped, (int)(sizeof skipped / 5));
     png_read_info(c->png, c->info);
 
     png_uint_32 w32, h32;
