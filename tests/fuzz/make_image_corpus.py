@@ -107,6 +107,9 @@ def main():
         "exif5.webp": save(img(6, 4, seed=23), "WEBP", lossless=True, exif=b"Exif\0\0" + exif(5)),
         "exif2_alpha.webp": save(img(4, 4, "RGBA", 24), "WEBP", quality=30, exif=exif(2, True)),
     })
+    # A text chunk declaring ~1 GB: libpng allocated its length before reading (found by fuzzing).
+    rgb_png = seeds["rgb.png"]
+    seeds["itxt_huge_length.png"] = rgb_png[:33] + struct.pack(">I", 0x3F00005D) + b"iTXtXML:com.adobe.xmp\0\1\0" + rgb_png[33:]
     seeds["truncated.png"] = seeds["rgb.png"][: len(seeds["rgb.png"]) // 2]
     seeds["truncated.jpg"] = seeds["rgb.jpg"][: len(seeds["rgb.jpg"]) // 2]
     seeds["truncated.webp"] = seeds["lossless.webp"][: len(seeds["lossless.webp"]) // 2]
