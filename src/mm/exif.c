@@ -203,7 +203,7 @@ typedef struct png_meta {
     png_value raw;  /* info["Raw profile type exif"]: text */
     png_value xmp;  /* info["XML:com.adobe.xmp"]: text */
     size_t text_total; /* bytes of text values read, against PNG_MAX_TEXT_TOTAL */
-    bool refused;      /* over PNG_MAX_TEXT_TOTAL: Pillow raises, so no orientation */
+    bool refused;      /* Pillow raises on this file (too much text, a bad zTXt): no orientation */
 } png_meta;
 
 static uint32_t be32(const uint8_t *p)
@@ -274,10 +274,14 @@ static omnic_status png_text(png_meta *m, const uint8_t *type, const uint8_t *d,
 {
     const uint8_t *nul = memchr(d, 0, n);
     size_t klen = nul ? (size_t)(nul - d) : n;
-    png_value *slot = meta_slot(m, d, klen);
-    if (!slot) return OMNIC_OK;
     const uint8_t *v = nul ? nul + 1 : d + n;
     size_t vn = (size_t)(d + n - v);
+    if (!memcmp(type, "zTXt", 4) && vn > 0 && v[0] != 0) { /* unknown method: Pillow raises, any key */
+        m->refused = true;
+        return OMNIC_OK;
+    }
+    png_value *slot = meta_slot(m, d, klen);
+    if (!slot) return OMNIC_OK;
     bool is_exif = slot == &m->exif;
     if (!memcmp(type, "tEXt", 4)) {
         /* Raw bytes under "exif" (Pillow keeps bytes for that key), latin-1 text otherwise. */
@@ -287,7 +291,6 @@ static omnic_status png_text(png_meta *m, const uint8_t *type, const uint8_t *d,
     }
     bool compressed;
     if (!memcmp(type, "zTXt", 4)) {
-        if (vn > 0 && v[0] != 0) return OMNIC_OK; /* unknown method: Pillow raises */
         compressed = true;
         if (vn > 0) {
             v++;
@@ -313,7 +316,10 @@ static omnic_status png_text(png_meta *m, const uint8_t *type, const uint8_t *d,
     if (compressed) {
         int rc = inflate_text(v, vn, &text, &tn);
         if (rc == -2) return OMNIC_FAIL(err, OMNIC_E_NOMEM, "PNG: out of memory for a text chunk");
-        if (rc == -1) return OMNIC_OK; /* over 1 MiB: Pillow raises */
+        if (rc == -1) { /* over 1 MiB: Pillow raises */
+            m->refused = true;
+            return OMNIC_OK;
+        }
         if (rc == 0) {
             if (memcmp(type, "iTXt", 4) == 0) return OMNIC_OK; /* Pillow skips the chunk */
             tn = 0;                                             /* zTXt: Pillow stores "" */
@@ -408,7 +414,7 @@ static omnic_status png_meta_read(png_meta *m, const uint8_t *buf, size_t len, o
             value_set(&m->exif, d, n, NULL, !(n >= 6 && !memcmp(d, "Exif\0\0", 6)));
         } else if (!memcmp(type, "tEXt", 4) || !memcmp(type, "zTXt", 4) || !memcmp(type, "iTXt", 4)) {
             OMNIC_TRY(png_text(m, type, d, n, err));
-            m->refused = m->text_total > PNG_MAX_TEXT_TOTAL;
+            if (m->text_total > PNG_MAX_TEXT_TOTAL) m->refused = true;
         }
     }
     return OMNIC_OK;

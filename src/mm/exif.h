@@ -36,8 +36,9 @@ int omnic__xmp_orientation(const uint8_t *xmp, size_t len);
  * lines), and when neither holds an Orientation tag, the XMP text "XML:com.adobe.xmp" (tEXt,
  * zTXt, iTXt). Chunks are read up to the first IDAT, and when no "exif" entry was found by then,
  * also after the image data, the later chunk of the same key replacing the earlier. Compressed
- * text is inflated up to Pillow's 1 MiB; a text chunk Pillow would refuse (bad compression, bad
- * UTF-8 in iTXt, over 1 MiB) is skipped. Malformed chunk framing ends the walk.
+ * text is inflated up to Pillow's 1 MiB. As Pillow: an iTXt with bad compression or bad UTF-8 is
+ * skipped, a zTXt with bad compression holds ""; where Pillow raises (a zTXt method other than 0,
+ * text over 1 MiB, over 64 MiB of text in all) the result is 1. Malformed framing ends the walk.
  * *orientation gets 1..8. E_NOMEM only (a text value or decoded profile buffer). */
 omnic_status omnic__exif_orientation_png(const uint8_t *buf, size_t len, int *orientation, omnic_err *err);
 

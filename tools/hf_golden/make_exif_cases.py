@@ -161,6 +161,9 @@ png_cases = {
  "png_itxt_bad_utf8": png(before=[(b"iTXt", itxt(b"XML:com.adobe.xmp", X(6) + b"\xff"))]),
  "png_ztxt_bad_zlib": png(before=[(b"tEXt", b"XML:com.adobe.xmp\0" + X(6)), (b"zTXt", b"XML:com.adobe.xmp\0\0garbage")]),
  "png_ztxt_truncated_zlib": png(before=[(b"zTXt", b"XML:com.adobe.xmp\0\0" + zlib.compress(X(7))[:-6])]),
+ "png_ztxt_bad_method": png(before=[(b"tEXt", b"XML:com.adobe.xmp\0" + X(6)), (b"zTXt", b"Comment\0\1xx"),
+                                     (b"zTXt", b"XML:com.adobe.xmp\0\1" + zlib.compress(X(3)))]),
+ "png_ztxt_exif_str": png(before=[(b"zTXt", b"exif\0\0" + zlib.compress(b"Exif\0\0" + E6))]),
  "png_text_override": png(before=[(b"tEXt", b"XML:com.adobe.xmp\0" + X(6)), (b"tEXt", b"XML:com.adobe.xmp\0" + X(2))]),
 }
 
