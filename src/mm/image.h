@@ -1,5 +1,6 @@
-/* Images: an owned RGB8 buffer, decoding JPEG / PNG / WebP from memory into it (colour
- * conversion exactly as Pillow + Hugging Face `convert_to_rgb`), and the uint8 -> uint8 /
+/* Images: an owned RGB8 buffer, decoding JPEG / PNG / WebP from memory into it (EXIF orientation
+ * and colour conversion exactly as Hugging Face `load_image`: Pillow's exif_transpose, then
+ * convert("RGB")), and the uint8 -> uint8 /
  * uint8 -> f32 operations of image processors: separable resampling (Pillow-exact and the
  * ATen/torchvision uint8 variant), centre crop, and rescale + normalise through per-channel
  * lookup tables. See docs: reference/families-qwen-llava.md section 2. */
@@ -53,14 +54,16 @@ typedef struct omnic__image_limits {
     int64_t max_side;   /* width and height each; <= 0 means OMNIC_MAX_IMAGE_SIDE */
 } omnic__image_limits;
 
-/* Decodes len bytes of buf (borrows) into *out (RGB8, returns owned data). limits may be NULL
- * (the defaults of core/limits.h). Colour: grey is replicated; palette is expanded; images with
- * alpha (RGBA, grey+alpha, palette or grey with tRNS) are alpha-composited over opaque white with
- * Pillow's integer arithmetic (Image.alpha_composite onto a white RGBA canvas, then RGB); 16-bit
- * PNG channels keep their high byte, except 16-bit grey, which Pillow opens as mode "I" and clips
- * to 0..255; an RGB PNG's tRNS colour is ignored (the image is already RGB); CMYK/YCCK JPEG goes
- * through Pillow's inverted-CMYK -> RGB conversion. EXIF orientation is not applied (Hugging Face
- * does not). An animated WebP is E_UNSUPPORTED.
+/* Decodes len bytes of buf (borrows) into *out (RGB8, returns owned data) as Hugging Face's
+ * load_image opens a file, data: URL or fetched URL: limits may be NULL (the defaults of
+ * core/limits.h), checked against the header's size and again on the oriented size.
+ * Orientation: the EXIF orientation (JPEG APP1 "Exif", PNG eXIf / text profiles / XMP, WebP EXIF
+ * chunk; mm/exif.h) is applied as Pillow's ImageOps.exif_transpose does.
+ * Colour: Pillow's convert("RGB"): alpha is dropped, not composited (RGBA keeps its stored RGB,
+ * grey+alpha its grey, a palette image with tRNS its palette colours, a tRNS colour key is
+ * ignored); grey is replicated; palette is expanded; 16-bit PNG channels keep their high byte,
+ * except 16-bit grey, which Pillow opens as mode "I" and clips to 0..255; CMYK/YCCK JPEG goes
+ * through Pillow's inverted-CMYK -> RGB conversion. An animated WebP is E_UNSUPPORTED.
  * Errors: E_UNSUPPORTED (GIF, BMP, ... or unknown bytes: names the detected format; unsupported
  * JPEG colour spaces), E_TOO_LARGE (width, height and the exceeded limit named; nothing
  * allocated for pixels), E_CORRUPT (truncated or malformed data: names the format and the
@@ -68,9 +71,12 @@ typedef struct omnic__image_limits {
 omnic_status omnic__image_decode(const uint8_t *buf, size_t len, const omnic__image_limits *limits,
                                  omnic__image *out, omnic_err *err);
 
-/* Pillow's Image.alpha_composite of (v, v, v, a) over opaque white, one channel: the value the
- * RGB result has. Exposed for tests. */
-uint8_t omnic__image_over_white(uint8_t v, uint8_t a);
+/* src (borrows) transposed as Pillow's Image.transpose with the method ImageOps.exif_transpose
+ * picks for EXIF orientation 1..8: 1 a copy, 2 FLIP_LEFT_RIGHT, 3 ROTATE_180, 4 FLIP_TOP_BOTTOM,
+ * 5 TRANSPOSE, 6 ROTATE_270 (90 degrees clockwise), 7 TRANSVERSE, 8 ROTATE_90; 5..8 swap width
+ * and height. Into *out (returns owned). E_INVALID (other values), E_NOMEM. *out untouched on
+ * failure. */
+omnic_status omnic__image_transpose(const omnic__image *src, int orientation, omnic__image *out, omnic_err *err);
 
 /* ---- resample ---------------------------------------------------------------------------- */
 

@@ -1,6 +1,6 @@
 /* Image decode: JPEG (libjpeg-turbo), PNG (libpng), WebP (libwebp) from memory into RGB8, with
- * the header's dimensions checked before any pixel memory exists, and colour conversion that
- * reproduces Pillow's decoders followed by Hugging Face `convert_to_rgb`. */
+ * the header's dimensions checked before any pixel memory exists, then the EXIF orientation
+ * applied: Pillow's decoders followed by Hugging Face `load_image` (exif_transpose, convert("RGB")). */
 #include <setjmp.h>
 #include <stdio.h>
 #include <string.h>
@@ -11,6 +11,7 @@
 #include <webp/decode.h>
 
 #include "core/limits.h"
+#include "mm/exif.h"
 #include "mm/image.h"
 
 /* Progressive JPEG scans accepted; real files have about 10, crafted ones can have thousands,
@@ -88,17 +89,6 @@ const char *omnic__image_format_mime(omnic__image_format f)
 
 /* ---- shared pieces ------------------------------------------------------------------------ */
 
-uint8_t omnic__image_over_white(uint8_t v, uint8_t a)
-{
-    /* Pillow src/libImaging/AlphaComposite.c with dst = (255, 255, 255, 255), src = (v, v, v, a),
-     * PRECISION_BITS 7: every product fits in 32 bits. */
-    if (a == 0) return 255;
-    uint32_t sa = a, blend = 255u * (255u - sa), outa255 = sa * 255u + blend;
-    uint32_t coef1 = sa * 255u * 255u * 128u / outa255, coef2 = 255u * 128u - coef1;
-    uint32_t tmp = (uint32_t)v * coef1 + 255u * coef2 + (0x80u << 7);
-    return (uint8_t)(((((tmp >> 8) + tmp) >> 8) >> 7) & 0xFF);
-}
-
 /* Pillow's MULDIV255: (a * b + 128) / 255 rounded, by shifts. */
 static uint32_t muldiv255(uint32_t a, uint32_t b)
 {
@@ -134,6 +124,7 @@ typedef struct jpeg_ctx {
     char msg[JMSG_LENGTH_MAX];
     bool too_many_scans;
     bool created;
+    int orientation;   /* EXIF orientation 1..8 of the first APP1 "Exif" segment */
     uint8_t *row;      /* [width * components] one scanline, owned */
     omnic__image img;  /* the result, owned until handed out */
 } jpeg_ctx;
@@ -177,7 +168,16 @@ static omnic_status jpeg_run(jpeg_ctx *c, const uint8_t *buf, size_t len, const 
     c->progress.progress_monitor = jpeg_progress;
     c->cinfo.progress = &c->progress;
     jpeg_mem_src(&c->cinfo, buf, (unsigned long)len);
+    /* APP1 segments are kept (each at most 64 KiB, all within the file) for the EXIF orientation:
+     * Pillow reads the first APP1 whose payload starts "Exif\0". */
+    jpeg_save_markers(&c->cinfo, JPEG_APP0 + 1, 0xFFFF);
     jpeg_read_header(&c->cinfo, TRUE);
+    c->orientation = 1;
+    for (jpeg_saved_marker_ptr m = c->cinfo.marker_list; m; m = m->next) {
+        if (m->marker != JPEG_APP0 + 1 || m->data_length < 5 || memcmp(m->data, "Exif\0", 5) != 0) continue;
+        c->orientation = omnic__exif_orientation(m->data, m->data_length, NULL);
+        break;
+    }
     OMNIC_TRY(check_dims("JPEG", (int64_t)c->cinfo.image_width, (int64_t)c->cinfo.image_height, lim, err));
 
     /* Pillow: L for greyscale, RGB for YCbCr/RGB, CMYK (read as Adobe-inverted) for CMYK/YCCK. */
@@ -221,7 +221,7 @@ static omnic_status jpeg_run(jpeg_ctx *c, const uint8_t *buf, size_t len, const 
         } else if (ncomp == 1) {
             for (size_t x = 0; x < w; x++) o[3 * x] = o[3 * x + 1] = o[3 * x + 2] = r[x];
         } else {
-            /* Pillow unpacks "CMYK;I" (inverted), then cmyk2rgb; alpha 255 composites to itself. */
+            /* Pillow unpacks "CMYK;I" (inverted), then cmyk2rgb. */
             for (size_t x = 0; x < w; x++) {
                 uint32_t nk = r[4 * x + 3]; /* 255 - (255 - raw k) */
                 for (int ch = 0; ch < 3; ch++) {
@@ -237,15 +237,19 @@ static omnic_status jpeg_run(jpeg_ctx *c, const uint8_t *buf, size_t len, const 
 }
 
 static omnic_status decode_jpeg(const uint8_t *buf, size_t len, const omnic__image_limits *lim,
-                                omnic__image *out, omnic_err *err)
+                                omnic__image *out, int *orientation, omnic_err *err)
 {
     jpeg_ctx *c = omnic_alloc_array(1, sizeof *c);
     if (!c) return OMNIC_FAIL(err, OMNIC_E_NOMEM, "JPEG: out of memory for the decoder");
     omnic_status rc = jpeg_run(c, buf, len, lim, err);
     if (c->created) jpeg_destroy_decompress(&c->cinfo);
     omnic_free(c->row);
-    if (rc == OMNIC_OK) *out = c->img;
-    else omnic__image_deinit(&c->img);
+    if (rc == OMNIC_OK) {
+        *out = c->img;
+        *orientation = c->orientation;
+    } else {
+        omnic__image_deinit(&c->img);
+    }
     omnic_free(c);
     return rc;
 }
@@ -303,11 +307,15 @@ static omnic_status png_run(png_ctx *c, const omnic__image_limits *lim, omnic_er
     c->info = png_create_info_struct(c->png);
     if (!c->info) return OMNIC_FAIL(err, OMNIC_E_NOMEM, "PNG: out of memory for the decoder");
     png_set_read_fn(c->png, c, png_on_read);
-    /* Ancillary data is not used: bound what compressed text/ICC chunks may expand to and how
-     * many chunks are kept, and skip unknown chunks. */
+    /* Ancillary data is not used by the pixels: bound what chunks may expand to and how many are
+     * kept, skip unknown chunks, and skip the variable-length ones libpng would otherwise buffer
+     * whole (it allocates a text chunk's declared length, up to 2^31, before reading it). EXIF
+     * and XMP come from mm/exif.c's own walk over the file. */
+    static const png_byte skipped[] = "tEXt\0zTXt\0iTXt\0eXIf\0iCCP\0sPLT\0pCAL\0sCAL";
     png_set_chunk_malloc_max(c->png, (png_alloc_size_t)8 << 20);
     png_set_chunk_cache_max(c->png, 1000);
     png_set_keep_unknown_chunks(c->png, PNG_HANDLE_CHUNK_NEVER, NULL, 0);
+    png_set_keep_unknown_chunks(c->png, PNG_HANDLE_CHUNK_NEVER, skipped, (int)(sizeof skipped / 5));
     png_read_info(c->png, c->info);
 
     png_uint_32 w32, h32;
@@ -316,31 +324,12 @@ static omnic_status png_run(png_ctx *c, const omnic__image_limits *lim, omnic_er
     OMNIC_TRY(check_dims("PNG", w32, h32, lim, err));
     size_t w = w32, h = h32;
 
-    /* Grey (and grey+alpha with depth < 8 cannot exist) transparency: Pillow keeps the raw tRNS
-     * sample as info["transparency"], and its L/I -> RGBA conversion marks a pixel transparent
-     * when its 8-bit value equals that sample's low byte. An RGB image's tRNS is ignored: Hugging
-     * Face returns mode RGB untouched. */
-    bool grey_trns = false;
-    uint8_t trns_key = 0;
-    bool palette_alpha = false;
-    png_bytep trns_alpha = NULL;
-    int num_trns = 0;
-    png_color_16p trns_color = NULL;
-    if (png_get_valid(c->png, c->info, PNG_INFO_tRNS)) {
-        png_get_tRNS(c->png, c->info, &trns_alpha, &num_trns, &trns_color);
-        if (ctype == PNG_COLOR_TYPE_GRAY && trns_color) {
-            grey_trns = true;
-            trns_key = (uint8_t)(trns_color->gray & 0xFF);
-        } else if (ctype == PNG_COLOR_TYPE_PALETTE) {
-            palette_alpha = true;
-        }
-    }
-    if (ctype == PNG_COLOR_TYPE_PALETTE) {
-        png_set_palette_to_rgb(c->png);
-        if (palette_alpha) png_set_tRNS_to_alpha(c->png);
-    } else if (ctype == PNG_COLOR_TYPE_GRAY && depth < 8) {
+    /* Alpha is dropped as Pillow's convert("RGB") drops it: a palette's tRNS and a grey or RGB
+     * colour key are not expanded (libpng then leaves them out), an alpha channel is read and
+     * skipped. */
+    if (ctype == PNG_COLOR_TYPE_PALETTE) png_set_palette_to_rgb(c->png);
+    else if (ctype == PNG_COLOR_TYPE_GRAY && depth < 8)
         png_set_expand_gray_1_2_4_to_8(c->png); /* v * 255 / (2^depth - 1), as Pillow's unpackers */
-    }
     if (depth == 16 && ctype != PNG_COLOR_TYPE_GRAY) png_set_strip_16(c->png); /* high byte ("RGB;16B") */
     if (interlace != PNG_INTERLACE_NONE) png_set_interlace_handling(c->png);
     png_read_update_info(c->png, c->info);
@@ -368,25 +357,21 @@ static omnic_status png_run(png_ctx *c, const omnic__image_limits *lim, omnic_er
         if (interlace == PNG_INTERLACE_NONE) png_read_row(c->png, c->rows, NULL);
         uint8_t *o = c->img.data + y * w * 3;
         for (size_t x = 0; x < w; x++) {
-            uint8_t v, a;
+            uint8_t v;
             switch (channels) {
             case 1:
                 /* 16-bit grey is Pillow mode "I": clipped to 0..255, not scaled. */
                 v = bps == 2 ? (r[2 * x] ? 255 : r[2 * x + 1]) : r[x];
-                a = grey_trns && v == trns_key ? 0 : 255;
-                if (a == 0) v = 255;
                 o[3 * x] = o[3 * x + 1] = o[3 * x + 2] = v;
                 break;
-            case 2:
-                v = omnic__image_over_white(r[2 * x], r[2 * x + 1]);
-                o[3 * x] = o[3 * x + 1] = o[3 * x + 2] = v;
+            case 2: /* LA: the grey, alpha dropped */
+                o[3 * x] = o[3 * x + 1] = o[3 * x + 2] = r[2 * x];
                 break;
             case 3:
                 memcpy(o + 3 * x, r + 3 * x, 3);
                 break;
-            default:
-                a = r[4 * x + 3];
-                for (size_t ch = 0; ch < 3; ch++) o[3 * x + ch] = omnic__image_over_white(r[4 * x + ch], a);
+            default: /* RGBA: the stored colour, alpha dropped */
+                memcpy(o + 3 * x, r + 4 * x, 3);
                 break;
             }
         }
@@ -439,27 +424,11 @@ static omnic_status decode_webp(const uint8_t *buf, size_t len, const omnic__ima
     omnic__image img = {0};
     OMNIC_TRY(omnic__image_alloc(&img, f.width, f.height, err));
     size_t w = (size_t)f.width, h = (size_t)f.height;
-    if (!f.has_alpha) {
-        /* Pillow: mode "RGBX" -> "RGB", left as is by convert_to_rgb. */
-        if (!WebPDecodeRGBInto(buf, len, img.data, w * h * 3, (int)(w * 3))) {
-            omnic__image_deinit(&img);
-            return OMNIC_FAIL(err, OMNIC_E_CORRUPT, "WebP: cannot decode the image data");
-        }
-    } else {
-        uint8_t *rgba = omnic_alloc_array(w * h, 4);
-        if (!rgba) {
-            omnic__image_deinit(&img);
-            return OMNIC_FAIL(err, OMNIC_E_NOMEM, "WebP: out of memory for a %zux%zu RGBA buffer", w, h);
-        }
-        if (!WebPDecodeRGBAInto(buf, len, rgba, w * h * 4, (int)(w * 4))) {
-            omnic_free(rgba);
-            omnic__image_deinit(&img);
-            return OMNIC_FAIL(err, OMNIC_E_CORRUPT, "WebP: cannot decode the image data");
-        }
-        for (size_t i = 0; i < w * h; i++)
-            for (size_t ch = 0; ch < 3; ch++)
-                img.data[3 * i + ch] = omnic__image_over_white(rgba[4 * i + ch], rgba[4 * i + 3]);
-        omnic_free(rgba);
+    /* Pillow: mode "RGBX" -> "RGB", or "RGBA" whose convert("RGB") drops alpha; libwebp's RGB
+     * output is those colour samples (not premultiplied, not blended). */
+    if (!WebPDecodeRGBInto(buf, len, img.data, w * h * 3, (int)(w * 3))) {
+        omnic__image_deinit(&img);
+        return OMNIC_FAIL(err, OMNIC_E_CORRUPT, "WebP: cannot decode the image data");
     }
     *out = img;
     return OMNIC_OK;
@@ -467,15 +436,24 @@ static omnic_status decode_webp(const uint8_t *buf, size_t len, const omnic__ima
 
 /* ---- entry -------------------------------------------------------------------------------- */
 
-omnic_status omnic__image_decode(const uint8_t *buf, size_t len, const omnic__image_limits *limits,
-                                 omnic__image *out, omnic_err *err)
+/* The format's decoder: pixels as stored, and in *orientation the EXIF orientation (1..8) to apply. */
+static omnic_status decode_stored(const uint8_t *buf, size_t len, const omnic__image_limits *limits,
+                                  omnic__image *out, int *orientation, omnic_err *err)
 {
-    if (!buf && len) return OMNIC_FAIL(err, OMNIC_E_INVALID, "image: NULL buffer");
     omnic__image_format f = omnic__image_sniff(buf, len);
+    *orientation = 1;
     switch (f) {
-    case OMNIC__IMAGE_JPEG: return decode_jpeg(buf, len, limits, out, err);
-    case OMNIC__IMAGE_PNG: return decode_png(buf, len, limits, out, err);
-    case OMNIC__IMAGE_WEBP: return decode_webp(buf, len, limits, out, err);
+    case OMNIC__IMAGE_JPEG: return decode_jpeg(buf, len, limits, out, orientation, err);
+    case OMNIC__IMAGE_PNG: {
+        OMNIC_TRY(decode_png(buf, len, limits, out, err));
+        omnic_status rc = omnic__exif_orientation_png(buf, len, orientation, err);
+        if (rc != OMNIC_OK) omnic__image_deinit(out);
+        return rc;
+    }
+    case OMNIC__IMAGE_WEBP:
+        OMNIC_TRY(decode_webp(buf, len, limits, out, err));
+        *orientation = omnic__exif_orientation_webp(buf, len);
+        return OMNIC_OK;
     case OMNIC__IMAGE_UNKNOWN:
         return OMNIC_FAIL(err, OMNIC_E_UNSUPPORTED,
                           "image: unrecognised format (%zu bytes, not JPEG, PNG or WebP); supported: JPEG, PNG, WebP",
@@ -484,4 +462,32 @@ omnic_status omnic__image_decode(const uint8_t *buf, size_t len, const omnic__im
         return OMNIC_FAIL(err, OMNIC_E_UNSUPPORTED, "image: %s images are not supported; supported: JPEG, PNG, WebP",
                           omnic__image_format_name(f));
     }
+}
+
+omnic_status omnic__image_decode(const uint8_t *buf, size_t len, const omnic__image_limits *limits,
+                                 omnic__image *out, omnic_err *err)
+{
+    if (!buf && len) return OMNIC_FAIL(err, OMNIC_E_INVALID, "image: NULL buffer");
+    omnic__image img = {0};
+    int orientation = 1;
+    OMNIC_TRY(decode_stored(buf, len, limits, &img, &orientation, err));
+    omnic_status rc = OMNIC_OK;
+    if (orientation != 1) {
+        /* 5..8 swap the sides: the limits hold for the image the processor sees. */
+        const char *fmt = omnic__image_format_name(omnic__image_sniff(buf, len));
+        bool swap = orientation >= 5;
+        rc = check_dims(fmt, swap ? img.height : img.width, swap ? img.width : img.height, limits, err);
+        omnic__image oriented = {0};
+        if (rc == OMNIC_OK) rc = omnic__image_transpose(&img, orientation, &oriented, err);
+        if (rc == OMNIC_OK) {
+            omnic__image_deinit(&img);
+            img = oriented;
+        }
+    }
+    if (rc != OMNIC_OK) {
+        omnic__image_deinit(&img);
+        return rc;
+    }
+    *out = img;
+    return OMNIC_OK;
 }

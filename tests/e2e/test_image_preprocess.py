@@ -5,8 +5,8 @@ Generates images of many sizes, aspect ratios and modes with Pillow (plus a smal
 what Pillow cannot write: 16-bit RGB/RGBA/LA, low-bit grey with tRNS, Adam7 interlace), then for
 each image and processor config compares omnic's pixel_values (.npy) with:
 
-* decode: Pillow's decoder + Hugging Face `convert_to_rgb` (a config with every step off gives
-  the decoded bytes as floats);
+* decode: Pillow's decoder + Hugging Face `load_image` (exif_transpose, convert("RGB"): alpha
+  dropped; a config with every step off gives the decoded bytes as floats);
 * PIL path: Hugging Face CLIPImageProcessor / SiglipImageProcessor re-implemented with numpy,
   Pillow's own Image.resize doing the resampling, rescale/normalise as image_transforms does;
 * torchvision path: a numpy re-implementation of ATen's uint8 antialiased resize (int16 weights,
@@ -27,7 +27,7 @@ import zlib
 import numpy as np
 
 try:
-    from PIL import Image
+    from PIL import Image, ImageOps
 except ImportError:
     sys.exit("FAIL: Pillow is not installed (python3-pil; run scripts/setup.sh)")
 
@@ -186,14 +186,11 @@ def make_images(d):
 
 # ---- Hugging Face semantics (PIL path) -------------------------------------------------------------
 
-def convert_to_rgb(image):
-    """transformers.image_transforms.convert_to_rgb."""
-    if image.mode == "RGB":
-        return image
-    image_rgba = image.convert("RGBA")
-    background = Image.new("RGBA", image_rgba.size, (255, 255, 255))
-    alpha_composite = Image.alpha_composite(background, image_rgba)
-    return alpha_composite.convert("RGB")
+def load_image_rgb(image):
+    """transformers.image_utils.load_image on an opened file: ImageOps.exif_transpose, then
+    convert("RGB") (alpha dropped, not composited). The processors' convert_to_rgb (4.57.6: the
+    same convert("RGB") for a non-RGB image) then leaves it as is."""
+    return ImageOps.exif_transpose(image).convert("RGB")
 
 
 def output_size(cfg, w, h):
@@ -394,7 +391,7 @@ def main():
                 json.dump(cfg, f)
         for path in images:
             with Image.open(path) as im:
-                rgb = convert_to_rgb(im)
+                rgb = load_image_rgb(im)
                 rgb.load()
             for name, cfg in CONFIGS.items():
                 for variant in (["pil"] if name == "raw" else ["pil", "torchvision"]):

@@ -23,7 +23,7 @@ import tempfile
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from test_image_preprocess import convert_to_rgb, pattern, pil_normalize, resize_u8, tv_normalize  # noqa: E402
+from test_image_preprocess import load_image_rgb, pattern, pil_normalize, resize_u8, tv_normalize  # noqa: E402
 
 from PIL import Image  # noqa: E402
 
@@ -187,7 +187,7 @@ def main():
         for n, (tag, w, h, cfg_name, variant, mn, mx, refusal) in enumerate(CASES):
             sizes.add((w, h))
             img_path = os.path.join(d, f"{tag}.png")
-            if tag == "portrait":  # an RGBA JPEG-free path: alpha composited over white by both sides
+            if tag == "portrait":  # an RGBA JPEG-free path: alpha dropped by both sides
                 a = pattern(w, h, 100 + n, 4)
                 a[:, :, 3] = np.linspace(0, 255, w).astype(np.uint8)[None, :]
                 Image.fromarray(a, "RGBA").save(img_path)
@@ -197,7 +197,7 @@ def main():
             else:
                 Image.fromarray(pattern(w, h, 100 + n)).save(img_path)
             with Image.open(img_path) as im:
-                rgb = convert_to_rgb(im)
+                rgb = load_image_rgb(im)
                 rgb.load()
             p = resolve(CONFIGS[cfg_name], mn, mx)
             out, grid_path = os.path.join(d, "pv.npy"), os.path.join(d, "grid.json")

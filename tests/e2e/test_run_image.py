@@ -52,7 +52,7 @@ def run(model, dump, backend, images):
 
 
 with tempfile.TemporaryDirectory() as tmp:
-    # a second image: wide, with alpha (composited on white by the processor)
+    # a second image: wide, with alpha (dropped by load_image's convert("RGB"))
     second = os.path.join(tmp, "second.png")
     rgba = np.zeros((30, 71, 4), np.uint8)
     rgba[..., 0] = np.arange(71)[None, :] * 3
@@ -78,7 +78,7 @@ with tempfile.TemporaryDirectory() as tmp:
             projected = []
             for i, path in enumerate(images):
                 with Image.open(path) as im:
-                    rgb = prep.convert_to_rgb(im)
+                    rgb = prep.load_image_rgb(im)
                     rgb.load()
                 want = prep.reference(rgb, pcfg, "pil", {"pil_geometry": 0})
                 got = np.load(os.path.join(d, f"pixel_values{suffix(i)}.npy"))

@@ -26,7 +26,7 @@ sys.path.insert(0, os.path.join(ROOT, "tests", "e2e"))
 import decoder  # noqa: E402
 import qwen2vl_vision  # noqa: E402
 import test_qwen2vl_preprocess as qprep  # noqa: E402
-from test_image_preprocess import convert_to_rgb  # noqa: E402
+from test_image_preprocess import load_image_rgb  # noqa: E402
 
 OMNIC = os.environ.get("OMNIC", os.path.join(ROOT, "build/release/omnic"))
 PY = "/usr/bin/python3"
@@ -119,7 +119,7 @@ with tempfile.TemporaryDirectory() as tmp:
             got_grid = ld("image_grid_thw")
             for i, path in enumerate(images):
                 with Image.open(path) as im:
-                    rgb = convert_to_rgb(im)
+                    rgb = load_image_rgb(im)
                     rgb.load()
                 want_pv, thw, _ = qprep.reference(rgb, pcfg, "torchvision")
                 got_pv = ld(f"pixel_values{sfx(i)}")

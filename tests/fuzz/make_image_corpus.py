@@ -1,6 +1,8 @@
 #!/usr/bin/python3
 """Writes the seed corpus for fuzz_image_decode: tiny valid and broken PNG / JPEG / WebP files (each
-under 2 KB), a GIF, and data: URLs. Run from anywhere: python3 tests/fuzz/make_image_corpus.py"""
+under 2 KB), files carrying EXIF orientation (JPEG APP1, PNG eXIf before / after IDAT, raw-profile
+and XMP text chunks, WebP EXIF; valid, big-endian, truncated and looping IFDs), a GIF, and data:
+URLs. Run from anywhere: python3 tests/fuzz/make_image_corpus.py"""
 import base64
 import io
 import os
@@ -37,6 +39,31 @@ def png_raw(w, h, depth, ctype, rows, trns=None, interlace=0):
     return b"\x89PNG\r\n\x1a\n" + body + chunk(b"IDAT", zlib.compress(rows)) + chunk(b"IEND", b"")
 
 
+def exif(orientation, big_endian=False, count=None, next_ifd=0, extra=()):
+    """A TIFF-structured EXIF block with IFD0 = [Orientation SHORT] + extra (tag, type, count, value4)."""
+    e = ">" if big_endian else "<"
+    entries = [(0x0112, 3, 1, struct.pack(e + "H", orientation) + b"\0\0")] + list(extra)
+    body = struct.pack(e + "H", len(entries) if count is None else count)
+    body += b"".join(struct.pack(e + "HHI", t, ty, n) + v for t, ty, n, v in entries)
+    return (b"MM\0*" if big_endian else b"II*\0") + struct.pack(e + "I", 8) + body + struct.pack(e + "I", next_ifd)
+
+
+def png_with(plain, before=(), after=()):
+    """plain (a PNG file) with chunks inserted before its first IDAT / before IEND."""
+    out, pos, seen = plain[:8], 8, False
+    while pos < len(plain):
+        n = struct.unpack(">I", plain[pos:pos + 4])[0]
+        kind = plain[pos + 4:pos + 8]
+        if kind == b"IDAT" and not seen:
+            out += b"".join(chunk(k, d) for k, d in before)
+            seen = True
+        if kind == b"IEND":
+            out += b"".join(chunk(k, d) for k, d in after)
+        out += plain[pos:pos + 12 + n]
+        pos += 12 + n
+    return out
+
+
 def main():
     os.makedirs(OUT, exist_ok=True)
     seeds = {
@@ -61,6 +88,28 @@ def main():
         "x.gif": save(img(4, 4, seed=12), "GIF"),
         "x.bmp": save(img(2, 2, seed=13), "BMP"),
     }
+    xmp = b'<x:xmpmeta><rdf:Description tiff:Orientation="8"/><tiff:Orientation>5</tiff:Orientation></x:xmpmeta>'
+    raw = b"\nexif\n      %d\n" % (len(exif(3)) + 6) + (b"Exif\0\0" + exif(3)).hex().encode() + b"\n"
+    seeds.update({
+        "exif6.jpg": save(img(8, 6, seed=14), "JPEG", quality=50, exif=b"Exif\0\0" + exif(6)),
+        "exif8_mm.jpg": save(img(6, 8, seed=15), "JPEG", quality=50, exif=b"Exif\0\0" + exif(8, True)),
+        "exif_trunc.jpg": save(img(8, 8, seed=16), "JPEG", quality=50, exif=b"Exif\0\0" + exif(5, count=40)[:30]),
+        "exif_loop.jpg": save(img(8, 8, seed=17), "JPEG", quality=50,
+                              exif=b"Exif\0\0" + exif(7, next_ifd=8, extra=[(0x8769, 4, 1, struct.pack("<I", 8))])),
+        "exif6.png": save(img(5, 3, seed=18), "PNG", exif=b"Exif\0\0" + exif(6)),
+        "exif_after_idat.png": png_with(save(img(5, 3, seed=19), "PNG"), after=[(b"eXIf", exif(7, True))]),
+        "xmp_ztxt.png": png_with(save(img(4, 6, "RGBA", 20), "PNG"),
+                                 before=[(b"zTXt", b"XML:com.adobe.xmp\0\0" + zlib.compress(xmp))]),
+        "xmp_itxt.png": png_with(save(img(4, 6, "LA", 21), "PNG"),
+                                 before=[(b"iTXt", b"XML:com.adobe.xmp\0\1\0en\0\0" + zlib.compress(xmp))]),
+        "raw_profile.png": png_with(save(img(3, 7, seed=22), "PNG"),
+                                    after=[(b"tEXt", b"Raw profile type exif\0" + raw)]),
+        "exif5.webp": save(img(6, 4, seed=23), "WEBP", lossless=True, exif=b"Exif\0\0" + exif(5)),
+        "exif2_alpha.webp": save(img(4, 4, "RGBA", 24), "WEBP", quality=30, exif=exif(2, True)),
+    })
+    # A text chunk declaring ~1 GB: libpng allocated its length before reading (found by fuzzing).
+    rgb_png = seeds["rgb.png"]
+    seeds["itxt_huge_length.png"] = rgb_png[:33] + struct.pack(">I", 0x3F00005D) + b"iTXtXML:com.adobe.xmp\0\1\0" + rgb_png[33:]
     seeds["truncated.png"] = seeds["rgb.png"][: len(seeds["rgb.png"]) // 2]
     seeds["truncated.jpg"] = seeds["rgb.jpg"][: len(seeds["rgb.jpg"]) // 2]
     seeds["truncated.webp"] = seeds["lossless.webp"][: len(seeds["lossless.webp"]) // 2]
