@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Images as Hugging Face loads them (EXIF orientation, alpha), against recorded goldens.
 
-tests/golden/images/ holds small input images (EXIF orientations 1..8 in JPEG, the places Pillow
+tests/golden/image_loading/ holds small input images (EXIF orientations 1..8 in JPEG, the places Pillow
 reads orientation from in PNG and WebP, RGBA / LA / palette+tRNS / grey+tRNS for the alpha rule)
 and the pixel_values that transformers' `load_image(path)` + CLIPImageProcessor /
 Qwen2VLImageProcessor (slow PIL path) gave for them (tools/hf_golden/make_image_goldens.py; meta.json
@@ -19,7 +19,7 @@ import tempfile
 import numpy as np
 
 OMNIC = os.environ.get("OMNIC", "build/release/omnic")
-GOLDEN = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "golden", "images")
+GOLDEN = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "golden", "image_loading")
 
 
 def main():

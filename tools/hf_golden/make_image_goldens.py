@@ -1,10 +1,10 @@
 #!/usr/bin/python3
 """Goldens for images as Hugging Face loads them: EXIF orientation and the alpha rule.
 
-Writes small input images (40x24 px) into tests/golden/images/inputs/, small processor configs
-into tests/golden/images/configs/, and for every (image, config) the pixel_values that the real
+Writes small input images (40x24 px) into tests/golden/image_loading/inputs/, small processor configs
+into tests/golden/image_loading/configs/, and for every (image, config) the pixel_values that the real
 transformers code gives for `load_image(path)` followed by the processor (CLIPImageProcessor and
-Qwen2VLImageProcessor, the slow PIL path), into tests/golden/images/pixel_values_<config>.npz
+Qwen2VLImageProcessor, the slow PIL path), into tests/golden/image_loading/pixel_values_<config>.npz
 (one array per image; Qwen2-VL's image_grid_thw into meta.json), with the transformers and Pillow
 versions and this command in meta.json. tests/e2e/test_image_loading.py compares `omnic
 preprocess` against them with numpy only.
@@ -33,7 +33,7 @@ from transformers import CLIPImageProcessor, Qwen2VLImageProcessor  # noqa: E402
 from transformers.image_utils import load_image  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-OUT = os.path.join(ROOT, "tests", "golden", "images")
+OUT = os.path.join(ROOT, "tests", "golden", "image_loading")
 W, H = 40, 24
 CLIP_MEAN = [0.48145466, 0.4578275, 0.40821073]
 CLIP_STD = [0.26862954, 0.26130258, 0.27577711]
