@@ -45,11 +45,14 @@ step_e2e() {
   fi
 }
 
-build() { # dir, cmake args...
+build() { # dir, cmake args...: fails when configuring or any target fails (a stale binary never passes)
   local dir=$1
   shift
-  cmake -S . -B "$dir" "$@" >/dev/null && cmake --build "$dir" -j"$JOBS" 2>&1 | grep -Ev '^\[|^-- |^gmake' || true
-  [ -x "$dir/omnic" ]
+  cmake -S . -B "$dir" "$@" >/dev/null || return 1
+  cmake --build "$dir" -j"$JOBS" >"$dir/build.log" 2>&1
+  local rc=$?
+  grep -Ev '^\[|^-- |^gmake' "$dir/build.log"
+  [ $rc -eq 0 ] && [ -x "$dir/omnic" ]
 }
 
 ctest_dir() { (cd "$1" && ctest --output-on-failure -j"$JOBS" --timeout 600); }
@@ -73,30 +76,51 @@ for t in tests/e2e/test_*.sh; do
   step_e2e "e2e asan $(basename "$t")" env OMNIC=build/asan/omnic bash "$t"
 done
 
+# Every fuzz target over its corpus with the production limits (the library's own caps; 2 GB RSS,
+# 10 s per input): fails when a target is missing or does not build, exits non-zero, or leaves
+# any artifact (crash-, leak-, timeout-, oom-, slow-unit-).
 fuzz_all() {
   cmake -S . -B build/fuzz -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=Debug -DOMNIC_SANITIZE=ON -DOMNIC_FUZZ=ON \
     >/dev/null || return 1
   local targets=()
   for src in tests/fuzz/fuzz_*.c; do targets+=("$(basename "$src" .c)"); done
-  cmake --build build/fuzz -j"$JOBS" --target "${targets[@]}" 2>&1 | grep -Ev '^\[|^-- |^gmake' || true
+  rm -rf build/fuzz/artifacts
+  mkdir -p build/fuzz/artifacts
   local ok=0
+  if ! cmake --build build/fuzz -j"$JOBS" --target "${targets[@]}" >build/fuzz/build.log 2>&1; then
+    grep -Ev '^\[|^-- |^gmake' build/fuzz/build.log
+    echo "fuzz targets did not build"
+    ok=1
+  fi
   for src in tests/fuzz/fuzz_*.c; do
-    local name corpus work
+    local name corpus work rc
     name=$(basename "$src" .c)
     corpus=tests/fuzz/corpus/${name#fuzz_}
+    if [ ! -x build/fuzz/"$name" ]; then
+      echo "fuzz target $name is missing"
+      ok=1
+      continue
+    fi
     work=$(mktemp -d)
     [ -d "$corpus" ] && cp -r "$corpus"/. "$work"/
     echo "--- $name ($FUZZ_SECONDS s over $(ls "$work" | wc -l) seeds)"
-    if ! build/fuzz/"$name" -max_total_time="$FUZZ_SECONDS" -rss_limit_mb=2048 -print_final_stats=1 \
-        -artifact_prefix=build/fuzz/ "$work" 2>&1 | grep -E 'stat::number_of_executed_units|ERROR|SUMMARY|crash'; then
-      :
-    fi
-    if ls build/fuzz/crash-* build/fuzz/leak-* build/fuzz/timeout-* >/dev/null 2>&1; then
-      echo "fuzzer $name found a failing input: $(ls build/fuzz/crash-* build/fuzz/leak-* build/fuzz/timeout-* 2>/dev/null)"
+    build/fuzz/"$name" -max_total_time="$FUZZ_SECONDS" -rss_limit_mb=2048 -timeout=10 -print_final_stats=1 \
+      -artifact_prefix=build/fuzz/artifacts/ "$work" >build/fuzz/"$name".log 2>&1
+    rc=$?
+    grep -E 'stat::number_of_executed_units|ERROR|SUMMARY|crash' build/fuzz/"$name".log
+    if [ $rc -ne 0 ]; then
+      echo "fuzzer $name exited with status $rc (log: build/fuzz/$name.log)"
+      tail -20 build/fuzz/"$name".log
       ok=1
     fi
     rm -rf "$work"
   done
+  local found
+  found=$(ls build/fuzz/artifacts 2>/dev/null)
+  if [ -n "$found" ]; then
+    echo "fuzzers left failing inputs in build/fuzz/artifacts: $found"
+    ok=1
+  fi
   return $ok
 }
 step "fuzz targets (libFuzzer, asan+ubsan)" fuzz_all
