@@ -12,7 +12,7 @@ const char *const omnic__config_keys_generic[] = {
     "_attn_implementation_autoset", "attn_implementation", "_attn_implementation", "tf_legacy_loss",
     "torchscript", "return_dict", "output_hidden_states", "output_attentions", "use_return_dict",
     "chunk_size_feed_forward", "is_decoder", "pruned_heads", "is_encoder_decoder", "add_cross_attention",
-    "tie_encoder_decoder", "cross_attention_hidden_size", "quantization_config",
+    "tie_encoder_decoder", "cross_attention_hidden_size", "quantization_config", "ignore_keys_at_rope_validation",
     /* token ids (the tokenizer and generation use them, not the forward) */
     "bos_token_id", "eos_token_id", "pad_token_id", "sep_token_id", "decoder_start_token_id",
     /* generation defaults (sampling, not the model) */

@@ -20,7 +20,9 @@ static const omnic__text_defaults defaults = {
 static const char *const keys[] = {"hidden_activation",       "hidden_act",           "query_pre_attn_scalar",
                                    "sliding_window",          "layer_types",          "sliding_window_pattern",
                                    "final_logit_softcapping", "attn_logit_softcapping", "rope_local_base_freq",
-                                   "attention_bias",          "use_bidirectional_attention", NULL};
+                                   "attention_bias",          "use_bidirectional_attention",
+                                   "_sliding_window_pattern", /* 5.x writes it; nothing reads it back */
+                                   NULL};
 
 static omnic_status parse(const json_t *cfg, const char *what, omnic__text_config *c, omnic_err *err)
 {

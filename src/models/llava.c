@@ -49,6 +49,14 @@ static omnic_status parse(const json_t *cfg, const char *what, omnic__text_confi
     omnic_status s = fam->parse_config(tc, "config.json text_config", out, err);
     json_decref(empty);
     if (s != OMNIC_OK) return s;
+    /* tying: 4.x reads text_config's flag, 5.x ties when either says so */
+    bool top_tie;
+    OMNIC_TRY(omnic__json_get_bool(cfg, "tie_word_embeddings", false, false, what, &top_tie, err));
+    if (top_tie && !out->tie_embeddings)
+        return OMNIC_FAIL(err, OMNIC_E_INVALID,
+                          "%s: tie_word_embeddings is true but text_config's is false (transformers 4.x unties, 5.x "
+                          "ties): ambiguous",
+                          what);
     out->prefix = "language_model.model.";
     out->lm_head_name = "language_model.lm_head.weight";
     out->alt_prefix = "model.language_model.";

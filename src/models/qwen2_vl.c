@@ -30,6 +30,18 @@ static omnic_status parse(const json_t *cfg, const char *what, omnic__text_confi
         static const char *const text_keys[] = {"model_type", NULL};
         OMNIC_TRY(omnic__qwen2_check_keys(cfg, what, top_keys, err));
         OMNIC_TRY(omnic__qwen2_parse_text(tc, "config.json text_config", &defaults, text_keys, out, err));
+        /* tying: 5.x reads the top-level flag, 4.x text_config's: they must not disagree */
+        const json_t *top = json_object_get(cfg, "tie_word_embeddings"), *inner = json_object_get(tc, "tie_word_embeddings");
+        if (top && !json_is_null(top)) {
+            bool tie;
+            OMNIC_TRY(omnic__json_get_bool(cfg, "tie_word_embeddings", false, false, what, &tie, err));
+            if (inner && !json_is_null(inner) && tie != out->tie_embeddings)
+                return OMNIC_FAIL(err, OMNIC_E_INVALID,
+                                  "%s: tie_word_embeddings and text_config's disagree (transformers 4.x reads "
+                                  "text_config's, 5.x the top level): ambiguous",
+                                  what);
+            out->tie_embeddings = tie;
+        }
     } else {
         OMNIC_TRY(omnic__qwen2_parse_text(cfg, what, &defaults, top_keys, out, err));
     }

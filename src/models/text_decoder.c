@@ -26,15 +26,17 @@ static omnic_status parse_rope_dict(const json_t *cfg, const json_t *rs, const c
     const char *type = NULL, *rtype = NULL;
     TRYJ(omnic__json_get_str(rs, "type", false, NULL, w, &type, err));
     TRYJ(omnic__json_get_str(rs, "rope_type", false, NULL, w, &rtype, err));
-    if (type && rtype && strcmp(type, rtype) != 0)
-        return OMNIC_FAIL(err, OMNIC_E_INVALID, "%s: type '%s' and rope_type '%s' disagree", w, type, rtype);
+    for (size_t i = 0; d->rope_alias && d->rope_alias[i]; i += 2) { /* Phi3: su / yarn -> longrope */
+        if (type && !strcmp(type, d->rope_alias[i])) type = d->rope_alias[i + 1];
+        if (rtype && !strcmp(rtype, d->rope_alias[i])) rtype = d->rope_alias[i + 1];
+    }
+    /* both spelled: 4.x configs copy type over rope_type, 5.x keeps rope_type */
+    if (type && rtype) type = five ? rtype : type;
     if (!type) type = rtype;
     if (!type) {
         if (!five) return OMNIC_FAIL(err, OMNIC_E_INVALID, "%s: missing field 'rope_type'", w);
         type = "default"; /* 5.x standardize_rope_params */
     }
-    for (size_t i = 0; d->rope_alias && d->rope_alias[i]; i += 2) /* Phi3: su / yarn -> longrope */
-        if (!strcmp(type, d->rope_alias[i])) type = d->rope_alias[i + 1];
     static const char *const implemented[] = {"default", "linear", "llama3", "longrope", NULL};
     if (!in_list(d->rope_types ? d->rope_types : implemented, type))
         return OMNIC_FAIL(err, OMNIC_E_UNSUPPORTED, "%s: rope_scaling type '%s' is not supported by omnic's %s", w, type,
