@@ -29,7 +29,9 @@ const char *const omnic__config_keys_generic[] = {
 const char *const omnic__config_keys_decoder[] = {
     "vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads", "num_key_value_heads",
     "intermediate_size", "max_position_embeddings", "head_dim", "rms_norm_eps", "rope_theta", "rope_scaling",
-    "rope_parameters", "tie_word_embeddings", "partial_rotary_factor", NULL};
+    "rope_parameters", "tie_word_embeddings", "partial_rotary_factor",
+    "original_max_position_embeddings", /* read by the longrope (4.x, 5.x) and llama3 (5.x) RoPE */
+    NULL};
 
 omnic_status omnic__config_check_generic(const json_t *cfg, const char *what, omnic_err *err)
 {

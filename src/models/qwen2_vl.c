@@ -27,7 +27,9 @@ static omnic_status parse(const json_t *cfg, const char *what, omnic__text_confi
     const json_t *tc;
     OMNIC_TRY(omnic__json_get_obj(cfg, "text_config", false, what, &tc, err));
     if (tc) { /* the top level may repeat text keys (inert); the text model reads text_config only */
-        static const char *const text_keys[] = {"model_type", NULL};
+        /* 4.57 saves every top-level key it was given into text_config too: the token ids are inert there */
+        static const char *const text_keys[] = {"image_token_id",        "video_token_id",      "vision_token_id",
+                                                "vision_start_token_id", "vision_end_token_id", NULL};
         OMNIC_TRY(omnic__qwen2_check_keys(cfg, what, top_keys, err));
         OMNIC_TRY(omnic__qwen2_parse_text(tc, "config.json text_config", &defaults, text_keys, out, err));
         /* tying: 5.x reads the top-level flag, 4.x text_config's: they must not disagree */

@@ -86,9 +86,16 @@ static omnic_status parse_rope_dict(const json_t *cfg, const json_t *rs, const c
         TRYJ(omnic__json_get_f64(rs, "factor", true, 0, 1e-6, 1e6, w, &c->rope_factor, err));
         TRYJ(omnic__json_get_f64(rs, "low_freq_factor", true, 0, 1e-6, 1e6, w, &c->rope_low_freq_factor, err));
         TRYJ(omnic__json_get_f64(rs, "high_freq_factor", true, 0, 1e-6, 1e6, w, &c->rope_high_freq_factor, err));
-        /* 5.x standardize_rope_params fills it from max_position_embeddings; 4.x requires it */
-        TRYJ(omnic__json_get_i64(rs, "original_max_position_embeddings", !five, c->max_pos, 1, big, w,
-                                 &c->rope_original_max_pos, err));
+        /* 4.x requires it in the dict; 5.x standardize_rope_params takes a top-level value
+         * first, then the dict's, then max_position_embeddings */
+        int64_t top = 0;
+        if (five)
+            TRYJ(omnic__json_get_i64(cfg, "original_max_position_embeddings", false, 0, 1, big, "config.json", &top,
+                                     err));
+        if (top > 0) c->rope_original_max_pos = top;
+        else
+            TRYJ(omnic__json_get_i64(rs, "original_max_position_embeddings", !five, c->max_pos, 1, big, w,
+                                     &c->rope_original_max_pos, err));
         if (!(c->rope_high_freq_factor > c->rope_low_freq_factor))
             return OMNIC_FAIL(err, OMNIC_E_INVALID, "%s: high_freq_factor %g must exceed low_freq_factor %g", w,
                               c->rope_high_freq_factor, c->rope_low_freq_factor);

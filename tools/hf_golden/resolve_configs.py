@@ -10,7 +10,7 @@ Run on the oracle machine (reference/hf-oracle.md), once per transformers versio
       --configs tests/configs --skip-suffix=-v5 --out tests/configs/golden-4.57.6.json
   HFO_FAKE_TORCH_VERSION=2.4.0 PYTHONPATH=/opt/hfo/site520 /usr/bin/python3 tools/hf_golden/resolve_configs.py \
       --configs tests/configs --only-suffix=-v5 --out tests/configs/golden-5.2.0.json
-(tools/hf_golden/regen.sh runs both, after writing the 5.x-style configs with --save-v5).
+(tools/hf_golden/regen.sh runs both, after writing the re-saved configs with --resave).
 """
 import argparse
 import copy
@@ -174,14 +174,15 @@ def main():
     ap.add_argument("--out")
     ap.add_argument("--skip-suffix", help="skip folders whose name ends so")
     ap.add_argument("--only-suffix", help="only folders whose name ends so")
-    ap.add_argument("--save-v5", nargs="*", metavar="NAME",
-                    help="instead: load each NAME with this (5.x) transformers and save it as NAME-v5")
+    ap.add_argument("--resave", nargs="+", metavar="NAME",
+                    help="instead: load each NAME with this transformers and save it as NAME + --suffix")
+    ap.add_argument("--suffix", default="-v5")
     a = ap.parse_args()
     torch.manual_seed(0)
-    if a.save_v5 is not None:
-        for name in a.save_v5:
+    if a.resave:
+        for name in a.resave:
             cfg = AutoConfig.from_pretrained(os.path.join(a.configs, name))
-            cfg.save_pretrained(os.path.join(a.configs, name + "-v5"))
+            cfg.save_pretrained(os.path.join(a.configs, name + a.suffix))
         return
     out = {"transformers_version": transformers.__version__,
            "command": "tools/hf_golden/resolve_configs.py " + " ".join(sys.argv[1:]), "configs": {}}
