@@ -12,7 +12,8 @@ const char *const omnic__config_keys_generic[] = {
     "_attn_implementation_autoset", "attn_implementation", "_attn_implementation", "tf_legacy_loss",
     "torchscript", "return_dict", "output_hidden_states", "output_attentions", "use_return_dict",
     "chunk_size_feed_forward", "is_decoder", "pruned_heads", "is_encoder_decoder", "add_cross_attention",
-    "tie_encoder_decoder", "cross_attention_hidden_size", "quantization_config", "ignore_keys_at_rope_validation",
+    "tie_encoder_decoder", "cross_attention_hidden_size", "quantization_config",
+    "ignore_keys_at_rope_validation",
     /* token ids (the tokenizer and generation use them, not the forward) */
     "bos_token_id", "eos_token_id", "pad_token_id", "sep_token_id", "decoder_start_token_id",
     /* generation defaults (sampling, not the model) */
@@ -27,9 +28,20 @@ const char *const omnic__config_keys_generic[] = {
     NULL};
 
 const char *const omnic__config_keys_decoder[] = {
-    "vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads", "num_key_value_heads",
-    "intermediate_size", "max_position_embeddings", "head_dim", "rms_norm_eps", "rope_theta", "rope_scaling",
-    "rope_parameters", "tie_word_embeddings", "partial_rotary_factor",
+    "vocab_size",
+    "hidden_size",
+    "num_hidden_layers",
+    "num_attention_heads",
+    "num_key_value_heads",
+    "intermediate_size",
+    "max_position_embeddings",
+    "head_dim",
+    "rms_norm_eps",
+    "rope_theta",
+    "rope_scaling",
+    "rope_parameters",
+    "tie_word_embeddings",
+    "partial_rotary_factor",
     "original_max_position_embeddings", /* read by the longrope (4.x, 5.x) and llama3 (5.x) RoPE */
     NULL};
 
@@ -48,7 +60,8 @@ omnic_status omnic__config_check_keys_for(const json_t *cfg, const char *what, c
                                           omnic_err *err)
 {
     OMNIC_TRY(omnic__config_check_generic(cfg, what, err));
-    const char *const *const lists[] = {omnic__config_keys_generic, omnic__config_keys_decoder, family_keys, NULL};
+    const char *const *const lists[] = {omnic__config_keys_generic, omnic__config_keys_decoder, family_keys,
+                                        NULL};
     return omnic__json_check_keys(cfg, what, lists, err);
 }
 
@@ -65,8 +78,9 @@ omnic_status omnic__config_full_attention_only(const json_t *cfg, const char *wh
     for (size_t l = 0; l < json_array_size(lt); l++) {
         const char *t = json_string_value(json_array_get(lt, l));
         if (!t || strcmp(t, "full_attention") != 0)
-            return OMNIC_FAIL(err, OMNIC_E_UNSUPPORTED, "%s: layer_types[%zu] '%s' is not supported (full_attention only)",
-                              what, l, t ? t : "?");
+            return OMNIC_FAIL(err, OMNIC_E_UNSUPPORTED,
+                              "%s: layer_types[%zu] '%s' is not supported (full_attention only)", what, l,
+                              t ? t : "?");
     }
     return OMNIC_OK;
 }

@@ -40,7 +40,8 @@ static void add(json_t *h, int64_t *off, const char *name, int ndim, const int64
 {
     int64_t n = 2;
     json_t *shape = json_array();
-    for (int i = 0; i < ndim; i++) n *= dims[i], json_array_append_new(shape, json_integer(dims[i]));
+    for (int i = 0; i < ndim; i++)
+        n *= dims[i], json_array_append_new(shape, json_integer(dims[i]));
     json_t *t = json_object();
     json_object_set_new(t, "dtype", json_string("F16"));
     json_object_set_new(t, "shape", shape);
@@ -55,17 +56,22 @@ static json_t *llava_header(const omnic__text_config *c, const omnic__vision_con
     json_t *h = json_object();
     int64_t off = 0;
     char name[192];
-    const int64_t H = c->hidden, I = c->intermediate, qd = c->n_heads * c->head_dim, kvd = c->n_kv_heads * c->head_dim;
+    const int64_t H = c->hidden, I = c->intermediate, qd = c->n_heads * c->head_dim,
+                  kvd = c->n_kv_heads * c->head_dim;
     const int64_t emb[2] = {c->vocab, H}, vh[1] = {H};
     add(h, &off, "language_model.model.embed_tokens.weight", 2, emb);
     add(h, &off, "language_model.model.norm.weight", 1, vh);
     add(h, &off, "language_model.lm_head.weight", 2, emb);
     for (int64_t l = 0; l < c->n_layers; l++) {
-        const struct { const char *s; int nd; int64_t d[2]; } ws[] = {
-            {"input_layernorm.weight", 1, {H, 0}},        {"post_attention_layernorm.weight", 1, {H, 0}},
-            {"self_attn.q_proj.weight", 2, {qd, H}},      {"self_attn.k_proj.weight", 2, {kvd, H}},
-            {"self_attn.v_proj.weight", 2, {kvd, H}},     {"self_attn.o_proj.weight", 2, {H, qd}},
-            {"mlp.gate_proj.weight", 2, {I, H}},          {"mlp.up_proj.weight", 2, {I, H}},
+        const struct {
+            const char *s;
+            int nd;
+            int64_t d[2];
+        } ws[] = {
+            {"input_layernorm.weight", 1, {H, 0}},    {"post_attention_layernorm.weight", 1, {H, 0}},
+            {"self_attn.q_proj.weight", 2, {qd, H}},  {"self_attn.k_proj.weight", 2, {kvd, H}},
+            {"self_attn.v_proj.weight", 2, {kvd, H}}, {"self_attn.o_proj.weight", 2, {H, qd}},
+            {"mlp.gate_proj.weight", 2, {I, H}},      {"mlp.up_proj.weight", 2, {I, H}},
             {"mlp.down_proj.weight", 2, {H, I}},
         };
         for (size_t i = 0; i < sizeof ws / sizeof ws[0]; i++) {
@@ -74,8 +80,9 @@ static json_t *llava_header(const omnic__text_config *c, const omnic__vision_con
         }
     }
     const char *P = "vision_tower.vision_model.";
-    const int64_t C = v->hidden, VI = v->intermediate, pw[4] = {C, 3, v->patch, v->patch}, pos[2] = {v->n_seq, C},
-                  vc[1] = {C}, cc[2] = {C, C}, ic[2] = {VI, C}, ci[2] = {C, VI}, vi[1] = {VI};
+    const int64_t C = v->hidden, VI = v->intermediate, pw[4] = {C, 3, v->patch, v->patch},
+                  pos[2] = {v->n_seq, C}, vc[1] = {C}, cc[2] = {C, C}, ic[2] = {VI, C}, ci[2] = {C, VI},
+                  vi[1] = {VI};
 #define V(suffix, nd, d) (snprintf(name, sizeof name, "%s%s", P, suffix), add(h, &off, name, nd, d))
     V("embeddings.patch_embedding.weight", 4, pw);
     V("embeddings.class_embedding", 1, vc);
@@ -86,12 +93,26 @@ static json_t *llava_header(const omnic__text_config *c, const omnic__vision_con
     V("post_layernorm.bias", 1, vc);
 #undef V
     for (int64_t l = 0; l < v->n_layers; l++) {
-        const struct { const char *s; int nd; const int64_t *d; } ws[] = {
-            {"layer_norm1.weight", 1, vc},     {"layer_norm1.bias", 1, vc},     {"layer_norm2.weight", 1, vc},
-            {"layer_norm2.bias", 1, vc},       {"self_attn.q_proj.weight", 2, cc}, {"self_attn.q_proj.bias", 1, vc},
-            {"self_attn.k_proj.weight", 2, cc}, {"self_attn.k_proj.bias", 1, vc}, {"self_attn.v_proj.weight", 2, cc},
-            {"self_attn.v_proj.bias", 1, vc},  {"self_attn.out_proj.weight", 2, cc}, {"self_attn.out_proj.bias", 1, vc},
-            {"mlp.fc1.weight", 2, ic},         {"mlp.fc1.bias", 1, vi},         {"mlp.fc2.weight", 2, ci},
+        const struct {
+            const char *s;
+            int nd;
+            const int64_t *d;
+        } ws[] = {
+            {"layer_norm1.weight", 1, vc},
+            {"layer_norm1.bias", 1, vc},
+            {"layer_norm2.weight", 1, vc},
+            {"layer_norm2.bias", 1, vc},
+            {"self_attn.q_proj.weight", 2, cc},
+            {"self_attn.q_proj.bias", 1, vc},
+            {"self_attn.k_proj.weight", 2, cc},
+            {"self_attn.k_proj.bias", 1, vc},
+            {"self_attn.v_proj.weight", 2, cc},
+            {"self_attn.v_proj.bias", 1, vc},
+            {"self_attn.out_proj.weight", 2, cc},
+            {"self_attn.out_proj.bias", 1, vc},
+            {"mlp.fc1.weight", 2, ic},
+            {"mlp.fc1.bias", 1, vi},
+            {"mlp.fc2.weight", 2, ci},
             {"mlp.fc2.bias", 1, vc},
         };
         for (size_t i = 0; i < sizeof ws / sizeof ws[0]; i++) {
@@ -99,7 +120,8 @@ static json_t *llava_header(const omnic__text_config *c, const omnic__vision_con
             add(h, &off, name, ws[i].nd, ws[i].d);
         }
     }
-    const int64_t p1[2] = {v->text_hidden, C}, p2[2] = {v->text_hidden, v->text_hidden}, pb[1] = {v->text_hidden};
+    const int64_t p1[2] = {v->text_hidden, C}, p2[2] = {v->text_hidden, v->text_hidden},
+                  pb[1] = {v->text_hidden};
     add(h, &off, "multi_modal_projector.linear_1.weight", 2, p1);
     add(h, &off, "multi_modal_projector.linear_1.bias", 1, pb);
     add(h, &off, "multi_modal_projector.linear_2.weight", 2, p2);
@@ -119,8 +141,8 @@ static void test_llava_7b_zero_weights(void **state)
     json_t *cfg = NULL;
     omnic_err err;
     omnic_err_clear(&err);
-    assert_int_equal(omnic__json_load_file("tests/configs/llava-1.5-7b-hf/config.json", OMNIC_MAX_CONFIG_BYTES, &cfg,
-                                           &err),
+    assert_int_equal(omnic__json_load_file("tests/configs/llava-1.5-7b-hf/config.json",
+                                           OMNIC_MAX_CONFIG_BYTES, &cfg, &err),
                      OMNIC_OK);
     const omnic__family *fam;
     omnic__text_config tc;
@@ -146,7 +168,8 @@ static void test_llava_7b_zero_weights(void **state)
     uint64_t n = padded;
     assert_int_equal(write(fd, &n, 8), 8);
     assert_int_equal(write(fd, text, hlen), (ssize_t)hlen);
-    for (size_t i = hlen; i < padded; i++) assert_int_equal(write(fd, " ", 1), 1);
+    for (size_t i = hlen; i < padded; i++)
+        assert_int_equal(write(fd, " ", 1), 1);
     assert_int_equal(ftruncate(fd, (off_t)(8 + padded + (size_t)bytes)), 0); /* sparse: the data are holes */
     close(fd);
     free(text);
@@ -177,11 +200,12 @@ static void test_llava_7b_zero_weights(void **state)
     const omnic__tensor *logits = omnic__module_output(&m->prefill, 0);
     assert_int_equal(logits->dims[1], 32064);
     const float *l = logits->data;
-    for (int64_t i = 0; i < 32064; i++) assert_true(l[i] == 0.0f); /* zero norms: zero hidden states */
+    for (int64_t i = 0; i < 32064; i++)
+        assert_true(l[i] == 0.0f); /* zero norms: zero hidden states */
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
-    fprintf(stderr, "llava-1.5-7b zero weights: open %.1f s, 2-token prefill %.1f s, peak RSS %.2f GB\n", t1 - t0,
-            t2 - t1, (double)ru.ru_maxrss / 1e6);
+    fprintf(stderr, "llava-1.5-7b zero weights: open %.1f s, 2-token prefill %.1f s, peak RSS %.2f GB\n",
+            t1 - t0, t2 - t1, (double)ru.ru_maxrss / 1e6);
     omnic__model_close(m);
     unlink(path);
     snprintf(path, sizeof path, "%s/config.json", dir);

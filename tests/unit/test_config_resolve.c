@@ -24,7 +24,8 @@
 
 static int mismatches;
 
-static void mismatch(const char *name, const char *field, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void mismatch(const char *name, const char *field, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 static void mismatch(const char *name, const char *field, const char *fmt, ...)
 {
     va_list ap;
@@ -62,7 +63,8 @@ static void eq_f(const char *name, const json_t *g, const char *key, double got,
 static void eq_s(const char *name, const json_t *g, const char *key, const char *got)
 {
     const char *want = json_string_value(json_object_get(g, key));
-    if (!want || strcmp(want, got) != 0) mismatch(name, key, "HF '%s', omnic '%s'", want ? want : "(none)", got);
+    if (!want || strcmp(want, got) != 0)
+        mismatch(name, key, "HF '%s', omnic '%s'", want ? want : "(none)", got);
 }
 
 /* a float list (RoPE inverse frequencies) vs omnic's [n]; f32 on both sides */
@@ -91,12 +93,18 @@ static const char *rope_name(omnic__rope_type t)
 static const char *op_name(omnic__op op)
 {
     switch (op) {
-    case OMNIC_OP_GELU_QUICK: return "quick_gelu";
-    case OMNIC_OP_GELU: return "gelu";
-    case OMNIC_OP_GELU_TANH: return "gelu_pytorch_tanh";
-    case OMNIC_OP_SILU: return "silu";
-    case OMNIC_OP_SWIGLU: return "silu"; /* Qwen2.5-VL's gated MLP */
-    default: return "?";
+    case OMNIC_OP_GELU_QUICK:
+        return "quick_gelu";
+    case OMNIC_OP_GELU:
+        return "gelu";
+    case OMNIC_OP_GELU_TANH:
+        return "gelu_pytorch_tanh";
+    case OMNIC_OP_SILU:
+        return "silu";
+    case OMNIC_OP_SWIGLU:
+        return "silu"; /* Qwen2.5-VL's gated MLP */
+    default:
+        return "?";
     }
 }
 
@@ -149,7 +157,8 @@ static void check_text(const char *name, const json_t *g, const omnic__text_conf
         eq_list(name, g, "inv_freq_local", f, c->n_rot / 2);
     }
     const json_t *ms = json_object_get(g, "mrope_section");
-    if ((ms != NULL) != c->mrope) mismatch(name, "mrope", "HF %s, omnic %s", ms ? "yes" : "no", c->mrope ? "yes" : "no");
+    if ((ms != NULL) != c->mrope)
+        mismatch(name, "mrope", "HF %s, omnic %s", ms ? "yes" : "no", c->mrope ? "yes" : "no");
     for (size_t k = 0; ms && k < 3; k++)
         if (json_integer_value(json_array_get(ms, k)) != c->mrope_section[k])
             mismatch(name, "mrope_section", "[%zu] differs", k);
@@ -170,8 +179,8 @@ static void check_vit(const char *name, const json_t *g, const omnic__vision_con
     int64_t layer = json_integer_value(json_object_get(g, "feature_layer"));
     int64_t index = layer < 0 ? v->n_layers + 1 + layer : layer;
     if (index != v->feature_index)
-        mismatch(name, "feature_layer", "HF %lld (index %lld), omnic index %lld", (long long)layer, (long long)index,
-                 (long long)v->feature_index);
+        mismatch(name, "feature_layer", "HF %lld (index %lld), omnic index %lld", (long long)layer,
+                 (long long)index, (long long)v->feature_index);
     eq_s(name, g, "strategy", v->keep_first ? "full" : "default");
     eq_s(name, g, "proj_act", op_name(v->proj_act));
     eq_i(name, g, "proj_bias", v->proj_bias);
@@ -198,8 +207,10 @@ static void check_qvit(const char *name, const json_t *g, const omnic__qvit_conf
     const json_t *fa = json_object_get(g, "fullatt");
     for (int64_t l = 0; l < v->depth; l++) {
         bool want = false;
-        for (size_t i = 0; i < json_array_size(fa); i++) want |= json_integer_value(json_array_get(fa, i)) == l;
-        if (want != v->full_att[l]) mismatch(name, "fullatt", "block %lld: HF %d, omnic %d", (long long)l, want, v->full_att[l]);
+        for (size_t i = 0; i < json_array_size(fa); i++)
+            want |= json_integer_value(json_array_get(fa, i)) == l;
+        if (want != v->full_att[l])
+            mismatch(name, "fullatt", "block %lld: HF %d, omnic %d", (long long)l, want, v->full_att[l]);
     }
 }
 
@@ -227,24 +238,30 @@ static void resolve(const char *name, const json_t *golden)
         omnic__vision_config v;
         if ((s = fam->parse_vision(cfg, "config.json", &text, &v, &err)) != OMNIC_OK)
             mismatch(name, "parse_vision", "%s", err.msg);
-        else if (!gv) mismatch(name, "vision", "HF recorded no vision tower");
-        else check_vit(name, gv, &v);
+        else if (!gv)
+            mismatch(name, "vision", "HF recorded no vision tower");
+        else
+            check_vit(name, gv, &v);
     }
     if (fam->qwen_vision) {
         omnic__qvit_config q;
         if ((s = omnic__qvit_config_parse(cfg, "config.json", text.hidden, &q, &err)) != OMNIC_OK)
             mismatch(name, "qvit_config_parse", "%s", err.msg);
-        else if (!gv) mismatch(name, "vision", "HF recorded no vision tower");
-        else check_qvit(name, gv, &q);
+        else if (!gv)
+            mismatch(name, "vision", "HF recorded no vision tower");
+        else
+            check_qvit(name, gv, &q);
     }
-    if (!fam->parse_vision && !fam->qwen_vision && gv) mismatch(name, "vision", "omnic parsed no vision tower");
+    if (!fam->parse_vision && !fam->qwen_vision && gv)
+        mismatch(name, "vision", "omnic parsed no vision tower");
     json_decref(cfg);
 }
 
 static void test_golden(void **state)
 {
     (void)state;
-    static const char *const files[] = {"tests/configs/golden-4.57.6.json", "tests/configs/golden-5.2.0.json"};
+    static const char *const files[] = {"tests/configs/golden-4.57.6.json",
+                                        "tests/configs/golden-5.2.0.json"};
     int n = 0;
     for (size_t f = 0; f < 2; f++) {
         json_t *g = NULL;
@@ -253,11 +270,13 @@ static void test_golden(void **state)
         assert_int_equal(omnic__json_load_file(files[f], OMNIC_MAX_CONFIG_BYTES, &g, &err), OMNIC_OK);
         const char *name;
         json_t *rec;
-        json_object_foreach (json_object_get(g, "configs"), name, rec) {
+        json_object_foreach(json_object_get(g, "configs"), name, rec)
+        {
             if (json_object_get(rec, "error")) continue; /* that transformers refused the file */
             int before = mismatches;
             resolve(name, rec);
-            fprintf(stderr, "%-32s %s (transformers %s)\n", name, mismatches == before ? "same as HF" : "DIFFERS",
+            fprintf(stderr, "%-32s %s (transformers %s)\n", name,
+                    mismatches == before ? "same as HF" : "DIFFERS",
                     json_string_value(json_object_get(g, "transformers_version")));
             n++;
         }
@@ -276,9 +295,11 @@ static void test_refused(void **state)
         const char *base, *key, *value; /* value: JSON set at key ("" : delete it) */
         const char *expect;
     } cases[] = {
-        {"Llama-3.2-1B", "rope_scaling", "{\"rope_type\": \"yarn\", \"factor\": 4.0}", "rope_scaling type 'yarn'"},
+        {"Llama-3.2-1B", "rope_scaling", "{\"rope_type\": \"yarn\", \"factor\": 4.0}",
+         "rope_scaling type 'yarn'"},
         {"Llama-3.2-1B", "rope_scaling", "{\"rope_type\": \"dynamic\", \"factor\": 2.0}", "type 'dynamic'"},
-        {"Llama-3.2-1B", "rope_scaling", "{\"rope_type\": \"su\", \"short_factor\": [1], \"long_factor\": [1]}",
+        {"Llama-3.2-1B", "rope_scaling",
+         "{\"rope_type\": \"su\", \"short_factor\": [1], \"long_factor\": [1]}",
          "type 'su'"}, /* only Phi3 renames su */
         {"Llama-3.2-1B", "rope_scaling",
          "{\"rope_type\": \"llama3\", \"factor\": 32.0, \"high_freq_factor\": 4.0, \"low_freq_factor\": 1.0, "
@@ -291,7 +312,8 @@ static void test_refused(void **state)
          "both rope_parameters and rope_scaling"},
         {"Qwen2.5-1.5B-Instruct", "use_sliding_window", "true", "use_sliding_window = true"},
         {"Qwen3-0.6B", "layer_types", "[\"sliding_attention\"]", "layer_types has 1 entries for 28 layers"},
-        {"Phi-3-mini-4k-instruct", "rope_scaling", "{\"type\": \"dynamic\", \"factor\": 2.0}", "type 'dynamic'"},
+        {"Phi-3-mini-4k-instruct", "rope_scaling", "{\"type\": \"dynamic\", \"factor\": 2.0}",
+         "type 'dynamic'"},
         {"Phi-3-mini-4k-instruct", "partial_rotary_factor", "0.01", "gives 0 rotary dims"},
         {"Phi-4-mini-instruct", "lm_head_bias", "true", "lm_head_bias = true"},
         {"gemma-3-1b-it", "use_bidirectional_attention", "true", "use_bidirectional_attention = true"},
@@ -324,7 +346,8 @@ static void test_refused(void **state)
             s = fam->parse_vision(cfg, "config.json", &text, &vc, &err);
         }
         if (s == OMNIC_OK || !strstr(err.msg, cases[i].expect))
-            fprintf(stderr, "case %zu (%s %s): status %d, '%s'\n", i, cases[i].base, cases[i].key, s, err.msg);
+            fprintf(stderr, "case %zu (%s %s): status %d, '%s'\n", i, cases[i].base, cases[i].key, s,
+                    err.msg);
         assert_int_not_equal(s, OMNIC_OK);
         assert_non_null(strstr(err.msg, cases[i].expect));
         json_decref(cfg);
