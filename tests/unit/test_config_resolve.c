@@ -282,7 +282,7 @@ static void test_golden(void **state)
         }
         json_decref(g);
     }
-    assert_true(n >= 31);
+    assert_true(n >= 34);
     assert_int_equal(mismatches, 0);
 }
 
