@@ -302,3 +302,47 @@ omnic_status omnic__json_get_array(const json_t *obj, const char *key, bool requ
     *out = v;
     return OMNIC_OK;
 }
+
+omnic_status omnic__json_check_keys(const json_t *obj, const char *what, const char *const *const *lists,
+                                    omnic_err *err)
+{
+    if (!json_is_object(obj)) return OMNIC_FAIL(err, OMNIC_E_INVALID, "%s: expected an object", src_name(what));
+    const char *key;
+    const json_t *v;
+    json_object_foreach ((json_t *)(uintptr_t)obj, key, v) {
+        bool known = false;
+        for (size_t l = 0; lists[l] && !known; l++)
+            for (size_t k = 0; lists[l][k] && !known; k++) known = !strcmp(lists[l][k], key);
+        if (!known)
+            return OMNIC_FAIL(err, OMNIC_E_UNSUPPORTED,
+                              "%s: key '%s' is not understood (it may change the model's numerics; refusing to ignore it)",
+                              src_name(what), key);
+    }
+    return OMNIC_OK;
+}
+
+/* Numbers compare by value (1 == 1.0), everything else by jansson's equality. */
+static bool same_value(const json_t *a, const json_t *b)
+{
+    if (json_is_number(a) && json_is_number(b)) return json_number_value(a) == json_number_value(b);
+    return json_equal(a, b) != 0;
+}
+
+omnic_status omnic__json_expect(const json_t *obj, const char *key, const char *noop, const char *what,
+                                omnic_err *err)
+{
+    const json_t *v;
+    OMNIC_TRY(lookup(obj, key, what, &v, err));
+    if (!v) return OMNIC_OK;
+    json_error_t e;
+    json_t *want = json_loads(noop, JSON_DECODE_ANY, &e);
+    if (!want) return OMNIC_FAIL(err, OMNIC_E_NOMEM, "out of memory checking %s", key);
+    bool ok = same_value(v, want);
+    json_decref(want);
+    if (ok) return OMNIC_OK;
+    char *text = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
+    omnic_status s = OMNIC_FAIL(err, OMNIC_E_UNSUPPORTED, "%s: %s = %.60s is not supported (only %s)", src_name(what),
+                                key, text ? text : "?", noop);
+    free(text); /* jansson's allocator is omnic_malloc / omnic_free */
+    return s;
+}

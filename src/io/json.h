@@ -62,4 +62,15 @@ omnic_status omnic__json_get_obj(const json_t *obj, const char *key, bool requir
 omnic_status omnic__json_get_array(const json_t *obj, const char *key, bool required, const char *what,
                                    const json_t **out, omnic_err *err);
 
+/* ---- strict configs ----
+ * Every key of obj (an object, borrowed) must be named in one of `lists` (a NULL-terminated
+ * array of NULL-terminated key lists), else E_UNSUPPORTED naming the first unknown key: a key
+ * nobody understood may change numerics and is never silently ignored. */
+omnic_status omnic__json_check_keys(const json_t *obj, const char *what, const char *const *const *lists,
+                                    omnic_err *err);
+/* key absent, null, or equal to the JSON literal noop ("false", "1", "[]"; numbers compare by
+ * value), else E_UNSUPPORTED naming the key, its value and noop. */
+omnic_status omnic__json_expect(const json_t *obj, const char *key, const char *noop, const char *what,
+                                omnic_err *err);
+
 #endif

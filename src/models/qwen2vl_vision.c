@@ -6,6 +6,7 @@
 
 #include "core/dtype.h"
 #include "io/json.h"
+#include "models/config_keys.h"
 #include "models/qwen2vl_vision.h"
 #include "models/weights.h"
 
@@ -26,13 +27,34 @@ omnic_status omnic__qvit_config_parse(const json_t *cfg, const char *what, int64
         return OMNIC_FAIL(err, OMNIC_E_UNSUPPORTED,
                           "%s: model_type '%s' is not a Qwen2-VL family (qwen2_vl, qwen2_5_vl)", what, type);
     const json_t *vc;
-    OMNIC_TRY(omnic__json_get_obj(cfg, "vision_config", true, what, &vc, err));
+    OMNIC_TRY(omnic__json_get_obj(cfg, "vision_config", false, what, &vc, err));
     const char *vw = "config.json vision_config";
+    if (!vc) { /* an absent vision_config is the class defaults: parse a copy with {} there */
+        json_t *copy = json_copy((json_t *)(uintptr_t)cfg);
+        if (!copy || json_object_set_new(copy, "vision_config", json_object()) != 0) {
+            json_decref(copy);
+            return OMNIC_FAIL(err, OMNIC_E_NOMEM, "out of memory for an empty vision_config");
+        }
+        omnic_status s = omnic__qvit_config_parse(copy, what, text_hidden, c, err);
+        json_decref(copy);
+        return s;
+    }
+    /* HF Qwen2VLVisionConfig / Qwen2_5_VLVisionConfig keys; in_chans and spatial_patch_size are
+     * old spellings HF does not read (it takes in_channels, patch_size); tokens_per_second only
+     * scales video time positions. */
+    static const char *const common[] = {"depth", "num_heads", "in_channels", "in_chans", "patch_size",
+                                         "spatial_patch_size", "temporal_patch_size", "spatial_merge_size",
+                                         "hidden_act", "hidden_size", NULL};
+    static const char *const only_v2[] = {"embed_dim", "mlp_ratio", NULL};
+    static const char *const only_v25[] = {"intermediate_size", "out_hidden_size", "window_size",
+                                           "fullatt_block_indexes", "tokens_per_second", NULL};
+    const char *const *const lists[] = {omnic__config_keys_generic, common, v2 ? only_v2 : only_v25, NULL};
+    OMNIC_TRY(omnic__config_check_generic(vc, vw, err));
+    OMNIC_TRY(omnic__json_check_keys(vc, vw, lists, err));
     /* HF Qwen2VLVisionConfig / Qwen2_5_VLVisionConfig defaults */
     OMNIC_TRY(omnic__json_get_i64(vc, "depth", false, 32, 1, OMNIC_MAX_LAYERS, vw, &c->depth, err));
     OMNIC_TRY(omnic__json_get_i64(vc, "num_heads", false, 16, 1, 4096, vw, &c->n_heads, err));
-    const char *ch_key = json_object_get(vc, "in_channels") ? "in_channels" : "in_chans";
-    OMNIC_TRY(omnic__json_get_i64(vc, ch_key, false, 3, 1, 16, vw, &c->channels, err));
+    OMNIC_TRY(omnic__json_get_i64(vc, "in_channels", false, 3, 1, 16, vw, &c->channels, err));
     OMNIC_TRY(omnic__json_get_i64(vc, "patch_size", false, 14, 1, 1024, vw, &c->patch, err));
     OMNIC_TRY(omnic__json_get_i64(vc, "temporal_patch_size", false, 2, 1, 64, vw, &c->temporal, err));
     OMNIC_TRY(omnic__json_get_i64(vc, "spatial_merge_size", false, 2, 1, 64, vw, &c->merge, err));

@@ -10,20 +10,56 @@
 
 #define TRYJ(expr) OMNIC_TRY(expr)
 
-/* rope_scaling (or its absence) into c; longrope factors need n_rot first. */
-static omnic_status parse_rope_scaling(const json_t *cfg, const char *what, omnic__text_config *c, omnic_err *err)
+static bool in_list(const char *const *list, const char *s)
+{
+    for (size_t i = 0; list && list[i]; i++)
+        if (!strcmp(list[i], s)) return true;
+    return false;
+}
+
+/* One RoPE dict as HF resolves it (4.x rope_scaling, or one 5.x rope_parameters entry: five)
+ * into c's global table settings. theta is already set. */
+static omnic_status parse_rope_dict(const json_t *cfg, const json_t *rs, const char *w, bool five,
+                                    const omnic__text_defaults *d, omnic__text_config *c, omnic_err *err)
 {
     const int64_t big = (int64_t)1 << 31;
-    const json_t *rs;
-    OMNIC_TRY(omnic__json_get_obj(cfg, "rope_scaling", false, what, &rs, err));
+    const char *type = NULL, *rtype = NULL;
+    TRYJ(omnic__json_get_str(rs, "type", false, NULL, w, &type, err));
+    TRYJ(omnic__json_get_str(rs, "rope_type", false, NULL, w, &rtype, err));
+    for (size_t i = 0; d->rope_alias && d->rope_alias[i]; i += 2) { /* Phi3: su / yarn -> longrope */
+        if (type && !strcmp(type, d->rope_alias[i])) type = d->rope_alias[i + 1];
+        if (rtype && !strcmp(rtype, d->rope_alias[i])) rtype = d->rope_alias[i + 1];
+    }
+    /* both spelled: 4.x configs copy type over rope_type, 5.x keeps rope_type */
+    if (type && rtype) type = five ? rtype : type;
+    if (!type) type = rtype;
+    if (!type) {
+        if (!five) return OMNIC_FAIL(err, OMNIC_E_INVALID, "%s: missing field 'rope_type'", w);
+        type = "default"; /* 5.x standardize_rope_params */
+    }
+    static const char *const implemented[] = {"default", "linear", "llama3", "longrope", NULL};
+    if (!in_list(d->rope_types ? d->rope_types : implemented, type))
+        return OMNIC_FAIL(err, OMNIC_E_UNSUPPORTED, "%s: rope_scaling type '%s' is not supported by omnic's %s", w, type,
+                          d->family);
+    /* every key of the dict must be one its type reads (others would be ignored) */
+    static const char *const base[] = {"type", "rope_type", "rope_theta", "partial_rotary_factor", NULL};
+    static const char *const mrope_keys[] = {"mrope_section", NULL};
+    static const char *const linear[] = {"factor", NULL};
+    static const char *const llama3[] = {"factor", "low_freq_factor", "high_freq_factor",
+                                         "original_max_position_embeddings", NULL};
+    static const char *const longrope[] = {"short_factor", "long_factor", "factor", "attention_factor",
+                                           "original_max_position_embeddings", NULL};
+    const char *const *extra = !strcmp(type, "linear")     ? linear
+                               : !strcmp(type, "llama3")   ? llama3
+                               : !strcmp(type, "longrope") ? longrope
+                               : d->mrope                  ? mrope_keys
+                                                           : NULL;
+    const char *const *const lists[] = {base, extra, NULL}; /* extra NULL ends the list early */
+    TRYJ(omnic__json_check_keys(rs, w, lists, err));
     c->rope_type = OMNIC_ROPE_DEFAULT;
-    c->rope_attn_factor = 1.0f;
-    if (!rs) return OMNIC_OK;
-    const char *w = "config.json rope_scaling", *type = NULL;
-    OMNIC_TRY(omnic__json_get_str(rs, "rope_type", false, NULL, w, &type, err));
-    if (!type) OMNIC_TRY(omnic__json_get_str(rs, "type", true, NULL, w, &type, err));
-    const json_t *ms = json_object_get(rs, "mrope_section");
-    if (!strcmp(type, "mrope") || ((!strcmp(type, "default")) && ms)) {
+    if (!strcmp(type, "default")) {
+        const json_t *ms = json_object_get(rs, "mrope_section");
+        if (!ms || json_is_null(ms)) return OMNIC_OK;
         /* Qwen2-VL: default frequencies, 3-axis positions; HF renames type mrope to default */
         if (!json_is_array(ms) || json_array_size(ms) != 3)
             return OMNIC_FAIL(err, OMNIC_E_INVALID, "%s: mrope_section must be a list of 3 integers", w);
@@ -40,75 +76,138 @@ static omnic_status parse_rope_scaling(const json_t *cfg, const char *what, omni
         c->mrope_sum = sum;
         return OMNIC_OK;
     }
-    if (!strcmp(type, "default")) return OMNIC_OK;
-    if (!strcmp(type, "llama3")) {
-        c->rope_type = OMNIC_ROPE_LLAMA3;
-        TRYJ(omnic__json_get_f64(rs, "factor", true, 0, 1e-6, 1e6, w, &c->rope_factor, err));
-        TRYJ(omnic__json_get_f64(rs, "low_freq_factor", true, 0, 1e-6, 1e6, w, &c->rope_low_freq_factor, err));
-        TRYJ(omnic__json_get_f64(rs, "high_freq_factor", true, 0, 1e-6, 1e6, w, &c->rope_high_freq_factor, err));
-        TRYJ(omnic__json_get_i64(rs, "original_max_position_embeddings", true, 0, 1, big, w, &c->rope_original_max_pos,
-                                 err));
-        if (!(c->rope_high_freq_factor > c->rope_low_freq_factor))
-            return OMNIC_FAIL(err, OMNIC_E_INVALID, "%s: high_freq_factor %g must exceed low_freq_factor %g", w,
-                              c->rope_high_freq_factor, c->rope_low_freq_factor);
-        return OMNIC_OK;
-    }
     if (!strcmp(type, "linear")) {
         c->rope_type = OMNIC_ROPE_LINEAR;
         TRYJ(omnic__json_get_f64(rs, "factor", true, 0, 1e-6, 1e6, w, &c->rope_factor, err));
         return OMNIC_OK;
     }
-    if (!strcmp(type, "longrope") || !strcmp(type, "su")) {
-        c->rope_type = OMNIC_ROPE_LONGROPE;
-        int64_t orig;
-        TRYJ(omnic__json_get_i64(cfg, "original_max_position_embeddings", false, 0, 0, big, what, &orig, err));
-        TRYJ(omnic__json_get_i64(rs, "original_max_position_embeddings", orig == 0, orig, 1, big, w, &orig, err));
-        c->rope_original_max_pos = orig;
-        const char *names[2] = {"short_factor", "long_factor"};
-        float *dst[2] = {c->longrope_short, c->longrope_long};
-        for (int k = 0; k < 2; k++) {
-            const json_t *a;
-            TRYJ(omnic__json_get_array(rs, names[k], true, w, &a, err));
-            if ((int64_t)json_array_size(a) != c->n_rot / 2)
-                return OMNIC_FAIL(err, OMNIC_E_INVALID, "%s: %s has %zu entries, expected %lld (rotary dims / 2)", w,
-                                  names[k], json_array_size(a), (long long)(c->n_rot / 2));
-            for (size_t i = 0; i < json_array_size(a); i++) {
-                const json_t *x = json_array_get(a, i);
-                double v = json_is_number(x) ? json_number_value(x) : -1;
-                if (!(v > 0) || !isfinite(v))
-                    return OMNIC_FAIL(err, OMNIC_E_INVALID, "%s: %s[%zu] must be a positive number", w, names[k], i);
-                dst[k][i] = (float)v;
-            }
-        }
-        double af = 0;
-        TRYJ(omnic__json_get_f64(rs, "attention_factor", false, 0, 0, 1e3, w, &af, err));
-        if (af == 0) { /* HF: sqrt(1 + log(factor) / log(original max)) when the context was extended */
-            double factor = (double)c->max_pos / (double)orig;
-            af = factor <= 1.0 ? 1.0 : sqrt(1.0 + log(factor) / log((double)orig));
-        }
-        c->rope_attn_factor = (float)af;
+    if (!strcmp(type, "llama3")) {
+        c->rope_type = OMNIC_ROPE_LLAMA3;
+        TRYJ(omnic__json_get_f64(rs, "factor", true, 0, 1e-6, 1e6, w, &c->rope_factor, err));
+        TRYJ(omnic__json_get_f64(rs, "low_freq_factor", true, 0, 1e-6, 1e6, w, &c->rope_low_freq_factor, err));
+        TRYJ(omnic__json_get_f64(rs, "high_freq_factor", true, 0, 1e-6, 1e6, w, &c->rope_high_freq_factor, err));
+        /* 4.x requires it in the dict; 5.x standardize_rope_params takes a top-level value
+         * first, then the dict's, then max_position_embeddings */
+        int64_t top = 0;
+        if (five)
+            TRYJ(omnic__json_get_i64(cfg, "original_max_position_embeddings", false, 0, 1, big, "config.json", &top,
+                                     err));
+        if (top > 0) c->rope_original_max_pos = top;
+        else
+            TRYJ(omnic__json_get_i64(rs, "original_max_position_embeddings", !five, c->max_pos, 1, big, w,
+                                     &c->rope_original_max_pos, err));
+        if (!(c->rope_high_freq_factor > c->rope_low_freq_factor))
+            return OMNIC_FAIL(err, OMNIC_E_INVALID, "%s: high_freq_factor %g must exceed low_freq_factor %g", w,
+                              c->rope_high_freq_factor, c->rope_low_freq_factor);
         return OMNIC_OK;
     }
-    return OMNIC_FAIL(err, OMNIC_E_UNSUPPORTED, "%s: rope_scaling type '%s' is not supported", what, type);
+    /* longrope (HF _compute_longrope_parameters) */
+    c->rope_type = OMNIC_ROPE_LONGROPE;
+    int64_t orig = d->original_max_pos; /* a class attribute (Phi3) or a top-level key */
+    TRYJ(omnic__json_get_i64(cfg, "original_max_position_embeddings", false, orig, 1, big, "config.json", &orig, err));
+    double factor = 0, af = 0;
+    TRYJ(omnic__json_get_f64(rs, "factor", false, 0, 1e-6, 1e6, w, &factor, err));
+    TRYJ(omnic__json_get_f64(rs, "attention_factor", false, 0, 1e-6, 1e3, w, &af, err));
+    if (five) { /* 5.x: the top-level value wins, then the dict's, then max_position_embeddings */
+        if (orig == 0)
+            TRYJ(omnic__json_get_i64(rs, "original_max_position_embeddings", false, c->max_pos, 1, big, w, &orig, err));
+        if (factor == 0) factor = (double)c->max_pos / (double)orig;
+    } else if (orig > 0) { /* 4.57: the ratio overrides factor when the attribute exists */
+        factor = (double)c->max_pos / (double)orig;
+    } else {
+        orig = c->max_pos;
+        if (af == 0 && factor == 0)
+            return OMNIC_FAIL(err, OMNIC_E_INVALID, "%s: longrope needs factor or attention_factor", w);
+    }
+    c->rope_original_max_pos = orig;
+    const char *names[2] = {"short_factor", "long_factor"};
+    float *dst[2] = {c->longrope_short, c->longrope_long};
+    for (int k = 0; k < 2; k++) {
+        const json_t *a;
+        TRYJ(omnic__json_get_array(rs, names[k], true, w, &a, err));
+        if ((int64_t)json_array_size(a) != c->n_rot / 2)
+            return OMNIC_FAIL(err, OMNIC_E_INVALID, "%s: %s has %zu entries, expected %lld (rotary dims / 2)", w,
+                              names[k], json_array_size(a), (long long)(c->n_rot / 2));
+        for (size_t i = 0; i < json_array_size(a); i++) {
+            const json_t *x = json_array_get(a, i);
+            double v = json_is_number(x) ? json_number_value(x) : -1;
+            if (!(v > 0) || !isfinite(v))
+                return OMNIC_FAIL(err, OMNIC_E_INVALID, "%s: %s[%zu] must be a positive number", w, names[k], i);
+            dst[k][i] = (float)v;
+        }
+    }
+    if (af == 0) /* HF: sqrt(1 + log(factor) / log(original max)) when the context was extended */
+        af = factor <= 1.0 ? 1.0 : sqrt(1.0 + log(factor) / log((double)orig));
+    c->rope_attn_factor = (float)af;
+    return OMNIC_OK;
 }
 
-omnic_status omnic__text_config_parse(const json_t *cfg, const char *what, omnic__text_config *c, omnic_err *err)
+/* RoPE settings: 4.x rope_theta + rope_scaling, or 5.x rope_parameters (one dict, or one per
+ * layer type when the family has local layers: full_attention / sliding_attention). */
+static omnic_status parse_rope(const json_t *cfg, const char *what, const omnic__text_defaults *d,
+                               omnic__text_config *c, omnic_err *err)
+{
+    const json_t *rp, *rs;
+    TRYJ(omnic__json_get_obj(cfg, "rope_parameters", false, what, &rp, err));
+    TRYJ(omnic__json_get_obj(cfg, "rope_scaling", false, what, &rs, err));
+    if (rp && rs)
+        return OMNIC_FAIL(err, OMNIC_E_INVALID, "%s: both rope_parameters and rope_scaling are set", what);
+    c->rope_type = OMNIC_ROPE_DEFAULT;
+    c->rope_attn_factor = 1.0f;
+    TRYJ(omnic__json_get_f64(cfg, "rope_theta", false, d->rope_theta, 1e-3, 1e12, what, &c->rope_theta, err));
+    if (!d->rope_local) {
+        if (rp) TRYJ(omnic__json_get_f64(rp, "rope_theta", false, c->rope_theta, 1e-3, 1e12, what, &c->rope_theta, err));
+        const json_t *dict = rp ? rp : rs;
+        return dict ? parse_rope_dict(cfg, dict, rp ? "config.json rope_parameters" : "config.json rope_scaling", rp != NULL,
+                                      d, c, err)
+                    : OMNIC_OK;
+    }
+    /* local (sliding) layers: their own base, default RoPE (Gemma3 rotary_emb_local) */
+    TRYJ(omnic__json_get_f64(cfg, "rope_local_base_freq", false, d->rope_local_theta, 1e-3, 1e12, what,
+                             &c->rope_local_theta, err));
+    if (!rp) return rs ? parse_rope_dict(cfg, rs, "config.json rope_scaling", false, d, c, err) : OMNIC_OK;
+    static const char *const layer_types[] = {"full_attention", "sliding_attention", NULL};
+    TRYJ(omnic__json_check_keys(rp, "config.json rope_parameters", (const char *const *const[]){layer_types, NULL},
+                                err));
+    const json_t *full, *local;
+    const char *wf = "config.json rope_parameters.full_attention", *wl = "config.json rope_parameters.sliding_attention";
+    TRYJ(omnic__json_get_obj(rp, "full_attention", false, what, &full, err));
+    TRYJ(omnic__json_get_obj(rp, "sliding_attention", false, what, &local, err));
+    if (local) {
+        omnic__text_config tmp = *c;
+        TRYJ(omnic__json_get_f64(local, "rope_theta", false, c->rope_local_theta, 1e-3, 1e12, wl, &c->rope_local_theta,
+                                 err));
+        TRYJ(parse_rope_dict(cfg, local, wl, true, d, &tmp, err));
+        if (tmp.rope_type != OMNIC_ROPE_DEFAULT)
+            return OMNIC_FAIL(err, OMNIC_E_UNSUPPORTED, "%s: only rope_type default is supported on sliding layers", wl);
+    }
+    if (!full) return OMNIC_OK;
+    TRYJ(omnic__json_get_f64(full, "rope_theta", false, c->rope_theta, 1e-3, 1e12, wf, &c->rope_theta, err));
+    return parse_rope_dict(cfg, full, wf, true, d, c, err);
+}
+
+omnic_status omnic__text_config_parse(const json_t *cfg, const char *what, const omnic__text_defaults *d,
+                                      omnic__text_config *c, omnic_err *err)
 {
     memset(c, 0, sizeof *c);
     const int64_t big = (int64_t)1 << 31;
-    TRYJ(omnic__json_get_i64(cfg, "vocab_size", true, 0, 1, big, what, &c->vocab, err));
-    TRYJ(omnic__json_get_i64(cfg, "hidden_size", true, 0, 1, 1 << 20, what, &c->hidden, err));
-    TRYJ(omnic__json_get_i64(cfg, "num_hidden_layers", true, 0, 1, OMNIC_MAX_LAYERS, what, &c->n_layers, err));
-    TRYJ(omnic__json_get_i64(cfg, "num_attention_heads", true, 0, 1, 4096, what, &c->n_heads, err));
-    TRYJ(omnic__json_get_i64(cfg, "num_key_value_heads", false, c->n_heads, 1, 4096, what, &c->n_kv_heads, err));
-    TRYJ(omnic__json_get_i64(cfg, "intermediate_size", true, 0, 1, 1 << 22, what, &c->intermediate, err));
-    TRYJ(omnic__json_get_i64(cfg, "max_position_embeddings", false, 4096, 1, big - 1, what, &c->max_pos, err));
+    TRYJ(omnic__json_get_i64(cfg, "vocab_size", false, d->vocab, 1, big, what, &c->vocab, err));
+    TRYJ(omnic__json_get_i64(cfg, "hidden_size", false, d->hidden, 1, 1 << 20, what, &c->hidden, err));
+    TRYJ(omnic__json_get_i64(cfg, "num_hidden_layers", false, d->n_layers, 1, OMNIC_MAX_LAYERS, what, &c->n_layers,
+                             err));
+    TRYJ(omnic__json_get_i64(cfg, "num_attention_heads", false, d->n_heads, 1, 4096, what, &c->n_heads, err));
+    TRYJ(omnic__json_get_i64(cfg, "num_key_value_heads", false, d->n_kv_heads ? d->n_kv_heads : c->n_heads, 1, 4096,
+                             what, &c->n_kv_heads, err));
+    TRYJ(omnic__json_get_i64(cfg, "intermediate_size", false, d->intermediate, 1, 1 << 22, what, &c->intermediate,
+                             err));
+    TRYJ(omnic__json_get_i64(cfg, "max_position_embeddings", false, d->max_pos, 1, big - 1, what, &c->max_pos, err));
     const json_t *hd = json_object_get(cfg, "head_dim");
-    if ((!hd || json_is_null(hd)) && c->hidden % c->n_heads)
+    const bool derived = (!hd || json_is_null(hd)) && d->head_dim == 0; /* hidden_size // num_attention_heads */
+    if (derived && c->hidden % c->n_heads)
         return OMNIC_FAIL(err, OMNIC_E_INVALID, "%s: hidden_size %lld is not a multiple of num_attention_heads %lld",
                           what, (long long)c->hidden, (long long)c->n_heads);
-    TRYJ(omnic__json_get_i64(cfg, "head_dim", false, c->hidden / c->n_heads, 2, OMNIC_MAX_HEAD_DIM, what,
-                             &c->head_dim, err));
+    TRYJ(omnic__json_get_i64(cfg, "head_dim", false, derived ? c->hidden / c->n_heads : d->head_dim, 2,
+                             OMNIC_MAX_HEAD_DIM, what, &c->head_dim, err));
     if (c->head_dim % 2)
         return OMNIC_FAIL(err, OMNIC_E_INVALID, "%s: head_dim %lld is odd (RoPE rotates pairs)", what,
                           (long long)c->head_dim);
@@ -116,23 +215,34 @@ omnic_status omnic__text_config_parse(const json_t *cfg, const char *what, omnic
         return OMNIC_FAIL(err, OMNIC_E_INVALID,
                           "%s: num_attention_heads %lld is not a multiple of num_key_value_heads %lld", what,
                           (long long)c->n_heads, (long long)c->n_kv_heads);
-    double partial;
-    TRYJ(omnic__json_get_f64(cfg, "partial_rotary_factor", false, 1.0, 1e-6, 1.0, what, &partial, err));
+    /* partial rotary: 4.x top level, 5.x also inside rope_parameters */
+    double partial = 1.0;
+    const json_t *rp = json_object_get(cfg, "rope_parameters");
+    if (json_is_object(rp))
+        TRYJ(omnic__json_get_f64(rp, "partial_rotary_factor", false, 1.0, 1e-6, 1.0, what, &partial, err));
+    TRYJ(omnic__json_get_f64(cfg, "partial_rotary_factor", false, partial, 1e-6, 1.0, what, &partial, err));
+    if (partial != 1.0 && !d->partial_rotary)
+        return OMNIC_FAIL(err, OMNIC_E_UNSUPPORTED,
+                          "%s: partial_rotary_factor %g is not supported by %s (its RoPE rotates the whole head)", what,
+                          partial, d->family);
     c->n_rot = (int64_t)((double)c->head_dim * partial); /* HF: int(head_dim * factor) */
     if (c->n_rot < 2 || c->n_rot % 2)
         return OMNIC_FAIL(err, OMNIC_E_INVALID, "%s: partial_rotary_factor %g gives %lld rotary dims (must be even, >= 2)",
                           what, partial, (long long)c->n_rot);
-    TRYJ(omnic__json_get_f64(cfg, "rms_norm_eps", false, 1e-6, 0, 1, what, &c->rms_eps, err));
-    TRYJ(omnic__json_get_f64(cfg, "rope_theta", false, 10000.0, 1e-3, 1e12, what, &c->rope_theta, err));
-    TRYJ(omnic__json_get_bool(cfg, "tie_word_embeddings", false, false, what, &c->tie_embeddings, err));
+    TRYJ(omnic__json_get_f64(cfg, "rms_norm_eps", false, d->rms_eps, 0, 1, what, &c->rms_eps, err));
+    TRYJ(omnic__json_get_bool(cfg, "tie_word_embeddings", false, d->tie, what, &c->tie_embeddings, err));
     const char *act;
-    TRYJ(omnic__json_get_str(cfg, "hidden_act", false, "silu", what, &act, err));
-    if (strcmp(act, "silu") != 0)
-        return OMNIC_FAIL(err, OMNIC_E_UNSUPPORTED, "%s: hidden_act '%s' is not supported (silu only)", what, act);
-    c->act = OMNIC_ACT_SILU;
+    TRYJ(omnic__json_get_str(cfg, d->act_key, false, d->act, what, &act, err));
+    if (!strcmp(act, "silu"))
+        c->act = OMNIC_ACT_SILU;
+    else if (!strcmp(act, "gelu_pytorch_tanh"))
+        c->act = OMNIC_ACT_GELU_TANH;
+    else
+        return OMNIC_FAIL(err, OMNIC_E_UNSUPPORTED, "%s: %s '%s' is not supported (silu, gelu_pytorch_tanh)", what,
+                          d->act_key, act);
     c->attn_scale = (float)(1.0 / sqrt((double)c->head_dim)); /* python float, then f32 */
     c->prefix = "model.";
-    OMNIC_TRY(parse_rope_scaling(cfg, what, c, err));
+    OMNIC_TRY(parse_rope(cfg, what, d, c, err));
     if (c->mrope && c->mrope_sum != c->n_rot / 2)
         return OMNIC_FAIL(err, OMNIC_E_INVALID, "%s: mrope_section sums to %lld, expected %lld (rotary dims / 2)", what,
                           (long long)c->mrope_sum, (long long)(c->n_rot / 2));
@@ -167,13 +277,9 @@ static omnic_status bind_f32(omnic__text_decoder *d, const omnic__safetensors *s
 
 /* RoPE inverse frequencies [n_rot/2] in f32, as HF computes them (float32 tensor ops):
  * base table 1 / base^(2i/n_rot), then the scaling of `type`; ext: LongRoPE factors. */
-static omnic_status rope_table(const omnic__text_config *c, double theta, omnic__rope_type type, const float *ext,
-                               const char *name, omnic__tensor **out, omnic_err *err)
+static void rope_freqs(const omnic__text_config *c, double theta, omnic__rope_type type, const float *ext, float *f)
 {
-    int64_t half = c->n_rot / 2;
-    OMNIC_TRY(omnic__tensor_create(out, OMNIC_DTYPE_F32, 1, &half, err));
-    snprintf((*out)->name, sizeof (*out)->name, "%s", name);
-    float *f = (*out)->data;
+    const int64_t half = c->n_rot / 2;
     const float base = (float)theta;
     for (int64_t i = 0; i < half; i++) {
         float expo = (float)(2 * i) / (float)c->n_rot;
@@ -195,6 +301,22 @@ static omnic_status rope_table(const omnic__text_config *c, double theta, omnic_
             f[i] = scaled;
         }
     }
+}
+
+void omnic__text_rope_freqs(const omnic__text_config *c, int which, float *out)
+{
+    if (which == 2) rope_freqs(c, c->rope_local_theta, OMNIC_ROPE_DEFAULT, NULL, out);
+    else rope_freqs(c, c->rope_theta, c->rope_type, which == 1 ? c->longrope_long : c->longrope_short, out);
+}
+
+/* rope_freqs into an owned f32 [n_rot/2] tensor named name. */
+static omnic_status rope_table(const omnic__text_config *c, double theta, omnic__rope_type type, const float *ext,
+                               const char *name, omnic__tensor **out, omnic_err *err)
+{
+    int64_t half = c->n_rot / 2;
+    OMNIC_TRY(omnic__tensor_create(out, OMNIC_DTYPE_F32, 1, &half, err));
+    snprintf((*out)->name, sizeof (*out)->name, "%s", name);
+    rope_freqs(c, theta, type, ext, (*out)->data);
     return OMNIC_OK;
 }
 

@@ -97,11 +97,40 @@ typedef struct omnic__text_decoder {
     int64_t stored_bytes;             /* bytes of the bound weights as stored (set by quantize) */
 } omnic__text_decoder;
 
-/* Parses the Llama-style keys of a config.json object (what: "config.json") with
- * defaults for the plain Llama decoder; families then switch features on. Every
- * dimension is range-checked and cross-checked (heads divide, head_dim even). */
-omnic_status omnic__text_config_parse(const json_t *cfg, const char *what, omnic__text_config *out,
-                                      omnic_err *err);
+/* The Hugging Face config class defaults of a family (its __init__ arguments) and what the
+ * family's HF code does with the optional keys: applied when config.json omits a key. */
+typedef struct omnic__text_defaults {
+    const char *family;                 /* for messages: "llama" */
+    int64_t vocab, hidden, intermediate, n_layers, n_heads;
+    int64_t n_kv_heads;                 /* 0: num_attention_heads */
+    int64_t head_dim;                   /* 0: hidden_size / num_attention_heads */
+    int64_t max_pos;
+    double rms_eps, rope_theta;
+    bool tie;                           /* tie_word_embeddings */
+    const char *act_key, *act;          /* the activation's key ("hidden_act") and its default */
+    bool partial_rotary;                /* partial_rotary_factor honoured (Phi3); else it must be 1 */
+    int64_t original_max_pos;           /* class attribute original_max_position_embeddings (Phi3); 0: none */
+    const char *const *rope_types;      /* accepted rope types; NULL: default, linear, llama3, longrope */
+    const char *const *rope_alias;      /* pairs {from, to, ..., NULL} applied to the rope type (Phi3: su) */
+    bool mrope;                         /* rope dicts may carry mrope_section (Qwen2-VL M-RoPE) */
+    bool rope_local;                    /* sliding layers with their own RoPE base (Gemma3): 5.x
+                                         * rope_parameters per layer type, 4.x rope_local_base_freq */
+    double rope_local_theta;            /* its default */
+} omnic__text_defaults;
+
+/* Parses the Llama-style keys of a config.json object (what: "config.json") with the
+ * family's HF class defaults d for absent keys; families then switch features on. RoPE from
+ * 4.x rope_theta / rope_scaling or 5.x rope_parameters; a rope type or rope key omnic does
+ * not implement is E_UNSUPPORTED naming it. Every dimension is range-checked and
+ * cross-checked (heads divide, head_dim even). Does not check for unknown keys (the family
+ * does, with omnic__config_keys_decoder). */
+omnic_status omnic__text_config_parse(const json_t *cfg, const char *what, const omnic__text_defaults *d,
+                                      omnic__text_config *out, omnic_err *err);
+
+/* The RoPE inverse frequencies [n_rot/2] f32 of the config as the decoder uses them (HF's
+ * float32 arithmetic): which 0: full-attention layers (LongRoPE: short factors), 1: LongRoPE
+ * long factors, 2: sliding layers (rope_local_theta, no scaling). */
+void omnic__text_rope_freqs(const omnic__text_config *c, int which, float *out);
 
 /* Binds and checks HF weight names (prefix + embed_tokens.weight, layers.{i}.*, ...)
  * against the config: every tensor present with the expected shape and a float dtype. */

@@ -5,6 +5,7 @@
 
 #include "core/dtype.h"
 #include "io/json.h"
+#include "models/config_keys.h"
 #include "models/vision.h"
 #include "models/weights.h"
 
@@ -27,26 +28,49 @@ omnic_status omnic__vision_config_parse(const json_t *cfg, const char *what, int
 {
     memset(c, 0, sizeof *c);
     const json_t *vc;
-    OMNIC_TRY(omnic__json_get_obj(cfg, "vision_config", true, what, &vc, err));
-    const char *vw = "config.json vision_config", *type, *act;
-    OMNIC_TRY(omnic__json_get_str(vc, "model_type", true, NULL, vw, &type, err));
+    OMNIC_TRY(omnic__json_get_obj(cfg, "vision_config", false, what, &vc, err));
+    const char *vw = "config.json vision_config", *type = "clip_vision_model", *act;
+    if (vc) OMNIC_TRY(omnic__json_get_str(vc, "model_type", false, "clip_vision_model", vw, &type, err));
     const bool clip = !strcmp(type, "clip_vision_model");
     if (clip) c->arch = OMNIC_VISION_CLIP;
     else if (!strcmp(type, "siglip_vision_model")) c->arch = OMNIC_VISION_SIGLIP;
     else
         return OMNIC_FAIL(err, OMNIC_E_UNSUPPORTED,
                           "%s: model_type '%s' is not supported (clip_vision_model, siglip_vision_model)", vw, type);
-    /* HF CLIPVisionConfig / SiglipVisionConfig defaults */
-    OMNIC_TRY(omnic__json_get_i64(vc, "hidden_size", false, 768, 1, 1 << 16, vw, &c->hidden, err));
-    OMNIC_TRY(omnic__json_get_i64(vc, "intermediate_size", false, 3072, 1, 1 << 20, vw, &c->intermediate, err));
-    OMNIC_TRY(omnic__json_get_i64(vc, "num_hidden_layers", false, 12, 1, OMNIC_MAX_LAYERS, vw, &c->n_layers, err));
-    OMNIC_TRY(omnic__json_get_i64(vc, "num_attention_heads", false, 12, 1, 4096, vw, &c->n_heads, err));
-    OMNIC_TRY(omnic__json_get_i64(vc, "num_channels", false, 3, 3, 3, vw, &c->channels, err));
-    OMNIC_TRY(omnic__json_get_i64(vc, "patch_size", false, clip ? 32 : 16, 1, 1024, vw, &c->patch, err));
-    OMNIC_TRY(omnic__json_get_i64(vc, "image_size", false, 224, 1, 16384, vw, &c->image_size, err));
-    OMNIC_TRY(omnic__json_get_f64(vc, "layer_norm_eps", false, clip ? 1e-5 : 1e-6, 0, 1, vw, &c->ln_eps, err));
-    OMNIC_TRY(omnic__json_get_str(vc, "hidden_act", false, clip ? "quick_gelu" : "gelu_pytorch_tanh", vw, &act, err));
-    OMNIC_TRY(parse_act(act, vw, "hidden_act", &c->act, err));
+    /* HF CLIPVisionConfig / SiglipVisionConfig defaults; an absent vision_config is LlavaConfig's
+     * CLIP ViT-L/14-336 (hidden 1024, 24 layers, 16 heads, MLP 4096, patch 14, image 336) */
+    json_t *empty = NULL;
+    if (!vc && !(vc = empty = json_object()))
+        return OMNIC_FAIL(err, OMNIC_E_NOMEM, "out of memory for an empty vision_config");
+    const bool llava_dflt = empty != NULL;
+    /* keys without effect on the tower LLaVA runs: projection_dim (CLIP's projection head),
+     * vision_use_head (SigLIP's pooling head), vocab_size (old LLaVA configs) */
+    static const char *const vkeys[] = {"hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads",
+                                        "num_channels", "patch_size", "image_size", "layer_norm_eps", "hidden_act",
+                                        "projection_dim", "vision_use_head", "vocab_size", NULL};
+    const char *const *const lists[] = {omnic__config_keys_generic, vkeys, NULL};
+    omnic_status s = omnic__config_check_generic(vc, vw, err);
+    if (s == OMNIC_OK) s = omnic__json_check_keys(vc, vw, lists, err);
+    if (s == OMNIC_OK) s = omnic__json_get_i64(vc, "hidden_size", false, llava_dflt ? 1024 : 768, 1, 1 << 16, vw, &c->hidden, err);
+    if (s == OMNIC_OK)
+        s = omnic__json_get_i64(vc, "intermediate_size", false, llava_dflt ? 4096 : 3072, 1, 1 << 20, vw,
+                                &c->intermediate, err);
+    if (s == OMNIC_OK)
+        s = omnic__json_get_i64(vc, "num_hidden_layers", false, llava_dflt ? 24 : 12, 1, OMNIC_MAX_LAYERS, vw,
+                                &c->n_layers, err);
+    if (s == OMNIC_OK)
+        s = omnic__json_get_i64(vc, "num_attention_heads", false, llava_dflt ? 16 : 12, 1, 4096, vw, &c->n_heads, err);
+    if (s == OMNIC_OK) s = omnic__json_get_i64(vc, "num_channels", false, 3, 3, 3, vw, &c->channels, err);
+    if (s == OMNIC_OK)
+        s = omnic__json_get_i64(vc, "patch_size", false, llava_dflt ? 14 : clip ? 32 : 16, 1, 1024, vw, &c->patch, err);
+    if (s == OMNIC_OK)
+        s = omnic__json_get_i64(vc, "image_size", false, llava_dflt ? 336 : 224, 1, 16384, vw, &c->image_size, err);
+    if (s == OMNIC_OK) s = omnic__json_get_f64(vc, "layer_norm_eps", false, clip ? 1e-5 : 1e-6, 0, 1, vw, &c->ln_eps, err);
+    if (s == OMNIC_OK)
+        s = omnic__json_get_str(vc, "hidden_act", false, clip ? "quick_gelu" : "gelu_pytorch_tanh", vw, &act, err);
+    if (s == OMNIC_OK) s = parse_act(act, vw, "hidden_act", &c->act, err);
+    json_decref(empty);
+    if (s != OMNIC_OK) return s;
     if (c->hidden % c->n_heads)
         return OMNIC_FAIL(err, OMNIC_E_INVALID, "%s: hidden_size %lld is not a multiple of num_attention_heads %lld",
                           vw, (long long)c->hidden, (long long)c->n_heads);

@@ -1,11 +1,14 @@
-/* libFuzzer target for config JSON: omnic__json_parse / omnic__json_parse_nodup and the typed
- * getters over the fields a text config reads, including a nested text_config. Any input must
- * give OMNIC_OK or an error with a message, never a crash. */
+/* libFuzzer target for config JSON: omnic__json_parse / omnic__json_parse_nodup, the typed
+ * getters over the fields a text config reads, including a nested text_config, and the family
+ * config parsers themselves (text, LLaVA vision, Qwen2-VL tower). Any input must give OMNIC_OK
+ * or an error with a message, never a crash. */
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 
 #include "io/json.h"
+#include "models/family.h"
+#include "models/qwen2vl_vision.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -14,6 +17,29 @@ static void check(omnic_status rc, const omnic_err *err)
     if (rc != OMNIC_OK &&
         (err->code != rc || memchr(err->msg, '\0', sizeof err->msg) == NULL || !err->msg[0]))
         __builtin_trap();
+}
+
+/* What omnic__model_open parses before it touches weights. */
+static void parse_family(const json_t *cfg)
+{
+    omnic_err err;
+    omnic_err_clear(&err);
+    const omnic__family *fam = NULL;
+    omnic_status rc = omnic__family_find(cfg, &fam, &err);
+    check(rc, &err);
+    if (rc != OMNIC_OK) return;
+    omnic__text_config text;
+    rc = fam->parse_config(cfg, "config.json", &text, &err);
+    check(rc, &err);
+    if (rc != OMNIC_OK) return;
+    if (fam->parse_vision) {
+        omnic__vision_config v;
+        check(fam->parse_vision(cfg, "config.json", &text, &v, &err), &err);
+    }
+    if (fam->qwen_vision) {
+        omnic__qvit_config q;
+        check(omnic__qvit_config_parse(cfg, "config.json", text.hidden, &q, &err), &err);
+    }
 }
 
 static void read_fields(const json_t *cfg, const char *what)
@@ -58,6 +84,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         const json_t *tc = NULL;
         if (omnic__json_get_obj(j, "text_config", false, "config.json", &tc, &err) == OMNIC_OK && tc)
             read_fields(tc, "config.json: text_config");
+        parse_family(j);
         json_decref(j);
     }
     j = NULL;

@@ -72,3 +72,10 @@ for k, v in CFG.items():
     write("config", k + ".json", json.dumps(v, indent=1).encode())
 for k, v in RAW_CFG.items():
     write("config", k + ".json", v)
+# the published checkpoints' configs of the config-resolution test
+CONFIGS = os.path.join(HERE, "..", "configs")
+for name in sorted(os.listdir(CONFIGS)):
+    path = os.path.join(CONFIGS, name, "config.json")
+    if os.path.isfile(path):
+        with open(path, "rb") as f:
+            write("config", "published_" + name + ".json", f.read())

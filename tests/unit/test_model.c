@@ -532,7 +532,8 @@ static void test_bad_checkpoints(void **state)
         const char *edit; /* python statement over config dict `c` */
         const char *expect;
     } cases[] = {
-        {"del c['hidden_size']", "missing field 'hidden_size'"},
+        /* an absent key is LlamaConfig's default (hidden_size 4096), which these weights do not fit */
+        {"del c['hidden_size']", "model.embed_tokens.weight' is f32 [523, 64], expected a float [523, 4096]"},
         {"c['num_attention_heads'] = 5; c.pop('head_dim', None)", "hidden_size 64 is not a multiple of num_attention_heads 5"},
         {"c['num_key_value_heads'] = 3", "num_attention_heads 4 is not a multiple of num_key_value_heads 3"},
         {"c['model_type'] = 'mamba'", "model_type 'mamba' is not supported"},
@@ -542,6 +543,13 @@ static void test_bad_checkpoints(void **state)
         {"c['rope_scaling'] = {'rope_type': 'yarn', 'factor': 2}", "rope_scaling type 'yarn' is not supported"},
         {"c['hidden_size'] = 'wide'", "hidden_size"},
         {"c['rms_norm_eps'] = -1", "rms_norm_eps"},
+        /* keys that change numerics and that omnic does not implement are refused, never ignored */
+        {"c['rope_scaling'] = {'rope_type': 'dynamic', 'factor': 2.0}", "rope_scaling type 'dynamic' is not supported"},
+        {"c['rope_scaling'] = {'rope_type': 'linear', 'factor': 2.0, 'beta': 3}", "key 'beta' is not understood"},
+        {"c['attn_logit_softcapping'] = 50.0", "key 'attn_logit_softcapping' is not understood"},
+        {"c['mlp_bias'] = True", "mlp_bias = true is not supported"},
+        {"c['partial_rotary_factor'] = 0.5", "partial_rotary_factor 0.5 is not supported by llama"},
+        {"c['quantization_config'] = {'quant_method': 'gptq'}", "quantization_config = {"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char dir[300];
