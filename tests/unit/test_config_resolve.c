@@ -243,7 +243,8 @@ static void resolve(const char *name, const json_t *golden)
         else
             check_vit(name, gv, &v);
     }
-    if (fam->qwen_vision) {
+    const bool qwen = fam->media[OMNIC_MODALITY_IMAGE] == &omnic__media_qwen2vl_image;
+    if (qwen) {
         omnic__qvit_config q;
         if ((s = omnic__qvit_config_parse(cfg, "config.json", text.hidden, &q, &err)) != OMNIC_OK)
             mismatch(name, "qvit_config_parse", "%s", err.msg);
@@ -252,7 +253,7 @@ static void resolve(const char *name, const json_t *golden)
         else
             check_qvit(name, gv, &q);
     }
-    if (!fam->parse_vision && !fam->qwen_vision && gv)
+    if (!fam->parse_vision && !qwen && gv)
         mismatch(name, "vision", "omnic parsed no vision tower");
     json_decref(cfg);
 }

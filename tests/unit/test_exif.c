@@ -179,7 +179,7 @@ typedef struct file_bytes {
 static file_bytes read_golden(const char *name)
 {
     char path[256];
-    snprintf(path, sizeof path, "tests/golden/images/inputs/%s", name);
+    snprintf(path, sizeof path, "tests/golden/image_loading/inputs/%s", name);
     file_bytes f = {0};
     omnic_err err;
     if (omnic__read_file(path, 1 << 20, &f.p, &f.n, &err) != OMNIC_OK) fail_msg("%s", err.msg);
