@@ -76,6 +76,19 @@ for t in tests/e2e/test_*.sh; do
   step_e2e "e2e asan $(basename "$t")" env OMNIC=build/asan/omnic bash "$t"
 done
 
+# ThreadSanitizer: the engine's scheduler tests and the server under concurrent clients
+# (the omnic binary and test_engine only, to keep the build short).
+tsan_build() {
+  cmake -S . -B build/tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DOMNIC_TSAN=ON >/dev/null || return 1
+  cmake --build build/tsan -j"$JOBS" --target omnic test_engine >build/tsan/build.log 2>&1
+  local rc=$?
+  grep -Ev '^\[|^-- |^gmake' build/tsan/build.log
+  [ $rc -eq 0 ]
+}
+step "build tsan" tsan_build
+step "engine tests (tsan)" env TSAN_OPTIONS="halt_on_error=1 exitcode=66" build/tsan/test_engine
+step_e2e "e2e tsan_server.sh" env OMNIC=build/tsan/omnic bash tests/e2e/tsan_server.sh
+
 # Every fuzz target over its corpus with the production limits (the library's own caps; 2 GB RSS,
 # 10 s per input): fails when a target is missing or does not build, exits non-zero, or leaves
 # any artifact (crash-, leak-, timeout-, oom-, slow-unit-).
