@@ -6,6 +6,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "core/sync.h"
 #include "engine/engine.h"
 #include "core/log.h"
 #include "engine/stop.h"
@@ -557,8 +558,8 @@ omnic_status omnic__engine_create(const char *dir, const omnic__engine_opts *opt
     if (!e) return OMNIC_FAIL(err, OMNIC_E_NOMEM, "out of memory for an engine");
     omnic_status s;
     pthread_mutex_init(&e->mu, NULL);
-    pthread_cond_init(&e->wake, NULL);
-    pthread_cond_init(&e->idle, NULL);
+    omnic__cond_init(&e->wake);
+    omnic__cond_init(&e->idle);
     e->max_queue = opts && opts->max_queue > 0 ? opts->max_queue : 64;
     e->next_id = 1;
     omnic__model_opts mo = opts ? opts->model : (omnic__model_opts){0};
@@ -829,10 +830,8 @@ void omnic__engine_drain(omnic__engine *e, double deadline_s)
     e->draining = true;
     while ((e->busy > 0 || e->q_head) && now_s() < end) {
         struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        ts.tv_nsec += 50 * 1000 * 1000;
-        if (ts.tv_nsec >= 1000000000) ts.tv_sec++, ts.tv_nsec -= 1000000000;
-        pthread_cond_timedwait(&e->idle, &e->mu, &ts);
+        omnic__deadline(&ts, 0.050);
+        omnic__cond_wait_until(&e->idle, &e->mu, &ts);
     }
     for (request *r = e->q_head; r; r = r->next) atomic_store(&r->cancel, true);
     for (int i = 0; i < e->n_slots; i++)

@@ -2,6 +2,7 @@
 #include <time.h>
 
 #include "core/alloc.h"
+#include "core/sync.h"
 #include "engine/media_pool.h"
 
 struct omnic__media_pool {
@@ -18,7 +19,7 @@ void omnic__media_job_init(omnic__media_job *job, void (*run)(omnic__media_job *
     job->run = run;
     atomic_init(&job->cancel, false);
     pthread_mutex_init(&job->mu, NULL);
-    pthread_cond_init(&job->cv, NULL);
+    omnic__cond_init(&job->cv);
     job->done = false;
     job->next = NULL;
 }
@@ -40,13 +41,10 @@ static void job_finish(omnic__media_job *job)
 bool omnic__media_job_wait(omnic__media_job *job, double timeout_s)
 {
     struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    long ns = ts.tv_nsec + (long)(timeout_s * 1e9);
-    ts.tv_sec += ns / 1000000000L;
-    ts.tv_nsec = ns % 1000000000L;
+    omnic__deadline(&ts, timeout_s);
     pthread_mutex_lock(&job->mu);
     while (!job->done)
-        if (pthread_cond_timedwait(&job->cv, &job->mu, &ts) != 0) break;
+        if (!omnic__cond_wait_until(&job->cv, &job->mu, &ts)) break;
     bool done = job->done;
     pthread_mutex_unlock(&job->mu);
     return done;
@@ -86,7 +84,7 @@ omnic_status omnic__media_pool_create(int workers, int max_queue, omnic__media_p
     }
     p->max_queue = max_queue;
     pthread_mutex_init(&p->mu, NULL);
-    pthread_cond_init(&p->wake, NULL);
+    omnic__cond_init(&p->wake);
     for (int i = 0; i < workers; i++) {
         if (pthread_create(&p->threads[i], NULL, worker_main, p) != 0) {
             omnic__media_pool_destroy(p);

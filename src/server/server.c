@@ -22,6 +22,7 @@
 
 #include "core/log.h"
 #include "core/sha256.h"
+#include "core/sync.h"
 #include "engine/chat.h"
 #include "engine/media.h"
 #include "engine/media_pool.h"
@@ -1273,10 +1274,8 @@ static void *watchdog_main(void *arg)
     pthread_mutex_lock(&s->mu);
     while (!s->watchdog_stop) {
         struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        ts.tv_nsec += 100 * 1000 * 1000;
-        if (ts.tv_nsec >= 1000000000) ts.tv_sec++, ts.tv_nsec -= 1000000000;
-        pthread_cond_timedwait(&s->cv, &s->mu, &ts);
+        omnic__deadline(&ts, 0.100);
+        omnic__cond_wait_until(&s->cv, &s->mu, &ts);
         if (s->watchdog_stop) break;
         struct MHD_Connection *resume[64];
         channel *gone[64];
@@ -1375,7 +1374,7 @@ omnic_status omnic__server_create(const omnic__server_opts *o, omnic__server **o
         s->have_key = true;
     }
     pthread_mutex_init(&s->mu, NULL);
-    pthread_cond_init(&s->cv, NULL);
+    omnic__cond_init(&s->cv);
     omnic_status st;
     /* resolve the listen address */
     struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE | AI_NUMERICSERV};
@@ -1479,10 +1478,8 @@ void omnic__server_shutdown(omnic__server *s, double deadline_s)
     pthread_mutex_lock(&s->mu);
     while (s->n_live > 0 && now_s() < end) {
         struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        ts.tv_nsec += 50 * 1000 * 1000;
-        if (ts.tv_nsec >= 1000000000) ts.tv_sec++, ts.tv_nsec -= 1000000000;
-        pthread_cond_timedwait(&s->cv, &s->mu, &ts);
+        omnic__deadline(&ts, 0.050);
+        omnic__cond_wait_until(&s->cv, &s->mu, &ts);
     }
     /* MHD_stop_daemon must not find suspended connections. Resume them one at a time with
      * s->mu released (libmicrohttpd may be completing other requests, which takes s->mu); a
