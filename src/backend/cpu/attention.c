@@ -5,7 +5,7 @@
  *
  * Rows (query position t, head h) are split contiguously across threads in a fixed order:
  * blocks of TB positions, inside a block by kv group, then position, then head, so a
- * thread's range falls into chunks of up to ATT_QB rows that share one kv head and nearly
+ * thread's range falls into chunks of up to ATT_QB (tiled: ATT_QB_TILED) rows that share one kv head and nearly
  * the same key range (rows of different slots, or far-apart windows, never share). A chunk
  * reads each K/V row once for all its rows (widened from f16 in blocks of ATT_KB keys),
  * and evaluates them one of two ways:
@@ -15,13 +15,15 @@
  *    [ATT_QB, <= S] (row stride = the chunk's key span), accumulators [ATT_QB, Dv], widened
  *    K and V blocks [ATT_KB, D + Dv]: linear in S.
  *  - tiled (ip[2] = 1, long bidirectional ranges such as vision towers): key tiles of
- *    ATT_KB keys at multiples of ATT_KB (absolute key index), an online softmax per row
+ *    ATT_KB keys at multiples of ATT_KB (absolute key index), transposed once per tile so
+ *    the scores are broadcast multiply-adds (dot_rows_t, no horizontal sums), an online softmax per row
  *    (running max m and sum l; when a tile raises m, acc and l are multiplied by
  *    exp(m_old - m_new)), the tile's probabilities added into acc at once. Work buffer per
- *    thread: scores [ATT_QB, ATT_KB], accumulators [ATT_QB, Dv], widened K and V tiles:
- *    independent of S and T.
+ *    thread: scores [ATT_QB_TILED, ATT_KB], accumulators [ATT_QB_TILED, Dv], the K tile [D, ATT_KB],
+ *    the V tile [ATT_KB, Dv], one K row and the chunk's q rows [ATT_QB_TILED, D], all packed
+ *    (rows that sit H * D apart in the tensors would share a few L1 sets): independent of S and T.
  * Either way the arithmetic of one (t, h) never depends on which rows share its chunk (see
- * dot_rows/pv_rows in vec.h; keys outside a row's range get weight exactly 0; tiles sit at
+ * dot_rows/dot_rows_t/pv_rows in vec.h; keys outside a row's range get weight exactly 0; tiles sit at
  * fixed key indices), so results are bit-identical for every thread count and every batch
  * of query rows. */
 #include <math.h>
@@ -32,11 +34,12 @@
 #include "backend/cpu/vec.h"
 #include "core/threadpool.h"
 
-#define ATT_QB 32 /* rows (t, h) per chunk */
-#define ATT_KB 64 /* keys per widened K/V block (and per tile of the tiled form) */
+#define ATT_QB 32        /* rows (t, h) per chunk, two-pass */
+#define ATT_QB_TILED 128 /* tiled: more rows share (and amortize) each transposed K tile */
+#define ATT_KB 64        /* keys per widened K/V block (and per tile of the tiled form) */
 
 typedef struct att_geom {
-    int64_t T, H, D, S, Hkv, Dv, G, TB;
+    int64_t T, H, D, S, Hkv, Dv, G, QB, TB; /* QB: rows per chunk; TB: positions per block */
 } att_geom;
 
 static att_geom geometry(const omnic__node *n)
@@ -45,15 +48,17 @@ static att_geom geometry(const omnic__node *n)
     att_geom g = {.T = q->dims[0], .H = q->dims[1], .D = q->dims[2], .S = k->dims[0], .Hkv = k->dims[1],
                   .Dv = v->dims[2]};
     g.G = g.Hkv > 0 ? g.H / g.Hkv : 1;
-    g.TB = g.G < ATT_QB ? ATT_QB / g.G : 1;
+    g.QB = n->ip[2] ? ATT_QB_TILED : ATT_QB;
+    g.TB = g.G < g.QB ? g.QB / g.G : 1;
     return g;
 }
 
-/* floats of one thread's part of the work buffer */
+/* floats of one thread's part of the work buffer: scores, accumulators, K (tiled: transposed)
+ * and V blocks, and (tiled) one widened K row */
 static size_t part_floats(const omnic__node *n, const att_geom *g)
 {
     int64_t span = n->ip[2] ? ATT_KB : g->S; /* scores per row */
-    return (size_t)(ATT_QB * span + ATT_QB * g->Dv + ATT_KB * (g->D + g->Dv));
+    return (size_t)(g->QB * span + g->QB * g->Dv + ATT_KB * (g->D + g->Dv) + (n->ip[2] ? g->D + g->QB * g->D : 0));
 }
 
 size_t omnic__cpu_attention_wsize(const omnic__node *n, int nth)
@@ -87,12 +92,40 @@ static const float *kv_block(const omnic__tensor *t, int64_t j0, int64_t nk, int
     return buf;
 }
 
-/* Up to ATT_QB rows of one kv group with nearby key ranges; [J0, J1) spans every visible one. */
+/* Rows [j0, j0 + nk) of kv head grp as f32 rows [nk, D] in buf (widened when f16 / bf16). */
+static const float *kv_tile(const omnic__tensor *t, int64_t j0, int64_t nk, int64_t grp, int64_t Hkv, int64_t D,
+                            float *buf)
+{
+    for (int64_t j = 0; j < nk; j++) {
+        if (t->dtype == OMNIC_DTYPE_F32)
+            memcpy(buf + j * D, (const float *)t->data + ((j0 + j) * Hkv + grp) * D, (size_t)D * sizeof(float));
+        else
+            omnic__cpu_to_f32(t->dtype, (const uint16_t *)t->data + ((j0 + j) * Hkv + grp) * D, buf + j * D, D);
+    }
+    return buf;
+}
+
+/* Keys [j0, j0 + nk) of kv head grp transposed into kt [D, ATT_KB] (key j = column j - j0),
+ * widened through row [D] when the cache is f16 / bf16. */
+static void k_tile_t(const omnic__tensor *t, int64_t j0, int64_t nk, int64_t grp, int64_t Hkv, int64_t D, float *row,
+                     float *kt)
+{
+    for (int64_t j = 0; j < nk; j++) {
+        const float *src = (const float *)t->data + ((j0 + j) * Hkv + grp) * D;
+        if (t->dtype != OMNIC_DTYPE_F32) {
+            omnic__cpu_to_f32(t->dtype, (const uint16_t *)t->data + ((j0 + j) * Hkv + grp) * D, row, D);
+            src = row;
+        }
+        for (int64_t d = 0; d < D; d++) kt[d * ATT_KB + j] = src[d];
+    }
+}
+
+/* Up to QB rows of one kv group with nearby key ranges; [J0, J1) spans every visible one. */
 typedef struct att_chunk {
     int64_t nq, grp, J0, J1;
-    const float *qrow[ATT_QB];
-    float *orow[ATT_QB];
-    int64_t tq[ATT_QB], jlo[ATT_QB], jhi[ATT_QB]; /* position, visible keys [jlo, jhi) */
+    const float *qrow[ATT_QB_TILED];
+    float *orow[ATT_QB_TILED];
+    int64_t tq[ATT_QB_TILED], jlo[ATT_QB_TILED], jhi[ATT_QB_TILED]; /* position, visible keys [jlo, jhi) */
 } att_chunk;
 
 /* Gathers the chunk that starts at split row r (< r1); returns the row after it. */
@@ -104,7 +137,7 @@ static int64_t gather_chunk(const omnic__node *n, const att_geom *g, int64_t r, 
     const int64_t win = n->ip[1];
     int64_t nq = 0, key0 = -1;
     c->grp = 0, c->J0 = g->S, c->J1 = 0;
-    for (; r < r1 && nq < ATT_QB; r++, nq++) {
+    for (; r < r1 && nq < g->QB; r++, nq++) {
         int64_t t, h, key;
         row_of(g, r, &t, &h, &key);
         int64_t p = qpos[t], lo = kv_begin ? kv_begin[t] : 0, hi = g->S;
@@ -146,7 +179,7 @@ static void two_pass(const omnic__cpu_vec *v, const omnic__node *n, const att_ge
                      float *acc, float *kbuf, float *vbuf)
 {
     const int64_t nq = c->nq, J0 = c->J0, J1 = c->J1, nv = J1 - J0;
-    float inv_sum[ATT_QB];
+    float inv_sum[ATT_QB_TILED];
     for (int64_t j0 = J0; j0 < J1; j0 += ATT_KB) {
         int64_t nk = J1 - j0 < ATT_KB ? J1 - j0 : ATT_KB, ldk;
         const float *kb = kv_block(n->src[1], j0, nk, c->grp, g->Hkv, g->D, kbuf, &ldk);
@@ -179,17 +212,21 @@ static void two_pass(const omnic__cpu_vec *v, const omnic__node *n, const att_ge
 
 /* Online softmax over key tiles [j0, j0 + ATT_KB) at multiples of ATT_KB, clipped to [J0, J1). */
 static void tiled(const omnic__cpu_vec *v, const omnic__node *n, const att_geom *g, const att_chunk *c, float *sc,
-                  float *acc, float *kbuf, float *vbuf)
+                  float *acc, float *kbuf, float *vbuf, float *qbuf)
 {
     const int64_t nq = c->nq;
-    float m[ATT_QB], l[ATT_QB]; /* running max and sum of exp(s - m) per row */
+    const float *qrow[ATT_QB_TILED]; /* the chunk's q rows packed: read once per tile, they stay cached */
+    for (int64_t u = 0; u < nq; u++) {
+        memcpy(qbuf + u * g->D, c->qrow[u], (size_t)g->D * sizeof(float));
+        qrow[u] = qbuf + u * g->D;
+    }
+    float m[ATT_QB_TILED], l[ATT_QB_TILED]; /* running max and sum of exp(s - m) per row */
     for (int64_t u = 0; u < nq; u++) m[u] = -INFINITY, l[u] = 0.0f;
     memset(acc, 0, (size_t)(nq * g->Dv) * sizeof(float));
     for (int64_t t0 = c->J0 / ATT_KB * ATT_KB; t0 < c->J1; t0 += ATT_KB) {
         const int64_t b0 = t0 > c->J0 ? t0 : c->J0, b1 = t0 + ATT_KB < c->J1 ? t0 + ATT_KB : c->J1, nk = b1 - b0;
-        int64_t ldk, ldv;
-        const float *kb = kv_block(n->src[1], b0, nk, c->grp, g->Hkv, g->D, kbuf, &ldk);
-        v->dot_rows(c->qrow, nq, kb, ldk, nk, g->D, sc, ATT_KB);
+        k_tile_t(n->src[1], b0, nk, c->grp, g->Hkv, g->D, vbuf + ATT_KB * g->Dv, kbuf);
+        v->dot_rows_t(qrow, nq, kbuf, ATT_KB, nk, g->D, sc, ATT_KB);
         bool any = false;
         for (int64_t u = 0; u < nq; u++) {
             float *row = sc + u * ATT_KB;
@@ -214,8 +251,10 @@ static void tiled(const omnic__cpu_vec *v, const omnic__node *n, const att_geom 
             any = true;
         }
         if (!any) continue;
-        const float *vb = kv_block(n->src[2], b0, nk, c->grp, g->Hkv, g->Dv, vbuf, &ldv);
-        v->pv_rows(sc, ATT_KB, nq, vb, ldv, nk, g->Dv, acc, g->Dv);
+        /* V rows sit Hkv * Dv apart in the layer; copied contiguous, the tile stays in cache
+         * (at strides like 16 * 80 floats its rows would share a few L1 sets) */
+        const float *vb = kv_tile(n->src[2], b0, nk, c->grp, g->Hkv, g->Dv, vbuf);
+        v->pv_rows(sc, ATT_KB, nq, vb, g->Dv, nk, g->Dv, acc, g->Dv);
     }
     for (int64_t u = 0; u < nq; u++) v->mul1(acc + u * g->Dv, l[u] > 0.0f ? 1.0f / l[u] : 0.0f, c->orow[u], g->Dv);
 }
@@ -226,7 +265,7 @@ void omnic__cpu_attention(const omnic__node *n, int ith, int nth, void *wdata)
     att_geom g = geometry(n);
     const int64_t span = n->ip[2] ? ATT_KB : g.S;
     float *sc = omnic__cpu_wpart(wdata, omnic__cpu_attention_wsize(n, nth) / (size_t)nth, ith);
-    float *acc = sc + ATT_QB * span, *kbuf = acc + ATT_QB * g.Dv, *vbuf = kbuf + ATT_KB * g.D;
+    float *acc = sc + g.QB * span, *kbuf = acc + g.QB * g.Dv, *vbuf = kbuf + ATT_KB * g.D;
     att_chunk c;
     int64_t r0, r1;
     omnic__split_rows(g.T * g.H, ith, nth, &r0, &r1);
@@ -236,7 +275,7 @@ void omnic__cpu_attention(const omnic__node *n, int ith, int nth, void *wdata)
             for (int64_t u = 0; u < c.nq; u++) memset(c.orow[u], 0, (size_t)g.Dv * sizeof(float));
             continue;
         }
-        if (n->ip[2]) tiled(v, n, &g, &c, sc, acc, kbuf, vbuf);
+        if (n->ip[2]) tiled(v, n, &g, &c, sc, acc, kbuf, vbuf, vbuf + ATT_KB * g.Dv + g.D);
         else two_pass(v, n, &g, &c, sc, acc, kbuf, vbuf);
     }
 }
