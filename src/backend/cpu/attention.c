@@ -35,7 +35,7 @@
 #include "core/threadpool.h"
 
 #define ATT_QB 32        /* rows (t, h) per chunk, two-pass */
-#define ATT_QB_TILED 128 /* tiled: more rows share (and amortize) each transposed K tile */
+#define ATT_QB_TILED 256 /* tiled: more rows share (and amortize) each transposed K tile */
 #define ATT_KB 64        /* keys per widened K/V block (and per tile of the tiled form) */
 
 typedef struct att_geom {
@@ -135,6 +135,8 @@ static int64_t gather_chunk(const omnic__node *n, const att_geom *g, int64_t r, 
     const int32_t *kv_begin = n->src[5] ? (const int32_t *)n->src[5]->data : NULL; /* [T]: first visible row */
     const bool causal = n->ip[0] != 0;
     const int64_t win = n->ip[1];
+    /* tiled: every row pays for the chunk's whole span, so adjacent 64-row windows stay apart */
+    const int64_t near = n->ip[2] ? ATT_KB / 2 : ATT_KB;
     int64_t nq = 0, key0 = -1;
     c->grp = 0, c->J0 = g->S, c->J1 = 0;
     for (; r < r1 && nq < g->QB; r++, nq++) {
@@ -149,7 +151,7 @@ static int64_t gather_chunk(const omnic__node *n, const att_geom *g, int64_t r, 
             c->grp = h / g->G;
         } else if (key != key0) {
             break;
-        } else if (hi > lo && c->J1 > c->J0 && (llabs(lo - c->J0) > ATT_KB || llabs(hi - c->J1) > ATT_KB)) {
+        } else if (hi > lo && c->J1 > c->J0 && (llabs(lo - c->J0) > near || llabs(hi - c->J1) > near)) {
             break; /* key range far from the chunk's (another slot, a distant window) */
         }
         c->tq[nq] = t;
