@@ -1727,6 +1727,8 @@ def main_qwen2vl(args) -> int:
     else:
         v, td, mrope, label, std = dict(QWEN2VL_VISION_TINY[args.family]), None, QWEN2VL_TEXT_MROPE_TINY, "tiny", STD_TINY
         max_pixels = QWEN2VL_TINY_MAX_PIXELS
+    if args.max_pixels is not None:
+        max_pixels = args.max_pixels
     tok = train_tokenizer("qwen2", extra_specials=QWEN2VL_SPECIALS)
     if td is None:
         td, _ = resolve_dims("qwen2", FAMILIES["qwen2"], "tiny", None, tok)
@@ -2147,7 +2149,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     ap.add_argument("--merges-style", choices=["str", "pairs"], default="str",
                     help='tokenizer.json merges as "a b" strings (default) or [a, b] pairs')
     ap.add_argument("--verify", action="store_true", help="re-read and check everything written")
+    ap.add_argument("--max-pixels", type=int, default=None,
+                    help="qwen2_vl, qwen2_5_vl: preprocessor_config.json max_pixels (default: tiny %d, real the "
+                         "published 12845056)" % QWEN2VL_TINY_MAX_PIXELS)
     args = ap.parse_args(argv)
+    if args.max_pixels is not None and (args.family not in ("qwen2_vl", "qwen2_5_vl") or args.max_pixels < 3136):
+        raise SystemExit(f"--max-pixels {args.max_pixels}: qwen2_vl / qwen2_5_vl only, at least min_pixels 3136")
 
     if args.tokenizer and args.family != "llava":
         raise SystemExit("--tokenizer is for --family llava")

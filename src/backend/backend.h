@@ -65,6 +65,10 @@ typedef enum omnic__op {
      * fp[0] = scale (usually 1/sqrt(head_dim)); fp[1] = logit softcap (0 none: tanh(x/c)*c).
      * ip[0] = causal (key j visible to query i only when j <= qpos[i]; non-causal: j < S);
      * ip[1] = sliding window W (0 none; else also require qpos[i] - j < W).
+     * ip[2] = tiled (0: any evaluation; 1: the graph asks for memory independent of S: a
+     * backend evaluates rows with an online softmax over key tiles, work buffer O(tile) per
+     * thread; same semantics and tolerance, results may differ from ip[2] = 0 in rounding,
+     * and are still bit-identical for any thread count). Vision towers set it.
      * Score order (as HF Gemma2/3 eager): s = (q . k) * scale; softcap; + bias; mask.
      * Masked keys get -inf before softmax; a row with no visible key yields zeros.
      * dst [T, n_heads, head_dim] f32. */

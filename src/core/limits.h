@@ -87,9 +87,12 @@
 #define OMNIC_MAX_IMAGE_SIDE 32768
 /* Encoded bytes of one media item (a data: URL's decoded payload, an image file). */
 #define OMNIC_MAX_MEDIA_BYTES ((size_t)20 << 20)
-/* Patch rows of one Qwen2-VL-style image (the encoder is planned for this many at most; the
- * processor's max_pixels is lowered to fit: 4096 patches of 14 px = 802816 pixels). */
-#define OMNIC_MAX_QWEN_IMAGE_PATCHES 4096
+/* Patch rows of one Qwen2-VL-style image: the encoder is planned for min(this, max_pixels /
+ * patch^2) and the processor's max_pixels is lowered to fit. 16384 patches of 14 px = 4096
+ * merged tokens = 3211264 pixels (a 1920x1080 image, 10764 patches, fits unscaled); the
+ * published max_pixels 12845056 would allow 65536. Vision attention is tiled (backend.h),
+ * so the encoder's planned memory is linear in this. */
+#define OMNIC_MAX_QWEN_IMAGE_PATCHES 16384
 /* Hosts on `omnic serve --allow-remote-media`. */
 #define OMNIC_MAX_REMOTE_MEDIA_HOSTS 16
 /* Images in one request (the server's --max-images may lower it). */

@@ -503,10 +503,10 @@ omnic_status omnic__qvit_build(const omnic__qvit *v, omnic__module *m, omnic_err
                           (int)hd, 0, c->rope_theta, inv_w, 1.0f);
         k = omnic__g_rope(g, omnic__g_rope(g, k, pos_h, (int)hd, 0, c->rope_theta, inv_h, 1.0f), pos_w,
                           (int)hd, 0, c->rope_theta, inv_w, 1.0f);
-        /* block-diagonal attention: causal over [begin, last] with qpos = last sees exactly the block */
+        /* block-diagonal attention: causal over [begin, last] with qpos = last sees exactly the block;
+         * tiled, so work memory stays O(tile) for blocks of thousands of patches */
         const bool full = v2 || c->full_att[l];
-        omnic__tensor *a =
-            omnic__g_attention(g, q, k, vv, full ? al : wl, NULL, full ? ab : wb, scale, true, 0, 0.0f);
+        omnic__tensor *a = omnic__g_attention_tiled(g, q, k, vv, full ? al : wl, full ? ab : wb, scale, true);
         omnic__tensor *o = omnic__g_matmul(g, omnic__g_reshape(g, a, 2, flat), omnic__g_weight(g, &L->wo),
                                            omnic__g_weight(g, L->bo));
         x = omnic__g_add(g, x, o);

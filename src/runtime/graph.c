@@ -454,6 +454,14 @@ omnic__tensor *omnic__g_attention(omnic__graph *g, omnic__tensor *q, omnic__tens
     return d;
 }
 
+omnic__tensor *omnic__g_attention_tiled(omnic__graph *g, omnic__tensor *q, omnic__tensor *k, omnic__tensor *v,
+                                        omnic__tensor *qpos, omnic__tensor *kv_begin, float scale, bool causal)
+{
+    omnic__tensor *d = omnic__g_attention(g, q, k, v, qpos, NULL, kv_begin, scale, causal, 0, 0.0f);
+    if (d) g->nodes[g->n_nodes - 1].node.ip[2] = 1; /* the node just added */
+    return d;
+}
+
 omnic__tensor *omnic__g_unary(omnic__graph *g, omnic__op op, omnic__tensor *x)
 {
     if (!x || !need_f32(g, x, omnic__op_names[op])) return NULL;

@@ -121,6 +121,11 @@ omnic__tensor *omnic__g_rope_mrope(omnic__graph *g, omnic__tensor *x, omnic__ten
 omnic__tensor *omnic__g_attention(omnic__graph *g, omnic__tensor *q, omnic__tensor *k, omnic__tensor *v,
                                   omnic__tensor *qpos, omnic__tensor *bias, omnic__tensor *kv_begin, float scale,
                                   bool causal, int window, float softcap);
+/* The same attention (no bias, window or softcap) evaluated tiled (backend.h ip[2] = 1): the
+ * backend's work memory does not grow with the key count. For long bidirectional ranges
+ * (vision towers: thousands of patches per block). */
+omnic__tensor *omnic__g_attention_tiled(omnic__graph *g, omnic__tensor *q, omnic__tensor *k, omnic__tensor *v,
+                                        omnic__tensor *qpos, omnic__tensor *kv_begin, float scale, bool causal);
 omnic__tensor *omnic__g_unary(omnic__graph *g, omnic__op op, omnic__tensor *x); /* SILU, GELU* */
 omnic__tensor *omnic__g_glu(omnic__graph *g, omnic__op op, omnic__tensor *gate, omnic__tensor *up, int variant);
 omnic__tensor *omnic__g_get_rows(omnic__graph *g, omnic__tensor *table, omnic__tensor *ids);

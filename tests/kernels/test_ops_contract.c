@@ -142,7 +142,7 @@ static int64_t rng_int(int64_t n)
 /* ---- guarded tensors ---------------------------------------------------------------- */
 
 #define GUARD 64
-#define MAX_BUFS 32
+#define MAX_BUFS 48
 
 /* A tensor whose data sits between two canary blocks, 64-byte aligned. */
 typedef struct tbuf {
@@ -812,24 +812,26 @@ static void test_attention(void **state)
              * 3 causal + softcap 5 + bias; 4 bidirectional, scattered qpos;
              * 5 causal + window 17 + softcap 50, scattered qpos;
              * 6 causal, scattered qpos, each row from its own kv_begin (KV pool slots) */
-            for (int v = 0; v < 7; v++) {
+            for (int v = 0; v < 14; v++) { /* v >= 7: the same variant tiled (ip[2] = 1) */
+                const bool tiled = v >= 7;
                 rng_seed(6000 + (uint64_t)id++);
+                const int var = v % 7;
                 tbuf *q = T(OMNIC_DTYPE_F32, T_, H, D), *kk = T(kvdt, S, Hkv, D), *vv = T(kvdt, S, Hkv, D);
                 tbuf *qpos = T(OMNIC_DTYPE_I32, T_), *dst = T(OMNIC_DTYPE_F32, T_, H, D);
-                tbuf *bias = (v == 2 || v == 3) ? T(OMNIC_DTYPE_F32, T_, S) : NULL;
+                tbuf *bias = (var == 2 || var == 3) ? T(OMNIC_DTYPE_F32, T_, S) : NULL;
                 fill_uniform(q, -3, 3);
                 fill_uniform(kk, -1, 1);
                 fill_uniform(vv, -1, 1);
                 int32_t *qp = qpos->t.data;
                 for (int64_t t = 0; t < T_; t++)
-                    qp[t] = (int32_t)(v >= 4 ? rng_int(S) : S - T_ + t);
+                    qp[t] = (int32_t)(var >= 4 ? rng_int(S) : S - T_ + t);
                 if (bias) {
                     fill_uniform(bias, -2, 0);
                     for (int64_t i = 0; i < T_ * S; i++)
                         if (rng_int(5) == 0) F(bias)[i] = -1e9f; /* a large finite negative masks */
                 }
                 omnic__node n = mknode(OMNIC_OP_ATTENTION, dst, q, kk, vv, qpos, bias);
-                tbuf *kvb = v == 6 ? T(OMNIC_DTYPE_I32, T_) : NULL;
+                tbuf *kvb = var == 6 ? T(OMNIC_DTYPE_I32, T_) : NULL;
                 if (kvb) {
                     for (int64_t t = 0; t < T_; t++) {
                         int32_t *b = kvb->t.data;
@@ -838,9 +840,10 @@ static void test_attention(void **state)
                     n.src[5] = &kvb->t;
                 }
                 n.fp[0] = (float)(1.0 / sqrt((double)D));
-                n.fp[1] = v == 3 ? 5.0f : v == 5 ? 50.0f : 0.0f;
-                n.ip[0] = v <= 1 || v == 3 || v >= 5;
-                n.ip[1] = v == 1 ? 4 : v == 5 ? 17 : 0;
+                n.fp[1] = var == 3 ? 5.0f : var == 5 ? 50.0f : 0.0f;
+                n.ip[0] = var <= 1 || var == 3 || var >= 5;
+                n.ip[1] = var == 1 ? 4 : var == 5 ? 17 : 0;
+                n.ip[2] = tiled;
                 static const char *const vn[] = {"causal",
                                                  "causal window=4",
                                                  "bidirectional bias",
@@ -848,13 +851,107 @@ static void test_attention(void **state)
                                                  "bidirectional random qpos",
                                                  "causal window=17 softcap=50 random qpos",
                                                  "causal random qpos kv_begin"};
-                snprintf(label, sizeof label, "attention T=%lld S=%lld H=%lld Hkv=%lld D=%lld kv=%s %s",
+                snprintf(label, sizeof label, "attention T=%lld S=%lld H=%lld Hkv=%lld D=%lld kv=%s %s%s",
                          (long long)T_, (long long)S, (long long)H, (long long)Hkv, (long long)D, dtn(kvdt),
-                         vn[v]);
+                         vn[var], tiled ? " tiled" : "");
                 fails += check(label, &n, kvdt);
                 bufs_free();
             }
         }
+    }
+    assert_int_equal(fails, 0);
+}
+
+/* Long key ranges as the vision towers make them (thousands of patches per attention block),
+ * two-pass and tiled: T = S = 3000 rows (full: T = 1000) in
+ *   blocks   row-range blocks (kv_begin = the block's first row, causal with qpos = its last):
+ *            block-diagonal bidirectional attention, Qwen2-VL's per-image blocks;
+ *   windows  the same with 64-row windows cut at the block edges (Qwen2.5-VL window layers);
+ *   causal   qpos = t, kv_begin = the row's slot start (two slots of 1500 rows);
+ *   full     bidirectional over all 3000 keys, no kv_begin.
+ * For the tiled form also: a row computed alone is bit-identical to the same row in the
+ * whole call, and the work buffer does not grow with S (or T). */
+static void test_attention_long(void **state)
+{
+    (void)state;
+    enum { BLOCKS, WINDOWS, CAUSAL, FULL };
+    /* mode, H, Hkv, D, kv f16, tiled */
+    static const int cases[][6] = {
+        {BLOCKS, 2, 2, 80, 0, 1}, {BLOCKS, 1, 1, 80, 0, 0}, {WINDOWS, 4, 2, 80, 1, 1},
+        {CAUSAL, 2, 1, 80, 1, 1}, {CAUSAL, 1, 1, 64, 0, 0},  {FULL, 1, 1, 80, 0, 1},
+    };
+    static const char *const mn[] = {"blocks", "windows", "causal kv_begin", "full bidirectional"};
+    static const int32_t block_len[] = {1000, 700, 1100, 200}; /* sums to T */
+    const int64_t S = 3000;
+    int fails = 0;
+    char label[200];
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        const int mode = cases[k][0];
+        const int64_t H = cases[k][1], Hkv = cases[k][2], D = cases[k][3];
+        const omnic_dtype kvdt = cases[k][4] ? OMNIC_DTYPE_F16 : OMNIC_DTYPE_F32;
+        const bool tiled = cases[k][5];
+        const int64_t T_ = mode == FULL ? 1000 : 3000; /* full: 1000 queries over all 3000 keys (ref cost) */
+        rng_seed(6900 + (uint64_t)k);
+        tbuf *q = T(OMNIC_DTYPE_F32, T_, H, D), *kk = T(kvdt, S, Hkv, D), *vv = T(kvdt, S, Hkv, D);
+        tbuf *qpos = T(OMNIC_DTYPE_I32, T_), *dst = T(OMNIC_DTYPE_F32, T_, H, D);
+        tbuf *kvb = mode == FULL ? NULL : T(OMNIC_DTYPE_I32, T_);
+        fill_uniform(q, -3, 3);
+        fill_uniform(kk, -1, 1);
+        fill_uniform(vv, -1, 1);
+        int32_t *qp = qpos->t.data, *kb = kvb ? kvb->t.data : NULL;
+        for (int64_t t = 0, b0 = 0, blk = 0; t < T_; t++) {
+            if (t == b0 + block_len[blk]) b0 += block_len[blk++];
+            int64_t first = b0, last = b0 + block_len[blk] - 1;
+            if (mode == WINDOWS) { /* 64-row windows from the block's start, the last one cut */
+                first = b0 + (t - b0) / 64 * 64;
+                last = first + 63 < last ? first + 63 : last;
+            }
+            qp[t] = (int32_t)(mode == CAUSAL ? t : mode == FULL ? 0 : last);
+            if (kb) kb[t] = (int32_t)(mode == CAUSAL ? t / 1500 * 1500 : first);
+        }
+        omnic__node n = mknode(OMNIC_OP_ATTENTION, dst, q, kk, vv, qpos, NULL);
+        if (kvb) n.src[5] = &kvb->t;
+        n.fp[0] = (float)(1.0 / sqrt((double)D));
+        n.ip[0] = mode != FULL;
+        n.ip[2] = tiled;
+        snprintf(label, sizeof label, "attention T=%lld S=%lld H=%lld Hkv=%lld D=%lld kv=%s %s%s", (long long)T_,
+                 (long long)S, (long long)H, (long long)Hkv, (long long)D, dtn(kvdt), mn[mode],
+                 tiled ? " tiled" : "");
+        fails += check(label, &n, kvdt);
+        if (tiled) {
+            tbuf *whole = T(OMNIC_DTYPE_F32, T_, H, D);
+            if (!run_on(cpu_b, &n, 2, whole, label)) fails++;
+            static const int64_t rows[] = {0, 999, 1000, 1777, 2999};
+            for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+                const int64_t t = rows[i] % T_;
+                tbuf *q1 = T(OMNIC_DTYPE_F32, 1, H, D), *p1 = T(OMNIC_DTYPE_I32, 1), *o1 = T(OMNIC_DTYPE_F32, 1, H, D);
+                tbuf *b1 = kvb ? T(OMNIC_DTYPE_I32, 1) : NULL;
+                memcpy(F(q1), F(q) + t * H * D, (size_t)(H * D) * sizeof(float));
+                ((int32_t *)p1->t.data)[0] = qp[t];
+                if (b1) ((int32_t *)b1->t.data)[0] = kb[t];
+                omnic__node n1 = n;
+                n1.src[0] = &q1->t;
+                n1.src[3] = &p1->t;
+                n1.src[5] = b1 ? &b1->t : NULL;
+                if (!run_on(cpu_b, &n1, 1, o1, label)) fails++;
+                if (memcmp(F(o1), F(whole) + t * H * D, (size_t)(H * D) * sizeof(float))) {
+                    print_error("%s: row %lld alone differs from the same row in the call\n", label, (long long)t);
+                    fails++;
+                }
+            }
+            /* the work buffer: the same for 16384 keys and rows as for 3000 */
+            omnic__tensor q16 = q->t, k16 = kk->t, v16 = vv->t, p16 = qpos->t;
+            q16.dims[0] = k16.dims[0] = v16.dims[0] = p16.dims[0] = 16384;
+            omnic__node n16 = n;
+            n16.src[0] = &q16, n16.src[1] = &k16, n16.src[2] = &v16, n16.src[3] = &p16, n16.src[5] = NULL;
+            size_t w3k = omnic__backend_wsize(cpu_b, &n, 2), w16k = omnic__backend_wsize(cpu_b, &n16, 2);
+            if (w3k != w16k || w16k > ((size_t)1 << 20)) {
+                print_error("%s: tiled work buffer %zu bytes at S = 3000, %zu at S = 16384 (want equal, < 1 MiB)\n",
+                            label, w3k, w16k);
+                fails++;
+            }
+        }
+        bufs_free();
     }
     assert_int_equal(fails, 0);
 }
@@ -1719,6 +1816,7 @@ int main(void)
         cmocka_unit_test(test_norms),
         cmocka_unit_test(test_rope),
         cmocka_unit_test(test_attention),
+        cmocka_unit_test(test_attention_long),
         cmocka_unit_test(test_activations),
         cmocka_unit_test(test_get_rows_patch_embed),
         cmocka_unit_test(test_layout),

@@ -35,6 +35,11 @@ typedef struct omnic__cpu_vec {
                      int64_t lds);
     void (*pv_rows)(const float *p, int64_t ldp, int64_t nq, const float *v, int64_t ldv, int64_t nk, int64_t Dv,
                     float *acc, int64_t lda);
+    /* The scores with the keys transposed (the tiled attention): s[u*lds + j] = sum_d q[u][d] *
+     * kt[d*ldk + j] for j < nk (key j = column j of kt [D, ldk]), one multiply-add chain per
+     * element over d ascending, so the order never depends on nq or nk either. */
+    void (*dot_rows_t)(const float *const *q, int64_t nq, const float *kt, int64_t ldk, int64_t nk, int64_t D,
+                       float *s, int64_t lds);
     /* y = exp(x - m); returns the sum of y (fixed lane order). */
     float (*exp_sum)(const float *x, float m, float *y, int64_t n);
     void (*silu)(const float *x, float *y, int64_t n);       /* x / (1 + exp(-x)) */

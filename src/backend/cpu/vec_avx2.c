@@ -214,6 +214,38 @@ static OMNIC_AVX2 void pv_rows_v(const float *p, int64_t ldp, int64_t nq, const 
     }
 }
 
+/* s rows u < mr (<= 4), keys [0, 16) under masks m0, m1: += q[u][d] * kt[d][j], d ascending. */
+OMNIC_INLINE OMNIC_AVX2 void dot_t_tile(const float *const *q, const float *kt, int64_t ldk, int64_t D, float *s,
+                                        int64_t lds, __m256i m0, __m256i m1, int mr)
+{
+    __m256 a0[4], a1[4];
+    OMNIC_UNROLL for (int u = 0; u < mr; u++) a0[u] = a1[u] = _mm256_setzero_ps();
+    for (int64_t d = 0; d < D; d++) {
+        __m256 k0 = _mm256_maskload_ps(kt + d * ldk, m0), k1 = _mm256_maskload_ps(kt + d * ldk + 8, m1);
+        OMNIC_UNROLL for (int u = 0; u < mr; u++) {
+            __m256 qb = _mm256_broadcast_ss(q[u] + d);
+            a0[u] = _mm256_fmadd_ps(qb, k0, a0[u]);
+            a1[u] = _mm256_fmadd_ps(qb, k1, a1[u]);
+        }
+    }
+    OMNIC_UNROLL for (int u = 0; u < mr; u++) {
+        _mm256_maskstore_ps(s + u * lds, m0, a0[u]);
+        _mm256_maskstore_ps(s + u * lds + 8, m1, a1[u]);
+    }
+}
+
+static OMNIC_AVX2 void dot_rows_t_v(const float *const *q, int64_t nq, const float *kt, int64_t ldk, int64_t nk,
+                                    int64_t D, float *s, int64_t lds)
+{
+    for (int64_t j = 0; j < nk; j += 16) {
+        int64_t r = nk - j;
+        __m256i m0 = tail8(r >= 8 ? 8 : r), m1 = tail8(r >= 16 ? 8 : r > 8 ? r - 8 : 0);
+        int64_t u = 0;
+        for (; u + 4 <= nq; u += 4) dot_t_tile(q + u, kt + j, ldk, D, s + u * lds + j, lds, m0, m1, 4);
+        for (; u < nq; u++) dot_t_tile(q + u, kt + j, ldk, D, s + u * lds + j, lds, m0, m1, 1);
+    }
+}
+
 static OMNIC_AVX2 float exp_sum_v(const float *x, float mval, float *y, int64_t n)
 {
     __m256 vm = _mm256_set1_ps(mval), s = _mm256_setzero_ps();
@@ -273,6 +305,7 @@ const omnic__cpu_vec omnic__cpu_vec_avx2 = {
     .axpy = axpy_v,
     .dot_rows = dot_rows_v,
     .pv_rows = pv_rows_v,
+    .dot_rows_t = dot_rows_t_v,
     .exp_sum = exp_sum_v,
     .silu = silu_v,
     .gelu_tanh = gelu_tanh_v,

@@ -169,38 +169,88 @@ static OMNIC_AVX512 void dot_rows_v(const float *const *q, int64_t nq, const flo
     }
 }
 
-/* acc rows u < mr (<= 4), columns [d, d + 32) under masks m0, m1: += p[u][j] * v_j, j ascending. */
+/* acc rows u < mr (<= 4), columns [d, d + 16 nv) (nv <= 5 vectors, masks m[0..nv-1]):
+ * += p[u][j] * v_j, j ascending. */
 OMNIC_INLINE OMNIC_AVX512 void pv_tile(const float *p, int64_t ldp, const float *v, int64_t ldv, int64_t nk,
-                                       float *acc, int64_t lda, __mmask16 m0, __mmask16 m1, int mr)
+                                       float *acc, int64_t lda, const __mmask16 *m, int nv, int mr)
 {
-    __m512 a0[4], a1[4];
-    OMNIC_UNROLL for (int u = 0; u < mr; u++) {
-        a0[u] = _mm512_maskz_loadu_ps(m0, acc + u * lda);
-        a1[u] = _mm512_maskz_loadu_ps(m1, acc + u * lda + 16);
-    }
+    __m512 a[4][5];
+    OMNIC_UNROLL for (int u = 0; u < mr; u++) OMNIC_UNROLL for (int c = 0; c < nv; c++)
+        a[u][c] = _mm512_maskz_loadu_ps(m[c], acc + u * lda + 16 * c);
     for (int64_t j = 0; j < nk; j++) {
-        __m512 v0 = _mm512_maskz_loadu_ps(m0, v + j * ldv), v1 = _mm512_maskz_loadu_ps(m1, v + j * ldv + 16);
+        __m512 vv[5];
+        OMNIC_UNROLL for (int c = 0; c < nv; c++) vv[c] = _mm512_maskz_loadu_ps(m[c], v + j * ldv + 16 * c);
         OMNIC_UNROLL for (int u = 0; u < mr; u++) {
             __m512 pb = _mm512_set1_ps(p[u * ldp + j]);
-            a0[u] = _mm512_fmadd_ps(pb, v0, a0[u]);
-            a1[u] = _mm512_fmadd_ps(pb, v1, a1[u]);
+            OMNIC_UNROLL for (int c = 0; c < nv; c++) a[u][c] = _mm512_fmadd_ps(pb, vv[c], a[u][c]);
         }
     }
-    OMNIC_UNROLL for (int u = 0; u < mr; u++) {
-        _mm512_mask_storeu_ps(acc + u * lda, m0, a0[u]);
-        _mm512_mask_storeu_ps(acc + u * lda + 16, m1, a1[u]);
-    }
+    OMNIC_UNROLL for (int u = 0; u < mr; u++) OMNIC_UNROLL for (int c = 0; c < nv; c++)
+        _mm512_mask_storeu_ps(acc + u * lda + 16 * c, m[c], a[u][c]);
 }
 
+#define PV_TILE_ROWS(NV)                                                                                    \
+    do {                                                                                                    \
+        int64_t u = 0;                                                                                      \
+        for (; u + 4 <= nq; u += 4) pv_tile(p + u * ldp, ldp, v + d, ldv, nk, acc + u * lda + d, lda, m, NV, 4); \
+        for (; u < nq; u++) pv_tile(p + u * ldp, ldp, v + d, ldv, nk, acc + u * lda + d, lda, m, NV, 1);   \
+    } while (0)
+
+/* Columns in passes of up to 5 vectors (80 floats), the vectors spread evenly over the passes
+ * (Dv 80: one pass of 5; 128: two of 4), so each V row is loaded once per pass. */
 static OMNIC_AVX512 void pv_rows_v(const float *p, int64_t ldp, int64_t nq, const float *v, int64_t ldv, int64_t nk,
                                    int64_t Dv, float *acc, int64_t lda)
 {
-    for (int64_t d = 0; d < Dv; d += 32) {
-        __mmask16 m0 = omnic__mask16(Dv - d >= 16 ? 16 : Dv - d);
-        __mmask16 m1 = Dv - d > 16 ? omnic__mask16(Dv - d - 16 >= 16 ? 16 : Dv - d - 16) : 0;
+    const int64_t nvec = (Dv + 15) / 16, passes = (nvec + 4) / 5;
+    for (int64_t d = 0, left = nvec, pass = 0; d < Dv; pass++) {
+        const int nv = (int)((left + (passes - pass) - 1) / (passes - pass)); /* ceil(left / passes left) */
+        __mmask16 m[5];
+        for (int c = 0; c < 5; c++) {
+            int64_t r = Dv - d - 16 * c;
+            m[c] = c >= nv || r <= 0 ? 0 : r >= 16 ? (__mmask16)0xffff : omnic__mask16(r);
+        }
+        switch (nv) {
+        case 1: PV_TILE_ROWS(1); break;
+        case 2: PV_TILE_ROWS(2); break;
+        case 3: PV_TILE_ROWS(3); break;
+        case 4: PV_TILE_ROWS(4); break;
+        default: PV_TILE_ROWS(5); break;
+        }
+        d += 16 * nv;
+        left -= nv;
+    }
+}
+
+/* s rows u < mr (<= 4), keys [0, 64) under masks m[0..3]: += q[u][d] * kt[d][j], d ascending. */
+OMNIC_INLINE OMNIC_AVX512 void dot_t_tile(const float *const *q, const float *kt, int64_t ldk, int64_t D, float *s,
+                                          int64_t lds, const __mmask16 *m, int mr)
+{
+    __m512 acc[4][4];
+    OMNIC_UNROLL for (int u = 0; u < mr; u++) OMNIC_UNROLL for (int c = 0; c < 4; c++) acc[u][c] = _mm512_setzero_ps();
+    for (int64_t d = 0; d < D; d++) {
+        __m512 kv[4];
+        OMNIC_UNROLL for (int c = 0; c < 4; c++) kv[c] = _mm512_maskz_loadu_ps(m[c], kt + d * ldk + 16 * c);
+        OMNIC_UNROLL for (int u = 0; u < mr; u++) {
+            __m512 qb = _mm512_set1_ps(q[u][d]);
+            OMNIC_UNROLL for (int c = 0; c < 4; c++) acc[u][c] = _mm512_fmadd_ps(qb, kv[c], acc[u][c]);
+        }
+    }
+    OMNIC_UNROLL for (int u = 0; u < mr; u++) OMNIC_UNROLL for (int c = 0; c < 4; c++)
+        _mm512_mask_storeu_ps(s + u * lds + 16 * c, m[c], acc[u][c]);
+}
+
+static OMNIC_AVX512 void dot_rows_t_v(const float *const *q, int64_t nq, const float *kt, int64_t ldk, int64_t nk,
+                                      int64_t D, float *s, int64_t lds)
+{
+    for (int64_t j = 0; j < nk; j += 64) {
+        __mmask16 m[4];
+        for (int c = 0; c < 4; c++) {
+            int64_t r = nk - j - 16 * c;
+            m[c] = r >= 16 ? (__mmask16)0xffff : r > 0 ? omnic__mask16(r) : 0;
+        }
         int64_t u = 0;
-        for (; u + 4 <= nq; u += 4) pv_tile(p + u * ldp, ldp, v + d, ldv, nk, acc + u * lda + d, lda, m0, m1, 4);
-        for (; u < nq; u++) pv_tile(p + u * ldp, ldp, v + d, ldv, nk, acc + u * lda + d, lda, m0, m1, 1);
+        for (; u + 4 <= nq; u += 4) dot_t_tile(q + u, kt + j, ldk, D, s + u * lds + j, lds, m, 4);
+        for (; u < nq; u++) dot_t_tile(q + u, kt + j, ldk, D, s + u * lds + j, lds, m, 1);
     }
 }
 
@@ -268,6 +318,7 @@ const omnic__cpu_vec omnic__cpu_vec_avx512 = {
     .axpy = axpy_v,
     .dot_rows = dot_rows_v,
     .pv_rows = pv_rows_v,
+    .dot_rows_t = dot_rows_t_v,
     .exp_sum = exp_sum_v,
     .silu = silu_v,
     .gelu_tanh = gelu_tanh_v,

@@ -75,6 +75,17 @@ static void pv_rows_s(const float *p, int64_t ldp, int64_t nq, const float *v, i
         for (int64_t j = 0; j < nk; j++) axpy_s(p[u * ldp + j], v + j * ldv, acc + u * lda, Dv);
 }
 
+static void dot_rows_t_s(const float *const *q, int64_t nq, const float *kt, int64_t ldk, int64_t nk, int64_t D,
+                         float *s, int64_t lds)
+{
+    for (int64_t u = 0; u < nq; u++)
+        for (int64_t j = 0; j < nk; j++) {
+            float acc = 0.0f;
+            for (int64_t d = 0; d < D; d++) acc += q[u][d] * kt[d * ldk + j];
+            s[u * lds + j] = acc;
+        }
+}
+
 static float exp_sum_s(const float *x, float m, float *y, int64_t n)
 {
     for (int64_t i = 0; i < n; i++) y[i] = expf(x[i] - m);
@@ -126,6 +137,7 @@ const omnic__cpu_vec omnic__cpu_vec_scalar = {
     .axpy = axpy_s,
     .dot_rows = dot_rows_s,
     .pv_rows = pv_rows_s,
+    .dot_rows_t = dot_rows_t_s,
     .exp_sum = exp_sum_s,
     .silu = silu_s,
     .gelu_tanh = gelu_tanh_s,
