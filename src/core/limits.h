@@ -88,11 +88,12 @@
 /* Encoded bytes of one media item (a data: URL's decoded payload, an image file). */
 #define OMNIC_MAX_MEDIA_BYTES ((size_t)20 << 20)
 /* Patch rows of one Qwen2-VL-style image: the encoder is planned for min(this, max_pixels /
- * patch^2) and the processor's max_pixels is lowered to fit. 16384 patches of 14 px = 4096
- * merged tokens = 3211264 pixels (a 1920x1080 image, 10764 patches, fits unscaled); the
- * published max_pixels 12845056 would allow 65536. Vision attention is tiled (backend.h),
- * so the encoder's planned memory is linear in this. */
-#define OMNIC_MAX_QWEN_IMAGE_PATCHES 16384
+ * patch^2), so the published max_pixels 12845056 (65536 patches of 14 px, 16384 merged
+ * tokens) runs as Hugging Face runs it; a config asking for more has its max_pixels lowered
+ * to fit, and the resize is reported. Vision attention is tiled (backend.h), so the encoder's
+ * planned memory is linear in this (Qwen2-VL-2B tower: 3.4 GiB planned at 65536 patches,
+ * touched only as far as an image needs). */
+#define OMNIC_MAX_QWEN_IMAGE_PATCHES 65536
 /* Hosts on `omnic serve --allow-remote-media`. */
 #define OMNIC_MAX_REMOTE_MEDIA_HOSTS 16
 /* Images in one request (the server's --max-images may lower it). */

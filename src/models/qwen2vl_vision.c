@@ -551,7 +551,7 @@ omnic_status omnic__qvit_encoder_init(omnic__qvit_encoder *e, const omnic__qvit 
     e->v = v;
     e->capacity = capacity;
     omnic_status s;
-    if ((s = omnic__module_init(&e->m, "vision.encode", "omnic.vision.encode.qwen2vl/1", capacity, err)) !=
+    if ((s = omnic__module_init(&e->m, "vision.encode", "omnic.vision.encode.qwen2vl/2", capacity, err)) !=
             OMNIC_OK ||
         (s = omnic__qvit_build(v, &e->m, err)) != OMNIC_OK ||
         (s = omnic__module_finalize(&e->m, b, pool, err)) != OMNIC_OK ||

@@ -24,7 +24,7 @@
  *   merger       ln_q (LayerNorm / RMSNorm, eps 1e-6) per patch, merge^2 consecutive rows as one
  *                row [N / merge^2, merge^2 * C] -> Linear -> GELU (erf) -> Linear -> [., out_hidden].
  *
- * The vision.encode module (contract omnic.vision.encode.qwen2vl/1) takes a call of n patch
+ * The vision.encode module (contract omnic.vision.encode.qwen2vl/2: tiled attention) takes a call of n patch
  * rows (n <= capacity, a multiple of merge^2) and host-computed grid metadata, every per-row
  * input in *processing order* (the processor's order for Qwen2-VL, the window order for
  * Qwen2.5-VL):
