@@ -18,7 +18,18 @@
 /* cmocka.h needs stdarg, stddef and setjmp first. */
 #include <cmocka.h>
 
+#include <jansson.h>
+
 #include "core/err.h"
+
+/* text parsed as JSON (the test fails when it is not). Owned: json_decref. */
+static inline json_t *tu_json(const char *text)
+{
+    json_error_t e;
+    json_t *j = json_loads(text, 0, &e);
+    assert_non_null(j);
+    return j;
+}
 
 /* Scratch directory of the running test (mkdtemp), removed by tu_teardown. */
 static char tu_dir[64];

@@ -8,15 +8,9 @@
 
 #include <cmocka.h>
 
-#include "engine/gen_config.h"
+#include "io_testutil.h"
 
-static json_t *js(const char *text)
-{
-    json_error_t e;
-    json_t *j = json_loads(text, 0, &e);
-    assert_non_null(j);
-    return j;
-}
+#include "engine/gen_config.h"
 
 static void test_parse(void **state)
 {
@@ -24,7 +18,7 @@ static void test_parse(void **state)
     omnic__gen_defaults d;
     omnic_err err;
     json_t *gc =
-        js("{\"do_sample\": true, \"temperature\": 0.7, \"top_k\": 5, \"top_p\": 0.9, \"min_p\": 0.05,"
+        tu_json("{\"do_sample\": true, \"temperature\": 0.7, \"top_k\": 5, \"top_p\": 0.9, \"min_p\": 0.05,"
            " \"repetition_penalty\": 1.1, \"max_new_tokens\": 12, \"eos_token_id\": 3, \"num_beams\": 4}");
     assert_int_equal(omnic__gen_defaults_parse(gc, &d, &err), OMNIC_OK);
     assert_int_equal(d.set, OMNIC_GEN_DO_SAMPLE | OMNIC_GEN_TEMPERATURE | OMNIC_GEN_TOP_K | OMNIC_GEN_TOP_P |
@@ -43,7 +37,7 @@ static void test_parse(void **state)
     assert_string_equal(omnic__gen_defaults_describe(&d, buf, 12), "do_sample=t"); /* truncated, terminated */
     json_decref(gc);
     /* null and absent keys set nothing; no file: nothing */
-    gc = js("{\"temperature\": null, \"top_k\": null, \"bos_token_id\": 1}");
+    gc = tu_json("{\"temperature\": null, \"top_k\": null, \"bos_token_id\": 1}");
     assert_int_equal(omnic__gen_defaults_parse(gc, &d, &err), OMNIC_OK);
     assert_int_equal(d.set, 0);
     assert_string_equal(omnic__gen_defaults_describe(&d, buf, sizeof buf), "");
@@ -74,7 +68,7 @@ static void test_bad_values(void **state)
         {"{\"do_sample\": 1}", "do_sample"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        json_t *gc = js(bad[i].json);
+        json_t *gc = tu_json(bad[i].json);
         omnic__gen_defaults d;
         omnic_err err;
         omnic_err_clear(&err);
@@ -90,7 +84,7 @@ static omnic__gen_defaults parsed(const char *text)
 {
     omnic__gen_defaults d;
     omnic_err err;
-    json_t *gc = js(text);
+    json_t *gc = tu_json(text);
     assert_int_equal(omnic__gen_defaults_parse(gc, &d, &err), OMNIC_OK);
     json_decref(gc);
     return d;
@@ -144,7 +138,7 @@ static void test_apply(void **state)
 static void expect_eos(const char *gc_text, const char *cfg_text, int32_t tok_eos, const int32_t *want,
                        size_t n_want)
 {
-    json_t *gc = gc_text ? js(gc_text) : NULL, *cfg = js(cfg_text);
+    json_t *gc = gc_text ? tu_json(gc_text) : NULL, *cfg = tu_json(cfg_text);
     int32_t *ids = NULL;
     size_t n = 99;
     omnic_err err;
@@ -173,7 +167,7 @@ static void test_eos(void **state)
     static const char *bad[] = {"{\"eos_token_id\": 100}", "{\"eos_token_id\": [1, -2]}",
                                 "{\"eos_token_id\": \"</s>\"}", "{\"eos_token_id\": [1, 2.0]}"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        json_t *gc = js(bad[i]), *cfg = js("{}");
+        json_t *gc = tu_json(bad[i]), *cfg = tu_json("{}");
         int32_t *ids = (int32_t *)(uintptr_t)1;
         size_t n = 99;
         omnic_err err;

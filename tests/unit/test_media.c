@@ -9,23 +9,17 @@
 
 #include <cmocka.h>
 
+#include "io_testutil.h"
+
 #include "models/family.h"
 #include "models/media.h"
-
-static json_t *config(const char *text)
-{
-    json_error_t je;
-    json_t *j = json_loads(text, 0, &je);
-    assert_non_null(j);
-    return j;
-}
 
 static void test_processor_selection(void **state)
 {
     (void)state;
     omnic_err err;
     omnic__media_proc p;
-    json_t *q = config(
+    json_t *q = tu_json(
         "{\"image_processor_type\": \"Qwen2VLImageProcessor\", \"min_pixels\": 3136, "
         "\"max_pixels\": 12845056, \"patch_size\": 14, \"temporal_patch_size\": 2, \"merge_size\": 2}");
     assert_int_equal(omnic__media_proc_from_config(&p, q, "q.json", OMNIC_MODALITY_IMAGE, NULL, NULL, &err),
@@ -51,7 +45,7 @@ static void test_processor_selection(void **state)
     omnic__media_proc_deinit(&p);
     json_decref(q);
 
-    json_t *c = config("{\"image_processor_type\": \"CLIPImageProcessor\", \"crop_size\": 32, \"size\": 32}");
+    json_t *c = tu_json("{\"image_processor_type\": \"CLIPImageProcessor\", \"crop_size\": 32, \"size\": 32}");
     assert_int_equal(omnic__media_proc_from_config(&p, c, "c.json", OMNIC_MODALITY_IMAGE, NULL, NULL, &err),
                      OMNIC_OK);
     assert_ptr_equal(p.ops, &omnic__media_clip_image);
