@@ -19,9 +19,11 @@ static void usage(FILE *f)
     fprintf(f,
             "usage: omnic serve -m DIR [--host 127.0.0.1] [--port 8080] [--parallel N] [--ctx C] [--threads T]\n"
             "                   [--api-key K | --api-key-file F] [--max-queue Q] [--request-timeout S]\n"
-            "                   [--cors-origin O]... [--model-name NAME] [--chunk N] [--step-tokens N]\n"
+            "                   [--cors-origin O]... [--allowed-hosts H]... [--model-name NAME] [--chunk N]\n"
+            "                   [--step-tokens N]\n"
             "                   [--kv f16|f32] [--backend cpu|ref] [--quant q8_0|q4_0] [--max-body BYTES] [--max-backlog BYTES]\n"
-            "                   [--http-threads N] [--shutdown-timeout S] [--media-dir DIR] [--max-images N]\n"
+            "                   [--http-threads N] [--max-connections N] [--max-connections-per-ip N]\n"
+            "                   [--idle-timeout S] [--shutdown-timeout S] [--media-dir DIR] [--max-images N]\n"
             "                   [--max-image-pixels N] [--max-decode-pixels N] [--media-workers N]\n"
             "                   [--allow-remote-media HOST]...\n"
             "                   [--allow-remote-media-port N]... [--media-proxy URL] [--remote-media-timeout S]\n"
@@ -39,11 +41,18 @@ static void usage(FILE *f)
             "  --max-queue Q      requests waiting for a slot before 429 (default 64)\n"
             "  --request-timeout S  cancel a generation after S seconds (default: none)\n"
             "  --api-key K        require 'Authorization: Bearer K' (all routes but /health)\n"
-            "  --cors-origin O    allow browser requests from origin O ('*': any); repeatable\n"
+            "  --cors-origin O    allow browser requests from origin O ('*': any); repeatable. Requests\n"
+            "                     naming another Origin (not this server's own) get 403\n"
+            "  --allowed-hosts H  answer only requests whose Host header names H (repeatable; '*': any);\n"
+            "                     default: the --host address and localhost names (any with --host\n"
+            "                     0.0.0.0 or ::), so DNS rebinding cannot reach a local server\n"
             "  --port 0           any free port (printed on stderr)\n"
             "  --max-body BYTES   largest request body (default and cap: 8 MiB)\n"
             "  --max-backlog BYTES  generated text held for a client that stops reading (or for a\n"
             "                     non-streamed choice) before the request is cancelled (default and cap: 4 MiB)\n"
+            "  --max-connections N  open connections (default 1024, kept below the file-descriptor limit)\n"
+            "  --max-connections-per-ip N  open connections from one client address (default 64)\n"
+            "  --idle-timeout S   close a connection without traffic for S s (default 30)\n"
             "  --shutdown-timeout S  on SIGINT/SIGTERM, let in-flight requests finish for S s (default 30)\n"
             "  --generation-config auto  generation_config.json's temperature, top_k, top_p, min_p,\n"
             "                     repetition_penalty, max_new_tokens (and do_sample false: greedy) are the\n"
@@ -126,6 +135,7 @@ int omnic__cli_serve(int argc, char **argv)
     static char key_buf[OMNIC_MAX_API_KEY_BYTES + 2];
     static const char *cors[OMNIC_MAX_CORS_ORIGINS], *remote_hosts[OMNIC_MAX_REMOTE_MEDIA_HOSTS];
     static long remote_ports[OMNIC_MAX_REMOTE_MEDIA_HOSTS];
+    static const char *allowed_hosts[OMNIC_MAX_ALLOWED_HOSTS];
     static loader ld; /* static: the loader thread may outlive this function on an interrupted load */
     omnic__server_opts o = {.host = "127.0.0.1",
                             .port = 8080,
@@ -168,12 +178,18 @@ int omnic__cli_serve(int argc, char **argv)
         INT_OPT(NULL, "--max-body", 1, (int64_t)OMNIC_MAX_BODY_BYTES, o.max_body_bytes = (size_t)x)
         INT_OPT(NULL, "--max-backlog", 1, (int64_t)OMNIC_MAX_CHOICE_TEXT, o.max_backlog_bytes = (size_t)x)
         INT_OPT(NULL, "--http-threads", 1, 64, o.http_threads = (int)x)
+        INT_OPT(NULL, "--max-connections", 1, 1 << 20, o.max_connections = (int)x)
+        INT_OPT(NULL, "--max-connections-per-ip", 1, 1 << 20, o.max_connections_per_ip = (int)x)
         INT_OPT(NULL, "--max-images", 1, OMNIC_MAX_REQUEST_IMAGES, o.max_images = (int)x)
         INT_OPT(NULL, "--media-workers", 1, 64, o.media_workers = (int)x)
         INT_OPT(NULL, "--max-image-pixels", 1, OMNIC_MAX_IMAGE_PIXELS, o.max_image_pixels = x)
         INT_OPT(NULL, "--max-decode-pixels", 1, OMNIC_MAX_IMAGE_PIXELS, o.max_decode_pixels = x)
 #undef STR_OPT
 #undef INT_OPT
+        if ((r = omnic__arg_str(argc, argv, &i, NULL, "--idle-timeout", &v)) != 0) {
+            if (r < 0 || parse_seconds("--idle-timeout", v, &o.idle_timeout_s) < 0) return 2;
+            continue;
+        }
         if ((r = omnic__arg_str(argc, argv, &i, NULL, "--request-timeout", &v)) != 0) {
             if (r < 0 || parse_seconds("--request-timeout", v, &o.request_timeout_s) < 0) return 2;
             continue;
@@ -199,6 +215,15 @@ int omnic__cli_serve(int argc, char **argv)
                 return 2;
             }
             remote_ports[o.remote.n_ports++] = (long)x;
+            continue;
+        }
+        if ((r = omnic__arg_str(argc, argv, &i, NULL, "--allowed-hosts", &v)) != 0) {
+            if (r < 0) return 2;
+            if (o.n_allowed_hosts == OMNIC_MAX_ALLOWED_HOSTS) {
+                fprintf(stderr, "omnic serve: at most %d --allowed-hosts values\n", OMNIC_MAX_ALLOWED_HOSTS);
+                return 2;
+            }
+            allowed_hosts[o.n_allowed_hosts++] = v;
             continue;
         }
         if ((r = omnic__arg_str(argc, argv, &i, NULL, "--media-proxy", &o.remote.proxy)) != 0) {
@@ -261,6 +286,7 @@ int omnic__cli_serve(int argc, char **argv)
     o.cors_origins = cors;
     o.remote.hosts = remote_hosts;
     o.remote.ports = remote_ports;
+    o.allowed_hosts = allowed_hosts;
 
     /* SIGINT/SIGTERM are taken by sigtimedwait below; block them before any thread starts
      * so that every thread inherits the mask. */

@@ -96,6 +96,8 @@
 #define OMNIC_MAX_QWEN_IMAGE_PATCHES 65536
 /* Hosts on `omnic serve --allow-remote-media`. */
 #define OMNIC_MAX_REMOTE_MEDIA_HOSTS 16
+/* --allowed-hosts entries. */
+#define OMNIC_MAX_ALLOWED_HOSTS 16
 /* Images in one request (the server's --max-images may lower it). */
 #define OMNIC_MAX_REQUEST_IMAGES 16
 /* Qwen2-VL style image processors (preprocessor_config.json): spatial patch side, temporal
@@ -124,6 +126,11 @@
 #define OMNIC_HTTP_SNDBUF (256 * 1024)
 /* Simultaneous HTTP connections. */
 #define OMNIC_MAX_CONNECTIONS 1024
+/* Open HTTP connections from one client address (a slow or stalled client cannot take them all). */
+#define OMNIC_MAX_CONNECTIONS_PER_IP 64
+/* File descriptors the server keeps for itself beyond its connections (model files, logs,
+ * media fetches, the engine's threads). */
+#define OMNIC_RESERVED_FDS 64
 /* Bytes of an API key (--api-key / --api-key-file). */
 #define OMNIC_MAX_API_KEY_BYTES 4096
 /* --cors-origin values. */

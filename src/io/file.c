@@ -12,16 +12,17 @@ omnic_status omnic__read_file(const char *path, size_t max_bytes, char **out, si
     return omnic__read_file_ex(path, max_bytes, false, out, len, err);
 }
 
-omnic_status omnic__read_file_ex(const char *path, size_t max_bytes, bool nofollow, char **out, size_t *len,
+omnic_status omnic__read_file_ex(const char *path, size_t max_bytes, bool untrusted, char **out, size_t *len,
                                  omnic_err *err)
 {
     omnic_status st = OMNIC_OK;
     char *buf = NULL;
-    /* O_NONBLOCK: opening a FIFO or a device must not wait (the regular-file check follows) */
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | (nofollow ? O_NOFOLLOW : 0));
+    /* untrusted: a link is not followed, and opening a FIFO or a device must not wait (the
+     * regular-file check follows) */
+    int fd = open(path, O_RDONLY | O_CLOEXEC | (untrusted ? O_NOFOLLOW | O_NONBLOCK : 0));
     if (fd < 0) {
         int e = errno;
-        if (nofollow && e == ELOOP) return OMNIC_FAIL(err, OMNIC_E_IO, "%s: is a symbolic link", path);
+        if (untrusted && e == ELOOP) return OMNIC_FAIL(err, OMNIC_E_IO, "%s: is a symbolic link", path);
         return OMNIC_FAIL(err, e == ENOENT ? OMNIC_E_NOT_FOUND : OMNIC_E_IO, "%s: cannot open: %s", path,
                           strerror(e));
     }

@@ -14,9 +14,10 @@
  * Errors: E_NOT_FOUND (no such file), E_IO (cannot open/read, not a regular file),
  * E_TOO_LARGE (over max_bytes: names both sizes), E_NOMEM. */
 omnic_status omnic__read_file(const char *path, size_t max_bytes, char **out, size_t *len, omnic_err *err);
-/* The same; nofollow: refuse (E_IO) when the last component of path is a symbolic link. A FIFO
- * or device is never waited on: it is opened non-blocking and refused as not a regular file. */
-omnic_status omnic__read_file_ex(const char *path, size_t max_bytes, bool nofollow, char **out, size_t *len,
+/* The same; untrusted (a path a request named): refuse (E_IO) when the last component of path
+ * is a symbolic link, and never wait on a FIFO or device: it is opened non-blocking and refused
+ * as not a regular file. */
+omnic_status omnic__read_file_ex(const char *path, size_t max_bytes, bool untrusted, char **out, size_t *len,
                                  omnic_err *err);
 
 /* Returns owned "dir/name" (one '/' between them), or NULL when out of memory. */

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/random.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -31,6 +32,7 @@
 #include "io/json.h"
 #include "server/openai.h"
 #include "server/server.h"
+#include "server/trust.h"
 
 /* ---- server-level counters ---- */
 
@@ -48,12 +50,16 @@ typedef enum http_reject {
     REJ_CAPACITY,
     REJ_LOADING,
     REJ_SHUTTING_DOWN,
+    REJ_HOST,
+    REJ_ORIGIN,
+    REJ_CONTENT_TYPE,
     REJ_COUNT
 } http_reject;
 
 static const char *const reject_names[REJ_COUNT] = {
     "auth",        "body_too_large", "malformed_json", "invalid_request", "unsupported", "not_found",
-    "model_not_found", "method_not_allowed", "queue_full", "capacity", "loading", "shutting_down"};
+    "model_not_found", "method_not_allowed", "queue_full", "capacity", "loading", "shutting_down",
+    "host_not_allowed", "origin_not_allowed", "content_type"};
 
 #define STATUS_MIN 100
 #define STATUS_MAX 599
@@ -74,6 +80,11 @@ struct omnic__server {
     char chat_error[OMNIC_ERR_MSG_MAX];
     atomic_int state;              /* server_state */
     bool have_key;
+    /* Host header allow-list: --allowed-hosts, else the listen address and localhost names
+     * ("*" when listening on every address) */
+    const char *hosts[OMNIC_MAX_ALLOWED_HOSTS + 4];
+    size_t n_hosts;
+    char listen_host[256];
     uint8_t key_hash[32];
     size_t max_body, max_text;
     int64_t started; /* Unix seconds */
@@ -1121,9 +1132,19 @@ static enum MHD_Result first_call(conn_state *cs, const char *url, const char *m
 {
     omnic__server *s = cs->srv;
     struct MHD_Connection *c = cs->conn;
-    cs->origin = cors_match(s, MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Origin"));
+    const char *origin = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Origin");
+    const char *host = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_HOST);
+    cs->origin = cors_match(s, origin);
     bool post = false;
     cs->rt = route_of(url, &post);
+    /* DNS rebinding: a name that is not this server's is refused (but /health, for probes) */
+    if (cs->rt != R_HEALTH && !omnic__host_allowed(host, s->hosts, s->n_hosts))
+        FAIL_RESPONSE(cs, REJ_HOST, 403, "host_not_allowed", NULL,
+                      "The Host header '%.100s' is not one this server answers to (--allowed-hosts)", host ? host : "");
+    /* cross-site requests: a browser names the page's origin; only listed ones, or our own */
+    if (origin && !cs->origin && !omnic__origin_is_host(origin, host))
+        FAIL_RESPONSE(cs, REJ_ORIGIN, 403, "origin_not_allowed", NULL,
+                      "Requests from the origin '%.100s' are not allowed (--cors-origin)", origin);
     if (cs->rt == R_NONE)
         FAIL_RESPONSE(cs, REJ_NOT_FOUND, 404, "unknown_url", NULL, "Unknown request URL: %.16s %.256s", method, url);
     if (!strcmp(method, MHD_HTTP_METHOD_OPTIONS)) {
@@ -1156,6 +1177,10 @@ static enum MHD_Result first_call(conn_state *cs, const char *url, const char *m
                             : "You didn't provide an API key: send 'Authorization: Bearer YOUR_KEY'");
         return respond_error(cs, &e, REJ_AUTH);
     }
+    const char *ct = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
+    if (post && ct && !omnic__content_type_json(ct)) /* form and text/plain posts are what browsers send cross-site */
+        FAIL_RESPONSE(cs, REJ_CONTENT_TYPE, 415, "unsupported_media_type", NULL,
+                      "The request body's Content-Type '%.100s' is not JSON: send application/json", ct);
     const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
     if (cl) {
         char *end;
@@ -1329,6 +1354,35 @@ static void base_name(const char *dir, char *out, size_t n)
     snprintf(out, n, "%.*s", (int)(len - start), dir + start);
 }
 
+/* The connection cap: want (0: OMNIC_MAX_CONNECTIONS), lowered to fit the file-descriptor
+ * limit (the soft RLIMIT_NOFILE, raised to the hard one first) less OMNIC_RESERVED_FDS.
+ * E_INVALID naming the limit when not even 16 connections fit. */
+static omnic_status connection_cap(int want, unsigned int *out, omnic_err *err)
+{
+    rlim_t cap = want > 0 ? (rlim_t)want : (rlim_t)OMNIC_MAX_CONNECTIONS;
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0) {
+        if (rl.rlim_cur < rl.rlim_max) {
+            struct rlimit up = {rl.rlim_max, rl.rlim_max};
+            if (setrlimit(RLIMIT_NOFILE, &up) == 0) rl = up;
+        }
+        if (rl.rlim_cur != RLIM_INFINITY) {
+            if (rl.rlim_cur < OMNIC_RESERVED_FDS + 16)
+                return OMNIC_FAIL(err, OMNIC_E_INVALID,
+                                  "the file-descriptor limit (RLIMIT_NOFILE) is %llu: the server needs at least %d",
+                                  (unsigned long long)rl.rlim_cur, OMNIC_RESERVED_FDS + 16);
+            if (cap > rl.rlim_cur - OMNIC_RESERVED_FDS) {
+                OMNIC_LOG_W("connections capped at %llu by the file-descriptor limit of %llu (asked for %llu)",
+                            (unsigned long long)(rl.rlim_cur - OMNIC_RESERVED_FDS), (unsigned long long)rl.rlim_cur,
+                            (unsigned long long)cap);
+                cap = rl.rlim_cur - OMNIC_RESERVED_FDS;
+            }
+        }
+    }
+    *out = (unsigned int)cap;
+    return OMNIC_OK;
+}
+
 omnic_status omnic__server_create(const omnic__server_opts *o, omnic__server **out, omnic_err *err)
 {
     if (!o->model_dir) return OMNIC_FAIL(err, OMNIC_E_INVALID, "no model directory");
@@ -1342,6 +1396,9 @@ omnic_status omnic__server_create(const omnic__server_opts *o, omnic__server **o
         return OMNIC_FAIL(err, OMNIC_E_INVALID, "the API key must be 1..%d bytes", OMNIC_MAX_API_KEY_BYTES);
     if (o->max_images < 0 || o->max_image_pixels < 0 || o->max_decode_pixels < 0)
         return OMNIC_FAIL(err, OMNIC_E_INVALID, "image limits must be >= 0");
+    if (o->n_allowed_hosts > OMNIC_MAX_ALLOWED_HOSTS || (o->n_allowed_hosts && !o->allowed_hosts))
+        return OMNIC_FAIL(err, OMNIC_E_INVALID, "%zu allowed hosts (at most %d)", o->n_allowed_hosts,
+                          OMNIC_MAX_ALLOWED_HOSTS);
     if (o->remote.n_hosts > OMNIC_MAX_REMOTE_MEDIA_HOSTS || (o->remote.n_hosts && !o->remote.hosts))
         return OMNIC_FAIL(err, OMNIC_E_INVALID, "%zu remote media hosts (at most %d)", o->remote.n_hosts,
                           OMNIC_MAX_REMOTE_MEDIA_HOSTS);
@@ -1382,6 +1439,16 @@ omnic_status omnic__server_create(const omnic__server_opts *o, omnic__server **o
     char port[16];
     snprintf(port, sizeof port, "%d", o->port);
     const char *host = o->host ? o->host : "127.0.0.1";
+    if (o->n_allowed_hosts) {
+        for (size_t i = 0; i < o->n_allowed_hosts; i++) s->hosts[s->n_hosts++] = o->allowed_hosts[i];
+    } else if (!strcmp(host, "0.0.0.0") || !strcmp(host, "::") || !strcmp(host, "[::]") || !host[0]) {
+        s->hosts[s->n_hosts++] = "*"; /* every address: any name may reach it */
+    } else {
+        snprintf(s->listen_host, sizeof s->listen_host, "%s", host);
+        static const char *const local[] = {"localhost", "127.0.0.1", "::1"};
+        s->hosts[s->n_hosts++] = s->listen_host;
+        for (size_t i = 0; i < 3; i++) s->hosts[s->n_hosts++] = local[i];
+    }
     int gai = getaddrinfo(host, port, &hints, &ai);
     if (gai != 0 || !ai) {
         st = OMNIC_FAIL(err, OMNIC_E_INVALID, "cannot resolve --host %s: %s", host, gai_strerror(gai));
@@ -1395,12 +1462,18 @@ omnic_status omnic__server_create(const omnic__server_opts *o, omnic__server **o
     unsigned int flags = MHD_USE_AUTO_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG;
     if (v6) flags |= MHD_USE_IPv6;
     unsigned int threads = o->http_threads > 0 ? (unsigned)o->http_threads : 4u;
+    unsigned int conns = 0, per_ip = o->max_connections_per_ip > 0 ? (unsigned)o->max_connections_per_ip
+                                                                   : (unsigned)OMNIC_MAX_CONNECTIONS_PER_IP;
+    if ((st = connection_cap(o->max_connections, &conns, err)) != OMNIC_OK) goto fail;
+    const unsigned int idle = o->idle_timeout_s > 0 ? (unsigned)ceil(o->idle_timeout_s) : 30u;
+    OMNIC_LOG_I("connections: at most %u (%u per client address), closed after %u s without traffic", conns,
+                per_ip, idle);
     errno = 0;
     s->d = MHD_start_daemon(flags, (uint16_t)o->port, NULL, NULL, on_request, s, MHD_OPTION_SOCK_ADDR,
                             (struct sockaddr *)&addr, MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_NOTIFY_CONNECTION, on_connection, s,
-                            MHD_OPTION_THREAD_POOL_SIZE, threads, MHD_OPTION_CONNECTION_LIMIT,
-                            (unsigned int)OMNIC_MAX_CONNECTIONS, MHD_OPTION_CONNECTION_TIMEOUT, 300u, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
-                            MHD_OPTION_END);
+                            MHD_OPTION_THREAD_POOL_SIZE, threads, MHD_OPTION_CONNECTION_LIMIT, conns,
+                            MHD_OPTION_PER_IP_CONNECTION_LIMIT, per_ip, MHD_OPTION_CONNECTION_TIMEOUT, idle,
+                            MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL, MHD_OPTION_END);
     if (!s->d) {
         st = OMNIC_FAIL(err, OMNIC_E_IO, "cannot listen on %s:%d: %s", host, o->port,
                         errno ? strerror(errno) : "libmicrohttpd failed to start");

@@ -43,11 +43,19 @@ typedef struct omnic__server_opts {
     omnic__engine_opts engine;       /* slots, ctx, threads, queue, ... */
     const char *api_key;             /* NULL: no authentication; else "Authorization: Bearer KEY" */
     const char *const *cors_origins; /* borrowed; an entry "*" allows any origin */
+    const char *const *allowed_hosts; /* Host header names answered (borrowed; "*": any); none: the
+                                       * listen address and localhost names, or any when listening
+                                       * on every address */
+    size_t n_allowed_hosts;
     size_t n_cors_origins;
     double request_timeout_s;        /* per generation request, submit to finish; 0: none */
     size_t max_body_bytes;           /* 0: OMNIC_MAX_BODY_BYTES; larger is clamped to it */
     size_t max_backlog_bytes;        /* text held per choice; 0: OMNIC_MAX_CHOICE_TEXT (also the cap) */
     int http_threads;                /* polling threads; 0: 4 */
+    int max_connections;             /* open connections; 0: OMNIC_MAX_CONNECTIONS; always kept below
+                                      * the process's file-descriptor limit (RLIMIT_NOFILE) */
+    int max_connections_per_ip;      /* 0: OMNIC_MAX_CONNECTIONS_PER_IP */
+    double idle_timeout_s;           /* a connection with no traffic for this long is closed; 0: 30 s */
     const char *media_dir;           /* image parts may name files under it; NULL: none */
     int max_images;                  /* images per request; 0: OMNIC_MAX_REQUEST_IMAGES (also the cap) */
     int64_t max_decode_pixels;       /* width x height of one decoded image; 0: OMNIC_MAX_IMAGE_PIXELS */

@@ -35,7 +35,7 @@ for _ in $(seq 1 200); do
 done
 code=$(curl -s -o "$tmp/h.json" -w '%{http_code}' "http://127.0.0.1:$SP/health")
 [ "$code" = 503 ] && grep -q loading "$tmp/h.json" || fail "health while loading: $code $(cat "$tmp/h.json")"
-code=$(curl -s -o "$tmp/h.json" -w '%{http_code}' "http://127.0.0.1:$SP/v1/completions" -d '{"prompt":"x"}')
+code=$(curl -s -o "$tmp/h.json" -w '%{http_code}' -H 'Content-Type: application/json' "http://127.0.0.1:$SP/v1/completions" -d '{"prompt":"x"}')
 [ "$code" = 503 ] && grep -q model_loading "$tmp/h.json" || fail "completions while loading: $code"
 echo '{}' >"$tmp/slow/config.json" # a FIFO is not a regular file: the load fails
 wait "$SLOW"
@@ -60,16 +60,16 @@ echo "$h" | grep -q "204" && echo "$h" | grep -qi "access-control-allow-origin: 
   echo "$h" | grep -qi "access-control-allow-headers: Authorization" || fail "CORS preflight: $h"
 h=$(curl -s -i -H "$AUTH" -H "Origin: http://elsewhere.test" "$B/v1/models")
 echo "$h" | grep -qi "access-control-allow-origin" && fail "CORS: foreign origin allowed"
-curl -s -N -H "$AUTH" "$B/v1/completions" -d '{"prompt":"Hi","max_tokens":8,"stream":true,"temperature":0}' >"$tmp/s.txt"
+curl -s -N -H "$AUTH" -H "Content-Type: application/json" "$B/v1/completions" -d '{"prompt":"Hi","max_tokens":8,"stream":true,"temperature":0}' >"$tmp/s.txt"
 tail -c 16 "$tmp/s.txt" | grep -q 'data: \[DONE\]' && [ "$(grep -c '^data: {' "$tmp/s.txt")" -ge 2 ] ||
   fail "curl stream: $(cat "$tmp/s.txt")"
-ids=$(curl -s -H "$AUTH" "$B/tokenize" -d '{"content":"Hello world"}' | $PY -c 'import json,sys; print(json.load(sys.stdin)["tokens"])')
-a=$(curl -s -H "$AUTH" "$B/v1/completions" -d "{\"prompt\":\"Hello world\",\"max_tokens\":6,\"temperature\":0}" |
+ids=$(curl -s -H "$AUTH" -H "Content-Type: application/json" "$B/tokenize" -d '{"content":"Hello world"}' | $PY -c 'import json,sys; print(json.load(sys.stdin)["tokens"])')
+a=$(curl -s -H "$AUTH" -H "Content-Type: application/json" "$B/v1/completions" -d "{\"prompt\":\"Hello world\",\"max_tokens\":6,\"temperature\":0}" |
   $PY -c 'import json,sys; print(json.load(sys.stdin)["choices"][0]["text"])')
-b=$(curl -s -H "$AUTH" "$B/v1/completions" -d "{\"prompt\":$ids,\"max_tokens\":6,\"temperature\":0}" |
+b=$(curl -s -H "$AUTH" -H "Content-Type: application/json" "$B/v1/completions" -d "{\"prompt\":$ids,\"max_tokens\":6,\"temperature\":0}" |
   $PY -c 'import json,sys; print(json.load(sys.stdin)["choices"][0]["text"])')
 [ -n "$a" ] && [ "$a" = "$b" ] || fail "token-id prompt == text prompt: '$a' vs '$b'"
-d=$(curl -s -H "$AUTH" "$B/detokenize" -d "{\"tokens\":$ids}")
+d=$(curl -s -H "$AUTH" -H "Content-Type: application/json" "$B/detokenize" -d "{\"tokens\":$ids}")
 echo "$d" | grep -q '"prompt":"Hello world"' || fail "detokenize: $d"
 echo "curl: health, models, CORS, SSE stream, token-id prompts, tokenize/detokenize"
 

@@ -269,7 +269,7 @@ def matrix(max_n, max_body):
             check("allow" in h, f"{name}: Allow header", h)
     # a body over the limit: refused from its Content-Length, before it is read
     s = socket.create_connection(("127.0.0.1", PORT))
-    s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + KEY.encode() +
+    s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer " + KEY.encode() +
               b"\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n" % (max_body + 1))
     s.sendall(b'{"prompt": "' + b"a" * 1000)
     resp = b""
@@ -420,7 +420,7 @@ def disconnect():
     s = socket.create_connection(("127.0.0.1", PORT))
     payload = json.dumps({"prompt": "Another long story", "max_tokens": 8000, "ignore_eos": True, "n": 4,
                           "temperature": 0}).encode()
-    s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + KEY.encode() +
+    s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer " + KEY.encode() +
               b"\r\nContent-Type: application/json\r\nContent-Length: " + str(len(payload)).encode() +
               b"\r\n\r\n" + payload)
     time.sleep(0.05)
@@ -569,7 +569,7 @@ def slow():
     s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
     s.connect(("127.0.0.1", PORT))
     payload = json.dumps({"prompt": "Read me", "max_tokens": 16000, "ignore_eos": True, "stream": True}).encode()
-    s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + KEY.encode() +
+    s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer " + KEY.encode() +
               b"\r\nContent-Type: application/json\r\nContent-Length: " + str(len(payload)).encode() +
               b"\r\n\r\n" + payload)
     first = s.recv(200)

@@ -129,7 +129,7 @@ def main():
     import socket
     body = json.dumps({"messages": image_msg(["big.jpg"]), "max_tokens": 64, "temperature": 0}).encode()
     sk = socket.create_connection(("127.0.0.1", checks.PORT))
-    sk.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+    sk.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
                b"Authorization: Bearer " + checks.KEY.encode() + b"\r\nContent-Length: " +
                str(len(body)).encode() + b"\r\n\r\n" + body)
     time.sleep(0.01)
