@@ -11,7 +11,7 @@ cd "$(dirname "$0")/.."
 # images for allow-listed hosts), libjpeg-turbo / libpng / libwebp
 # (image decode in src/mm).
 # Test and tools: numpy (tiny checkpoints, reference implementations), Pillow (reference image
-# preprocessing in the image e2e test), clang + its runtime
+# preprocessing in the image e2e test), clang + its runtime and clang-format (the format check)
 # (libFuzzer targets), Node.js + npm (oracles: HF tokenizers, @huggingface/jinja, openai).
 PACKAGES=(
   build-essential cmake pkg-config
@@ -20,7 +20,7 @@ PACKAGES=(
   libmicrohttpd-dev curl libcurl4-openssl-dev
   libjpeg62-turbo-dev libpng-dev libwebp-dev
   python3 python3-numpy python3-pil
-  clang libclang-rt-14-dev
+  clang libclang-rt-14-dev clang-format
 )
 # Node.js: any install that provides node and npm will do (some images ship a nodejs
 # package that bundles npm and conflicts with Debian's npm package).

@@ -57,6 +57,14 @@ build() { # dir, cmake args...: fails when configuring or any target fails (a st
 
 ctest_dir() { (cd "$1" && ctest --output-on-failure -j"$JOBS" --timeout 600); }
 
+# clang-format (.clang-format) over src/: the tree stays formatted
+format_check() {
+  local files
+  files=$(find src -name '*.[ch]' | sort)
+  clang-format --dry-run --Werror $files 2>&1 | head -40
+  clang-format --dry-run --Werror $files >/dev/null 2>&1
+}
+step "clang-format src/" format_check
 step "build release" build build/release -DCMAKE_BUILD_TYPE=Release
 step "unit + kernel tests (release)" ctest_dir build/release
 for t in tests/e2e/test_*.sh; do

@@ -13,7 +13,7 @@
 
 /* Append-only: op numbers are hashed into bundle identities. */
 typedef enum omnic__op {
-    OMNIC_OP_NONE = 0,   /* leaf: input, weight or constant; no kernel */
+    OMNIC_OP_NONE = 0, /* leaf: input, weight or constant; no kernel */
     /* dst[M,N] = a[M,K] . w[N,K]^T (+ bias[N] when src[2]); a f32, w* (HF Linear layout
      * [out,in]) or q8_0 / q4_0 / q4_0x16 / q8_0x16 (K a multiple of 32; the x16 layouts: N a
      * multiple of 16, core/quant.h); bias f32. M is "rows of a" (a may have
@@ -74,13 +74,13 @@ typedef enum omnic__op {
      * dst [T, n_heads, head_dim] f32. */
     OMNIC_OP_ATTENTION,
     /* Unary activations, elementwise f32. */
-    OMNIC_OP_SILU,      /* x * sigmoid(x) */
-    OMNIC_OP_GELU,      /* exact: 0.5 x (1 + erf(x / sqrt 2)) */
-    OMNIC_OP_GELU_TANH, /* 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) */
-    OMNIC_OP_GELU_QUICK,/* x * sigmoid(1.702 x) */
+    OMNIC_OP_SILU,       /* x * sigmoid(x) */
+    OMNIC_OP_GELU,       /* exact: 0.5 x (1 + erf(x / sqrt 2)) */
+    OMNIC_OP_GELU_TANH,  /* 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) */
+    OMNIC_OP_GELU_QUICK, /* x * sigmoid(1.702 x) */
     /* Gated: dst = act(gate) * up, gate = src[0], up = src[1], same shape. */
-    OMNIC_OP_SWIGLU,    /* act = silu */
-    OMNIC_OP_GEGLU,     /* act = gelu exact (ip[0] = 0) or gelu tanh (ip[0] = 1) */
+    OMNIC_OP_SWIGLU, /* act = silu */
+    OMNIC_OP_GEGLU,  /* act = gelu exact (ip[0] = 0) or gelu tanh (ip[0] = 1) */
     /* dst[T, H] f32 = table[ids[t], :]; table w* or quantized [V, H] (src[0]; quantized rows
      * dequantize exactly), ids i32 [T] (src[1]). */
     OMNIC_OP_GET_ROWS,
@@ -109,15 +109,15 @@ typedef enum omnic__op {
     OMNIC_OP_COUNT
 } omnic__op;
 
-#define OMNIC_MAX_SRC 6      /* attention: q, k, v, qpos, bias, kv_begin */
+#define OMNIC_MAX_SRC 6 /* attention: q, k, v, qpos, bias, kv_begin */
 #define OMNIC_OP_NPARAMS 8
 
 typedef struct omnic__node {
     omnic__op op;
     const omnic__tensor *src[OMNIC_MAX_SRC]; /* borrowed; unused entries NULL */
-    omnic__tensor *dst;                       /* borrowed; data planned by the runtime */
-    int32_t ip[OMNIC_OP_NPARAMS];             /* integer parameters, per op above */
-    float fp[OMNIC_OP_NPARAMS];               /* float parameters, per op above */
+    omnic__tensor *dst;                      /* borrowed; data planned by the runtime */
+    int32_t ip[OMNIC_OP_NPARAMS];            /* integer parameters, per op above */
+    float fp[OMNIC_OP_NPARAMS];              /* float parameters, per op above */
 } omnic__node;
 
 /* A kernel computes its share (thread ith of nth) of node n's output rows and writes
@@ -129,11 +129,11 @@ typedef size_t (*omnic__wsize_fn)(const omnic__node *n, int nth);
 #define OMNIC_BACKEND_OPS_VERSION 1
 
 typedef struct omnic__backend_ops {
-    int version;                               /* OMNIC_BACKEND_OPS_VERSION */
-    const char *name;                          /* "ref", "cpu" */
-    bool single_threaded;                      /* true: always called with nth == 1 */
-    omnic__kernel_fn kernel[OMNIC_OP_COUNT];   /* required for every op but NONE */
-    omnic__wsize_fn wsize[OMNIC_OP_COUNT];     /* (optional) NULL: needs no work buffer */
+    int version;                             /* OMNIC_BACKEND_OPS_VERSION */
+    const char *name;                        /* "ref", "cpu" */
+    bool single_threaded;                    /* true: always called with nth == 1 */
+    omnic__kernel_fn kernel[OMNIC_OP_COUNT]; /* required for every op but NONE */
+    omnic__wsize_fn wsize[OMNIC_OP_COUNT];   /* (optional) NULL: needs no work buffer */
     /* (optional) one-time setup (CPU feature detection); NULL: none. */
     void (*init)(void);
     /* (optional) the storage this backend's kernels prefer for a weight [N, K] held as dt and

@@ -7,9 +7,13 @@
 
 #include "cli/args.h"
 
-static bool matches(const char *a, const char *s, const char *l) { return (s && !strcmp(a, s)) || (l && !strcmp(a, l)); }
+static bool matches(const char *a, const char *s, const char *l)
+{
+    return (s && !strcmp(a, s)) || (l && !strcmp(a, l));
+}
 
-int omnic__arg_str(int argc, char **argv, int *i, const char *short_name, const char *long_name, const char **out)
+int omnic__arg_str(int argc, char **argv, int *i, const char *short_name, const char *long_name,
+                   const char **out)
 {
     if (!matches(argv[*i], short_name, long_name)) return 0;
     if (*i + 1 >= argc) {
@@ -30,8 +34,8 @@ int omnic__arg_i64(int argc, char **argv, int *i, const char *short_name, const 
     errno = 0;
     long long x = strtoll(v, &end, 10);
     if (errno || end == v || *end || x < min || x > max) {
-        fprintf(stderr, "omnic: option %s needs an integer in %lld..%lld, got '%s'\n", argv[*i - 1], (long long)min,
-                (long long)max, v);
+        fprintf(stderr, "omnic: option %s needs an integer in %lld..%lld, got '%s'\n", argv[*i - 1],
+                (long long)min, (long long)max, v);
         return -1;
     }
     *out = x;

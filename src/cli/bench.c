@@ -41,8 +41,8 @@ static int parse_list(const char *opt, const char *s, int64_t lo, int64_t hi, in
         char *end;
         long long v = strtoll(s, &end, 10);
         if (end == s || v < lo || v > hi || n == MAX_LIST || (*end && *end != ',')) {
-            fprintf(stderr, "omnic bench: %s needs up to %d comma-separated integers in %lld..%lld\n", opt, MAX_LIST,
-                    (long long)lo, (long long)hi);
+            fprintf(stderr, "omnic bench: %s needs up to %d comma-separated integers in %lld..%lld\n", opt,
+                    MAX_LIST, (long long)lo, (long long)hi);
             return -1;
         }
         out[n++] = v;
@@ -62,7 +62,8 @@ static omnic_status run_pp(omnic__model *m, int64_t n, uint64_t *seed, omnic_err
 {
     omnic__kv_pool_clear_slot(&m->kv, 0);
     const bool mrope = m->dec.cfg.mrope; /* positions [n, 3]: text rows, the same value on every axis */
-    int32_t *tok = omnic_alloc_array((size_t)m->chunk, sizeof *tok), *pos = omnic_alloc_array(3 * (size_t)m->chunk, sizeof *pos);
+    int32_t *tok = omnic_alloc_array((size_t)m->chunk, sizeof *tok),
+            *pos = omnic_alloc_array(3 * (size_t)m->chunk, sizeof *pos);
     int32_t *sel = omnic_alloc_array((size_t)m->chunk, sizeof *sel);
     omnic_status s = OMNIC_OK;
     if (!tok || !pos || !sel) {
@@ -73,7 +74,8 @@ static omnic_status run_pp(omnic__model *m, int64_t n, uint64_t *seed, omnic_err
         int64_t len = n - start < m->chunk ? n - start : m->chunk;
         for (int64_t i = 0; i < len; i++) {
             tok[i] = (int32_t)(rnd(seed) % (uint32_t)m->dec.cfg.vocab);
-            for (int a = 0; a < (mrope ? 3 : 1); a++) pos[(mrope ? 3 : 1) * i + a] = (int32_t)(start + i);
+            for (int a = 0; a < (mrope ? 3 : 1); a++)
+                pos[(mrope ? 3 : 1) * i + a] = (int32_t)(start + i);
         }
         omnic__tensor t, p;
         int64_t d[1] = {len}, d3[2] = {len, 3};
@@ -83,9 +85,14 @@ static omnic_status run_pp(omnic__model *m, int64_t n, uint64_t *seed, omnic_err
         p.data = pos;
         omnic__tensor r = t; /* LongRoPE table per row: of a forward of the whole prompt */
         r.data = sel;
-        for (int64_t i = 0; i < len; i++) sel[i] = omnic__rope_long(&m->dec.cfg, n);
+        for (int64_t i = 0; i < len; i++)
+            sel[i] = omnic__rope_long(&m->dec.cfg, n);
         const omnic__tensor *in[3] = {&t, &p, &r};
-        omnic__call c = {.n = len, .inputs = in, .n_inputs = m->dec.rope_switch ? 3 : 2, .kv = &m->kv, .slot = 0,
+        omnic__call c = {.n = len,
+                         .inputs = in,
+                         .n_inputs = m->dec.rope_switch ? 3 : 2,
+                         .kv = &m->kv,
+                         .slot = 0,
                          .kv_start = start};
         s = omnic__module_call(&m->prefill, &c, err);
     }
@@ -108,7 +115,8 @@ static omnic_status run_tg(omnic__model *m, int64_t n, int B, uint64_t *seed, om
     for (int64_t step = 0; step < n; step++) {
         for (int b = 0; b < B; b++) {
             tok[b] = (int32_t)(rnd(seed) % (uint32_t)m->dec.cfg.vocab);
-            for (int a = 0; a < (mrope ? 3 : 1); a++) pos[(mrope ? 3 : 1) * b + a] = (int32_t)step;
+            for (int a = 0; a < (mrope ? 3 : 1); a++)
+                pos[(mrope ? 3 : 1) * b + a] = (int32_t)step;
         }
         omnic__tensor t, p;
         int64_t d[1] = {B}, d3[2] = {B, 3};
@@ -118,10 +126,11 @@ static omnic_status run_tg(omnic__model *m, int64_t n, int B, uint64_t *seed, om
         p.data = pos;
         omnic__tensor r = t; /* LongRoPE table per row: a decode forward ends at its position */
         r.data = sel;
-        for (int b = 0; b < B; b++) sel[b] = omnic__rope_long(&m->dec.cfg, step + 1);
+        for (int b = 0; b < B; b++)
+            sel[b] = omnic__rope_long(&m->dec.cfg, step + 1);
         const omnic__tensor *in[3] = {&t, &p, &r};
-        omnic__call c = {.n = B, .inputs = in, .n_inputs = m->dec.rope_switch ? 3 : 2, .kv = &m->kv,
-                         .row_slots = slots};
+        omnic__call c = {
+            .n = B, .inputs = in, .n_inputs = m->dec.rope_switch ? 3 : 2, .kv = &m->kv, .row_slots = slots};
         OMNIC_TRY(omnic__module_call(&m->decode, &c, err));
     }
     return OMNIC_OK;
@@ -129,12 +138,13 @@ static omnic_status run_tg(omnic__model *m, int64_t n, int B, uint64_t *seed, om
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: omnic bench -m DIR [-p 512] [-n 128] [-t THREADS] [-r 3] [-o md|json] [--batch 1,4]\n"
-               "                   [--backend cpu|ref] [--kv f16|f32] [--quant q8_0|q4_0] [--image FILE]\n"
-               "  -p and -n take comma-separated lists (0 skips); --batch runs tg with B sequences at once\n"
-               "  --image FILE: instead, per image: preprocessing (decode + the checkpoint's processor) and\n"
-               "  vision.encode times, images/s, and the encoder's f32 GFLOP/s next to the backend's own f32\n"
-               "  GEMM throughput on the tower's largest matmul shape, measured in the same run\n");
+    fprintf(f,
+            "usage: omnic bench -m DIR [-p 512] [-n 128] [-t THREADS] [-r 3] [-o md|json] [--batch 1,4]\n"
+            "                   [--backend cpu|ref] [--kv f16|f32] [--quant q8_0|q4_0] [--image FILE]\n"
+            "  -p and -n take comma-separated lists (0 skips); --batch runs tg with B sequences at once\n"
+            "  --image FILE: instead, per image: preprocessing (decode + the checkpoint's processor) and\n"
+            "  vision.encode times, images/s, and the encoder's f32 GFLOP/s next to the backend's own f32\n"
+            "  GEMM throughput on the tower's largest matmul shape, measured in the same run\n");
 }
 
 /* Seconds of one [M, K] x [N, K]^T f32 matmul through m's backend and threads (the best of reps). */
@@ -153,12 +163,15 @@ static omnic_status gemm_probe(omnic__model *m, int64_t M, int64_t K, int64_t N,
         s = OMNIC_FAIL(err, OMNIC_E_NOMEM, "out of memory for the GEMM probe");
         goto out;
     }
-    for (int64_t i = 0; i < N * K; i++) ((float *)w->data)[i] = (float)((i * 37) % 17 - 8) / 64.0f;
-    for (int64_t i = 0; i < M * K; i++) x[i] = (float)((i * 11) % 13 - 6) / 8.0f;
+    for (int64_t i = 0; i < N * K; i++)
+        ((float *)w->data)[i] = (float)((i * 37) % 17 - 8) / 64.0f;
+    for (int64_t i = 0; i < M * K; i++)
+        x[i] = (float)((i * 11) % 13 - 6) / 8.0f;
     omnic__graph *g = &mod.graph;
     omnic__tensor *a = omnic__g_input(g, "a", OMNIC_DTYPE_F32, 2, xd, OMNIC_VAR_T);
     omnic__g_mark_output(g, omnic__g_matmul(g, a, omnic__g_weight(g, w), NULL), "y");
-    if ((s = omnic__graph_status(g, err)) != OMNIC_OK || (s = omnic__module_finalize(&mod, m->backend, m->pool, err)) != OMNIC_OK)
+    if ((s = omnic__graph_status(g, err)) != OMNIC_OK ||
+        (s = omnic__module_finalize(&mod, m->backend, m->pool, err)) != OMNIC_OK)
         goto out;
     omnic__tensor at;
     omnic__tensor_init(&at, OMNIC_DTYPE_F32, 2, xd, err);
@@ -235,16 +248,18 @@ static int bench_image(omnic__model *m, const bench_opts *o)
     }
     double enc_gflops = 2 * macs / t_enc * 1e-9;
     double peak_gflops = 2.0 * (double)(rows * width * inter) / gemm_s * 1e-9;
-    printf("| model | image | preprocess ms (mean / best) | encode ms (mean / best) | images/s | encode GFLOP/s | "
+    printf("| model | image | preprocess ms (mean / best) | encode ms (mean / best) | images/s | encode "
+           "GFLOP/s | "
            "f32 GEMM GFLOP/s | encode / GEMM | preprocess / encode |\n"
            "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n");
     printf("| %s | %s | %.2f / %.2f | %.1f / %.1f | %.2f | %.1f | %.1f | %.2f | %.3f |\n", desc, o->image,
            1e3 * sum_prep / o->reps, 1e3 * t_prep, 1e3 * sum_enc / o->reps, 1e3 * t_enc,
            o->reps / (sum_prep + sum_enc), enc_gflops, peak_gflops, enc_gflops / peak_gflops, t_prep / t_enc);
-    printf("\nencode: %.2f GFLOP per image (%.1f%% of the GEMM probe [%lld x %lld] x [%lld x %lld]^T, best of %d, "
+    printf("\nencode: %.2f GFLOP per image (%.1f%% of the GEMM probe [%lld x %lld] x [%lld x %lld]^T, best "
+           "of %d, "
            "threads %d)\n",
-           2 * macs * 1e-9, 100 * enc_gflops / peak_gflops, (long long)rows, (long long)width, (long long)inter,
-           (long long)width, o->reps, m->prefill.nth);
+           2 * macs * 1e-9, 100 * enc_gflops / peak_gflops, (long long)rows, (long long)width,
+           (long long)inter, (long long)width, o->reps, m->prefill.nth);
     rc = 0;
 out:
     omnic__media_item_deinit(&item);
@@ -255,8 +270,15 @@ out:
 
 int omnic__cli_bench(int argc, char **argv)
 {
-    bench_opts o = {.format = "md", .pp = {512}, .n_pp = 1, .tg = {128}, .n_tg = 1, .batch = {1}, .n_batch = 1,
-                    .reps = 3, .kv = OMNIC_DTYPE_F16};
+    bench_opts o = {.format = "md",
+                    .pp = {512},
+                    .n_pp = 1,
+                    .tg = {128},
+                    .n_tg = 1,
+                    .batch = {1},
+                    .n_batch = 1,
+                    .reps = 3,
+                    .kv = OMNIC_DTYPE_F16};
     for (int i = 1; i < argc; i++) {
         const char *v;
         int64_t x;
@@ -314,13 +336,22 @@ int omnic__cli_bench(int argc, char **argv)
         return 2;
     }
     int64_t ctx = 1, max_b = 1;
-    for (int i = 0; i < o.n_pp; i++) ctx = o.pp[i] > ctx ? o.pp[i] : ctx;
-    for (int i = 0; i < o.n_tg; i++) ctx = o.tg[i] > ctx ? o.tg[i] : ctx;
-    for (int i = 0; i < o.n_batch; i++) max_b = o.batch[i] > max_b ? o.batch[i] : max_b;
+    for (int i = 0; i < o.n_pp; i++)
+        ctx = o.pp[i] > ctx ? o.pp[i] : ctx;
+    for (int i = 0; i < o.n_tg; i++)
+        ctx = o.tg[i] > ctx ? o.tg[i] : ctx;
+    for (int i = 0; i < o.n_batch; i++)
+        max_b = o.batch[i] > max_b ? o.batch[i] : max_b;
     int64_t chunk = 1;
-    for (int i = 0; i < o.n_pp; i++) chunk = o.pp[i] > chunk ? o.pp[i] : chunk;
-    omnic__model_opts mo = {.backend = o.backend, .threads = o.threads, .ctx = ctx, .slots = (int)max_b,
-                            .chunk = chunk, .kv_dtype = o.kv, .quant = o.quant};
+    for (int i = 0; i < o.n_pp; i++)
+        chunk = o.pp[i] > chunk ? o.pp[i] : chunk;
+    omnic__model_opts mo = {.backend = o.backend,
+                            .threads = o.threads,
+                            .ctx = ctx,
+                            .slots = (int)max_b,
+                            .chunk = chunk,
+                            .kv_dtype = o.kv,
+                            .quant = o.quant};
     omnic_err err;
     omnic_err_clear(&err);
     omnic__model *m;
@@ -337,7 +368,8 @@ int omnic__cli_bench(int argc, char **argv)
     omnic__text_decoder_param_stats(&m->dec, &params, &bytes);
     const char *wdt = omnic_dtype_name(m->dec.layers[0].wq.dtype);
     bool json = !strcmp(o.format, "json");
-    if (json) printf("[\n");
+    if (json)
+        printf("[\n");
     else
         printf("| model | size | params | backend | threads | test | t/s |\n"
                "| ----- | ---: | -----: | ------- | ------: | ---: | --: |\n");
@@ -353,7 +385,8 @@ int omnic__cli_bench(int argc, char **argv)
                 double ts[1000], sum = 0, sq = 0;
                 for (int r = -1; r < o.reps; r++) { /* r = -1: warm-up, not counted */
                     double t0 = now_s();
-                    omnic_status s = kind == 0 ? run_pp(m, size, &seed, &err) : run_tg(m, size, B, &seed, &err);
+                    omnic_status s =
+                        kind == 0 ? run_pp(m, size, &seed, &err) : run_tg(m, size, B, &seed, &err);
                     double dt = now_s() - t0;
                     if (s != OMNIC_OK) {
                         fprintf(stderr, "omnic bench: %s\n", err.msg);
@@ -363,13 +396,15 @@ int omnic__cli_bench(int argc, char **argv)
                     if (r >= 0) ts[r] = (double)(size * B) / dt;
                 }
                 if (rc) break;
-                for (int r = 0; r < o.reps; r++) sum += ts[r];
+                for (int r = 0; r < o.reps; r++)
+                    sum += ts[r];
                 double mean = sum / o.reps;
-                for (int r = 0; r < o.reps; r++) sq += (ts[r] - mean) * (ts[r] - mean);
+                for (int r = 0; r < o.reps; r++)
+                    sq += (ts[r] - mean) * (ts[r] - mean);
                 double sd = o.reps > 1 ? sqrt(sq / (o.reps - 1)) : 0;
                 char test[48];
-                snprintf(test, sizeof test, B > 1 ? "%s%lld x%d" : "%s%lld", kind == 0 ? "pp" : "tg", (long long)size,
-                         B);
+                snprintf(test, sizeof test, B > 1 ? "%s%lld x%d" : "%s%lld", kind == 0 ? "pp" : "tg",
+                         (long long)size, B);
                 if (json)
                     printf("%s  {\"model\": \"%s %s\", \"model_size\": %lld, \"model_n_params\": %lld, "
                            "\"backend\": \"%s\", \"n_threads\": %d, \"test\": \"%s\", \"n_prompt\": %lld, "
@@ -378,9 +413,9 @@ int omnic__cli_bench(int argc, char **argv)
                            m->backend->name, m->prefill.nth, test, (long long)(kind == 0 ? size : 0),
                            (long long)(kind == 1 ? size : 0), B, mean, sd);
                 else
-                    printf("| %s %s | %.2f GiB | %.2f B | %s | %d | %s | %.2f ± %.2f |\n", m->family->name, wdt,
-                           (double)bytes / (1 << 30), (double)params / 1e9, m->backend->name, m->prefill.nth, test,
-                           mean, sd);
+                    printf("| %s %s | %.2f GiB | %.2f B | %s | %d | %s | %.2f ± %.2f |\n", m->family->name,
+                           wdt, (double)bytes / (1 << 30), (double)params / 1e9, m->backend->name,
+                           m->prefill.nth, test, mean, sd);
                 fflush(stdout);
                 rows++;
             }
@@ -389,10 +424,12 @@ int omnic__cli_bench(int argc, char **argv)
     if (json) printf("\n]\n");
     size_t rss, peak;
     if (omnic__mem_rss(&rss, &peak))
-        fprintf(stderr, "omnic bench: resident %.1f MiB, peak %.1f MiB (weights as loaded %.1f MiB, KV %.1f MiB, "
-                        "modules %.1f MiB)\n",
+        fprintf(stderr,
+                "omnic bench: resident %.1f MiB, peak %.1f MiB (weights as loaded %.1f MiB, KV %.1f MiB, "
+                "modules %.1f MiB)\n",
                 (double)rss / (1 << 20), (double)peak / (1 << 20), (double)bytes / (1 << 20),
-                (double)omnic__model_kv_bytes(m) / (1 << 20), (double)omnic__model_planned_bytes(m) / (1 << 20));
+                (double)omnic__model_kv_bytes(m) / (1 << 20),
+                (double)omnic__model_planned_bytes(m) / (1 << 20));
     omnic__model_close(m);
     return rc;
 }

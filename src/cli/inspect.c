@@ -13,7 +13,8 @@ static void human(char *buf, size_t n, double bytes)
 {
     const char *u[] = {"B", "KiB", "MiB", "GiB", "TiB"};
     int i = 0;
-    while (bytes >= 1024 && i < 4) bytes /= 1024, i++;
+    while (bytes >= 1024 && i < 4)
+        bytes /= 1024, i++;
     snprintf(buf, n, i ? "%.2f %s" : "%.0f %s", bytes, u[i]);
 }
 
@@ -44,7 +45,8 @@ int omnic__cli_inspect(int argc, char **argv)
             opts.ctx = v;
             continue;
         }
-        r = omnic__arg_i64(argc, argv, &i, NULL, "--max-image-pixels", 1, OMNIC_MAX_IMAGE_PIXELS, &max_image_pixels);
+        r = omnic__arg_i64(argc, argv, &i, NULL, "--max-image-pixels", 1, OMNIC_MAX_IMAGE_PIXELS,
+                           &max_image_pixels);
         if (r < 0) return 2;
         if (r) continue;
         r = omnic__arg_i64(argc, argv, &i, "-t", "--threads", 1, 256, &v);
@@ -55,7 +57,8 @@ int omnic__cli_inspect(int argc, char **argv)
         }
         const char *kv;
         if (omnic__arg_str(argc, argv, &i, NULL, "--kv", &kv)) {
-            if (!strcmp(kv, "f32")) opts.kv_dtype = OMNIC_DTYPE_F32;
+            if (!strcmp(kv, "f32"))
+                opts.kv_dtype = OMNIC_DTYPE_F32;
             else if (strcmp(kv, "f16") != 0) {
                 fprintf(stderr, "omnic inspect: --kv must be f16 or f32, got '%s'\n", kv);
                 return 2;
@@ -83,9 +86,10 @@ int omnic__cli_inspect(int argc, char **argv)
     char b1[32], b2[32], b3[32];
     printf("model:      %s\n", dir);
     printf("family:     %s\n", m->family->name);
-    printf("text:       vocab %lld, hidden %lld, layers %lld, heads %lld (kv %lld, head_dim %lld), ffn %lld\n",
-           (long long)c->vocab, (long long)c->hidden, (long long)c->n_layers, (long long)c->n_heads,
-           (long long)c->n_kv_heads, (long long)c->head_dim, (long long)c->intermediate);
+    printf(
+        "text:       vocab %lld, hidden %lld, layers %lld, heads %lld (kv %lld, head_dim %lld), ffn %lld\n",
+        (long long)c->vocab, (long long)c->hidden, (long long)c->n_layers, (long long)c->n_heads,
+        (long long)c->n_kv_heads, (long long)c->head_dim, (long long)c->intermediate);
     static const char *const rope_names[] = {"default", "llama3 scaling", "linear scaling", "LongRoPE"};
     printf("rope:       theta %g, %s, %lld of %lld dims rotate", c->rope_theta, rope_names[c->rope_type],
            (long long)c->n_rot, (long long)c->head_dim);
@@ -101,7 +105,8 @@ int omnic__cli_inspect(int argc, char **argv)
     printf("lm head:    %s\n", c->tie_embeddings ? "tied to embeddings" : "separate");
     /* dtypes over all stored tensors */
     size_t n = omnic__st_count(ck->weights), by_dtype[OMNIC_DTYPE_COUNT] = {0};
-    for (size_t i = 0; i < n; i++) by_dtype[omnic__st_at(ck->weights, i)->dtype]++;
+    for (size_t i = 0; i < n; i++)
+        by_dtype[omnic__st_at(ck->weights, i)->dtype]++;
     printf("dtypes:    ");
     for (int t = 0; t < OMNIC_DTYPE_COUNT; t++)
         if (by_dtype[t]) printf(" %s x %zu", omnic_dtype_name((omnic_dtype)t), by_dtype[t]);
@@ -117,7 +122,8 @@ int omnic__cli_inspect(int argc, char **argv)
                omnic_dtype_name(m->dec.qweights[0]->dtype));
     } else {
         human(b1, sizeof b1, (double)pbytes);
-        printf("parameters: %lld (%.3f B), %s as stored and as loaded\n", (long long)params, (double)params / 1e9, b1);
+        printf("parameters: %lld (%.3f B), %s as stored and as loaded\n", (long long)params,
+               (double)params / 1e9, b1);
     }
     printf("files:\n");
     for (size_t i = 0; i < ck->n_files; i++) {
@@ -127,7 +133,8 @@ int omnic__cli_inspect(int argc, char **argv)
     printf("chat template: %s\n", ck->chat_template_source ? ck->chat_template_source : "none");
     printf("inputs:    "); /* the predicate /v1/models and the server's request checks use */
     for (int k = 0; k < OMNIC_MODALITY_COUNT; k++)
-        if (omnic__model_accepts(m, (omnic__modality)k)) printf(" %s", omnic__modality_name((omnic__modality)k));
+        if (omnic__model_accepts(m, (omnic__modality)k))
+            printf(" %s", omnic__modality_name((omnic__modality)k));
     printf("\n");
     printf("backend:    %s, %d thread%s\n", m->backend->name, m->prefill.nth, m->prefill.nth == 1 ? "" : "s");
     printf("modules (context %lld rows per slot, %d slot%s, prefill chunk %lld):\n", (long long)m->capacity,
@@ -143,26 +150,34 @@ int omnic__cli_inspect(int argc, char **argv)
         if (omnic__media_proc_init(&p, m, OMNIC_MODALITY_IMAGE, max_image_pixels, &perr) != OMNIC_OK) {
             printf("images:     processor config refused: %s\n", perr.msg);
         } else {
-            const int64_t mp = omnic__media_proc_max_pixels(&p, false), own = omnic__media_proc_max_pixels(&p, true);
-            if (!mp) printf("images:     resized to the encoder's fixed input size\n");
-            else if (mp == own) printf("images:     resized to at most %lld pixels (the checkpoint's max_pixels)\n", (long long)mp);
-            else printf("images:     resized to at most %lld pixels (%s; the checkpoint's max_pixels: %lld)\n", (long long)mp,
-                        max_image_pixels == mp ? "--max-image-pixels" : "the encoder's capacity", (long long)own);
+            const int64_t mp = omnic__media_proc_max_pixels(&p, false),
+                          own = omnic__media_proc_max_pixels(&p, true);
+            if (!mp)
+                printf("images:     resized to the encoder's fixed input size\n");
+            else if (mp == own)
+                printf("images:     resized to at most %lld pixels (the checkpoint's max_pixels)\n",
+                       (long long)mp);
+            else
+                printf("images:     resized to at most %lld pixels (%s; the checkpoint's max_pixels: %lld)\n",
+                       (long long)mp,
+                       max_image_pixels == mp ? "--max-image-pixels" : "the encoder's capacity",
+                       (long long)own);
             omnic__media_proc_deinit(&p);
         }
     }
     human(b1, sizeof b1, (double)omnic__model_planned_bytes(m));
     human(b2, sizeof b2, (double)omnic__model_kv_bytes(m));
     human(b3, sizeof b3, (double)(omnic__model_planned_bytes(m) + omnic__model_kv_bytes(m)));
-    printf("memory:     modules %s + KV cache (%s, %d slot%s x %lld rows) %s = %s beyond the %s weights\n", b1,
-           omnic_dtype_name(m->kv_dtype), m->n_slots, m->n_slots == 1 ? "" : "s", (long long)m->capacity, b2, b3,
-           m->dec.n_qweights ? "quantized" : "mapped");
+    printf("memory:     modules %s + KV cache (%s, %d slot%s x %lld rows) %s = %s beyond the %s weights\n",
+           b1, omnic_dtype_name(m->kv_dtype), m->n_slots, m->n_slots == 1 ? "" : "s", (long long)m->capacity,
+           b2, b3, m->dec.n_qweights ? "quantized" : "mapped");
     size_t rss, peak;
     if (omnic__mem_rss(&rss, &peak)) {
         human(b1, sizeof b1, (double)rss);
         human(b2, sizeof b2, (double)peak);
-        printf("resident:   %s now, %s peak (after load; untouched pages of mapped weights are not resident)\n", b1,
-               b2);
+        printf(
+            "resident:   %s now, %s peak (after load; untouched pages of mapped weights are not resident)\n",
+            b1, b2);
     }
     printf("identity:   %s\n", m->identity);
     omnic__model_close(m);

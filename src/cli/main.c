@@ -9,20 +9,23 @@
 
 static void usage(FILE *f)
 {
-    fprintf(f, "omnic %s: multimodal LLM inference\n"
-               "usage: omnic <command> [options]\n"
-               "commands:\n"
-               "  inspect -m DIR     family, dimensions, dtypes, parameters, files, modules, memory, identity\n"
-               "  run -m DIR -p TEXT generate from a prompt (chat template applied unless --raw)\n"
-               "  bench -m DIR       prompt-processing and generation throughput (llama-bench style)\n"
-               "  tokenize -m DIR    text on stdin -> token ids (JSON), --special, --jsonl\n"
-               "  detokenize -m DIR  token ids (JSON) on stdin -> text, --skip-special, --jsonl, --stream\n"
-               "  template -m DIR    conversation (JSON) on stdin -> prompt rendered by the chat template\n"
-               "  serve -m DIR       OpenAI-compatible HTTP server (chat/completions, completions, models, metrics)\n"
-               "  preprocess --image FILE -m DIR --out FILE.npy  image -> pixel_values through the image processor\n"
-               "  version            print the version\n"
-               "run `omnic <command> --help` for a command's options\n",
-            OMNIC_VERSION);
+    fprintf(
+        f,
+        "omnic %s: multimodal LLM inference\n"
+        "usage: omnic <command> [options]\n"
+        "commands:\n"
+        "  inspect -m DIR     family, dimensions, dtypes, parameters, files, modules, memory, identity\n"
+        "  run -m DIR -p TEXT generate from a prompt (chat template applied unless --raw)\n"
+        "  bench -m DIR       prompt-processing and generation throughput (llama-bench style)\n"
+        "  tokenize -m DIR    text on stdin -> token ids (JSON), --special, --jsonl\n"
+        "  detokenize -m DIR  token ids (JSON) on stdin -> text, --skip-special, --jsonl, --stream\n"
+        "  template -m DIR    conversation (JSON) on stdin -> prompt rendered by the chat template\n"
+        "  serve -m DIR       OpenAI-compatible HTTP server (chat/completions, completions, models, "
+        "metrics)\n"
+        "  preprocess --image FILE -m DIR --out FILE.npy  image -> pixel_values through the image processor\n"
+        "  version            print the version\n"
+        "run `omnic <command> --help` for a command's options\n",
+        OMNIC_VERSION);
 }
 
 int main(int argc, char **argv)

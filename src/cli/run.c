@@ -10,9 +10,9 @@
 #include <time.h>
 
 #include "cli/args.h"
-#include "engine/chat.h"
 #include "cli/cli.h"
 #include "core/npy.h"
+#include "engine/chat.h"
 #include "engine/engine.h"
 #include "engine/gen_config.h"
 #include "engine/media.h"
@@ -28,7 +28,7 @@ typedef struct run_state {
     double t_submit, t_first, t_end;
     int32_t *generated; /* [cap] */
     int64_t n_generated, cap;
-    const char *dump;   /* directory or NULL */
+    const char *dump; /* directory or NULL */
     const int32_t *prompt;
     size_t n_prompt;
     size_t n_images;
@@ -91,8 +91,10 @@ static void dump_i32(run_state *st, const char *name, const int32_t *v, int64_t 
 /* name, or name_i when the request has several images. */
 static void image_name(const run_state *st, const char *base, int64_t i, char *out, size_t cap)
 {
-    if (st->n_images > 1) snprintf(out, cap, "%s_%lld", base, (long long)i);
-    else snprintf(out, cap, "%s", base);
+    if (st->n_images > 1)
+        snprintf(out, cap, "%s_%lld", base, (long long)i);
+    else
+        snprintf(out, cap, "%s", base);
 }
 
 /* After image i is encoded (scheduler thread): the selected features and projected rows. */
@@ -126,7 +128,8 @@ static void on_prefill(void *ctx, const omnic__prefill_info *info)
     } else {
         int32_t *pos = malloc((size_t)T * sizeof *pos);
         if (pos) {
-            for (int64_t i = 0; i < T; i++) pos[i] = pp ? pp->positions[i] : (int32_t)i;
+            for (int64_t i = 0; i < T; i++)
+                pos[i] = pp ? pp->positions[i] : (int32_t)i;
             dump_i32(st, "positions", pos, T);
             free(pos);
         }
@@ -170,27 +173,30 @@ static void on_prefill(void *ctx, const omnic__prefill_info *info)
 
 static void usage(FILE *f)
 {
-    fprintf(f,
-            "usage: omnic run -m DIR -p PROMPT [--system S] [--raw] [-n N] [--temp T] [--top-k K] [--top-p P]\n"
-            "                 [--min-p M] [--repeat-penalty R] [--presence-penalty P] [--frequency-penalty F]\n"
-            "                 [--seed S] [--stop STR]... [--ctx N] [--threads N] [--backend cpu|ref] [--kv f16|f32]\n"
-            "                 [--quant q8_0|q4_0] [--chunk N] [--ignore-eos] [--image FILE]... [--max-image-pixels N]\n"
-            "                 [--dump DIR] [--generation-config auto|ignore]\n"
-            "       omnic run -m DIR --tokens ID,ID,... [options]\n"
-            "  Text goes to stdout, timings to stderr. Sampling starts from generation_config.json's\n"
-            "  do_sample, temperature, top_k, top_p, min_p, repetition_penalty and max_new_tokens (-n)\n"
-            "  where the options do not set them (auto, the default; ignore: greedy, -n 256). The chat\n"
-            "  template's prompt gets the special tokens Hugging Face gives it (a processor's BOS for\n"
-            "  image models). --raw skips the chat template (the prompt is tokenized as is, with the\n"
-            "  tokenizer's special tokens; put the model's image placeholder in it once per --image).\n"
-            "  --image (JPEG, PNG, WebP; repeatable) goes before the text of the user message.\n"
-            "  --max-image-pixels N resizes images to at most N pixels where the processor takes a\n"
-            "  pixel bound (below the checkpoint's own max_pixels; a warning says when it did).\n"
-            "  --tokens feeds the prompt as token ids, used as given (no template, no BOS; with\n"
-            "  --image, the model's image placeholder id once per image, as the logical prompt has it).\n"
-            "  --dump writes every prefill stage as .npy (tokens, positions, inputs_embeds,\n"
-            "  hidden_l*, kv_l*_k/v, prefill_logits, generated; with images also pixel_values,\n"
-            "  vision_features, projected, attn_bias; _i suffixes for several images).\n");
+    fprintf(
+        f,
+        "usage: omnic run -m DIR -p PROMPT [--system S] [--raw] [-n N] [--temp T] [--top-k K] [--top-p P]\n"
+        "                 [--min-p M] [--repeat-penalty R] [--presence-penalty P] [--frequency-penalty F]\n"
+        "                 [--seed S] [--stop STR]... [--ctx N] [--threads N] [--backend cpu|ref] [--kv "
+        "f16|f32]\n"
+        "                 [--quant q8_0|q4_0] [--chunk N] [--ignore-eos] [--image FILE]... "
+        "[--max-image-pixels N]\n"
+        "                 [--dump DIR] [--generation-config auto|ignore]\n"
+        "       omnic run -m DIR --tokens ID,ID,... [options]\n"
+        "  Text goes to stdout, timings to stderr. Sampling starts from generation_config.json's\n"
+        "  do_sample, temperature, top_k, top_p, min_p, repetition_penalty and max_new_tokens (-n)\n"
+        "  where the options do not set them (auto, the default; ignore: greedy, -n 256). The chat\n"
+        "  template's prompt gets the special tokens Hugging Face gives it (a processor's BOS for\n"
+        "  image models). --raw skips the chat template (the prompt is tokenized as is, with the\n"
+        "  tokenizer's special tokens; put the model's image placeholder in it once per --image).\n"
+        "  --image (JPEG, PNG, WebP; repeatable) goes before the text of the user message.\n"
+        "  --max-image-pixels N resizes images to at most N pixels where the processor takes a\n"
+        "  pixel bound (below the checkpoint's own max_pixels; a warning says when it did).\n"
+        "  --tokens feeds the prompt as token ids, used as given (no template, no BOS; with\n"
+        "  --image, the model's image placeholder id once per image, as the logical prompt has it).\n"
+        "  --dump writes every prefill stage as .npy (tokens, positions, inputs_embeds,\n"
+        "  hidden_l*, kv_l*_k/v, prefill_logits, generated; with images also pixel_values,\n"
+        "  vision_features, projected, attn_bias; _i suffixes for several images).\n");
 }
 
 /* --tokens "1,2,3" -> owned *out (omnic_free) of *n ids, used as given (no template, no BOS).
@@ -198,7 +204,8 @@ static void usage(FILE *f)
 static int parse_tokens(const char *v, int32_t **out, size_t *n)
 {
     size_t cap = 1;
-    for (const char *c = v; *c; c++) cap += *c == ',';
+    for (const char *c = v; *c; c++)
+        cap += *c == ',';
     int32_t *ids = omnic_alloc_array(cap, sizeof *ids);
     if (!ids) {
         fprintf(stderr, "omnic run: --tokens: out of memory for %zu ids\n", cap);
@@ -210,7 +217,8 @@ static int parse_tokens(const char *v, int32_t **out, size_t *n)
         errno = 0;
         long long x = *c >= '0' && *c <= '9' ? strtoll(c, &end, 10) : -1;
         if (x < 0 || errno || x > INT32_MAX || (*end && *end != ',')) {
-            fprintf(stderr, "omnic run: --tokens: id %zu is not an integer in [0, %d] (in '%s')\n", k, INT32_MAX, v);
+            fprintf(stderr, "omnic run: --tokens: id %zu is not an integer in [0, %d] (in '%s')\n", k,
+                    INT32_MAX, v);
             omnic_free(ids);
             return -1;
         }
@@ -250,13 +258,17 @@ int omnic__cli_run(int argc, char **argv)
         const char *a = argv[i], *v;
         int64_t x;
         int r;
-        struct { const char *name; float *dst; double lo, hi; unsigned bit; } fopts[] = {
-            {"--temp", &sp.temperature, 0, 100, OMNIC_GEN_TEMPERATURE},
-            {"--top-p", &sp.top_p, 1e-9, 1, OMNIC_GEN_TOP_P},
-            {"--min-p", &sp.min_p, 0, 1, OMNIC_GEN_MIN_P},
-            {"--repeat-penalty", &sp.repetition_penalty, 1e-6, 100, OMNIC_GEN_REPETITION_PENALTY},
-            {"--presence-penalty", &sp.presence_penalty, -2, 2, 0},
-            {"--frequency-penalty", &sp.frequency_penalty, -2, 2, 0}};
+        struct {
+            const char *name;
+            float *dst;
+            double lo, hi;
+            unsigned bit;
+        } fopts[] = {{"--temp", &sp.temperature, 0, 100, OMNIC_GEN_TEMPERATURE},
+                     {"--top-p", &sp.top_p, 1e-9, 1, OMNIC_GEN_TOP_P},
+                     {"--min-p", &sp.min_p, 0, 1, OMNIC_GEN_MIN_P},
+                     {"--repeat-penalty", &sp.repetition_penalty, 1e-6, 100, OMNIC_GEN_REPETITION_PENALTY},
+                     {"--presence-penalty", &sp.presence_penalty, -2, 2, 0},
+                     {"--frequency-penalty", &sp.frequency_penalty, -2, 2, 0}};
         bool matched = false;
         for (size_t k = 0; k < sizeof fopts / sizeof fopts[0] && !matched; k++) {
             if ((r = omnic__arg_str(argc, argv, &i, NULL, fopts[k].name, &v)) == 0) continue;
@@ -338,12 +350,17 @@ int omnic__cli_run(int argc, char **argv)
             eo.model.kv_dtype = strcmp(v, "f32") ? OMNIC_DTYPE_F16 : OMNIC_DTYPE_F32;
             continue;
         }
-        struct { const char *s, *l; int64_t lo, hi; int64_t *dst; } iopts[] = {
-            {"-n", "--n-predict", 1, INT32_MAX, &n_predict}, {"-c", "--ctx", 1, INT32_MAX, &eo.model.ctx},
-            {NULL, "--chunk", 1, INT32_MAX, &eo.model.chunk},
-            {NULL, "--max-image-pixels", 1, OMNIC_MAX_IMAGE_PIXELS, &max_image_pixels}};
+        struct {
+            const char *s, *l;
+            int64_t lo, hi;
+            int64_t *dst;
+        } iopts[] = {{"-n", "--n-predict", 1, INT32_MAX, &n_predict},
+                     {"-c", "--ctx", 1, INT32_MAX, &eo.model.ctx},
+                     {NULL, "--chunk", 1, INT32_MAX, &eo.model.chunk},
+                     {NULL, "--max-image-pixels", 1, OMNIC_MAX_IMAGE_PIXELS, &max_image_pixels}};
         for (size_t k = 0; k < sizeof iopts / sizeof iopts[0] && !matched; k++) {
-            if ((r = omnic__arg_i64(argc, argv, &i, iopts[k].s, iopts[k].l, iopts[k].lo, iopts[k].hi, iopts[k].dst)) == 0)
+            if ((r = omnic__arg_i64(argc, argv, &i, iopts[k].s, iopts[k].l, iopts[k].lo, iopts[k].hi,
+                                    iopts[k].dst)) == 0)
                 continue;
             if (r < 0) return 2;
             if (iopts[k].dst == &n_predict) given |= OMNIC_GEN_MAX_TOKENS;
@@ -414,7 +431,8 @@ int omnic__cli_run(int argc, char **argv)
             size_t len = 0;
             item_ptrs[k] = &items[k];
             if (omnic__read_file(images[k], OMNIC_MAX_MEDIA_BYTES, &bytes, &len, &err) != OMNIC_OK ||
-                omnic__media_prepare(&prep, (const uint8_t *)bytes, len, NULL, NULL, &items[k], &err) != OMNIC_OK) {
+                omnic__media_prepare(&prep, (const uint8_t *)bytes, len, NULL, NULL, &items[k], &err) !=
+                    OMNIC_OK) {
                 fprintf(stderr, "omnic run: --image %s: %s\n", images[k], err.msg);
                 omnic_free(bytes);
                 omnic__media_proc_deinit(&prep);
@@ -422,15 +440,19 @@ int omnic__cli_run(int argc, char **argv)
             }
             omnic_free(bytes);
             if (items[k].limited && max_image_pixels > 0)
-                fprintf(stderr, "omnic run: warning: --image %s resized from %lldx%lld to %lldx%lld by --max-image-pixels %lld\n",
-                        images[k], (long long)items[k].in_w, (long long)items[k].in_h, (long long)items[k].out_w,
-                        (long long)items[k].out_h, (long long)max_image_pixels);
+                fprintf(stderr,
+                        "omnic run: warning: --image %s resized from %lldx%lld to %lldx%lld by "
+                        "--max-image-pixels %lld\n",
+                        images[k], (long long)items[k].in_w, (long long)items[k].in_h,
+                        (long long)items[k].out_w, (long long)items[k].out_h, (long long)max_image_pixels);
             else if (items[k].limited)
                 fprintf(stderr,
-                        "omnic run: warning: --image %s resized from %lldx%lld to %lldx%lld to fit the encoder's capacity "
+                        "omnic run: warning: --image %s resized from %lldx%lld to %lldx%lld to fit the "
+                        "encoder's capacity "
                         "of %lld pixels, below the checkpoint's max_pixels\n",
-                        images[k], (long long)items[k].in_w, (long long)items[k].in_h, (long long)items[k].out_w,
-                        (long long)items[k].out_h, (long long)omnic__media_proc_max_pixels(&prep, false));
+                        images[k], (long long)items[k].in_w, (long long)items[k].in_h,
+                        (long long)items[k].out_w, (long long)items[k].out_h,
+                        (long long)omnic__media_proc_max_pixels(&prep, false));
         }
         omnic__media_proc_deinit(&prep);
     }
@@ -445,13 +467,14 @@ int omnic__cli_run(int argc, char **argv)
             rc = 2;
             goto out;
         }
-        if (omnic__tokenizer_encode(omnic__engine_tokenizer(e), prompt, strlen(prompt), true, &ids, &n_ids, &err) !=
-            OMNIC_OK) {
+        if (omnic__tokenizer_encode(omnic__engine_tokenizer(e), prompt, strlen(prompt), true, &ids, &n_ids,
+                                    &err) != OMNIC_OK) {
             fprintf(stderr, "omnic run: prompt: %s\n", err.msg);
             goto out;
         }
     } else if (omnic__chat_prompt_images(m->ckpt, omnic__engine_tokenizer(e), system, prompt, n_images,
-                                         omnic__model_supports_image(m), &text, &ids, &n_ids, &err) != OMNIC_OK) {
+                                         omnic__model_supports_image(m), &text, &ids, &n_ids,
+                                         &err) != OMNIC_OK) {
         fprintf(stderr, "omnic run: %s\n", err.msg);
         goto out;
     }
@@ -460,7 +483,8 @@ int omnic__cli_run(int argc, char **argv)
         expanded += omnic__media_item_rows(m, &items[k], &rows, &err) == OMNIC_OK ? rows - 1 : 0;
     if ((omnic__engine_gen_defaults(e)->set & ~given & OMNIC_GEN_MAX_TOKENS) && expanded < m->capacity &&
         n_predict > m->capacity - expanded)
-        n_predict = m->capacity - expanded; /* generation_config.json's max_new_tokens: at most what fits (vLLM) */
+        n_predict =
+            m->capacity - expanded; /* generation_config.json's max_new_tokens: at most what fits (vLLM) */
     if (dump && expanded > m->chunk) {
         fprintf(stderr, "omnic run: --dump needs the prompt in one prefill chunk: %lld rows > --chunk %lld\n",
                 (long long)expanded, (long long)m->chunk);
@@ -475,7 +499,8 @@ int omnic__cli_run(int argc, char **argv)
     }
     if (dump && n_images && items[0].has_grid) { /* [n_images, 3] (t, h, w) */
         int32_t thw[3 * OMNIC_MAX_REQUEST_IMAGES];
-        for (size_t k = 0; k < 3 * n_images; k++) thw[k] = (int32_t)items[k / 3].grid[k % 3];
+        for (size_t k = 0; k < 3 * n_images; k++)
+            thw[k] = (int32_t)items[k / 3].grid[k % 3];
         omnic__tensor t;
         int64_t d[2] = {(int64_t)n_images, 3};
         omnic__tensor_init(&t, OMNIC_DTYPE_I32, 2, d, &err);
@@ -511,22 +536,27 @@ int omnic__cli_run(int argc, char **argv)
         goto out;
     }
     pthread_mutex_lock(&st.mu);
-    while (!st.done) pthread_cond_wait(&st.cv, &st.mu);
+    while (!st.done)
+        pthread_cond_wait(&st.cv, &st.mu);
     pthread_mutex_unlock(&st.mu);
     printf("\n");
     if (dump) dump_i32(&st, "generated", st.generated, st.n_generated < st.cap ? st.n_generated : st.cap);
     double pp = st.t_first > st.t_submit ? (double)st.prompt_tokens / (st.t_first - st.t_submit) : 0;
-    double tg = st.n_generated > 1 && st.t_end > st.t_first ? (double)(st.n_generated - 1) / (st.t_end - st.t_first) : 0;
-    fprintf(stderr,
-            "omnic run: load %.2f s; prompt %lld tokens, %.2f tok/s; time to first token %.3f s; generated %lld "
-            "tokens, %.2f tok/s; finish %s\n",
-            t_load, (long long)st.prompt_tokens, pp, st.t_first > st.t_submit ? st.t_first - st.t_submit : 0.0,
-            (long long)st.completion_tokens, tg, omnic__finish_name(st.finish));
+    double tg = st.n_generated > 1 && st.t_end > st.t_first
+                    ? (double)(st.n_generated - 1) / (st.t_end - st.t_first)
+                    : 0;
+    fprintf(
+        stderr,
+        "omnic run: load %.2f s; prompt %lld tokens, %.2f tok/s; time to first token %.3f s; generated %lld "
+        "tokens, %.2f tok/s; finish %s\n",
+        t_load, (long long)st.prompt_tokens, pp, st.t_first > st.t_submit ? st.t_first - st.t_submit : 0.0,
+        (long long)st.completion_tokens, tg, omnic__finish_name(st.finish));
     if (st.finish == OMNIC_FINISH_ERROR) fprintf(stderr, "omnic run: %s\n", st.error);
     rc = st.finish == OMNIC_FINISH_ERROR || st.dump_errors ? 1 : 0;
     free(st.generated);
 out:
-    for (size_t k = 0; k < n_images; k++) omnic__media_item_deinit(&items[k]);
+    for (size_t k = 0; k < n_images; k++)
+        omnic__media_item_deinit(&items[k]);
     omnic_free(ids);
     omnic_free(text);
     omnic__engine_destroy(e);

@@ -16,68 +16,71 @@
 
 static void usage(FILE *f)
 {
-    fprintf(f,
-            "usage: omnic serve -m DIR [--host 127.0.0.1] [--port 8080] [--parallel N] [--ctx C] [--threads T]\n"
-            "                   [--api-key K | --api-key-file F] [--max-queue Q] [--request-timeout S]\n"
-            "                   [--cors-origin O]... [--allowed-hosts H]... [--model-name NAME] [--chunk N]\n"
-            "                   [--step-tokens N]\n"
-            "                   [--kv f16|f32] [--backend cpu|ref] [--quant q8_0|q4_0] [--max-body BYTES] [--max-backlog BYTES]\n"
-            "                   [--http-threads N] [--max-connections N] [--max-connections-per-ip N]\n"
-            "                   [--idle-timeout S] [--shutdown-timeout S] [--media-dir DIR] [--max-images N]\n"
-            "                   [--max-image-pixels N] [--max-decode-pixels N] [--media-workers N]\n"
-            "                   [--allow-remote-media HOST]...\n"
-            "                   [--allow-remote-media-port N]... [--media-proxy URL] [--remote-media-timeout S]\n"
-            "                   [--generation-config auto|ignore]\n"
-            "  OpenAI-compatible HTTP server: POST /v1/chat/completions, POST /v1/completions,\n"
-            "  GET /v1/models, GET /health, GET /metrics, POST /tokenize, POST /detokenize.\n"
-            "  --parallel N       sequences decoded together (slots; default 4); n may go up to N\n"
-            "  --ctx C            context per slot (default min(max_position_embeddings, 4096))\n"
-            "  --quant q4_0       quantize linear weights at load (q8_0 or q4_0)\n"
-            "  --step-tokens N    mixed steps: while other slots decode, a prompt is prefilled N - (decoding\n"
-            "                     slots) rows per step (at least 1) inside the decode call, so streams slow down\n"
-            "                     by those rows instead of a whole --chunk; every prompt row then takes the\n"
-            "                     batch-invariant kernels (slower prefill, outputs still independent of the\n"
-            "                     batch). Default 0: one --chunk of prefill per step.\n"
-            "  --max-queue Q      requests waiting for a slot before 429 (default 64)\n"
-            "  --request-timeout S  cancel a generation after S seconds (default: none)\n"
-            "  --api-key K        require 'Authorization: Bearer K' (all routes but /health)\n"
-            "  --cors-origin O    allow browser requests from origin O ('*': any); repeatable. Requests\n"
-            "                     naming another Origin (not this server's own) get 403\n"
-            "  --allowed-hosts H  answer only requests whose Host header names H (repeatable; '*': any);\n"
-            "                     default: the --host address and localhost names (any with --host\n"
-            "                     0.0.0.0 or ::), so DNS rebinding cannot reach a local server\n"
-            "  --port 0           any free port (printed on stderr)\n"
-            "  --max-body BYTES   largest request body (default and cap: 8 MiB)\n"
-            "  --max-backlog BYTES  generated text held for a client that stops reading (or for a\n"
-            "                     non-streamed choice) before the request is cancelled (default and cap: 4 MiB)\n"
-            "  --max-connections N  open connections (default 1024, kept below the file-descriptor limit)\n"
-            "  --max-connections-per-ip N  open connections from one client address (default 64)\n"
-            "  --idle-timeout S   close a connection without traffic for S s (default 30)\n"
-            "  --shutdown-timeout S  on SIGINT/SIGTERM, let in-flight requests finish for S s (default 30)\n"
-            "  --generation-config auto  generation_config.json's temperature, top_k, top_p, min_p,\n"
-            "                     repetition_penalty, max_new_tokens (and do_sample false: greedy) are the\n"
-            "                     defaults of a request that does not set them (vLLM's default); ignore:\n"
-            "                     OpenAI's defaults (temperature 1, top_p 1)\n");
-    fprintf(f,
-            "  Image input (models that take it: /v1/models lists \"image\"): image_url parts carry data:\n"
-            "  URLs (image/jpeg, image/png, image/webp), or file paths when --media-dir is given:\n"
-            "  --media-dir DIR    image parts may name files inside DIR (nothing outside it); remote\n"
-            "                     http(s) URLs are never fetched\n"
-            "  --max-images N     images per request (default and cap: 16)\n"
-            "  --max-image-pixels N  resize images to at most N pixels before the encoder, below the\n"
-            "                     checkpoint's own max_pixels (default: the checkpoint's, as Hugging Face);\n"
-            "                     responses whose image it resized say so in a Warning header\n"
-            "  --max-decode-pixels N  width x height of one decoded image (default and cap: 89478485)\n"
-            "  --allow-remote-media HOST  fetch http(s) image URLs of HOST (exact name; repeatable; none by\n"
-            "                     default); an address in a special-purpose range (loopback, private,\n"
-            "                     link-local, NAT64 / 6to4 / IPv4-compatible, documentation, ...) is refused\n"
-            "                     unless that address itself is listed; no redirects\n"
-            "  --allow-remote-media-port N  fetch only from these ports (repeatable; default: any)\n"
-            "  --media-proxy URL  fetch through this proxy (the proxy then owns the address check);\n"
-            "                     proxies from the environment are never used\n"
-            "  --remote-media-timeout S  per fetch (default 10)\n"
-            "  --media-workers N  threads that fetch, decode and preprocess images (default 2; at most 4 x N\n"
-            "                     requests wait for them, more get 429)\n");
+    fprintf(
+        f,
+        "usage: omnic serve -m DIR [--host 127.0.0.1] [--port 8080] [--parallel N] [--ctx C] [--threads T]\n"
+        "                   [--api-key K | --api-key-file F] [--max-queue Q] [--request-timeout S]\n"
+        "                   [--cors-origin O]... [--allowed-hosts H]... [--model-name NAME] [--chunk N]\n"
+        "                   [--step-tokens N]\n"
+        "                   [--kv f16|f32] [--backend cpu|ref] [--quant q8_0|q4_0] [--max-body BYTES] "
+        "[--max-backlog BYTES]\n"
+        "                   [--http-threads N] [--max-connections N] [--max-connections-per-ip N]\n"
+        "                   [--idle-timeout S] [--shutdown-timeout S] [--media-dir DIR] [--max-images N]\n"
+        "                   [--max-image-pixels N] [--max-decode-pixels N] [--media-workers N]\n"
+        "                   [--allow-remote-media HOST]...\n"
+        "                   [--allow-remote-media-port N]... [--media-proxy URL] [--remote-media-timeout S]\n"
+        "                   [--generation-config auto|ignore]\n"
+        "  OpenAI-compatible HTTP server: POST /v1/chat/completions, POST /v1/completions,\n"
+        "  GET /v1/models, GET /health, GET /metrics, POST /tokenize, POST /detokenize.\n"
+        "  --parallel N       sequences decoded together (slots; default 4); n may go up to N\n"
+        "  --ctx C            context per slot (default min(max_position_embeddings, 4096))\n"
+        "  --quant q4_0       quantize linear weights at load (q8_0 or q4_0)\n"
+        "  --step-tokens N    mixed steps: while other slots decode, a prompt is prefilled N - (decoding\n"
+        "                     slots) rows per step (at least 1) inside the decode call, so streams slow "
+        "down\n"
+        "                     by those rows instead of a whole --chunk; every prompt row then takes the\n"
+        "                     batch-invariant kernels (slower prefill, outputs still independent of the\n"
+        "                     batch). Default 0: one --chunk of prefill per step.\n"
+        "  --max-queue Q      requests waiting for a slot before 429 (default 64)\n"
+        "  --request-timeout S  cancel a generation after S seconds (default: none)\n"
+        "  --api-key K        require 'Authorization: Bearer K' (all routes but /health)\n"
+        "  --cors-origin O    allow browser requests from origin O ('*': any); repeatable. Requests\n"
+        "                     naming another Origin (not this server's own) get 403\n"
+        "  --allowed-hosts H  answer only requests whose Host header names H (repeatable; '*': any);\n"
+        "                     default: the --host address and localhost names (any with --host\n"
+        "                     0.0.0.0 or ::), so DNS rebinding cannot reach a local server\n"
+        "  --port 0           any free port (printed on stderr)\n"
+        "  --max-body BYTES   largest request body (default and cap: 8 MiB)\n"
+        "  --max-backlog BYTES  generated text held for a client that stops reading (or for a\n"
+        "                     non-streamed choice) before the request is cancelled (default and cap: 4 MiB)\n"
+        "  --max-connections N  open connections (default 1024, kept below the file-descriptor limit)\n"
+        "  --max-connections-per-ip N  open connections from one client address (default 64)\n"
+        "  --idle-timeout S   close a connection without traffic for S s (default 30)\n"
+        "  --shutdown-timeout S  on SIGINT/SIGTERM, let in-flight requests finish for S s (default 30)\n"
+        "  --generation-config auto  generation_config.json's temperature, top_k, top_p, min_p,\n"
+        "                     repetition_penalty, max_new_tokens (and do_sample false: greedy) are the\n"
+        "                     defaults of a request that does not set them (vLLM's default); ignore:\n"
+        "                     OpenAI's defaults (temperature 1, top_p 1)\n");
+    fprintf(
+        f, "  Image input (models that take it: /v1/models lists \"image\"): image_url parts carry data:\n"
+           "  URLs (image/jpeg, image/png, image/webp), or file paths when --media-dir is given:\n"
+           "  --media-dir DIR    image parts may name files inside DIR (nothing outside it); remote\n"
+           "                     http(s) URLs are never fetched\n"
+           "  --max-images N     images per request (default and cap: 16)\n"
+           "  --max-image-pixels N  resize images to at most N pixels before the encoder, below the\n"
+           "                     checkpoint's own max_pixels (default: the checkpoint's, as Hugging Face);\n"
+           "                     responses whose image it resized say so in a Warning header\n"
+           "  --max-decode-pixels N  width x height of one decoded image (default and cap: 89478485)\n"
+           "  --allow-remote-media HOST  fetch http(s) image URLs of HOST (exact name; repeatable; none by\n"
+           "                     default); an address in a special-purpose range (loopback, private,\n"
+           "                     link-local, NAT64 / 6to4 / IPv4-compatible, documentation, ...) is refused\n"
+           "                     unless that address itself is listed; no redirects\n"
+           "  --allow-remote-media-port N  fetch only from these ports (repeatable; default: any)\n"
+           "  --media-proxy URL  fetch through this proxy (the proxy then owns the address check);\n"
+           "                     proxies from the environment are never used\n"
+           "  --remote-media-timeout S  per fetch (default 10)\n"
+           "  --media-workers N  threads that fetch, decode and preprocess images (default 2; at most 4 x N\n"
+           "                     requests wait for them, more get 429)\n");
 }
 
 static int read_key_file(const char *path, char *out, size_t cap)
@@ -93,7 +96,8 @@ static int read_key_file(const char *path, char *out, size_t cap)
     out[n] = '\0';
     size_t line = strcspn(out, "\r\n"); /* the key is the first line */
     out[line] = '\0';
-    while (line && (out[line - 1] == ' ' || out[line - 1] == '\t')) out[--line] = '\0';
+    while (line && (out[line - 1] == ' ' || out[line - 1] == '\t'))
+        out[--line] = '\0';
     if (!line || line > OMNIC_MAX_API_KEY_BYTES || (more && line == n)) {
         fprintf(stderr, "omnic serve: --api-key-file %s: the key must be one line of 1..%d bytes\n", path,
                 OMNIC_MAX_API_KEY_BYTES);
@@ -137,9 +141,8 @@ int omnic__cli_serve(int argc, char **argv)
     static long remote_ports[OMNIC_MAX_REMOTE_MEDIA_HOSTS];
     static const char *allowed_hosts[OMNIC_MAX_ALLOWED_HOSTS];
     static loader ld; /* static: the loader thread may outlive this function on an interrupted load */
-    omnic__server_opts o = {.host = "127.0.0.1",
-                            .port = 8080,
-                            .engine = {.model = {.kv_dtype = OMNIC_DTYPE_F16, .slots = 4}}};
+    omnic__server_opts o = {
+        .host = "127.0.0.1", .port = 8080, .engine = {.model = {.kv_dtype = OMNIC_DTYPE_F16, .slots = 4}}};
     const char *key_file = NULL;
     double shutdown_s = 30;
     for (int i = 1; i < argc; i++) {
@@ -150,16 +153,16 @@ int omnic__cli_serve(int argc, char **argv)
             usage(stdout);
             return 0;
         }
-#define STR_OPT(s, l, dst)                                                                                  \
-    if ((r = omnic__arg_str(argc, argv, &i, s, l, &(dst))) != 0) {                                          \
-        if (r < 0) return 2;                                                                                \
-        continue;                                                                                           \
+#define STR_OPT(s, l, dst)                                                                                   \
+    if ((r = omnic__arg_str(argc, argv, &i, s, l, &(dst))) != 0) {                                           \
+        if (r < 0) return 2;                                                                                 \
+        continue;                                                                                            \
     }
-#define INT_OPT(s, l, lo, hi, stmt)                                                                         \
-    if ((r = omnic__arg_i64(argc, argv, &i, s, l, lo, hi, &x)) != 0) {                                      \
-        if (r < 0) return 2;                                                                                \
-        stmt;                                                                                               \
-        continue;                                                                                           \
+#define INT_OPT(s, l, lo, hi, stmt)                                                                          \
+    if ((r = omnic__arg_i64(argc, argv, &i, s, l, lo, hi, &x)) != 0) {                                       \
+        if (r < 0) return 2;                                                                                 \
+        stmt;                                                                                                \
+        continue;                                                                                            \
     }
         STR_OPT("-m", "--model", o.model_dir)
         STR_OPT(NULL, "--model-name", o.model_id)
@@ -201,7 +204,8 @@ int omnic__cli_serve(int argc, char **argv)
         if ((r = omnic__arg_str(argc, argv, &i, NULL, "--allow-remote-media", &v)) != 0) {
             if (r < 0) return 2;
             if (o.remote.n_hosts == OMNIC_MAX_REMOTE_MEDIA_HOSTS) {
-                fprintf(stderr, "omnic serve: at most %d --allow-remote-media hosts\n", OMNIC_MAX_REMOTE_MEDIA_HOSTS);
+                fprintf(stderr, "omnic serve: at most %d --allow-remote-media hosts\n",
+                        OMNIC_MAX_REMOTE_MEDIA_HOSTS);
                 return 2;
             }
             remote_hosts[o.remote.n_hosts++] = v;
@@ -322,7 +326,8 @@ int omnic__cli_serve(int argc, char **argv)
         if (sig == SIGINT || sig == SIGTERM) {
             if (!loaded && !atomic_load(&ld.done)) {
                 /* the load cannot be interrupted; the process exits around it */
-                fprintf(stderr, "omnic serve: %s while loading the model; exiting\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
+                fprintf(stderr, "omnic serve: %s while loading the model; exiting\n",
+                        sig == SIGINT ? "SIGINT" : "SIGTERM");
                 return 1;
             }
             if (!loaded) pthread_join(th, NULL);

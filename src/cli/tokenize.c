@@ -23,7 +23,8 @@ static int read_stdin(const char *cmd, char **out, size_t *len)
     for (;;) {
         if (cap - n < 4096) {
             if (cap >= OMNIC_MAX_CLI_INPUT_BYTES) {
-                fprintf(stderr, "omnic %s: stdin is over the %zu byte limit\n", cmd, (size_t)OMNIC_MAX_CLI_INPUT_BYTES);
+                fprintf(stderr, "omnic %s: stdin is over the %zu byte limit\n", cmd,
+                        (size_t)OMNIC_MAX_CLI_INPUT_BYTES);
                 omnic_free(buf);
                 return 1;
             }
@@ -54,7 +55,8 @@ static int read_stdin(const char *cmd, char **out, size_t *len)
 static void print_ids(const int32_t *ids, size_t n)
 {
     putchar('[');
-    for (size_t i = 0; i < n; i++) printf(i ? ",%d" : "%d", (int)ids[i]);
+    for (size_t i = 0; i < n; i++)
+        printf(i ? ",%d" : "%d", (int)ids[i]);
     fputs("]\n", stdout);
 }
 
@@ -110,7 +112,8 @@ static int parse_opts(const char *cmd, int argc, char **argv, opts *o, void (*us
         int r = omnic__arg_str(argc, argv, &i, "-m", "--model", &o->model);
         if (r < 0) return 2;
         if (r) continue;
-        if (is_tok && !strcmp(a, "--special")) o->special = true;
+        if (is_tok && !strcmp(a, "--special"))
+            o->special = true;
         else if (!is_tok && !strcmp(a, "--skip-special"))
             o->special = true;
         else if (!is_tok && !strcmp(a, "--stream"))
@@ -200,8 +203,8 @@ int omnic__cli_tokenize(int argc, char **argv)
         }
         int32_t *ids;
         size_t k;
-        omnic_status st = omnic__tokenizer_encode(t, json_string_value(v), json_string_length(v), o.special, &ids, &k,
-                                                  &err);
+        omnic_status st = omnic__tokenizer_encode(t, json_string_value(v), json_string_length(v), o.special,
+                                                  &ids, &k, &err);
         json_decref(v);
         if (st != OMNIC_OK) {
             fprintf(stderr, "omnic tokenize: stdin line %zu: %s\n", lineno, err.msg);
@@ -239,7 +242,8 @@ static int ids_of(const json_t *v, const char *where, int32_t **ids, size_t *n)
     }
     size_t k = json_array_size(v);
     if (k > OMNIC_MAX_DECODE_IDS) {
-        fprintf(stderr, "omnic detokenize: %s: %zu ids, over the %zu limit\n", where, k, (size_t)OMNIC_MAX_DECODE_IDS);
+        fprintf(stderr, "omnic detokenize: %s: %zu ids, over the %zu limit\n", where, k,
+                (size_t)OMNIC_MAX_DECODE_IDS);
         return 1;
     }
     int32_t *a = omnic_alloc_array(k ? k : 1, sizeof *a);
@@ -263,7 +267,8 @@ static int ids_of(const json_t *v, const char *where, int32_t **ids, size_t *n)
 }
 
 /* Decodes ids (whole or streamed); prints the text raw or as a JSON string line. */
-static int detok_one(const omnic__tokenizer *t, const opts *o, const int32_t *ids, size_t n, const char *where)
+static int detok_one(const omnic__tokenizer *t, const opts *o, const int32_t *ids, size_t n,
+                     const char *where)
 {
     omnic_err err;
     omnic_err_clear(&err);

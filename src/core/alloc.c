@@ -16,7 +16,10 @@ void omnic__alloc_fail_after(long n)
     atomic_store(&injected, 0);
 }
 
-long omnic__alloc_injected_failures(void) { return atomic_load(&injected); }
+long omnic__alloc_injected_failures(void)
+{
+    return atomic_load(&injected);
+}
 
 static bool inject_failure(void)
 {
@@ -51,7 +54,10 @@ void *omnic_realloc(void *p, size_t n)
     return realloc(p, n);
 }
 
-void omnic_free(void *p) { free(p); }
+void omnic_free(void *p)
+{
+    free(p);
+}
 
 char *omnic_strdup(const char *s)
 {

@@ -19,8 +19,8 @@ omnic_status omnic__arena_init(omnic__arena *a, size_t cap, omnic_err *err)
     if (cap == 0) return OMNIC_OK;
     size_t rounded;
     if (!omnic__align_up(&rounded, cap) || rounded > OMNIC_MAX_ALLOC)
-        return OMNIC_FAIL(err, OMNIC_E_TOO_LARGE, "arena of %zu bytes is over the %zu-byte allocation limit", cap,
-                          (size_t)OMNIC_MAX_ALLOC);
+        return OMNIC_FAIL(err, OMNIC_E_TOO_LARGE, "arena of %zu bytes is over the %zu-byte allocation limit",
+                          cap, (size_t)OMNIC_MAX_ALLOC);
     /* aligned_alloc is outside omnic_malloc's hook; consult the hook with a probe first. */
     void *probe = omnic_malloc(1);
     if (!probe) return OMNIC_FAIL(err, OMNIC_E_NOMEM, "out of memory for an arena of %zu bytes", rounded);
@@ -49,4 +49,7 @@ void *omnic__arena_alloc(omnic__arena *a, size_t n)
     return p;
 }
 
-void omnic__arena_reset(omnic__arena *a) { a->used = 0; }
+void omnic__arena_reset(omnic__arena *a)
+{
+    a->used = 0;
+}

@@ -24,7 +24,10 @@ const char *omnic_dtype_name(omnic_dtype t)
     return (unsigned)t < OMNIC_DTYPE_COUNT ? omnic__dtype_table[t].name : "?";
 }
 
-size_t omnic_dtype_size(omnic_dtype t) { return (unsigned)t < OMNIC_DTYPE_COUNT ? omnic__dtype_table[t].size : 0; }
+size_t omnic_dtype_size(omnic_dtype t)
+{
+    return (unsigned)t < OMNIC_DTYPE_COUNT ? omnic__dtype_table[t].size : 0;
+}
 
 size_t omnic_dtype_block_size(omnic_dtype t)
 {
@@ -61,7 +64,7 @@ uint16_t omnic__f32_to_f16(float f)
     uint32_t ax = x & 0x7fffffffu;
     if (ax > 0x7f800000u) return (uint16_t)(sign | 0x7e00u | ((ax >> 13) & 0x3ffu)); /* quiet nan */
     if (ax == 0x7f800000u) return (uint16_t)(sign | 0x7c00u);
-    if (ax < 0x38800000u) { /* below 2^-14: f16 subnormal or zero */
+    if (ax < 0x38800000u) {                 /* below 2^-14: f16 subnormal or zero */
         if (ax <= 0x33000000u) return sign; /* <= 2^-25 rounds to zero (ties to even) */
         uint32_t e = ax >> 23, m = (ax & 0x7fffffu) | 0x800000u;
         uint32_t shift = 126u - e; /* value = m * 2^(e-150) = (m >> shift) units of 2^-24 */
@@ -78,20 +81,24 @@ uint16_t omnic__f32_to_f16(float f)
 
 void omnic__f16_to_f32_row(const uint16_t *src, float *dst, size_t n)
 {
-    for (size_t i = 0; i < n; i++) dst[i] = omnic__f16_to_f32(src[i]);
+    for (size_t i = 0; i < n; i++)
+        dst[i] = omnic__f16_to_f32(src[i]);
 }
 
 void omnic__bf16_to_f32_row(const uint16_t *src, float *dst, size_t n)
 {
-    for (size_t i = 0; i < n; i++) dst[i] = omnic__bf16_to_f32(src[i]);
+    for (size_t i = 0; i < n; i++)
+        dst[i] = omnic__bf16_to_f32(src[i]);
 }
 
 void omnic__f32_to_f16_row(const float *src, uint16_t *dst, size_t n)
 {
-    for (size_t i = 0; i < n; i++) dst[i] = omnic__f32_to_f16(src[i]);
+    for (size_t i = 0; i < n; i++)
+        dst[i] = omnic__f32_to_f16(src[i]);
 }
 
 void omnic__f32_to_bf16_row(const float *src, uint16_t *dst, size_t n)
 {
-    for (size_t i = 0; i < n; i++) dst[i] = omnic__f32_to_bf16(src[i]);
+    for (size_t i = 0; i < n; i++)
+        dst[i] = omnic__f32_to_bf16(src[i]);
 }

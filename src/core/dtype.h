@@ -9,12 +9,12 @@
 #include "omnic/omnic.h"
 
 typedef struct omnic__dtype_traits {
-    const char *name;         /* "f32" */
-    const char *st_name;      /* safetensors spelling: "F32"; NULL when safetensors has none (q8_0, q4_0) */
-    size_t size;              /* bytes per block (per element when block == 1) */
-    size_t block;             /* elements per block: 1, or 32 for the quantized types */
-    bool is_float;            /* usable as activation or weight storage (element types) */
-    bool is_quant;            /* block-quantized weight storage (matmul weights, get_rows tables) */
+    const char *name;    /* "f32" */
+    const char *st_name; /* safetensors spelling: "F32"; NULL when safetensors has none (q8_0, q4_0) */
+    size_t size;         /* bytes per block (per element when block == 1) */
+    size_t block;        /* elements per block: 1, or 32 for the quantized types */
+    bool is_float;       /* usable as activation or weight storage (element types) */
+    bool is_quant;       /* block-quantized weight storage (matmul weights, get_rows tables) */
 } omnic__dtype_traits;
 
 /* Indexed by omnic_dtype; length checked against OMNIC_DTYPE_COUNT at build time. */
@@ -30,24 +30,30 @@ static inline size_t omnic__dtype_row_bytes(omnic_dtype t, int64_t n)
 /* Parses a safetensors dtype string ("BF16"); false when unknown. */
 bool omnic__dtype_from_st(const char *s, omnic_dtype *out);
 
-static inline uint32_t omnic__f32_bits(float f) {
+static inline uint32_t omnic__f32_bits(float f)
+{
     uint32_t u;
     memcpy(&u, &f, 4);
     return u;
 }
-static inline float omnic__bits_f32(uint32_t u) {
+static inline float omnic__bits_f32(uint32_t u)
+{
     float f;
     memcpy(&f, &u, 4);
     return f;
 }
 
 /* bf16 is the top half of an f32: widening is exact. */
-static inline float omnic__bf16_to_f32(uint16_t h) { return omnic__bits_f32((uint32_t)h << 16); }
+static inline float omnic__bf16_to_f32(uint16_t h)
+{
+    return omnic__bits_f32((uint32_t)h << 16);
+}
 
-static inline uint16_t omnic__f32_to_bf16(float f) {
+static inline uint16_t omnic__f32_to_bf16(float f)
+{
     uint32_t u = omnic__f32_bits(f);
     if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40); /* quiet nan */
-    u += 0x7fffu + ((u >> 16) & 1u);                                         /* round to nearest even */
+    u += 0x7fffu + ((u >> 16) & 1u);                                          /* round to nearest even */
     return (uint16_t)(u >> 16);
 }
 

@@ -18,10 +18,10 @@ void omnic__error_raised(omnic_status code);
 #define OMNIC_FAIL(err, code, ...) omnic__fail((err), (code), __FILE__, __LINE__, __VA_ARGS__)
 
 /* Evaluate a status expression; return it from the enclosing function on failure. */
-#define OMNIC_TRY(expr)                                                                                     \
-    do {                                                                                                    \
-        omnic_status omnic_try_s_ = (expr);                                                                 \
-        if (omnic_try_s_ != OMNIC_OK) return omnic_try_s_;                                                  \
+#define OMNIC_TRY(expr)                                                                                      \
+    do {                                                                                                     \
+        omnic_status omnic_try_s_ = (expr);                                                                  \
+        if (omnic_try_s_ != OMNIC_OK) return omnic_try_s_;                                                   \
     } while (0)
 
 #endif

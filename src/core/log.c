@@ -8,7 +8,10 @@
 
 static int level = -1; /* -1: read OMNIC_LOG on first use */
 
-void omnic__log_set_level(omnic__log_level lvl) { level = (int)lvl; }
+void omnic__log_set_level(omnic__log_level lvl)
+{
+    level = (int)lvl;
+}
 
 static int current_level(void)
 {

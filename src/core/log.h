@@ -2,7 +2,12 @@
 #ifndef OMNIC_CORE_LOG_H
 #define OMNIC_CORE_LOG_H
 
-typedef enum omnic__log_level { OMNIC_LOG_ERROR, OMNIC_LOG_WARN, OMNIC_LOG_INFO, OMNIC_LOG_DEBUG } omnic__log_level;
+typedef enum omnic__log_level {
+    OMNIC_LOG_ERROR,
+    OMNIC_LOG_WARN,
+    OMNIC_LOG_INFO,
+    OMNIC_LOG_DEBUG
+} omnic__log_level;
 
 void omnic__log(omnic__log_level lvl, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void omnic__log_set_level(omnic__log_level lvl);

@@ -10,22 +10,33 @@
 static const char *descr_of(omnic_dtype t)
 {
     switch (t) {
-    case OMNIC_DTYPE_F32: return "<f4";
-    case OMNIC_DTYPE_BF16: return "<f4"; /* widened on write */
-    case OMNIC_DTYPE_F16: return "<f2";
-    case OMNIC_DTYPE_I32: return "<i4";
-    case OMNIC_DTYPE_I64: return "<i8";
-    case OMNIC_DTYPE_U8: return "|u1";
-    case OMNIC_DTYPE_BOOL: return "|b1";
-    default: return NULL;
+    case OMNIC_DTYPE_F32:
+        return "<f4";
+    case OMNIC_DTYPE_BF16:
+        return "<f4"; /* widened on write */
+    case OMNIC_DTYPE_F16:
+        return "<f2";
+    case OMNIC_DTYPE_I32:
+        return "<i4";
+    case OMNIC_DTYPE_I64:
+        return "<i8";
+    case OMNIC_DTYPE_U8:
+        return "|u1";
+    case OMNIC_DTYPE_BOOL:
+        return "|b1";
+    default:
+        return NULL;
     }
 }
 
 static bool dtype_of_descr(const char *d, omnic_dtype *out)
 {
-    static const struct { const char *descr; omnic_dtype t; } map[] = {
-        {"<f4", OMNIC_DTYPE_F32}, {"<f2", OMNIC_DTYPE_F16}, {"<i4", OMNIC_DTYPE_I32}, {"<i8", OMNIC_DTYPE_I64},
-        {"|u1", OMNIC_DTYPE_U8},  {"<u1", OMNIC_DTYPE_U8},  {"|b1", OMNIC_DTYPE_BOOL}};
+    static const struct {
+        const char *descr;
+        omnic_dtype t;
+    } map[] = {{"<f4", OMNIC_DTYPE_F32}, {"<f2", OMNIC_DTYPE_F16}, {"<i4", OMNIC_DTYPE_I32},
+               {"<i8", OMNIC_DTYPE_I64}, {"|u1", OMNIC_DTYPE_U8},  {"<u1", OMNIC_DTYPE_U8},
+               {"|b1", OMNIC_DTYPE_BOOL}};
     for (size_t i = 0; i < sizeof map / sizeof map[0]; i++)
         if (!strcmp(d, map[i].descr)) {
             *out = map[i].t;
@@ -37,7 +48,8 @@ static bool dtype_of_descr(const char *d, omnic_dtype *out)
 omnic_status omnic__npy_write(const char *path, const omnic__tensor *t, omnic_err *err)
 {
     const char *descr = descr_of(t->dtype);
-    if (!descr) return OMNIC_FAIL(err, OMNIC_E_UNSUPPORTED, "%s: dtype %d has no .npy form", path, (int)t->dtype);
+    if (!descr)
+        return OMNIC_FAIL(err, OMNIC_E_UNSUPPORTED, "%s: dtype %d has no .npy form", path, (int)t->dtype);
     size_t n, nbytes;
     OMNIC_TRY(omnic__tensor_numel(t, &n, err));
     OMNIC_TRY(omnic__tensor_nbytes(t, &nbytes, err));
@@ -55,7 +67,8 @@ omnic_status omnic__npy_write(const char *path, const omnic__tensor *t, omnic_er
     unsigned hlen = (unsigned)(len + pad + 1);
     uint8_t pre[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, (uint8_t)(hlen & 0xff), (uint8_t)(hlen >> 8)};
     bool ok = fwrite(pre, 1, 10, f) == 10 && fwrite(hdr, 1, (size_t)len, f) == (size_t)len;
-    for (int i = 0; ok && i < pad; i++) ok = fputc(' ', f) != EOF;
+    for (int i = 0; ok && i < pad; i++)
+        ok = fputc(' ', f) != EOF;
     ok = ok && fputc('\n', f) != EOF;
     if (ok && t->dtype == OMNIC_DTYPE_BF16) {
         const uint16_t *src = t->data;
@@ -79,7 +92,8 @@ typedef struct cursor {
 
 static void skip_ws(cursor *c)
 {
-    while (c->p < c->end && (*c->p == ' ' || *c->p == '\t' || *c->p == '\n')) c->p++;
+    while (c->p < c->end && (*c->p == ' ' || *c->p == '\t' || *c->p == '\n'))
+        c->p++;
 }
 
 static bool eat(cursor *c, char ch)
@@ -137,8 +151,8 @@ omnic_status omnic__npy_parse(const uint8_t *buf, size_t len, omnic__tensor **ou
         return OMNIC_FAIL(err, OMNIC_E_TOO_LARGE, "npy: header of %zu bytes is over the %d-byte limit", hlen,
                           OMNIC_MAX_NPY_HEADER);
     if (hlen > len - off)
-        return OMNIC_FAIL(err, OMNIC_E_CORRUPT, "npy: header of %zu bytes runs past the end of a %zu-byte file",
-                          hlen, len);
+        return OMNIC_FAIL(err, OMNIC_E_CORRUPT,
+                          "npy: header of %zu bytes runs past the end of a %zu-byte file", hlen, len);
     cursor c = {(const char *)buf + off, (const char *)buf + off + hlen};
     char descr[16] = "";
     bool have_descr = false, have_shape = false, fortran = false;
@@ -152,15 +166,18 @@ omnic_status omnic__npy_parse(const uint8_t *buf, size_t len, omnic__tensor **ou
             if (!read_str(&c, descr, sizeof descr)) goto bad;
             have_descr = true;
         } else if (!strcmp(key, "fortran_order")) {
-            if (read_word(&c, "True")) fortran = true;
-            else if (!read_word(&c, "False")) goto bad;
+            if (read_word(&c, "True"))
+                fortran = true;
+            else if (!read_word(&c, "False"))
+                goto bad;
         } else if (!strcmp(key, "shape")) {
             if (!eat(&c, '(')) goto bad;
             while (!eat(&c, ')')) {
                 skip_ws(&c);
                 int64_t v = 0;
                 int digits = 0;
-                while (c.p < c.end && *c.p >= '0' && *c.p <= '9' && digits < 18) v = v * 10 + (*c.p++ - '0'), digits++;
+                while (c.p < c.end && *c.p >= '0' && *c.p <= '9' && digits < 18)
+                    v = v * 10 + (*c.p++ - '0'), digits++;
                 if (!digits || (c.p < c.end && *c.p >= '0' && *c.p <= '9')) goto bad;
                 if (ndim == OMNIC_MAX_DIMS)
                     return OMNIC_FAIL(err, OMNIC_E_UNSUPPORTED, "npy: rank over %d", OMNIC_MAX_DIMS);

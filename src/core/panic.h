@@ -5,9 +5,9 @@
 
 _Noreturn void omnic__panic(const char *file, int line, const char *what);
 
-#define OMNIC_CHECK(cond)                                                                                   \
-    do {                                                                                                    \
-        if (!(cond)) omnic__panic(__FILE__, __LINE__, #cond);                                               \
+#define OMNIC_CHECK(cond)                                                                                    \
+    do {                                                                                                     \
+        if (!(cond)) omnic__panic(__FILE__, __LINE__, #cond);                                                \
     } while (0)
 
 #ifdef NDEBUG

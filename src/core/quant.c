@@ -104,7 +104,9 @@ void omnic__dequantize_row(omnic_dtype t, const void *x, float *y, int64_t k)
 
 omnic_dtype omnic__x16_plain(omnic_dtype t)
 {
-    return t == OMNIC_DTYPE_Q4_0X16 ? OMNIC_DTYPE_Q4_0 : t == OMNIC_DTYPE_Q8_0X16 ? OMNIC_DTYPE_Q8_0 : OMNIC_DTYPE_COUNT;
+    return t == OMNIC_DTYPE_Q4_0X16   ? OMNIC_DTYPE_Q4_0
+           : t == OMNIC_DTYPE_Q8_0X16 ? OMNIC_DTYPE_Q8_0
+                                      : OMNIC_DTYPE_COUNT;
 }
 
 /* Bytes of one plain block of x16 layout t's type: 18 (q4_0) or 34 (q8_0); a block of a group

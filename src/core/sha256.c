@@ -13,13 +13,17 @@ static const uint32_t K[64] = {
     0x19a4c116, 0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
     0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2};
 
-static inline uint32_t ror(uint32_t x, int n) { return (x >> n) | (x << (32 - n)); }
+static inline uint32_t ror(uint32_t x, int n)
+{
+    return (x >> n) | (x << (32 - n));
+}
 
 static void block(omnic__sha256 *s, const uint8_t *p)
 {
     uint32_t w[64];
     for (int i = 0; i < 16; i++)
-        w[i] = (uint32_t)p[4 * i] << 24 | (uint32_t)p[4 * i + 1] << 16 | (uint32_t)p[4 * i + 2] << 8 | p[4 * i + 3];
+        w[i] = (uint32_t)p[4 * i] << 24 | (uint32_t)p[4 * i + 1] << 16 | (uint32_t)p[4 * i + 2] << 8 |
+               p[4 * i + 3];
     for (int i = 16; i < 64; i++) {
         uint32_t s0 = ror(w[i - 15], 7) ^ ror(w[i - 15], 18) ^ (w[i - 15] >> 3);
         uint32_t s1 = ror(w[i - 2], 17) ^ ror(w[i - 2], 19) ^ (w[i - 2] >> 10);
@@ -58,7 +62,8 @@ void omnic__sha256_update(omnic__sha256 *s, const void *data, size_t n)
         block(s, s->buf);
         s->buf_len = 0;
     }
-    for (; n >= 64; p += 64, n -= 64) block(s, p);
+    for (; n >= 64; p += 64, n -= 64)
+        block(s, p);
     memcpy(s->buf, p, n);
     s->buf_len = n;
 }
@@ -68,7 +73,8 @@ void omnic__sha256_final(omnic__sha256 *s, uint8_t out[32])
     uint64_t bits = s->len * 8;
     uint8_t pad[72] = {0x80};
     size_t padlen = (s->buf_len < 56 ? 56 : 120) - s->buf_len;
-    for (int i = 0; i < 8; i++) pad[padlen + (size_t)i] = (uint8_t)(bits >> (56 - 8 * i));
+    for (int i = 0; i < 8; i++)
+        pad[padlen + (size_t)i] = (uint8_t)(bits >> (56 - 8 * i));
     omnic__sha256_update(s, pad, padlen + 8);
     for (int i = 0; i < 8; i++) {
         out[4 * i] = (uint8_t)(s->h[i] >> 24), out[4 * i + 1] = (uint8_t)(s->h[i] >> 16);
@@ -79,7 +85,8 @@ void omnic__sha256_final(omnic__sha256 *s, uint8_t out[32])
 void omnic__sha256_hex(const uint8_t digest[32], char out[65])
 {
     static const char hex[] = "0123456789abcdef";
-    for (int i = 0; i < 32; i++) out[2 * i] = hex[digest[i] >> 4], out[2 * i + 1] = hex[digest[i] & 15];
+    for (int i = 0; i < 32; i++)
+        out[2 * i] = hex[digest[i] >> 4], out[2 * i + 1] = hex[digest[i] & 15];
     out[64] = '\0';
 }
 

@@ -7,7 +7,7 @@
 
 typedef struct omnic__sha256 {
     uint32_t h[8];
-    uint64_t len;      /* bytes hashed so far */
+    uint64_t len; /* bytes hashed so far */
     uint8_t buf[64];
     size_t buf_len;
 } omnic__sha256;

@@ -8,8 +8,8 @@
 const char *omnic_status_name(omnic_status s)
 {
     switch (s) {
-#define OMNIC_XX_(name, value, msg)                                                                         \
-    case OMNIC_##name:                                                                                      \
+#define OMNIC_XX_(name, value, msg)                                                                          \
+    case OMNIC_##name:                                                                                       \
         return "OMNIC_" #name;
         OMNIC_STATUS_MAP(OMNIC_XX_)
 #undef OMNIC_XX_
@@ -20,8 +20,8 @@ const char *omnic_status_name(omnic_status s)
 const char *omnic_status_str(omnic_status s)
 {
     switch (s) {
-#define OMNIC_XX_(name, value, msg)                                                                         \
-    case OMNIC_##name:                                                                                      \
+#define OMNIC_XX_(name, value, msg)                                                                          \
+    case OMNIC_##name:                                                                                       \
         return msg;
         OMNIC_STATUS_MAP(OMNIC_XX_)
 #undef OMNIC_XX_

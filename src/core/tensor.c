@@ -25,15 +25,18 @@ omnic_status omnic__tensor_init(omnic__tensor *t, omnic_dtype dtype, int ndim, c
         return OMNIC_FAIL(err, OMNIC_E_INVALID, "tensor rank %d outside 0..%d", ndim, OMNIC_MAX_DIMS);
     for (int i = 0; i < ndim; i++)
         if (dims[i] < 0)
-            return OMNIC_FAIL(err, OMNIC_E_INVALID, "tensor dim %d is negative (%lld)", i, (long long)dims[i]);
+            return OMNIC_FAIL(err, OMNIC_E_INVALID, "tensor dim %d is negative (%lld)", i,
+                              (long long)dims[i]);
     size_t blk = omnic__dtype_table[dtype].block;
     if (blk > 1 && (ndim == 0 || dims[ndim - 1] % (int64_t)blk != 0))
-        return OMNIC_FAIL(err, OMNIC_E_INVALID, "a %s tensor needs rows of whole %zu-element blocks (last dim %lld)",
+        return OMNIC_FAIL(err, OMNIC_E_INVALID,
+                          "a %s tensor needs rows of whole %zu-element blocks (last dim %lld)",
                           omnic_dtype_name(dtype), blk, ndim ? (long long)dims[ndim - 1] : 0LL);
     memset(t, 0, sizeof *t);
     t->dtype = dtype;
     t->ndim = ndim;
-    for (int i = 0; i < OMNIC_MAX_DIMS; i++) t->dims[i] = i < ndim ? dims[i] : 1;
+    for (int i = 0; i < OMNIC_MAX_DIMS; i++)
+        t->dims[i] = i < ndim ? dims[i] : 1;
     return OMNIC_OK;
 }
 
@@ -74,7 +77,8 @@ omnic_status omnic__tensor_nbytes(const omnic__tensor *t, size_t *out, omnic_err
 int64_t omnic__tensor_nelem(const omnic__tensor *t)
 {
     int64_t n = 1;
-    for (int i = 0; i < t->ndim; i++) n *= t->dims[i];
+    for (int i = 0; i < t->ndim; i++)
+        n *= t->dims[i];
     return n;
 }
 
@@ -83,12 +87,16 @@ size_t omnic__tensor_bytes(const omnic__tensor *t)
     return omnic__dtype_row_bytes(t->dtype, omnic__tensor_nelem(t));
 }
 
-int64_t omnic__tensor_cols(const omnic__tensor *t) { return t->ndim ? t->dims[t->ndim - 1] : 1; }
+int64_t omnic__tensor_cols(const omnic__tensor *t)
+{
+    return t->ndim ? t->dims[t->ndim - 1] : 1;
+}
 
 int64_t omnic__tensor_rows(const omnic__tensor *t)
 {
     int64_t n = 1;
-    for (int i = 0; i + 1 < t->ndim; i++) n *= t->dims[i];
+    for (int i = 0; i + 1 < t->ndim; i++)
+        n *= t->dims[i];
     return n;
 }
 

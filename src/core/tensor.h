@@ -12,11 +12,11 @@
 
 typedef struct omnic__tensor {
     omnic_dtype dtype;
-    int ndim;                       /* 0..OMNIC_MAX_DIMS; 0 is a scalar */
-    int64_t dims[OMNIC_MAX_DIMS];   /* unused trailing entries are 1 */
-    void *data;                     /* contiguous; owned only when owns_data */
+    int ndim;                     /* 0..OMNIC_MAX_DIMS; 0 is a scalar */
+    int64_t dims[OMNIC_MAX_DIMS]; /* unused trailing entries are 1 */
+    void *data;                   /* contiguous; owned only when owns_data */
     bool owns_data;
-    char name[64];                  /* for signatures, dumps and messages; may be empty */
+    char name[64]; /* for signatures, dumps and messages; may be empty */
 } omnic__tensor;
 
 /* Sets dtype/ndim/dims (no data). Fails on ndim > OMNIC_MAX_DIMS, a negative dim, or a

@@ -10,13 +10,13 @@
 
 struct omnic__threadpool {
     int n_threads;
-    pthread_t *threads;      /* [n_threads - 1] */
+    pthread_t *threads; /* [n_threads - 1] */
     pthread_mutex_t mu;
-    pthread_cond_t wake;     /* workers wait here for a new generation */
-    pthread_cond_t done;     /* the caller waits here for pending == 0 */
-    uint64_t generation;     /* bumped per job */
-    int pending;             /* workers still running the current job */
-    int job_nth;             /* threads taking part in the current job */
+    pthread_cond_t wake; /* workers wait here for a new generation */
+    pthread_cond_t done; /* the caller waits here for pending == 0 */
+    uint64_t generation; /* bumped per job */
+    int pending;         /* workers still running the current job */
+    int job_nth;         /* threads taking part in the current job */
     bool stop;
     omnic__task_fn fn;
     void *ctx;
@@ -35,7 +35,8 @@ static void *worker_main(void *arg)
     uint64_t seen = 0;
     pthread_mutex_lock(&p->mu);
     for (;;) {
-        while (!p->stop && p->generation == seen) pthread_cond_wait(&p->wake, &p->mu);
+        while (!p->stop && p->generation == seen)
+            pthread_cond_wait(&p->wake, &p->mu);
         if (p->stop) break;
         seen = p->generation;
         int nth = p->job_nth;
@@ -53,7 +54,8 @@ static void *worker_main(void *arg)
 omnic_status omnic__threadpool_create(omnic__threadpool **out, int n_threads, omnic_err *err)
 {
     if (n_threads < 1 || n_threads > OMNIC_MAX_THREADS)
-        return OMNIC_FAIL(err, OMNIC_E_INVALID, "thread count %d outside 1..%d", n_threads, OMNIC_MAX_THREADS);
+        return OMNIC_FAIL(err, OMNIC_E_INVALID, "thread count %d outside 1..%d", n_threads,
+                          OMNIC_MAX_THREADS);
     omnic__threadpool *p = omnic_alloc_array(1, sizeof *p);
     if (!p) return OMNIC_FAIL(err, OMNIC_E_NOMEM, "out of memory for a thread pool");
     p->n_threads = 1;
@@ -90,7 +92,8 @@ void omnic__threadpool_destroy(omnic__threadpool *p)
     p->stop = true;
     pthread_cond_broadcast(&p->wake);
     pthread_mutex_unlock(&p->mu);
-    for (int i = 1; i < p->n_threads; i++) pthread_join(p->threads[i - 1], NULL);
+    for (int i = 1; i < p->n_threads; i++)
+        pthread_join(p->threads[i - 1], NULL);
     pthread_mutex_destroy(&p->mu);
     pthread_cond_destroy(&p->wake);
     pthread_cond_destroy(&p->done);
@@ -98,7 +101,10 @@ void omnic__threadpool_destroy(omnic__threadpool *p)
     omnic_free(p);
 }
 
-int omnic__threadpool_size(const omnic__threadpool *p) { return p->n_threads; }
+int omnic__threadpool_size(const omnic__threadpool *p)
+{
+    return p->n_threads;
+}
 
 void omnic__threadpool_run_n(omnic__threadpool *p, int nth, omnic__task_fn fn, void *ctx)
 {
@@ -117,7 +123,8 @@ void omnic__threadpool_run_n(omnic__threadpool *p, int nth, omnic__task_fn fn, v
     pthread_mutex_unlock(&p->mu);
     fn(ctx, 0, nth);
     pthread_mutex_lock(&p->mu);
-    while (p->pending > 0) pthread_cond_wait(&p->done, &p->mu);
+    while (p->pending > 0)
+        pthread_cond_wait(&p->done, &p->mu);
     pthread_mutex_unlock(&p->mu);
 }
 
@@ -143,8 +150,10 @@ void omnic__barrier_wait(omnic__barrier *b)
         return;
     }
     for (int spins = 0; atomic_load(&b->phase) == phase; spins++) {
-        if (spins > 2000) sched_yield();
-        else __builtin_ia32_pause();
+        if (spins > 2000)
+            sched_yield();
+        else
+            __builtin_ia32_pause();
     }
 }
 

@@ -23,7 +23,8 @@ void omnic__threadpool_run(omnic__threadpool *p, omnic__task_fn fn, void *ctx);
 void omnic__threadpool_run_n(omnic__threadpool *p, int nth, omnic__task_fn fn, void *ctx);
 
 /* Rows [*lo, *hi) of n for thread ith of nth: contiguous, balanced, deterministic. */
-static inline void omnic__split_rows(int64_t n, int ith, int nth, int64_t *lo, int64_t *hi) {
+static inline void omnic__split_rows(int64_t n, int ith, int nth, int64_t *lo, int64_t *hi)
+{
     int64_t per = n / nth, rem = n % nth;
     *lo = ith * per + (ith < rem ? ith : rem);
     *hi = *lo + per + (ith < rem ? 1 : 0);

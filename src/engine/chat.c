@@ -10,7 +10,8 @@ struct omnic__chat {
     bool processor;              /* special tokens as processor.apply_chat_template adds them */
 };
 
-omnic_status omnic__chat_create(const omnic__checkpoint *ck, bool processor, omnic__chat **out, omnic_err *err)
+omnic_status omnic__chat_create(const omnic__checkpoint *ck, bool processor, omnic__chat **out,
+                                omnic_err *err)
 {
     if (!ck->chat_template)
         return OMNIC_FAIL(err, OMNIC_E_NOT_FOUND, "%s has no chat template (use --raw)", ck->dir);
@@ -20,7 +21,8 @@ omnic_status omnic__chat_create(const omnic__checkpoint *ck, bool processor, omn
     c->processor = processor;
     omnic_status s = omnic__template_parse(ck->chat_template, strlen(ck->chat_template), NULL, &c->tmpl, err);
     if (s != OMNIC_OK) {
-        omnic__err_prefix(err, "%s: chat template", ck->chat_template_source ? ck->chat_template_source : ck->dir);
+        omnic__err_prefix(err, "%s: chat template",
+                          ck->chat_template_source ? ck->chat_template_source : ck->dir);
         omnic_free(c);
         return s;
     }
@@ -52,7 +54,8 @@ omnic_status omnic__chat_apply(const omnic__chat *c, const omnic__tokenizer *tok
     json_t *vars = NULL;
     char *t = NULL;
     size_t len = 0;
-    OMNIC_TRY(omnic__template_chat_vars(c->ck->tokenizer_config, messages, extra, add_generation_prompt, &vars, err));
+    OMNIC_TRY(omnic__template_chat_vars(c->ck->tokenizer_config, messages, extra, add_generation_prompt,
+                                        &vars, err));
     omnic_status s = omnic__template_render(c->tmpl, vars, NULL, &t, &len, err);
     json_decref(vars);
     if (s != OMNIC_OK) return s;
@@ -66,8 +69,8 @@ omnic_status omnic__chat_apply(const omnic__chat *c, const omnic__tokenizer *tok
 }
 
 omnic_status omnic__chat_encode(const omnic__checkpoint *ck, bool processor, const omnic__tokenizer *tok,
-                                const json_t *messages, bool add_generation_prompt, const json_t *extra, char **text,
-                                int32_t **ids, size_t *n, omnic_err *err)
+                                const json_t *messages, bool add_generation_prompt, const json_t *extra,
+                                char **text, int32_t **ids, size_t *n, omnic_err *err)
 {
     omnic__chat *c = NULL;
     OMNIC_TRY(omnic__chat_create(ck, processor, &c, err));
@@ -93,16 +96,17 @@ omnic_status omnic__chat_prompt(const omnic__checkpoint *ck, const omnic__tokeni
     return omnic__chat_prompt_images(ck, tok, system, user, 0, false, text, ids, n, err);
 }
 
-omnic_status omnic__chat_prompt_images(const omnic__checkpoint *ck, const omnic__tokenizer *tok, const char *system,
-                                       const char *user, size_t n_images, bool parts, char **text, int32_t **ids,
-                                       size_t *n, omnic_err *err)
+omnic_status omnic__chat_prompt_images(const omnic__checkpoint *ck, const omnic__tokenizer *tok,
+                                       const char *system, const char *user, size_t n_images, bool parts,
+                                       char **text, int32_t **ids, size_t *n, omnic_err *err)
 {
     json_t *msgs = json_array(), *content = NULL;
     if (!msgs) return OMNIC_FAIL(err, OMNIC_E_NOMEM, "out of memory building messages");
     if (system) json_array_append_new(msgs, json_pack("{s:s, s:s}", "role", "system", "content", system));
     if (n_images || parts) { /* content parts: the images, then the text (as the processors' examples) */
         content = json_array();
-        for (size_t i = 0; content && i < n_images; i++) json_array_append_new(content, json_pack("{s:s}", "type", "image"));
+        for (size_t i = 0; content && i < n_images; i++)
+            json_array_append_new(content, json_pack("{s:s}", "type", "image"));
         if (content) json_array_append_new(content, json_pack("{s:s, s:s}", "type", "text", "text", user));
         json_array_append_new(msgs, json_pack("{s:s, s:o}", "role", "user", "content", content));
     } else {

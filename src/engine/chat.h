@@ -25,7 +25,8 @@ typedef struct omnic__chat omnic__chat;
  * Errors: E_NOT_FOUND (the checkpoint has no chat template), the template parser's errors
  * (E_INVALID with line and column, E_UNSUPPORTED, E_TOO_LARGE: prefixed with the file the
  * template came from), E_NOMEM. */
-omnic_status omnic__chat_create(const omnic__checkpoint *ck, bool processor, omnic__chat **out, omnic_err *err);
+omnic_status omnic__chat_create(const omnic__checkpoint *ck, bool processor, omnic__chat **out,
+                                omnic_err *err);
 /* NULL ok. */
 void omnic__chat_destroy(omnic__chat *c);
 
@@ -39,13 +40,13 @@ omnic_status omnic__chat_apply(const omnic__chat *c, const omnic__tokenizer *tok
                                size_t *n, omnic_err *err);
 
 /* Whether the rendered text[0..len) is tokenized with the post-processor's special tokens. */
-bool omnic__chat_adds_special(const omnic__chat *c, const omnic__tokenizer *tok, const char *text, size_t len);
+bool omnic__chat_adds_special(const omnic__chat *c, const omnic__tokenizer *tok, const char *text,
+                              size_t len);
 
 /* One-off omnic__chat_create + omnic__chat_apply + omnic__chat_destroy. */
 omnic_status omnic__chat_encode(const omnic__checkpoint *ck, bool processor, const omnic__tokenizer *tok,
-                                const json_t *messages,
-                                bool add_generation_prompt, const json_t *extra, char **text, int32_t **ids,
-                                size_t *n, omnic_err *err);
+                                const json_t *messages, bool add_generation_prompt, const json_t *extra,
+                                char **text, int32_t **ids, size_t *n, omnic_err *err);
 
 /* The common case: an optional system message and one user message, with the
  * generation prompt. */
@@ -56,9 +57,9 @@ omnic_status omnic__chat_prompt(const omnic__checkpoint *ck, const omnic__tokeni
  * processor (takes images): the user content is a list of parts even without images
  * (multimodal templates, e.g. LLaVA's, read only lists) and the special tokens are the
  * processor's. */
-omnic_status omnic__chat_prompt_images(const omnic__checkpoint *ck, const omnic__tokenizer *tok, const char *system,
-                                       const char *user, size_t n_images, bool parts, char **text, int32_t **ids,
-                                       size_t *n, omnic_err *err);
+omnic_status omnic__chat_prompt_images(const omnic__checkpoint *ck, const omnic__tokenizer *tok,
+                                       const char *system, const char *user, size_t n_images, bool parts,
+                                       char **text, int32_t **ids, size_t *n, omnic_err *err);
 
 /* Multimodal processors render content as lists of parts: turns every string content of
  * messages (a JSON array, modified in place) into [{"type": "text", "text": ...}].

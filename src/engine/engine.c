@@ -6,11 +6,11 @@
 #include <string.h>
 #include <time.h>
 
+#include "core/log.h"
 #include "core/sync.h"
 #include "engine/engine.h"
-#include "core/log.h"
-#include "engine/stop.h"
 #include "engine/modality.h"
+#include "engine/stop.h"
 #include "models/mrope.h"
 #include "tokenizer/detok_stream.h"
 
@@ -20,7 +20,7 @@ typedef struct request {
     size_t n_prompt;
     omnic__sampling_params sp;
     int64_t max_tokens;
-    char **stops;    /* owned [n_stops] */
+    char **stops; /* owned [n_stops] */
     size_t n_stops;
     double timeout_s, t_submit;
     bool skip_special, ignore_eos;
@@ -33,7 +33,7 @@ typedef struct request {
     omnic__media_item *media;
     size_t n_media;
     float *projected;
-    int64_t proj_rows;         /* rows of projected filled */
+    int64_t proj_rows; /* rows of projected filled */
     int64_t encoded;
     omnic__prepared_prefill pp; /* set once every item is encoded (n_rows 0 before) */
     atomic_bool cancel;
@@ -44,18 +44,18 @@ typedef enum slot_phase { SLOT_FREE, SLOT_ENCODE, SLOT_PREFILL, SLOT_DECODE } sl
 
 typedef struct slot {
     slot_phase phase;
-    request *req;              /* owned while busy */
-    int64_t prefilled;         /* rows of pf_tokens in the KV cache */
-    const int32_t *pf_tokens;  /* PREFILL: the rows to cache: the prompt, or the history (replay) */
+    request *req;             /* owned while busy */
+    int64_t prefilled;        /* rows of pf_tokens in the KV cache */
+    const int32_t *pf_tokens; /* PREFILL: the rows to cache: the prompt, or the history (replay) */
     int64_t pf_len;
     /* LongRoPE models only (NULL otherwise): prompt + every token fed so far, owned. HF
      * recomputes the whole cache with the long factors when a sequence first grows past
      * original_max_position_embeddings; the slot then replays it as a prefill. */
     int32_t *seq;
     int64_t n_seq;
-    bool replay;               /* PREFILL of seq (no prompt callbacks) */
-    int64_t rope_delta;        /* M-RoPE: decode coordinate = cache length + rope_delta */
-    int32_t next_token;        /* DECODE: sampled, fed at the next decode step */
+    bool replay;        /* PREFILL of seq (no prompt callbacks) */
+    int64_t rope_delta; /* M-RoPE: decode coordinate = cache length + rope_delta */
+    int32_t next_token; /* DECODE: sampled, fed at the next decode step */
     int64_t generated;
     omnic__sampler sampler;    /* buffers live as long as the engine */
     omnic__detok_stream detok; /* per request */
@@ -69,9 +69,9 @@ struct omnic__engine {
     int32_t *eos; /* owned [n_eos] */
     size_t n_eos;
     omnic__gen_defaults gen; /* generation_config.json's request defaults */
-    slot *slots;  /* owned [n_slots] */
+    slot *slots;             /* owned [n_slots] */
     int n_slots;
-    int prefill_rr; /* round-robin cursor over prefilling slots */
+    int prefill_rr;                        /* round-robin cursor over prefilling slots */
     int32_t *dec_tok, *dec_pos, *dec_rows; /* [n_slots + step_tokens] decode-call inputs (positions
                                             * x3 for M-RoPE) */
     int32_t *pre_pos;                      /* [chunk] prefill positions (x3 for M-RoPE) */
@@ -96,17 +96,20 @@ static double now_s(void)
 
 const char *omnic__finish_name(omnic__finish f)
 {
-    static const char *const n[OMNIC_FINISH_COUNT] = {"none", "stop", "length", "cancelled", "timeout", "error"};
+    static const char *const n[OMNIC_FINISH_COUNT] = {"none",      "stop",    "length",
+                                                      "cancelled", "timeout", "error"};
     return (unsigned)f < OMNIC_FINISH_COUNT ? n[f] : "?";
 }
 
 static void request_free(request *r)
 {
     if (!r) return;
-    for (size_t i = 0; r->stops && i < r->n_stops; i++) omnic_free(r->stops[i]);
+    for (size_t i = 0; r->stops && i < r->n_stops; i++)
+        omnic_free(r->stops[i]);
     omnic_free(r->stops);
     omnic_free(r->prompt);
-    for (size_t i = 0; r->media && i < r->n_media; i++) omnic__media_item_deinit(&r->media[i]);
+    for (size_t i = 0; r->media && i < r->n_media; i++)
+        omnic__media_item_deinit(&r->media[i]);
     omnic_free(r->media);
     omnic_free(r->projected);
     omnic__prepared_prefill_deinit(&r->pp);
@@ -252,13 +255,17 @@ static omnic_status prefill_chunk(omnic__engine *e, int si, omnic_err *err)
     int64_t left = s->pf_len - s->prefilled, n = left < m->chunk ? left : m->chunk;
     const bool mrope = m->dec.cfg.mrope;
     if (pp && (pp->pos_mode == OMNIC_POS_MROPE) != mrope)
-        return OMNIC_FAIL(err, OMNIC_E_INVALID, "the prepared prompt's position mode (%s) is not the model's (%s)",
+        return OMNIC_FAIL(err, OMNIC_E_INVALID,
+                          "the prepared prompt's position mode (%s) is not the model's (%s)",
                           pp->pos_mode == OMNIC_POS_MROPE ? "mrope" : "1d", mrope ? "mrope" : "1d");
     for (int64_t i = 0, r = s->prefilled; i < n; i++, r++) {
-        if (!pp) set_pos(m, e->pre_pos, i, r);
-        else if (!mrope) e->pre_pos[i] = pp->positions[r];
+        if (!pp)
+            set_pos(m, e->pre_pos, i, r);
+        else if (!mrope)
+            e->pre_pos[i] = pp->positions[r];
         else
-            for (int a = 0; a < 3; a++) e->pre_pos[3 * i + a] = pp->positions[a * pp->n_rows + r]; /* [3, T] -> [n, 3] */
+            for (int a = 0; a < 3; a++)
+                e->pre_pos[3 * i + a] = pp->positions[a * pp->n_rows + r]; /* [3, T] -> [n, 3] */
     }
     omnic__tensor rows, pos, sel;
     int64_t d[1] = {n}, d2[2] = {n, m->dec.cfg.hidden}, d3[2] = {n, 3};
@@ -273,12 +280,19 @@ static omnic_status prefill_chunk(omnic__engine *e, int si, omnic_err *err)
     }
     pos.data = e->pre_pos;
     sel.data = e->rope_long; /* LongRoPE: every prompt row is of a forward of the whole prompt (HF) */
-    for (int64_t i = 0; m->dec.rope_switch && i < n; i++) e->rope_long[i] = omnic__rope_long(&m->dec.cfg, s->pf_len);
+    for (int64_t i = 0; m->dec.rope_switch && i < n; i++)
+        e->rope_long[i] = omnic__rope_long(&m->dec.cfg, s->pf_len);
     const omnic__tensor *in[3] = {&rows, &pos, &sel};
-    omnic__call c = {.n = n, .inputs = in, .n_inputs = m->dec.rope_switch ? 3 : 2, .kv = &m->kv, .slot = si,
-                     .kv_start = s->prefilled, .cancel = &s->req->cancel};
+    omnic__call c = {.n = n,
+                     .inputs = in,
+                     .n_inputs = m->dec.rope_switch ? 3 : 2,
+                     .kv = &m->kv,
+                     .slot = si,
+                     .kv_start = s->prefilled,
+                     .cancel = &s->req->cancel};
     if (pp && pp->bias)
-        return OMNIC_FAIL(err, OMNIC_E_UNSUPPORTED, "%s: this model's mask mode takes no attention bias", mod->name);
+        return OMNIC_FAIL(err, OMNIC_E_UNSUPPORTED, "%s: this model's mask mode takes no attention bias",
+                          mod->name);
     OMNIC_TRY(omnic__module_call(mod, &c, err));
     s->prefilled += n;
     omnic__metrics_steps(&e->metrics, 1, 0, 0, 0);
@@ -287,7 +301,9 @@ static omnic_status prefill_chunk(omnic__engine *e, int si, omnic_err *err)
             omnic__prefill_info info = {.model = m, .slot = si, .module = mod, .prepared = pp};
             s->req->on_prefill(s->req->cb_ctx, &info);
         }
-        const int li = pp ? m->embed_prefill_logits : mod == &m->prefill_inv ? m->prefill_inv_logits : m->prefill_logits;
+        const int li = pp                       ? m->embed_prefill_logits
+                       : mod == &m->prefill_inv ? m->prefill_inv_logits
+                                                : m->prefill_logits;
         on_token(e, si, omnic__sampler_sample(&s->sampler, omnic__module_output(mod, li)->data));
     }
     return OMNIC_OK;
@@ -316,16 +332,19 @@ static omnic_status encode_next(omnic__engine *e, int si, omnic_err *err)
     if (r->encoded < (int64_t)r->n_media) return OMNIC_OK;
     const omnic__media_item **items = omnic_alloc_array(r->n_media, sizeof *items);
     if (!items) return OMNIC_FAIL(err, OMNIC_E_NOMEM, "out of memory merging %zu media items", r->n_media);
-    for (size_t i = 0; i < r->n_media; i++) items[i] = &r->media[i];
+    for (size_t i = 0; i < r->n_media; i++)
+        items[i] = &r->media[i];
     omnic_status st = omnic__media_merge(m, r->prompt, (int64_t)r->n_prompt, items, (int64_t)r->n_media,
                                          r->projected, &r->pp, err);
     omnic_free(items);
     OMNIC_TRY(st);
     if (r->pp.adapter != OMNIC_ADAPTER_NONE || r->pp.n_side)
-        return OMNIC_FAIL(err, OMNIC_E_UNSUPPORTED,
-                          "the prompt needs adapter mode %d and %d side inputs, which this engine does not run yet",
-                          (int)r->pp.adapter, r->pp.n_side);
-    for (size_t i = 0; i < r->n_media; i++) omnic__media_item_deinit(&r->media[i]);
+        return OMNIC_FAIL(
+            err, OMNIC_E_UNSUPPORTED,
+            "the prompt needs adapter mode %d and %d side inputs, which this engine does not run yet",
+            (int)r->pp.adapter, r->pp.n_side);
+    for (size_t i = 0; i < r->n_media; i++)
+        omnic__media_item_deinit(&r->media[i]);
     omnic_free(r->media), r->media = NULL;
     r->n_media = 0;
     omnic_free(r->projected), r->projected = NULL;
@@ -389,13 +408,14 @@ static void decode_call(omnic__engine *e, int n_dec, int pf, int64_t pf_rows)
     omnic__tensor sel = tok; /* LongRoPE: a decode row's forward ends at its position */
     sel.data = e->rope_long;
     for (int64_t b = 0; m->dec.rope_switch && b < n; b++)
-        e->rope_long[b] = omnic__rope_long(&m->dec.cfg, b < n_dec ? m->kv.len[e->dec_rows[b]] + 1
-                                                                  : e->slots[pf].pf_len);
+        e->rope_long[b] =
+            omnic__rope_long(&m->dec.cfg, b < n_dec ? m->kv.len[e->dec_rows[b]] + 1 : e->slots[pf].pf_len);
     const omnic__tensor *in[3] = {&tok, &pos, &sel};
-    omnic__call c = {.n = n, .inputs = in, .n_inputs = m->dec.rope_switch ? 3 : 2, .kv = &m->kv,
-                     .row_slots = e->dec_rows};
+    omnic__call c = {
+        .n = n, .inputs = in, .n_inputs = m->dec.rope_switch ? 3 : 2, .kv = &m->kv, .row_slots = e->dec_rows};
     if (omnic__module_call(&m->decode, &c, &err) != OMNIC_OK) {
-        for (int b = 0; b < n_dec; b++) finish(e, e->dec_rows[b], OMNIC_FINISH_ERROR, err.msg);
+        for (int b = 0; b < n_dec; b++)
+            finish(e, e->dec_rows[b], OMNIC_FINISH_ERROR, err.msg);
         if (pf >= 0) finish(e, pf, OMNIC_FINISH_ERROR, err.msg);
         return;
     }
@@ -436,8 +456,10 @@ static void step(omnic__engine *e)
     if (pf >= 0 && e->slots[pf].phase == SLOT_ENCODE) { /* this step's prefill work: one image */
         omnic_err err;
         omnic_status st = encode_next(e, pf, &err);
-        if (st == OMNIC_E_CANCELLED) finish(e, pf, OMNIC_FINISH_CANCELLED, NULL);
-        else if (st != OMNIC_OK) finish(e, pf, OMNIC_FINISH_ERROR, err.msg);
+        if (st == OMNIC_E_CANCELLED)
+            finish(e, pf, OMNIC_FINISH_CANCELLED, NULL);
+        else if (st != OMNIC_OK)
+            finish(e, pf, OMNIC_FINISH_ERROR, err.msg);
         decode_call(e, gather_decode_rows(e), -1, 0);
         return;
     }
@@ -451,8 +473,10 @@ static void step(omnic__engine *e)
     if (pf >= 0) {
         omnic_err err;
         omnic_status st = prefill_chunk(e, pf, &err);
-        if (st == OMNIC_E_CANCELLED) finish(e, pf, OMNIC_FINISH_CANCELLED, NULL);
-        else if (st != OMNIC_OK) finish(e, pf, OMNIC_FINISH_ERROR, err.msg);
+        if (st == OMNIC_E_CANCELLED)
+            finish(e, pf, OMNIC_FINISH_CANCELLED, NULL);
+        else if (st != OMNIC_OK)
+            finish(e, pf, OMNIC_FINISH_ERROR, err.msg);
         n_dec = gather_decode_rows(e); /* the prompt may have completed: it decodes this step */
     }
     decode_call(e, n_dec, -1, 0);
@@ -521,18 +545,21 @@ static void *scheduler_main(void *arg)
     int *admitted = omnic_alloc_array((size_t)e->n_slots, sizeof *admitted);
     for (;;) {
         pthread_mutex_lock(&e->mu);
-        while (!e->stopping && e->busy == 0 && !e->q_head) pthread_cond_wait(&e->wake, &e->mu);
+        while (!e->stopping && e->busy == 0 && !e->q_head)
+            pthread_cond_wait(&e->wake, &e->mu);
         bool stopping = e->stopping;
         int k = admitted ? admit_locked(e, admitted) : 0;
         omnic__metrics_gauges(&e->metrics, e->busy, e->q_len);
         pthread_mutex_unlock(&e->mu);
-        for (int i = 0; i < k; i++) start_slot(e, admitted[i]);
+        for (int i = 0; i < k; i++)
+            start_slot(e, admitted[i]);
         /* cancellations and timeouts first: they free slots this very step */
         double now = now_s();
         for (int si = 0; si < e->n_slots; si++) {
             slot *s = &e->slots[si];
             if (s->phase == SLOT_FREE) continue;
-            if (stopping || atomic_load(&s->req->cancel)) finish(e, si, OMNIC_FINISH_CANCELLED, NULL);
+            if (stopping || atomic_load(&s->req->cancel))
+                finish(e, si, OMNIC_FINISH_CANCELLED, NULL);
             else if (s->req->timeout_s > 0 && now - s->req->t_submit > s->req->timeout_s)
                 finish(e, si, OMNIC_FINISH_TIMEOUT, NULL);
         }
@@ -566,13 +593,15 @@ omnic_status omnic__engine_create(const char *dir, const omnic__engine_opts *opt
     if ((s = omnic__model_open(dir, &mo, &e->model, err)) != OMNIC_OK) goto fail;
     if ((s = omnic__tokenizer_load(dir, &e->tok, err)) != OMNIC_OK) goto fail;
     if ((int64_t)omnic__tokenizer_vocab_size(e->tok) > e->model->dec.cfg.vocab) {
-        s = OMNIC_FAIL(err, OMNIC_E_INVALID, "tokenizer has %zu tokens, more than the model's vocab_size %lld",
+        s = OMNIC_FAIL(err, OMNIC_E_INVALID,
+                       "tokenizer has %zu tokens, more than the model's vocab_size %lld",
                        omnic__tokenizer_vocab_size(e->tok), (long long)e->model->dec.cfg.vocab);
         goto fail;
     }
     const omnic__checkpoint *ck = e->model->ckpt;
-    if ((s = omnic__gen_eos_ids(ck->generation_config, ck->config, omnic__tokenizer_get_specials(e->tok)->eos_id,
-                                e->model->dec.cfg.vocab, &e->eos, &e->n_eos, err)) != OMNIC_OK)
+    if ((s = omnic__gen_eos_ids(ck->generation_config, ck->config,
+                                omnic__tokenizer_get_specials(e->tok)->eos_id, e->model->dec.cfg.vocab,
+                                &e->eos, &e->n_eos, err)) != OMNIC_OK)
         goto fail;
     if (opts && opts->generation_config == OMNIC_GEN_CONFIG_IGNORE) {
         memset(&e->gen, 0, sizeof e->gen);
@@ -591,8 +620,8 @@ omnic_status omnic__engine_create(const char *dir, const omnic__engine_opts *opt
     e->dec_pos = omnic_alloc_array(3 * step_rows, sizeof *e->dec_pos);
     e->dec_rows = omnic_alloc_array(step_rows, sizeof *e->dec_rows);
     e->pre_pos = omnic_alloc_array(3 * (size_t)e->model->chunk, sizeof *e->pre_pos);
-    e->rope_long = omnic_alloc_array((size_t)e->model->chunk > step_rows ? (size_t)e->model->chunk : step_rows,
-                                     sizeof *e->rope_long);
+    e->rope_long = omnic_alloc_array(
+        (size_t)e->model->chunk > step_rows ? (size_t)e->model->chunk : step_rows, sizeof *e->rope_long);
     if (!e->slots || !e->dec_tok || !e->dec_pos || !e->dec_rows || !e->pre_pos || !e->rope_long) {
         s = OMNIC_FAIL(err, OMNIC_E_NOMEM, "out of memory for %d slots", e->n_slots);
         goto fail;
@@ -630,7 +659,10 @@ void omnic__engine_destroy(omnic__engine *e)
         pthread_mutex_unlock(&e->mu);
         for (request *r = q, *next; r; r = next) {
             next = r->next;
-            omnic__gen_event ev = {.kind = OMNIC_EV_DONE, .id = r->id, .token = -1, .finish = OMNIC_FINISH_CANCELLED,
+            omnic__gen_event ev = {.kind = OMNIC_EV_DONE,
+                                   .id = r->id,
+                                   .token = -1,
+                                   .finish = OMNIC_FINISH_CANCELLED,
                                    .prompt_tokens = (int64_t)r->n_prompt};
             r->cb(r->cb_ctx, &ev);
             request_free(r);
@@ -638,7 +670,8 @@ void omnic__engine_destroy(omnic__engine *e)
         pthread_join(e->thread, NULL);
         omnic__metrics_deinit(&e->metrics);
     }
-    for (int i = 0; e->slots && i < e->n_slots; i++) omnic__sampler_deinit(&e->slots[i].sampler);
+    for (int i = 0; e->slots && i < e->n_slots; i++)
+        omnic__sampler_deinit(&e->slots[i].sampler);
     omnic_free(e->slots);
     omnic_free(e->dec_tok);
     omnic_free(e->dec_pos);
@@ -675,7 +708,8 @@ omnic_status omnic__engine_submit(omnic__engine *e, const omnic__gen_request *r,
     }
     if ((s = omnic__sampling_validate(&r->sampling, err)) != OMNIC_OK) goto reject;
     if (r->n_stops > OMNIC_MAX_STOPS) {
-        s = OMNIC_FAIL(err, OMNIC_E_INVALID, "%zu stop strings is over the limit of %d", r->n_stops, OMNIC_MAX_STOPS);
+        s = OMNIC_FAIL(err, OMNIC_E_INVALID, "%zu stop strings is over the limit of %d", r->n_stops,
+                       OMNIC_MAX_STOPS);
         goto reject;
     }
     for (size_t i = 0; i < r->n_stops; i++) {
@@ -712,11 +746,12 @@ omnic_status omnic__engine_submit(omnic__engine *e, const omnic__gen_request *r,
     for (int k = OMNIC_MODALITY_TEXT + 1; k < OMNIC_MODALITY_COUNT; k++) {
         const int32_t pad = omnic__media_placeholder(m, (omnic__modality)k);
         int64_t placeholders = 0;
-        for (size_t i = 0; pad >= 0 && i < r->n_prompt; i++) placeholders += r->prompt[i] == pad;
+        for (size_t i = 0; pad >= 0 && i < r->n_prompt; i++)
+            placeholders += r->prompt[i] == pad;
         const char *name = omnic__modality_name((omnic__modality)k);
         if (given[k] && !omnic__model_accepts(m, (omnic__modality)k)) {
-            s = OMNIC_FAIL(err, OMNIC_E_UNSUPPORTED, "this model does not take %s input (%zu %s%s given)", name, given[k],
-                           name, given[k] == 1 ? "" : "s");
+            s = OMNIC_FAIL(err, OMNIC_E_UNSUPPORTED, "this model does not take %s input (%zu %s%s given)",
+                           name, given[k], name, given[k] == 1 ? "" : "s");
             goto reject;
         }
         if (placeholders != (int64_t)given[k]) {
@@ -737,24 +772,25 @@ omnic_status omnic__engine_submit(omnic__engine *e, const omnic__gen_request *r,
     if (__builtin_add_overflow(expanded, r->max_tokens, &total) || total > cap) {
         why = OMNIC_REJECT_CAPACITY;
         s = OMNIC_FAIL(err, OMNIC_E_CAPACITY,
-                       "prompt of %lld tokens + max_tokens %lld exceeds the context of %lld tokens", (long long)expanded,
-                       (long long)r->max_tokens, (long long)cap);
+                       "prompt of %lld tokens + max_tokens %lld exceeds the context of %lld tokens",
+                       (long long)expanded, (long long)r->max_tokens, (long long)cap);
         goto reject;
     }
     const int64_t orig = m->dec.cfg.rope_original_max_pos;
     if (r->n_media && m->dec.rope_switch && expanded <= orig && total > orig) {
-        s = OMNIC_FAIL(err, OMNIC_E_UNSUPPORTED,
-                       "an image prompt of %lld rows + max_tokens %lld would cross original_max_position_embeddings "
-                       "%lld, whose cache recomputation is not supported for image prompts",
-                       (long long)expanded, (long long)r->max_tokens, (long long)orig);
+        s = OMNIC_FAIL(
+            err, OMNIC_E_UNSUPPORTED,
+            "an image prompt of %lld rows + max_tokens %lld would cross original_max_position_embeddings "
+            "%lld, whose cache recomputation is not supported for image prompts",
+            (long long)expanded, (long long)r->max_tokens, (long long)orig);
         goto reject;
     }
     q = omnic_alloc_array(1, sizeof *q);
     if (!q || !(q->prompt = omnic_alloc_array(r->n_prompt, sizeof *q->prompt))) goto nomem;
     if (r->n_media) {
         if (!(q->media = omnic_alloc_array(r->n_media, sizeof *q->media)) ||
-            !(q->projected = omnic_alloc_array((size_t)media_rows * (size_t)m->dec.cfg.hidden,
-                                               sizeof *q->projected)))
+            !(q->projected =
+                  omnic_alloc_array((size_t)media_rows * (size_t)m->dec.cfg.hidden, sizeof *q->projected)))
             goto nomem;
         for (size_t i = 0; i < r->n_media; i++, q->n_media++) {
             omnic_err cerr;
@@ -793,8 +829,10 @@ omnic_status omnic__engine_submit(omnic__engine *e, const omnic__gen_request *r,
         goto reject;
     }
     q->id = e->next_id++;
-    if (e->q_tail) e->q_tail->next = q;
-    else e->q_head = q;
+    if (e->q_tail)
+        e->q_tail->next = q;
+    else
+        e->q_head = q;
     e->q_tail = q;
     e->q_len++;
     omnic__metrics_gauges(&e->metrics, e->busy, e->q_len);
@@ -833,19 +871,33 @@ void omnic__engine_drain(omnic__engine *e, double deadline_s)
         omnic__deadline(&ts, 0.050);
         omnic__cond_wait_until(&e->idle, &e->mu, &ts);
     }
-    for (request *r = e->q_head; r; r = r->next) atomic_store(&r->cancel, true);
+    for (request *r = e->q_head; r; r = r->next)
+        atomic_store(&r->cancel, true);
     for (int i = 0; i < e->n_slots; i++)
         if (e->slots[i].req) atomic_store(&e->slots[i].req->cancel, true);
     pthread_cond_signal(&e->wake);
-    while (e->busy > 0 || e->q_head) pthread_cond_wait(&e->idle, &e->mu);
+    while (e->busy > 0 || e->q_head)
+        pthread_cond_wait(&e->idle, &e->mu);
     pthread_mutex_unlock(&e->mu);
 }
 
-const omnic__model *omnic__engine_model(const omnic__engine *e) { return e->model; }
-const omnic__tokenizer *omnic__engine_tokenizer(const omnic__engine *e) { return e->tok; }
-omnic__metrics *omnic__engine_metrics(omnic__engine *e) { return &e->metrics; }
+const omnic__model *omnic__engine_model(const omnic__engine *e)
+{
+    return e->model;
+}
+const omnic__tokenizer *omnic__engine_tokenizer(const omnic__engine *e)
+{
+    return e->tok;
+}
+omnic__metrics *omnic__engine_metrics(omnic__engine *e)
+{
+    return &e->metrics;
+}
 
-const omnic__gen_defaults *omnic__engine_gen_defaults(const omnic__engine *e) { return &e->gen; }
+const omnic__gen_defaults *omnic__engine_gen_defaults(const omnic__engine *e)
+{
+    return &e->gen;
+}
 
 const int32_t *omnic__engine_eos(const omnic__engine *e, size_t *n)
 {

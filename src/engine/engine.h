@@ -24,8 +24,8 @@
 typedef struct omnic__engine omnic__engine;
 
 typedef struct omnic__engine_opts {
-    omnic__model_opts model;  /* backend, threads, ctx (per slot), slots (= parallel), chunk, kv dtype */
-    int max_queue;            /* requests waiting for a slot; 0: 64 */
+    omnic__model_opts model; /* backend, threads, ctx (per slot), slots (= parallel), chunk, kv dtype */
+    int max_queue;           /* requests waiting for a slot; 0: 64 */
     omnic__gen_config_mode generation_config; /* AUTO: generation_config.json's sampling defaults
                                                * are read (and checked) at load */
 } omnic__engine_opts;
@@ -50,14 +50,14 @@ typedef enum omnic__event_kind {
 
 typedef struct omnic__gen_event {
     omnic__event_kind kind;
-    uint64_t id;             /* request id */
-    int32_t token;           /* TEXT: the token just generated (-1 for text released at the end) */
-    const char *text;        /* TEXT: borrowed until the callback returns */
+    uint64_t id;      /* request id */
+    int32_t token;    /* TEXT: the token just generated (-1 for text released at the end) */
+    const char *text; /* TEXT: borrowed until the callback returns */
     size_t len;
-    omnic__finish finish;    /* DONE */
-    int64_t prompt_tokens;   /* DONE: logical prompt tokens */
+    omnic__finish finish;  /* DONE */
+    int64_t prompt_tokens; /* DONE: logical prompt tokens */
     int64_t completion_tokens;
-    const char *error;       /* DONE with OMNIC_FINISH_ERROR: message */
+    const char *error; /* DONE with OMNIC_FINISH_ERROR: message */
 } omnic__gen_event;
 
 typedef void (*omnic__event_cb)(void *ctx, const omnic__gen_event *ev);
@@ -65,10 +65,10 @@ typedef void (*omnic__event_cb)(void *ctx, const omnic__gen_event *ev);
 /* What a prefill callback may read (all borrowed, valid during the callback). */
 typedef struct omnic__prefill_info {
     const omnic__model *model;
-    int slot;                              /* its KV rows hold the prompt */
-    const omnic__module *module;           /* the prefill module that ran the last chunk: its
-                                            * outputs are readable (text.token_prefill or
-                                            * text.embeddings_prefill) */
+    int slot;                                /* its KV rows hold the prompt */
+    const omnic__module *module;             /* the prefill module that ran the last chunk: its
+                                              * outputs are readable (text.token_prefill or
+                                              * text.embeddings_prefill) */
     const omnic__prepared_prefill *prepared; /* image requests: the expanded rows; NULL otherwise */
 } omnic__prefill_info;
 /* Called once the prompt is in the cache, before the first token is sampled. */
@@ -78,19 +78,19 @@ typedef void (*omnic__encode_cb)(void *ctx, int64_t image, const omnic__tensor *
                                  const omnic__tensor *projected);
 
 typedef struct omnic__gen_request {
-    const int32_t *prompt;          /* borrowed for the call; copied */
-    size_t n_prompt;                /* >= 1 */
+    const int32_t *prompt; /* borrowed for the call; copied */
+    size_t n_prompt;       /* >= 1 */
     omnic__sampling_params sampling;
-    int64_t max_tokens;             /* >= 1 */
-    const char *const *stops;       /* borrowed for the call; copied */
+    int64_t max_tokens;       /* >= 1 */
+    const char *const *stops; /* borrowed for the call; copied */
     size_t n_stops;
-    double timeout_s;               /* 0: none */
-    bool skip_special;              /* detokenize without special tokens (the usual) */
-    bool ignore_eos;                /* generate past EOS (benchmarks) */
-    omnic__event_cb cb;             /* required */
+    double timeout_s;   /* 0: none */
+    bool skip_special;  /* detokenize without special tokens (the usual) */
+    bool ignore_eos;    /* generate past EOS (benchmarks) */
+    omnic__event_cb cb; /* required */
     void *cb_ctx;
-    omnic__prefill_cb on_prefill;   /* optional (stage dumps); gets cb_ctx */
-    omnic__encode_cb on_encode;     /* optional (stage dumps); gets cb_ctx */
+    omnic__prefill_cb on_prefill; /* optional (stage dumps); gets cb_ctx */
+    omnic__encode_cb on_encode;   /* optional (stage dumps); gets cb_ctx */
     /* Media: one preprocessed item per placeholder id of its modality in prompt, in order
      * (omnic__media_prepare; borrowed for the call, copied). The prompt stays the logical ids
      * (usage, penalties, stop matching); each placeholder expands to its item's rows for
@@ -113,7 +113,8 @@ void omnic__engine_destroy(omnic__engine *e);
  * of a modality the model does not take), E_CAPACITY (expanded prompt + max_tokens over the slot
  * capacity: names the three numbers),
  * E_TOO_LARGE (the queue is full: names its size), E_CANCELLED (the engine is draining). */
-omnic_status omnic__engine_submit(omnic__engine *e, const omnic__gen_request *r, uint64_t *id, omnic_err *err);
+omnic_status omnic__engine_submit(omnic__engine *e, const omnic__gen_request *r, uint64_t *id,
+                                  omnic_err *err);
 /* Asks for request id to stop; its slot is freed at the next step. Unknown ids are ignored. */
 void omnic__engine_cancel(omnic__engine *e, uint64_t id);
 /* Stops accepting requests, waits up to deadline_s for the in-flight ones, cancels the

@@ -55,7 +55,8 @@ static void *worker_main(void *arg)
     omnic__media_pool *p = arg;
     pthread_mutex_lock(&p->mu);
     for (;;) {
-        while (!p->stopping && !p->head) pthread_cond_wait(&p->wake, &p->mu);
+        while (!p->stopping && !p->head)
+            pthread_cond_wait(&p->wake, &p->mu);
         if (!p->head) break; /* stopping and nothing queued */
         omnic__media_job *job = p->head;
         p->head = job->next;
@@ -75,8 +76,8 @@ static void *worker_main(void *arg)
 omnic_status omnic__media_pool_create(int workers, int max_queue, omnic__media_pool **out, omnic_err *err)
 {
     if (workers < 1 || max_queue < 1)
-        return OMNIC_FAIL(err, OMNIC_E_INVALID, "media pool: %d workers and a queue of %d (need >= 1 each)", workers,
-                          max_queue);
+        return OMNIC_FAIL(err, OMNIC_E_INVALID, "media pool: %d workers and a queue of %d (need >= 1 each)",
+                          workers, max_queue);
     omnic__media_pool *p = omnic_alloc_array(1, sizeof *p);
     if (!p || !(p->threads = omnic_alloc_array((size_t)workers, sizeof *p->threads))) {
         omnic_free(p);
@@ -108,8 +109,10 @@ omnic_status omnic__media_pool_submit(omnic__media_pool *p, omnic__media_job *jo
         return OMNIC_FAIL(err, OMNIC_E_TOO_LARGE, "the media queue is full (%d jobs waiting)", p->max_queue);
     }
     job->next = NULL;
-    if (p->tail) p->tail->next = job;
-    else p->head = job;
+    if (p->tail)
+        p->tail->next = job;
+    else
+        p->head = job;
     p->tail = job;
     p->queued++;
     pthread_cond_signal(&p->wake);
@@ -141,7 +144,8 @@ void omnic__media_pool_destroy(omnic__media_pool *p)
         job_finish(q);
         q = next;
     }
-    for (int i = 0; i < p->n_threads; i++) pthread_join(p->threads[i], NULL);
+    for (int i = 0; i < p->n_threads; i++)
+        pthread_join(p->threads[i], NULL);
     pthread_mutex_destroy(&p->mu);
     pthread_cond_destroy(&p->wake);
     omnic_free(p->threads);

@@ -17,10 +17,10 @@ typedef struct omnic__media_pool omnic__media_pool;
  * struct, initializes it with omnic__media_job_init, and keeps it alive until done. */
 typedef struct omnic__media_job {
     void (*run)(struct omnic__media_job *job);
-    atomic_bool cancel;          /* set by the submitter; run() checks it between stages */
+    atomic_bool cancel; /* set by the submitter; run() checks it between stages */
     pthread_mutex_t mu;
     pthread_cond_t cv;
-    bool done;                   /* under mu: run() returned (or the pool was destroyed first) */
+    bool done; /* under mu: run() returned (or the pool was destroyed first) */
     struct omnic__media_job *next;
 } omnic__media_job;
 

@@ -7,7 +7,7 @@
 
 /* Bucket upper bounds in seconds, shared by every histogram. */
 static const double bounds[OMNIC_HIST_BUCKETS] = {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
-                                                   1,     2.5,  5,     10,   30,  60,  120};
+                                                  1,     2.5,  5,     10,   30,  60,   120};
 
 void omnic__metrics_init(omnic__metrics *m, int64_t slots_total)
 {
@@ -16,14 +16,18 @@ void omnic__metrics_init(omnic__metrics *m, int64_t slots_total)
     m->slots_total = slots_total;
 }
 
-void omnic__metrics_deinit(omnic__metrics *m) { pthread_mutex_destroy(&m->mu); }
+void omnic__metrics_deinit(omnic__metrics *m)
+{
+    pthread_mutex_destroy(&m->mu);
+}
 
 void omnic__metrics_observe(omnic__metrics *m, omnic__hist_id h, double s)
 {
     pthread_mutex_lock(&m->mu);
     omnic__histogram *x = &m->hist[h];
     int b = 0;
-    while (b < OMNIC_HIST_BUCKETS && s > bounds[b]) b++;
+    while (b < OMNIC_HIST_BUCKETS && s > bounds[b])
+        b++;
     x->counts[b]++;
     x->sum += s;
     x->count++;
@@ -54,8 +58,8 @@ void omnic__metrics_gauges(omnic__metrics *m, int64_t slots_busy, int64_t queue_
     pthread_mutex_unlock(&m->mu);
 }
 
-void omnic__metrics_steps(omnic__metrics *m, uint64_t prefill_chunks, uint64_t decode_steps, uint64_t decode_rows,
-                          uint64_t mixed_prompt_rows)
+void omnic__metrics_steps(omnic__metrics *m, uint64_t prefill_chunks, uint64_t decode_steps,
+                          uint64_t decode_rows, uint64_t mixed_prompt_rows)
 {
     pthread_mutex_lock(&m->mu);
     m->mixed_prompt_rows += mixed_prompt_rows;
@@ -115,56 +119,68 @@ static void hist(sbuf *b, const char *name, const char *help, const omnic__histo
         put(b, "%s_bucket{le=\"%g\"} %llu\n", name, bounds[i], (unsigned long long)cum);
     }
     cum += h->counts[OMNIC_HIST_BUCKETS];
-    put(b, "%s_bucket{le=\"+Inf\"} %llu\n%s_sum %.6f\n%s_count %llu\n", name, (unsigned long long)cum, name, h->sum,
-        name, (unsigned long long)h->count);
+    put(b, "%s_bucket{le=\"+Inf\"} %llu\n%s_sum %.6f\n%s_count %llu\n", name, (unsigned long long)cum, name,
+        h->sum, name, (unsigned long long)h->count);
 }
 
 omnic_status omnic__metrics_render(const omnic__metrics *s, char **out, size_t *len, omnic_err *err)
 {
-    static const char *const finish[OMNIC_FINISH_LABELS] = {"none", "stop", "length", "cancelled", "timeout", "error"};
+    static const char *const finish[OMNIC_FINISH_LABELS] = {"none",      "stop",    "length",
+                                                            "cancelled", "timeout", "error"};
     static const char *const reject[OMNIC_REJECT_COUNT] = {"invalid", "capacity", "queue_full", "draining"};
     sbuf b = {.p = omnic_malloc(4096), .cap = 4096};
     if (!b.p) return OMNIC_FAIL(err, OMNIC_E_NOMEM, "out of memory rendering metrics");
     b.p[0] = '\0';
-    put(&b, "# HELP omnic_requests_total Finished requests by finish reason.\n# TYPE omnic_requests_total counter\n");
+    put(&b, "# HELP omnic_requests_total Finished requests by finish reason.\n# TYPE omnic_requests_total "
+            "counter\n");
     for (int i = 1; i < OMNIC_FINISH_LABELS; i++)
-        put(&b, "omnic_requests_total{finish_reason=\"%s\"} %llu\n", finish[i], (unsigned long long)s->requests[i]);
+        put(&b, "omnic_requests_total{finish_reason=\"%s\"} %llu\n", finish[i],
+            (unsigned long long)s->requests[i]);
     put(&b, "# HELP omnic_rejected_total Requests refused before admission, by reason.\n"
             "# TYPE omnic_rejected_total counter\n");
     for (int i = 0; i < OMNIC_REJECT_COUNT; i++)
         put(&b, "omnic_rejected_total{reason=\"%s\"} %llu\n", reject[i], (unsigned long long)s->rejected[i]);
-    put(&b, "# HELP omnic_prompt_tokens_total Prompt tokens of finished requests (logical, as in usage).\n"
-            "# TYPE omnic_prompt_tokens_total counter\nomnic_prompt_tokens_total %llu\n",
+    put(&b,
+        "# HELP omnic_prompt_tokens_total Prompt tokens of finished requests (logical, as in usage).\n"
+        "# TYPE omnic_prompt_tokens_total counter\nomnic_prompt_tokens_total %llu\n",
         (unsigned long long)s->prompt_tokens);
-    put(&b, "# HELP omnic_generated_tokens_total Generated tokens of finished requests.\n"
-            "# TYPE omnic_generated_tokens_total counter\nomnic_generated_tokens_total %llu\n",
+    put(&b,
+        "# HELP omnic_generated_tokens_total Generated tokens of finished requests.\n"
+        "# TYPE omnic_generated_tokens_total counter\nomnic_generated_tokens_total %llu\n",
         (unsigned long long)s->generated_tokens);
-    put(&b, "# HELP omnic_prefill_chunks_total Prefill module calls.\n# TYPE omnic_prefill_chunks_total counter\n"
-            "omnic_prefill_chunks_total %llu\n",
+    put(&b,
+        "# HELP omnic_prefill_chunks_total Prefill module calls.\n# TYPE omnic_prefill_chunks_total counter\n"
+        "omnic_prefill_chunks_total %llu\n",
         (unsigned long long)s->prefill_chunks);
-    put(&b, "# HELP omnic_decode_steps_total Batched decode calls.\n# TYPE omnic_decode_steps_total counter\n"
-            "omnic_decode_steps_total %llu\n",
+    put(&b,
+        "# HELP omnic_decode_steps_total Batched decode calls.\n# TYPE omnic_decode_steps_total counter\n"
+        "omnic_decode_steps_total %llu\n",
         (unsigned long long)s->decode_steps);
-    put(&b, "# HELP omnic_decode_rows_total Rows (sequences) over all decode calls.\n"
-            "# TYPE omnic_decode_rows_total counter\nomnic_decode_rows_total %llu\n",
+    put(&b,
+        "# HELP omnic_decode_rows_total Rows (sequences) over all decode calls.\n"
+        "# TYPE omnic_decode_rows_total counter\nomnic_decode_rows_total %llu\n",
         (unsigned long long)s->decode_rows);
-    put(&b, "# HELP omnic_mixed_prompt_rows_total Prompt rows prefilled inside decode calls (mixed steps).\n"
-            "# TYPE omnic_mixed_prompt_rows_total counter\nomnic_mixed_prompt_rows_total %llu\n",
+    put(&b,
+        "# HELP omnic_mixed_prompt_rows_total Prompt rows prefilled inside decode calls (mixed steps).\n"
+        "# TYPE omnic_mixed_prompt_rows_total counter\nomnic_mixed_prompt_rows_total %llu\n",
         (unsigned long long)s->mixed_prompt_rows);
-    put(&b, "# HELP omnic_slots_busy Slots holding a request.\n# TYPE omnic_slots_busy gauge\nomnic_slots_busy %lld\n",
+    put(&b,
+        "# HELP omnic_slots_busy Slots holding a request.\n# TYPE omnic_slots_busy gauge\nomnic_slots_busy "
+        "%lld\n",
         (long long)s->slots_busy);
     put(&b, "# HELP omnic_slots_total Slots.\n# TYPE omnic_slots_total gauge\nomnic_slots_total %lld\n",
         (long long)s->slots_total);
-    put(&b, "# HELP omnic_queue_depth Requests waiting for a slot.\n# TYPE omnic_queue_depth gauge\n"
-            "omnic_queue_depth %lld\n",
+    put(&b,
+        "# HELP omnic_queue_depth Requests waiting for a slot.\n# TYPE omnic_queue_depth gauge\n"
+        "omnic_queue_depth %lld\n",
         (long long)s->queue_depth);
     hist(&b, "omnic_time_to_first_token_seconds", "Submit to first generated token.", &s->hist[OMNIC_H_TTFT]);
     hist(&b, "omnic_inter_token_latency_seconds", "Time between generated tokens of a request.",
          &s->hist[OMNIC_H_ITL]);
     hist(&b, "omnic_e2e_request_latency_seconds", "Submit to finish.", &s->hist[OMNIC_H_E2E]);
     hist(&b, "omnic_queue_time_seconds", "Submit to admission into a slot.", &s->hist[OMNIC_H_QUEUE]);
-    hist(&b, "omnic_media_preprocess_seconds", "Fetch, decode and preprocess of one request's images (media workers).",
-         &s->hist[OMNIC_H_MEDIA]);
+    hist(&b, "omnic_media_preprocess_seconds",
+         "Fetch, decode and preprocess of one request's images (media workers).", &s->hist[OMNIC_H_MEDIA]);
     if (b.oom) {
         omnic_free(b.p);
         return OMNIC_FAIL(err, OMNIC_E_NOMEM, "out of memory rendering metrics");

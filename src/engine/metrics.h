@@ -9,19 +9,19 @@
 #include "core/err.h"
 
 typedef enum omnic__hist_id {
-    OMNIC_H_TTFT,      /* time to first token (s): submit -> first token sampled */
-    OMNIC_H_ITL,       /* inter-token latency (s) */
-    OMNIC_H_E2E,       /* end-to-end request latency (s) */
-    OMNIC_H_QUEUE,     /* queue time (s): submit -> admitted to a slot */
-    OMNIC_H_MEDIA,     /* media stage (s): one request's images fetched, decoded and preprocessed */
+    OMNIC_H_TTFT,  /* time to first token (s): submit -> first token sampled */
+    OMNIC_H_ITL,   /* inter-token latency (s) */
+    OMNIC_H_E2E,   /* end-to-end request latency (s) */
+    OMNIC_H_QUEUE, /* queue time (s): submit -> admitted to a slot */
+    OMNIC_H_MEDIA, /* media stage (s): one request's images fetched, decoded and preprocessed */
     OMNIC_H_COUNT
 } omnic__hist_id;
 
 typedef enum omnic__reject_reason {
-    OMNIC_REJECT_INVALID,    /* bad request fields */
-    OMNIC_REJECT_CAPACITY,   /* prompt + max_tokens over the context */
+    OMNIC_REJECT_INVALID,  /* bad request fields */
+    OMNIC_REJECT_CAPACITY, /* prompt + max_tokens over the context */
     OMNIC_REJECT_QUEUE_FULL,
-    OMNIC_REJECT_DRAINING,   /* shutting down */
+    OMNIC_REJECT_DRAINING, /* shutting down */
     OMNIC_REJECT_COUNT
 } omnic__reject_reason;
 
@@ -36,9 +36,9 @@ typedef struct omnic__histogram {
 
 typedef struct omnic__metrics {
     pthread_mutex_t mu;
-    uint64_t requests[OMNIC_FINISH_LABELS];  /* by finish reason */
+    uint64_t requests[OMNIC_FINISH_LABELS]; /* by finish reason */
     uint64_t rejected[OMNIC_REJECT_COUNT];
-    uint64_t prompt_tokens, generated_tokens; /* logical tokens */
+    uint64_t prompt_tokens, generated_tokens;           /* logical tokens */
     uint64_t prefill_chunks, decode_steps, decode_rows; /* decode_rows: generating rows only */
     uint64_t mixed_prompt_rows;                         /* prompt rows carried by decode calls */
     int64_t slots_busy, slots_total, queue_depth;
@@ -51,8 +51,8 @@ void omnic__metrics_observe(omnic__metrics *m, omnic__hist_id h, double seconds)
 void omnic__metrics_finish(omnic__metrics *m, int finish, int64_t prompt_tokens, int64_t generated_tokens);
 void omnic__metrics_reject(omnic__metrics *m, omnic__reject_reason r);
 void omnic__metrics_gauges(omnic__metrics *m, int64_t slots_busy, int64_t queue_depth);
-void omnic__metrics_steps(omnic__metrics *m, uint64_t prefill_chunks, uint64_t decode_steps, uint64_t decode_rows,
-                          uint64_t mixed_prompt_rows);
+void omnic__metrics_steps(omnic__metrics *m, uint64_t prefill_chunks, uint64_t decode_steps,
+                          uint64_t decode_rows, uint64_t mixed_prompt_rows);
 /* A consistent copy. */
 void omnic__metrics_snapshot(omnic__metrics *m, omnic__metrics *out);
 

@@ -31,15 +31,16 @@ omnic_status omnic__sampling_validate(const omnic__sampling_params *p, omnic_err
 typedef struct omnic__sampler {
     omnic__sampling_params p;
     int64_t vocab;
-    uint64_t rng[4];       /* xoshiro256** state */
-    uint32_t *counts;      /* [vocab] times each token was generated */
-    uint8_t *in_prompt;    /* [vocab] 1 when the token is in the prompt or was generated */
-    float *work;           /* [vocab] penalized / scaled logits */
-    int32_t *idx;          /* [vocab] candidate ids (heap, sorted candidates) */
+    uint64_t rng[4];    /* xoshiro256** state */
+    uint32_t *counts;   /* [vocab] times each token was generated */
+    uint8_t *in_prompt; /* [vocab] 1 when the token is in the prompt or was generated */
+    float *work;        /* [vocab] penalized / scaled logits */
+    int32_t *idx;       /* [vocab] candidate ids (heap, sorted candidates) */
 } omnic__sampler;
 
 /* Sizes buffers for vocab and seeds the generator. params must be valid. */
-omnic_status omnic__sampler_init(omnic__sampler *s, const omnic__sampling_params *p, int64_t vocab, omnic_err *err);
+omnic_status omnic__sampler_init(omnic__sampler *s, const omnic__sampling_params *p, int64_t vocab,
+                                 omnic_err *err);
 void omnic__sampler_deinit(omnic__sampler *s);
 /* Forgets history and reseeds (slot reuse). */
 void omnic__sampler_reset(omnic__sampler *s, const omnic__sampling_params *p);

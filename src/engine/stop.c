@@ -8,7 +8,8 @@ omnic_status omnic__stop_init(omnic__stop_matcher *m, const char *const *stops, 
 {
     memset(m, 0, sizeof *m);
     if (n > OMNIC_MAX_STOPS)
-        return OMNIC_FAIL(err, OMNIC_E_TOO_LARGE, "%zu stop strings is over the limit of %d", n, OMNIC_MAX_STOPS);
+        return OMNIC_FAIL(err, OMNIC_E_TOO_LARGE, "%zu stop strings is over the limit of %d", n,
+                          OMNIC_MAX_STOPS);
     if (n == 0) return OMNIC_OK;
     m->stops = omnic_alloc_array(n, sizeof *m->stops);
     m->stop_len = omnic_alloc_array(n, sizeof *m->stop_len);
@@ -33,7 +34,8 @@ nomem:
 
 void omnic__stop_deinit(omnic__stop_matcher *m)
 {
-    for (size_t i = 0; m->stops && i < m->n_stops; i++) omnic_free(m->stops[i]);
+    for (size_t i = 0; m->stops && i < m->n_stops; i++)
+        omnic_free(m->stops[i]);
     omnic_free(m->stops);
     omnic_free(m->stop_len);
     omnic_free(m->buf);
@@ -69,8 +71,8 @@ static bool reserve(char **p, size_t *cap, size_t n)
     return true;
 }
 
-bool omnic__stop_push(omnic__stop_matcher *m, const char *text, size_t len, const char **emit, size_t *emit_len,
-                      omnic_err *err)
+bool omnic__stop_push(omnic__stop_matcher *m, const char *text, size_t len, const char **emit,
+                      size_t *emit_len, omnic_err *err)
 {
     *emit = text;
     *emit_len = 0;

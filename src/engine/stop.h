@@ -7,12 +7,12 @@
 #include "core/err.h"
 
 typedef struct omnic__stop_matcher {
-    char **stops;        /* owned copies */
+    char **stops; /* owned copies */
     size_t *stop_len;
     size_t n_stops;
-    char *buf;           /* owned: text held back (a possible stop-string prefix) */
+    char *buf; /* owned: text held back (a possible stop-string prefix) */
     size_t held, cap;
-    char *out;           /* owned: the text handed out by the last push */
+    char *out; /* owned: the text handed out by the last push */
     size_t out_cap;
     bool stopped;
 } omnic__stop_matcher;
@@ -24,8 +24,8 @@ void omnic__stop_deinit(omnic__stop_matcher *m);
 /* Adds text; *emit / *emit_len (borrowed, valid until the next call) is what may be shown
  * now. Returns true when a stop string matched: *emit ends right before it and every
  * later push emits nothing. */
-bool omnic__stop_push(omnic__stop_matcher *m, const char *text, size_t len, const char **emit, size_t *emit_len,
-                      omnic_err *err);
+bool omnic__stop_push(omnic__stop_matcher *m, const char *text, size_t len, const char **emit,
+                      size_t *emit_len, omnic_err *err);
 /* End of generation without a stop: everything still held (borrowed until the next call). */
 void omnic__stop_flush(omnic__stop_matcher *m, const char **emit, size_t *emit_len);
 

@@ -12,7 +12,6 @@
 #include "core/limits.h"
 #include "io/safetensors.h"
 
-
 typedef struct omnic__checkpoint_file {
     char *name;     /* owned; file name relative to dir */
     uint64_t bytes; /* size */

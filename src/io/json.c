@@ -1,8 +1,8 @@
 /* JSON loading (files, buffers) over jansson and typed getters for config fields.
  * Every error names its source (`what` or the path), the field, and the numbers. */
 #include <inttypes.h>
-#include <pthread.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -100,7 +100,10 @@ static void *json_alloc(size_t n)
     return p;
 }
 
-static void use_omnic_alloc(void) { json_set_alloc_funcs(json_alloc, omnic_free); }
+static void use_omnic_alloc(void)
+{
+    json_set_alloc_funcs(json_alloc, omnic_free);
+}
 
 static omnic_status parse_impl(const char *buf, size_t len, const char *what, size_t flags, json_t **out,
                                omnic_err *err)
@@ -111,7 +114,8 @@ static omnic_status parse_impl(const char *buf, size_t len, const char *what, si
     json_error_t e;
     json_oom = false;
     json_t *j = json_loadb(buf, len, flags, &e);
-    if (!j && json_error_code(&e) == json_error_numeric_overflow && !json_oom && !(flags & JSON_REJECT_DUPLICATES)) {
+    if (!j && json_error_code(&e) == json_error_numeric_overflow && !json_oom &&
+        !(flags & JSON_REJECT_DUPLICATES)) {
         /* Integers past int64 occur in real configs (Gemma's model_max_length is 1e30):
          * read every integer as a real then; the typed getters accept integral reals.
          * Strict parses (safetensors headers, index files) keep rejecting them. */
@@ -306,17 +310,21 @@ omnic_status omnic__json_get_array(const json_t *obj, const char *key, bool requ
 omnic_status omnic__json_check_keys(const json_t *obj, const char *what, const char *const *const *lists,
                                     omnic_err *err)
 {
-    if (!json_is_object(obj)) return OMNIC_FAIL(err, OMNIC_E_INVALID, "%s: expected an object", src_name(what));
+    if (!json_is_object(obj))
+        return OMNIC_FAIL(err, OMNIC_E_INVALID, "%s: expected an object", src_name(what));
     const char *key;
     const json_t *v;
-    json_object_foreach ((json_t *)(uintptr_t)obj, key, v) {
+    json_object_foreach((json_t *)(uintptr_t)obj, key, v)
+    {
         bool known = false;
         for (size_t l = 0; lists[l] && !known; l++)
-            for (size_t k = 0; lists[l][k] && !known; k++) known = !strcmp(lists[l][k], key);
+            for (size_t k = 0; lists[l][k] && !known; k++)
+                known = !strcmp(lists[l][k], key);
         if (!known)
-            return OMNIC_FAIL(err, OMNIC_E_UNSUPPORTED,
-                              "%s: key '%s' is not understood (it may change the model's numerics; refusing to ignore it)",
-                              src_name(what), key);
+            return OMNIC_FAIL(
+                err, OMNIC_E_UNSUPPORTED,
+                "%s: key '%s' is not understood (it may change the model's numerics; refusing to ignore it)",
+                src_name(what), key);
     }
     return OMNIC_OK;
 }
@@ -341,8 +349,8 @@ omnic_status omnic__json_expect(const json_t *obj, const char *key, const char *
     json_decref(want);
     if (ok) return OMNIC_OK;
     char *text = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
-    omnic_status s = OMNIC_FAIL(err, OMNIC_E_UNSUPPORTED, "%s: %s = %.60s is not supported (only %s)", src_name(what),
-                                key, text ? text : "?", noop);
+    omnic_status s = OMNIC_FAIL(err, OMNIC_E_UNSUPPORTED, "%s: %s = %.60s is not supported (only %s)",
+                                src_name(what), key, text ? text : "?", noop);
     free(text); /* jansson's allocator is omnic_malloc / omnic_free */
     return s;
 }

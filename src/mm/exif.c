@@ -47,11 +47,26 @@ static uint64_t rd64(const tiff *t, size_t off)
 static size_t type_size(uint32_t type)
 {
     switch (type) {
-    case 1: case 2: case 6: case 7: return 1; /* BYTE ASCII SBYTE UNDEFINED */
-    case 3: case 8: return 2;                 /* SHORT SSHORT */
-    case 4: case 9: case 11: case 13: return 4; /* LONG SLONG FLOAT IFD */
-    case 5: case 10: case 12: case 16: return 8; /* RATIONAL SRATIONAL DOUBLE LONG8 */
-    default: return 0;
+    case 1:
+    case 2:
+    case 6:
+    case 7:
+        return 1; /* BYTE ASCII SBYTE UNDEFINED */
+    case 3:
+    case 8:
+        return 2; /* SHORT SSHORT */
+    case 4:
+    case 9:
+    case 11:
+    case 13:
+        return 4; /* LONG SLONG FLOAT IFD */
+    case 5:
+    case 10:
+    case 12:
+    case 16:
+        return 8; /* RATIONAL SRATIONAL DOUBLE LONG8 */
+    default:
+        return 0;
     }
 }
 
@@ -73,15 +88,21 @@ static int from_double(double v)
 static int value_orientation(const tiff *t, uint32_t type, size_t off)
 {
     switch (type) {
-    case 3: return from_integer(rd16(t, off));
-    case 4: case 13: return from_integer(rd32(t, off));
+    case 3:
+        return from_integer(rd16(t, off));
+    case 4:
+    case 13:
+        return from_integer(rd32(t, off));
     case 16: {
         uint64_t v = rd64(t, off);
         return v <= 8 ? from_integer((int64_t)v) : 1;
     }
-    case 6: return from_integer((int8_t)t->p[off]);
-    case 8: return from_integer((int16_t)rd16(t, off));
-    case 9: return from_integer((int32_t)rd32(t, off));
+    case 6:
+        return from_integer((int8_t)t->p[off]);
+    case 8:
+        return from_integer((int16_t)rd16(t, off));
+    case 9:
+        return from_integer((int32_t)rd32(t, off));
     case 11: {
         uint32_t bits = rd32(t, off);
         float f;
@@ -94,7 +115,8 @@ static int value_orientation(const tiff *t, uint32_t type, size_t off)
         memcpy(&d, &bits, sizeof d);
         return from_double(d);
     }
-    case 5: case 10: {
+    case 5:
+    case 10: {
         int64_t num = type == 5 ? (int64_t)rd32(t, off) : (int64_t)(int32_t)rd32(t, off);
         int64_t den = type == 5 ? (int64_t)rd32(t, off + 4) : (int64_t)(int32_t)rd32(t, off + 4);
         if (den == 0) return 1;
@@ -102,7 +124,8 @@ static int value_orientation(const tiff *t, uint32_t type, size_t off)
             if (num == k * den) return (int)k;
         return 1;
     }
-    default: return 1;
+    default:
+        return 1;
     }
 }
 
@@ -117,9 +140,12 @@ int omnic__exif_orientation(const uint8_t *buf, size_t len, bool *tagged)
     /* Pillow reads an 8-byte header; fewer bytes, or a magic it does not accept, is no EXIF. */
     if (len < 8) return 1;
     tiff t = {buf, len, false};
-    if (!memcmp(buf, "MM\0*", 4) || !memcmp(buf, "MM*\0", 4) || !memcmp(buf, "MM\0+", 4)) t.big_endian = true;
-    else if (!memcmp(buf, "II*\0", 4) || !memcmp(buf, "II\0*", 4)) t.big_endian = false;
-    else return 1;
+    if (!memcmp(buf, "MM\0*", 4) || !memcmp(buf, "MM*\0", 4) || !memcmp(buf, "MM\0+", 4))
+        t.big_endian = true;
+    else if (!memcmp(buf, "II*\0", 4) || !memcmp(buf, "II\0*", 4))
+        t.big_endian = false;
+    else
+        return 1;
 
     size_t ifd = rd32(&t, 4);
     if (ifd > len || len - ifd < 2) return 1;
@@ -162,9 +188,12 @@ int omnic__xmp_orientation(const uint8_t *xmp, size_t len)
     for (size_t i = 0; i + klen < len; i++) {
         if (memcmp(xmp + i, key, klen) != 0) continue;
         size_t j = i + klen;
-        if (xmp[j] == '=' && j + 2 < len && xmp[j + 1] == '"') j += 2;
-        else if (xmp[j] == '>' && j + 1 < len) j += 1;
-        else continue;
+        if (xmp[j] == '=' && j + 2 < len && xmp[j + 1] == '"')
+            j += 2;
+        else if (xmp[j] == '>' && j + 1 < len)
+            j += 1;
+        else
+            continue;
         if (xmp[j] >= '0' && xmp[j] <= '9') return xmp[j] - '0';
     }
     return -1;
@@ -176,10 +205,10 @@ int omnic__xmp_orientation(const uint8_t *xmp, size_t len)
  * owned (inflated text, decoded hex). */
 typedef struct png_value {
     bool set;
-    bool usable;        /* false: a value Pillow's getexif raises on (then: no orientation) */
-    const uint8_t *p;   /* [n] bytes */
+    bool usable;      /* false: a value Pillow's getexif raises on (then: no orientation) */
+    const uint8_t *p; /* [n] bytes */
     size_t n;
-    uint8_t *owned;     /* p when owned, else NULL */
+    uint8_t *owned; /* p when owned, else NULL */
 } png_value;
 
 static void value_clear(png_value *v)
@@ -199,9 +228,9 @@ static void value_set(png_value *v, const uint8_t *p, size_t n, uint8_t *owned, 
 }
 
 typedef struct png_meta {
-    png_value exif; /* info["exif"]: EXIF bytes */
-    png_value raw;  /* info["Raw profile type exif"]: text */
-    png_value xmp;  /* info["XML:com.adobe.xmp"]: text */
+    png_value exif;    /* info["exif"]: EXIF bytes */
+    png_value raw;     /* info["Raw profile type exif"]: text */
+    png_value xmp;     /* info["XML:com.adobe.xmp"]: text */
     size_t text_total; /* bytes of text values read, against PNG_MAX_TEXT_TOTAL */
     bool refused;      /* Pillow raises on this file (too much text, a bad zTXt): no orientation */
 } png_meta;
@@ -322,7 +351,7 @@ static omnic_status png_text(png_meta *m, const uint8_t *type, const uint8_t *d,
         }
         if (rc == 0) {
             if (memcmp(type, "iTXt", 4) == 0) return OMNIC_OK; /* Pillow skips the chunk */
-            tn = 0;                                             /* zTXt: Pillow stores "" */
+            tn = 0;                                            /* zTXt: Pillow stores "" */
         }
         v = text;
     }
@@ -338,10 +367,14 @@ static omnic_status png_text(png_meta *m, const uint8_t *type, const uint8_t *d,
 
 static bool hex_digit(uint8_t c, uint8_t *v)
 {
-    if (c >= '0' && c <= '9') *v = (uint8_t)(c - '0');
-    else if (c >= 'a' && c <= 'f') *v = (uint8_t)(c - 'a' + 10);
-    else if (c >= 'A' && c <= 'F') *v = (uint8_t)(c - 'A' + 10);
-    else return false;
+    if (c >= '0' && c <= '9')
+        *v = (uint8_t)(c - '0');
+    else if (c >= 'a' && c <= 'f')
+        *v = (uint8_t)(c - 'a' + 10);
+    else if (c >= 'A' && c <= 'F')
+        *v = (uint8_t)(c - 'A' + 10);
+    else
+        return false;
     return true;
 }
 
@@ -375,8 +408,10 @@ static int raw_profile_bytes(const uint8_t *p, size_t n, uint8_t **out, size_t *
             omnic_free(buf);
             return 0;
         }
-        if (have_hi) buf[k++] = (uint8_t)(hi << 4 | d);
-        else hi = d;
+        if (have_hi)
+            buf[k++] = (uint8_t)(hi << 4 | d);
+        else
+            hi = d;
         have_hi = !have_hi;
     }
     if (have_hi || k == 0) {

@@ -76,7 +76,8 @@ omnic_status omnic__image_decode(const uint8_t *buf, size_t len, const omnic__im
  * 5 TRANSPOSE, 6 ROTATE_270 (90 degrees clockwise), 7 TRANSVERSE, 8 ROTATE_90; 5..8 swap width
  * and height. Into *out (returns owned). E_INVALID (other values), E_NOMEM. *out untouched on
  * failure. */
-omnic_status omnic__image_transpose(const omnic__image *src, int orientation, omnic__image *out, omnic_err *err);
+omnic_status omnic__image_transpose(const omnic__image *src, int orientation, omnic__image *out,
+                                    omnic_err *err);
 
 /* ---- resample ---------------------------------------------------------------------------- */
 

@@ -5,8 +5,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include <jpeglib.h>
 #include <jerror.h>
+#include <jpeglib.h>
 #include <png.h>
 #include <webp/decode.h>
 
@@ -31,8 +31,8 @@ omnic_status omnic__image_alloc(omnic__image *out, int64_t width, int64_t height
                           (long long)height);
     uint8_t *p = omnic_alloc_array(n, 1);
     if (!p)
-        return OMNIC_FAIL(err, OMNIC_E_NOMEM, "out of memory for a %lldx%lld image (%zu bytes)", (long long)width,
-                          (long long)height, n);
+        return OMNIC_FAIL(err, OMNIC_E_NOMEM, "out of memory for a %lldx%lld image (%zu bytes)",
+                          (long long)width, (long long)height, n);
     out->width = width;
     out->height = height;
     out->data = p;
@@ -65,25 +65,38 @@ omnic__image_format omnic__image_sniff(const uint8_t *b, size_t n)
 const char *omnic__image_format_name(omnic__image_format f)
 {
     switch (f) {
-    case OMNIC__IMAGE_JPEG: return "JPEG";
-    case OMNIC__IMAGE_PNG: return "PNG";
-    case OMNIC__IMAGE_WEBP: return "WebP";
-    case OMNIC__IMAGE_GIF: return "GIF";
-    case OMNIC__IMAGE_BMP: return "BMP";
-    case OMNIC__IMAGE_TIFF: return "TIFF";
-    case OMNIC__IMAGE_ICO: return "ICO";
-    case OMNIC__IMAGE_HEIF: return "AVIF/HEIF";
-    default: return "unknown";
+    case OMNIC__IMAGE_JPEG:
+        return "JPEG";
+    case OMNIC__IMAGE_PNG:
+        return "PNG";
+    case OMNIC__IMAGE_WEBP:
+        return "WebP";
+    case OMNIC__IMAGE_GIF:
+        return "GIF";
+    case OMNIC__IMAGE_BMP:
+        return "BMP";
+    case OMNIC__IMAGE_TIFF:
+        return "TIFF";
+    case OMNIC__IMAGE_ICO:
+        return "ICO";
+    case OMNIC__IMAGE_HEIF:
+        return "AVIF/HEIF";
+    default:
+        return "unknown";
     }
 }
 
 const char *omnic__image_format_mime(omnic__image_format f)
 {
     switch (f) {
-    case OMNIC__IMAGE_JPEG: return "image/jpeg";
-    case OMNIC__IMAGE_PNG: return "image/png";
-    case OMNIC__IMAGE_WEBP: return "image/webp";
-    default: return NULL;
+    case OMNIC__IMAGE_JPEG:
+        return "image/jpeg";
+    case OMNIC__IMAGE_PNG:
+        return "image/png";
+    case OMNIC__IMAGE_WEBP:
+        return "image/webp";
+    default:
+        return NULL;
     }
 }
 
@@ -105,12 +118,14 @@ static omnic_status check_dims(const char *fmt, int64_t w, int64_t h, const omni
         return OMNIC_FAIL(err, OMNIC_E_CORRUPT, "%s: image size %lldx%lld is empty", fmt, (long long)w,
                           (long long)h);
     if (w > max_side || h > max_side)
-        return OMNIC_FAIL(err, OMNIC_E_TOO_LARGE, "%s: image is %lldx%lld (width x height), over the %lld pixel limit per side",
-                          fmt, (long long)w, (long long)h, (long long)max_side);
+        return OMNIC_FAIL(err, OMNIC_E_TOO_LARGE,
+                          "%s: image is %lldx%lld (width x height), over the %lld pixel limit per side", fmt,
+                          (long long)w, (long long)h, (long long)max_side);
     int64_t pixels;
     if (__builtin_mul_overflow(w, h, &pixels) || pixels > max_pixels)
-        return OMNIC_FAIL(err, OMNIC_E_TOO_LARGE, "%s: image is %lldx%lld (width x height), over the %lld pixel limit",
-                          fmt, (long long)w, (long long)h, (long long)max_pixels);
+        return OMNIC_FAIL(err, OMNIC_E_TOO_LARGE,
+                          "%s: image is %lldx%lld (width x height), over the %lld pixel limit", fmt,
+                          (long long)w, (long long)h, (long long)max_pixels);
     return OMNIC_OK;
 }
 
@@ -124,9 +139,9 @@ typedef struct jpeg_ctx {
     char msg[JMSG_LENGTH_MAX];
     bool too_many_scans;
     bool created;
-    int orientation;   /* EXIF orientation 1..8 of the first APP1 "Exif" segment */
-    uint8_t *row;      /* [width * components] one scanline, owned */
-    omnic__image img;  /* the result, owned until handed out */
+    int orientation;  /* EXIF orientation 1..8 of the first APP1 "Exif" segment */
+    uint8_t *row;     /* [width * components] one scanline, owned */
+    omnic__image img; /* the result, owned until handed out */
 } jpeg_ctx;
 
 static void jpeg_error_exit(j_common_ptr cinfo)
@@ -198,7 +213,8 @@ static omnic_status jpeg_run(jpeg_ctx *c, const uint8_t *buf, size_t len, const 
         ncomp = 4;
         break;
     default:
-        return OMNIC_FAIL(err, OMNIC_E_UNSUPPORTED, "JPEG: colour space %d with %d components is not supported",
+        return OMNIC_FAIL(err, OMNIC_E_UNSUPPORTED,
+                          "JPEG: colour space %d with %d components is not supported",
                           (int)c->cinfo.jpeg_color_space, c->cinfo.num_components);
     }
     jpeg_start_decompress(&c->cinfo);
@@ -219,7 +235,8 @@ static omnic_status jpeg_run(jpeg_ctx *c, const uint8_t *buf, size_t len, const 
         if (ncomp == 3) {
             memcpy(o, r, w * 3);
         } else if (ncomp == 1) {
-            for (size_t x = 0; x < w; x++) o[3 * x] = o[3 * x + 1] = o[3 * x + 2] = r[x];
+            for (size_t x = 0; x < w; x++)
+                o[3 * x] = o[3 * x + 1] = o[3 * x + 2] = r[x];
         } else {
             /* Pillow unpacks "CMYK;I" (inverted), then cmyk2rgb. */
             for (size_t x = 0; x < w; x++) {
@@ -263,8 +280,8 @@ typedef struct png_ctx {
     char msg[256];
     const uint8_t *buf;
     size_t len, pos;
-    uint8_t *rows;     /* decoded rows before colour conversion, owned */
-    omnic__image img;  /* the result, owned until handed out */
+    uint8_t *rows;    /* decoded rows before colour conversion, owned */
+    omnic__image img; /* the result, owned until handed out */
 } png_ctx;
 
 static void png_on_error(png_structp png, png_const_charp msg)
@@ -298,7 +315,8 @@ static omnic_status png_run(png_ctx *c, const omnic__image_limits *lim, omnic_er
     /* The size is in IHDR, the first chunk: check it before libpng sees anything (libpng's own
      * limits would reject huge sizes with its own message). */
     if (c->len < 33 || memcmp(c->buf + 12, "IHDR", 4) != 0)
-        return OMNIC_FAIL(err, OMNIC_E_CORRUPT, "PNG: %s", c->len < 33 ? "file is truncated" : "IHDR is not the first chunk");
+        return OMNIC_FAIL(err, OMNIC_E_CORRUPT, "PNG: %s",
+                          c->len < 33 ? "file is truncated" : "IHDR is not the first chunk");
     OMNIC_TRY(check_dims("PNG", be32(c->buf + 16), be32(c->buf + 20), lim, err));
 
     c->png = png_create_read_struct(PNG_LIBPNG_VER_STRING, c, png_on_error, png_on_warning);
@@ -327,7 +345,8 @@ static omnic_status png_run(png_ctx *c, const omnic__image_limits *lim, omnic_er
     /* Alpha is dropped as Pillow's convert("RGB") drops it: a palette's tRNS and a grey or RGB
      * colour key are not expanded (libpng then leaves them out), an alpha channel is read and
      * skipped. */
-    if (ctype == PNG_COLOR_TYPE_PALETTE) png_set_palette_to_rgb(c->png);
+    if (ctype == PNG_COLOR_TYPE_PALETTE)
+        png_set_palette_to_rgb(c->png);
     else if (ctype == PNG_COLOR_TYPE_GRAY && depth < 8)
         png_set_expand_gray_1_2_4_to_8(c->png); /* v * 255 / (2^depth - 1), as Pillow's unpackers */
     if (depth == 16 && ctype != PNG_COLOR_TYPE_GRAY) png_set_strip_16(c->png); /* high byte ("RGB;16B") */
@@ -340,17 +359,20 @@ static omnic_status png_run(png_ctx *c, const omnic__image_limits *lim, omnic_er
     size_t bps = out_depth == 16 ? 2 : 1;
     if (channels < 1 || channels > 4 || (out_depth != 8 && out_depth != 16) ||
         rowbytes != w * (size_t)channels * bps || (bps == 2 && channels != 1))
-        return OMNIC_FAIL(err, OMNIC_E_CORRUPT, "PNG: unexpected layout after transforms (%d channels, depth %d)",
-                          channels, out_depth);
+        return OMNIC_FAIL(err, OMNIC_E_CORRUPT,
+                          "PNG: unexpected layout after transforms (%d channels, depth %d)", channels,
+                          out_depth);
 
     OMNIC_TRY(omnic__image_alloc(&c->img, (int64_t)w, (int64_t)h, err));
     size_t nrows = interlace != PNG_INTERLACE_NONE ? h : 1, total;
     if (!omnic_size_mul(&total, rowbytes, nrows) || !(c->rows = omnic_alloc_array(total, 1)))
-        return OMNIC_FAIL(err, OMNIC_E_NOMEM, "PNG: out of memory for %zu rows of %zu bytes", nrows, rowbytes);
+        return OMNIC_FAIL(err, OMNIC_E_NOMEM, "PNG: out of memory for %zu rows of %zu bytes", nrows,
+                          rowbytes);
     if (interlace != PNG_INTERLACE_NONE) {
         int passes = png_set_interlace_handling(c->png);
         for (int p = 0; p < passes; p++)
-            for (size_t y = 0; y < h; y++) png_read_row(c->png, c->rows + y * rowbytes, NULL);
+            for (size_t y = 0; y < h; y++)
+                png_read_row(c->png, c->rows + y * rowbytes, NULL);
     }
     for (size_t y = 0; y < h; y++) {
         const uint8_t *r = c->rows + (interlace != PNG_INTERLACE_NONE ? y * rowbytes : 0);
@@ -390,8 +412,10 @@ static omnic_status decode_png(const uint8_t *buf, size_t len, const omnic__imag
     omnic_status rc = png_run(c, lim, err);
     if (c->png) png_destroy_read_struct(&c->png, c->info ? &c->info : NULL, NULL);
     omnic_free(c->rows);
-    if (rc == OMNIC_OK) *out = c->img;
-    else omnic__image_deinit(&c->img);
+    if (rc == OMNIC_OK)
+        *out = c->img;
+    else
+        omnic__image_deinit(&c->img);
     omnic_free(c);
     return rc;
 }
@@ -401,14 +425,22 @@ static omnic_status decode_png(const uint8_t *buf, size_t len, const omnic__imag
 static const char *webp_status_str(VP8StatusCode s)
 {
     switch (s) {
-    case VP8_STATUS_OUT_OF_MEMORY: return "out of memory";
-    case VP8_STATUS_INVALID_PARAM: return "invalid parameter";
-    case VP8_STATUS_BITSTREAM_ERROR: return "bitstream error";
-    case VP8_STATUS_UNSUPPORTED_FEATURE: return "unsupported feature";
-    case VP8_STATUS_SUSPENDED: return "suspended";
-    case VP8_STATUS_USER_ABORT: return "aborted";
-    case VP8_STATUS_NOT_ENOUGH_DATA: return "file is truncated";
-    default: return "error";
+    case VP8_STATUS_OUT_OF_MEMORY:
+        return "out of memory";
+    case VP8_STATUS_INVALID_PARAM:
+        return "invalid parameter";
+    case VP8_STATUS_BITSTREAM_ERROR:
+        return "bitstream error";
+    case VP8_STATUS_UNSUPPORTED_FEATURE:
+        return "unsupported feature";
+    case VP8_STATUS_SUSPENDED:
+        return "suspended";
+    case VP8_STATUS_USER_ABORT:
+        return "aborted";
+    case VP8_STATUS_NOT_ENOUGH_DATA:
+        return "file is truncated";
+    default:
+        return "error";
     }
 }
 
@@ -419,7 +451,8 @@ static omnic_status decode_webp(const uint8_t *buf, size_t len, const omnic__ima
     VP8StatusCode s = WebPGetFeatures(buf, len, &f);
     if (s != VP8_STATUS_OK) return OMNIC_FAIL(err, OMNIC_E_CORRUPT, "WebP: %s", webp_status_str(s));
     OMNIC_TRY(check_dims("WebP", f.width, f.height, lim, err));
-    if (f.has_animation) return OMNIC_FAIL(err, OMNIC_E_UNSUPPORTED, "WebP: animated images are not supported");
+    if (f.has_animation)
+        return OMNIC_FAIL(err, OMNIC_E_UNSUPPORTED, "WebP: animated images are not supported");
 
     omnic__image img = {0};
     OMNIC_TRY(omnic__image_alloc(&img, f.width, f.height, err));
@@ -443,7 +476,8 @@ static omnic_status decode_stored(const uint8_t *buf, size_t len, const omnic__i
     omnic__image_format f = omnic__image_sniff(buf, len);
     *orientation = 1;
     switch (f) {
-    case OMNIC__IMAGE_JPEG: return decode_jpeg(buf, len, limits, out, orientation, err);
+    case OMNIC__IMAGE_JPEG:
+        return decode_jpeg(buf, len, limits, out, orientation, err);
     case OMNIC__IMAGE_PNG: {
         OMNIC_TRY(decode_png(buf, len, limits, out, err));
         omnic_status rc = omnic__exif_orientation_png(buf, len, orientation, err);
@@ -455,11 +489,12 @@ static omnic_status decode_stored(const uint8_t *buf, size_t len, const omnic__i
         *orientation = omnic__exif_orientation_webp(buf, len);
         return OMNIC_OK;
     case OMNIC__IMAGE_UNKNOWN:
-        return OMNIC_FAIL(err, OMNIC_E_UNSUPPORTED,
-                          "image: unrecognised format (%zu bytes, not JPEG, PNG or WebP); supported: JPEG, PNG, WebP",
-                          len);
+        return OMNIC_FAIL(
+            err, OMNIC_E_UNSUPPORTED,
+            "image: unrecognised format (%zu bytes, not JPEG, PNG or WebP); supported: JPEG, PNG, WebP", len);
     default:
-        return OMNIC_FAIL(err, OMNIC_E_UNSUPPORTED, "image: %s images are not supported; supported: JPEG, PNG, WebP",
+        return OMNIC_FAIL(err, OMNIC_E_UNSUPPORTED,
+                          "image: %s images are not supported; supported: JPEG, PNG, WebP",
                           omnic__image_format_name(f));
     }
 }

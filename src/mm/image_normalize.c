@@ -14,7 +14,10 @@
 #endif
 
 /* floor(a / 2) for any sign. */
-static int64_t floor_half(int64_t a) { return a >= 0 ? a / 2 : -((-a + 1) / 2); }
+static int64_t floor_half(int64_t a)
+{
+    return a >= 0 ? a / 2 : -((-a + 1) / 2);
+}
 
 /* Row (or column) of the source that output 0 comes from; negative when the crop pads. */
 static int64_t crop_offset(int64_t size, int64_t crop, omnic__crop_rounding rounding)
@@ -33,21 +36,23 @@ omnic_status omnic__image_center_crop(const omnic__image *src, int64_t crop_w, i
                                       omnic__crop_rounding rounding, omnic__image *out, omnic_err *err)
 {
     if (crop_w < 1 || crop_h < 1)
-        return OMNIC_FAIL(err, OMNIC_E_INVALID, "center crop: size %lldx%lld must be >= 1x1", (long long)crop_w,
-                          (long long)crop_h);
+        return OMNIC_FAIL(err, OMNIC_E_INVALID, "center crop: size %lldx%lld must be >= 1x1",
+                          (long long)crop_w, (long long)crop_h);
     if (crop_w > OMNIC_MAX_IMAGE_SIDE || crop_h > OMNIC_MAX_IMAGE_SIDE)
-        return OMNIC_FAIL(err, OMNIC_E_TOO_LARGE, "center crop: size %lldx%lld is over the %d pixel limit per side",
+        return OMNIC_FAIL(err, OMNIC_E_TOO_LARGE,
+                          "center crop: size %lldx%lld is over the %d pixel limit per side",
                           (long long)crop_w, (long long)crop_h, OMNIC_MAX_IMAGE_SIDE);
     omnic__image res = {0};
     OMNIC_TRY(omnic__image_alloc(&res, crop_w, crop_h, err)); /* zeroed: the padding */
-    int64_t top = crop_offset(src->height, crop_h, rounding), left = crop_offset(src->width, crop_w, rounding);
+    int64_t top = crop_offset(src->height, crop_h, rounding),
+            left = crop_offset(src->width, crop_w, rounding);
     /* Output columns [x0, x1) map to source columns x + left inside [0, width). */
     int64_t x0 = left < 0 ? -left : 0, x1 = src->width - left < crop_w ? src->width - left : crop_w;
     for (int64_t y = 0; y < crop_h; y++) {
         int64_t sy = y + top;
         if (sy < 0 || sy >= src->height || x1 <= x0) continue;
-        memcpy(res.data + (size_t)((y * crop_w + x0) * 3), src->data + (size_t)((sy * src->width + x0 + left) * 3),
-               (size_t)((x1 - x0) * 3));
+        memcpy(res.data + (size_t)((y * crop_w + x0) * 3),
+               src->data + (size_t)((sy * src->width + x0 + left) * 3), (size_t)((x1 - x0) * 3));
     }
     *out = res;
     return OMNIC_OK;
@@ -65,11 +70,11 @@ omnic_status omnic__norm_lut_init(omnic__norm_lut *lut, omnic__image_numerics nu
     if (do_normalize) {
         if (!mean || !std) return OMNIC_FAIL(err, OMNIC_E_INVALID, "normalize: mean and std are required");
         for (int c = 0; c < 3; c++) {
-            if (!isfinite(mean[c]) || !isfinite(std[c]) || (float)std[c] == 0.0f || !isfinite((float)std[c]) ||
-                !isfinite((float)mean[c]))
+            if (!isfinite(mean[c]) || !isfinite(std[c]) || (float)std[c] == 0.0f ||
+                !isfinite((float)std[c]) || !isfinite((float)mean[c]))
                 return OMNIC_FAIL(err, OMNIC_E_INVALID,
-                                  "normalize: channel %d has mean %g, std %g (need finite values, std != 0)", c,
-                                  mean[c], std[c]);
+                                  "normalize: channel %d has mean %g, std %g (need finite values, std != 0)",
+                                  c, mean[c], std[c]);
         }
     }
     for (int c = 0; c < 3; c++) {
@@ -106,6 +111,7 @@ void omnic__image_to_chw(const omnic__image *img, const omnic__norm_lut *lut, fl
     for (size_t c = 0; c < 3; c++) {
         const float *t = lut->v[c];
         float *o = out + c * n;
-        for (size_t i = 0; i < n; i++) o[i] = t[img->data[3 * i + c]];
+        for (size_t i = 0; i < n; i++)
+            o[i] = t[img->data[3 * i + c]];
     }
 }

@@ -39,14 +39,15 @@ void omnic__image_proc_params_siglip_defaults(omnic__image_proc_params *p)
     common_defaults(p);
     p->resize_mode = OMNIC__RESIZE_EXACT;
     p->height = p->width = 224;
-    for (int c = 0; c < 3; c++) p->image_mean[c] = p->image_std[c] = 0.5;
+    for (int c = 0; c < 3; c++)
+        p->image_mean[c] = p->image_std[c] = 0.5;
 }
 
 static omnic_status check_side(const char *name, int64_t v, omnic_err *err)
 {
     if (v < 1 || v > OMNIC_MAX_IMAGE_SIDE)
-        return OMNIC_FAIL(err, OMNIC_E_INVALID, "image processor: %s = %lld is outside [1, %d]", name, (long long)v,
-                          OMNIC_MAX_IMAGE_SIDE);
+        return OMNIC_FAIL(err, OMNIC_E_INVALID, "image processor: %s = %lld is outside [1, %d]", name,
+                          (long long)v, OMNIC_MAX_IMAGE_SIDE);
     return OMNIC_OK;
 }
 
@@ -59,29 +60,33 @@ omnic_status omnic__image_proc_params_check(const omnic__image_proc_params *p, o
             OMNIC_TRY(check_side("height", p->height, err));
             OMNIC_TRY(check_side("width", p->width, err));
         } else {
-            return OMNIC_FAIL(err, OMNIC_E_INVALID, "image processor: unknown resize mode %d", (int)p->resize_mode);
+            return OMNIC_FAIL(err, OMNIC_E_INVALID, "image processor: unknown resize mode %d",
+                              (int)p->resize_mode);
         }
         if (p->resample != OMNIC__RESAMPLE_BILINEAR && p->resample != OMNIC__RESAMPLE_BICUBIC)
             return OMNIC_FAIL(err, OMNIC_E_INVALID,
-                              "image processor: resample %d is not supported (2 bilinear, 3 bicubic)", (int)p->resample);
+                              "image processor: resample %d is not supported (2 bilinear, 3 bicubic)",
+                              (int)p->resample);
     }
     if (p->do_center_crop) {
         OMNIC_TRY(check_side("crop height", p->crop_height, err));
         OMNIC_TRY(check_side("crop width", p->crop_width, err));
         if (p->crop_rounding != OMNIC__CROP_FLOOR && p->crop_rounding != OMNIC__CROP_ROUND_HALF_EVEN)
-            return OMNIC_FAIL(err, OMNIC_E_INVALID, "image processor: unknown crop rounding %d", (int)p->crop_rounding);
+            return OMNIC_FAIL(err, OMNIC_E_INVALID, "image processor: unknown crop rounding %d",
+                              (int)p->crop_rounding);
     }
     if (p->numerics != OMNIC__NUMERICS_PIL && p->numerics != OMNIC__NUMERICS_TORCHVISION)
-        return OMNIC_FAIL(err, OMNIC_E_INVALID, "image processor: unknown numerics variant %d", (int)p->numerics);
+        return OMNIC_FAIL(err, OMNIC_E_INVALID, "image processor: unknown numerics variant %d",
+                          (int)p->numerics);
     omnic__norm_lut lut;
-    return omnic__norm_lut_init(&lut, p->numerics, p->do_rescale, p->rescale_factor, p->do_normalize, p->image_mean,
-                                p->image_std, err);
+    return omnic__norm_lut_init(&lut, p->numerics, p->do_rescale, p->rescale_factor, p->do_normalize,
+                                p->image_mean, p->image_std, err);
 }
 
 /* Size after the resize step (Hugging Face get_resize_output_image_size, default_to_square=False
  * for shortest_edge: new_long = int(n * long / short), Python true division then truncation). */
-static omnic_status resized_size(const omnic__image_proc_params *p, int64_t w, int64_t h, int64_t *rw, int64_t *rh,
-                                 omnic_err *err)
+static omnic_status resized_size(const omnic__image_proc_params *p, int64_t w, int64_t h, int64_t *rw,
+                                 int64_t *rh, omnic_err *err)
 {
     if (!p->do_resize) {
         *rw = w;
@@ -97,10 +102,11 @@ static omnic_status resized_size(const omnic__image_proc_params *p, int64_t w, i
     /* n <= 32768 and l <= 2^32: n * l is exact in a double, so is the quotient's rounding. */
     double q = (double)(n * l) / (double)s;
     if (q > (double)OMNIC_MAX_IMAGE_SIDE)
-        return OMNIC_FAIL(err, OMNIC_E_TOO_LARGE,
-                          "image processor: a %lldx%lld image resized to shortest edge %lld would be %.0f pixels "
-                          "long, over the %d pixel limit per side",
-                          (long long)w, (long long)h, (long long)n, q, OMNIC_MAX_IMAGE_SIDE);
+        return OMNIC_FAIL(
+            err, OMNIC_E_TOO_LARGE,
+            "image processor: a %lldx%lld image resized to shortest edge %lld would be %.0f pixels "
+            "long, over the %d pixel limit per side",
+            (long long)w, (long long)h, (long long)n, q, OMNIC_MAX_IMAGE_SIDE);
     int64_t nl = (int64_t)q;
     if (nl < 1) nl = 1; /* n >= 1 and l >= s: cannot happen, kept for the invariant */
     if (w <= h) {
@@ -111,7 +117,8 @@ static omnic_status resized_size(const omnic__image_proc_params *p, int64_t w, i
         *rh = n;
     }
     if (*rw * *rh > OMNIC_MAX_IMAGE_PIXELS)
-        return OMNIC_FAIL(err, OMNIC_E_TOO_LARGE, "image processor: resized size %lldx%lld is over the %d pixel limit",
+        return OMNIC_FAIL(err, OMNIC_E_TOO_LARGE,
+                          "image processor: resized size %lldx%lld is over the %d pixel limit",
                           (long long)*rw, (long long)*rh, OMNIC_MAX_IMAGE_PIXELS);
     return OMNIC_OK;
 }
@@ -121,8 +128,8 @@ omnic_status omnic__image_proc_output_size(const omnic__image_proc_params *p, in
 {
     OMNIC_TRY(omnic__image_proc_params_check(p, err));
     if (in_w < 1 || in_h < 1 || in_w > ((int64_t)1 << 32) || in_h > ((int64_t)1 << 32))
-        return OMNIC_FAIL(err, OMNIC_E_INVALID, "image processor: input size %lldx%lld is invalid", (long long)in_w,
-                          (long long)in_h);
+        return OMNIC_FAIL(err, OMNIC_E_INVALID, "image processor: input size %lldx%lld is invalid",
+                          (long long)in_w, (long long)in_h);
     int64_t w, h;
     OMNIC_TRY(resized_size(p, in_w, in_h, &w, &h, err));
     if (p->do_center_crop) {

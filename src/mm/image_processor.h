@@ -16,14 +16,14 @@ typedef enum omnic__resize_mode {
 typedef struct omnic__image_proc_params {
     bool do_resize;
     omnic__resize_mode resize_mode;
-    int64_t shortest_edge;          /* OMNIC__RESIZE_SHORTEST_EDGE */
-    int64_t height, width;          /* OMNIC__RESIZE_EXACT */
-    omnic__resample resample;       /* 2 bilinear, 3 bicubic */
+    int64_t shortest_edge;    /* OMNIC__RESIZE_SHORTEST_EDGE */
+    int64_t height, width;    /* OMNIC__RESIZE_EXACT */
+    omnic__resample resample; /* 2 bilinear, 3 bicubic */
     bool do_center_crop;
     int64_t crop_height, crop_width;
     omnic__crop_rounding crop_rounding;
     bool do_rescale;
-    double rescale_factor;          /* usually 1/255 */
+    double rescale_factor; /* usually 1/255 */
     bool do_normalize;
     double image_mean[3], image_std[3];
     omnic__image_numerics numerics; /* PIL (Hugging Face transformers 4.x default) or torchvision */

@@ -22,9 +22,9 @@
 typedef struct axis_coeffs {
     int64_t ksize;
     int precision;
-    int64_t *xmin;  /* [out] */
-    int64_t *size;  /* [out] */
-    int32_t *k;     /* [out, ksize] */
+    int64_t *xmin; /* [out] */
+    int64_t *size; /* [out] */
+    int32_t *k;    /* [out, ksize] */
 } axis_coeffs;
 
 static void coeffs_free(axis_coeffs *c)
@@ -79,8 +79,8 @@ static omnic_status coeffs_init(axis_coeffs *c, int64_t in, int64_t out, omnic__
                                 omnic__image_numerics numerics, omnic_err *err)
 {
     double (*fn)(double) = filter == OMNIC__RESAMPLE_BILINEAR ? bilinear
-                           : numerics == OMNIC__NUMERICS_PIL ? pil_bicubic
-                                                             : aten_bicubic;
+                           : numerics == OMNIC__NUMERICS_PIL  ? pil_bicubic
+                                                              : aten_bicubic;
     double fsupport = filter == OMNIC__RESAMPLE_BILINEAR ? 1.0 : 2.0;
     double scale = (double)in / (double)out;
     double filterscale = scale < 1.0 ? 1.0 : scale;
@@ -90,7 +90,9 @@ static omnic_status coeffs_init(axis_coeffs *c, int64_t in, int64_t out, omnic__
     c->ksize = (int64_t)ceil(support) * 2 + 1;
     size_t nout = (size_t)out, ks = (size_t)c->ksize, nk;
     double *w = NULL;
-    if (!omnic_size_mul(&nk, nout, ks)) return OMNIC_FAIL(err, OMNIC_E_TOO_LARGE, "resize: %lld -> %lld taps overflow", (long long)in, (long long)out);
+    if (!omnic_size_mul(&nk, nout, ks))
+        return OMNIC_FAIL(err, OMNIC_E_TOO_LARGE, "resize: %lld -> %lld taps overflow", (long long)in,
+                          (long long)out);
     c->xmin = omnic_alloc_array(nout, sizeof *c->xmin);
     c->size = omnic_alloc_array(nout, sizeof *c->size);
     c->k = omnic_alloc_array(nk, sizeof *c->k);
@@ -184,25 +186,29 @@ static void pass_vertical(const uint8_t *src, int64_t w, const axis_coeffs *c, i
         uint8_t *o = dst + (size_t)(y * stride);
         for (int64_t x = 0; x < stride; x++) {
             int64_t a = bias;
-            for (int64_t j = 0; j < c->size[y]; j++) a += (int64_t)s[j * stride + x] * k[j];
+            for (int64_t j = 0; j < c->size[y]; j++)
+                a += (int64_t)s[j * stride + x] * k[j];
             o[x] = clip8(a, c->precision);
         }
     }
 }
 
-omnic_status omnic__image_resize(const omnic__image *src, int64_t out_w, int64_t out_h, omnic__resample filter,
-                                 omnic__image_numerics numerics, omnic__image *out, omnic_err *err)
+omnic_status omnic__image_resize(const omnic__image *src, int64_t out_w, int64_t out_h,
+                                 omnic__resample filter, omnic__image_numerics numerics, omnic__image *out,
+                                 omnic_err *err)
 {
     if (out_w < 1 || out_h < 1)
-        return OMNIC_FAIL(err, OMNIC_E_INVALID, "resize: target size %lldx%lld must be >= 1x1", (long long)out_w,
-                          (long long)out_h);
+        return OMNIC_FAIL(err, OMNIC_E_INVALID, "resize: target size %lldx%lld must be >= 1x1",
+                          (long long)out_w, (long long)out_h);
     if (filter != OMNIC__RESAMPLE_BILINEAR && filter != OMNIC__RESAMPLE_BICUBIC)
-        return OMNIC_FAIL(err, OMNIC_E_INVALID, "resize: resample filter %d is not supported (2 bilinear, 3 bicubic)",
-                          (int)filter);
+        return OMNIC_FAIL(err, OMNIC_E_INVALID,
+                          "resize: resample filter %d is not supported (2 bilinear, 3 bicubic)", (int)filter);
     if (numerics != OMNIC__NUMERICS_PIL && numerics != OMNIC__NUMERICS_TORCHVISION)
         return OMNIC_FAIL(err, OMNIC_E_INVALID, "resize: unknown numerics variant %d", (int)numerics);
-    if (out_w > OMNIC_MAX_IMAGE_SIDE || out_h > OMNIC_MAX_IMAGE_SIDE || out_w * out_h > OMNIC_MAX_IMAGE_PIXELS)
-        return OMNIC_FAIL(err, OMNIC_E_TOO_LARGE, "resize: target size %lldx%lld is over the limits (%d per side, %d pixels)",
+    if (out_w > OMNIC_MAX_IMAGE_SIDE || out_h > OMNIC_MAX_IMAGE_SIDE ||
+        out_w * out_h > OMNIC_MAX_IMAGE_PIXELS)
+        return OMNIC_FAIL(err, OMNIC_E_TOO_LARGE,
+                          "resize: target size %lldx%lld is over the limits (%d per side, %d pixels)",
                           (long long)out_w, (long long)out_h, OMNIC_MAX_IMAGE_SIDE, OMNIC_MAX_IMAGE_PIXELS);
     int64_t in_w = src->width, in_h = src->height;
     bool need_h = out_w != in_w, need_v = out_h != in_h;

@@ -15,7 +15,10 @@ static bool prefix_ci(const char *s, size_t len, const char *p)
     return true;
 }
 
-bool omnic__is_data_url(const char *url, size_t len) { return url && prefix_ci(url, len, "data:"); }
+bool omnic__is_data_url(const char *url, size_t len)
+{
+    return url && prefix_ci(url, len, "data:");
+}
 
 static int b64_value(unsigned char c)
 {
@@ -30,8 +33,10 @@ static int b64_value(unsigned char c)
 /* A printable rendering of byte c for messages. */
 static void char_desc(char *buf, size_t n, unsigned char c)
 {
-    if (c >= 0x20 && c < 0x7F) snprintf(buf, n, "'%c'", c);
-    else snprintf(buf, n, "byte 0x%02X", c);
+    if (c >= 0x20 && c < 0x7F)
+        snprintf(buf, n, "'%c'", c);
+    else
+        snprintf(buf, n, "byte 0x%02X", c);
 }
 
 /* E_INVALID naming the first byte of src[0..len) outside the base64 alphabet and '='. */
@@ -53,8 +58,8 @@ omnic_status omnic__base64_decode(const char *src, size_t len, uint8_t *dst, siz
     char d[16];
     OMNIC_TRY(check_alphabet(src, len, err));
     if (len % 4 != 0)
-        return OMNIC_FAIL(err, OMNIC_E_INVALID, "base64: length %zu is not a multiple of 4 (missing '=' padding?)",
-                          len);
+        return OMNIC_FAIL(err, OMNIC_E_INVALID,
+                          "base64: length %zu is not a multiple of 4 (missing '=' padding?)", len);
     size_t o = 0;
     for (size_t i = 0; i < len; i += 4) {
         int v[4];
@@ -65,8 +70,8 @@ omnic_status omnic__base64_decode(const char *src, size_t len, uint8_t *dst, siz
                 /* '=' only in the last quantum, positions 2-3, and "x=" followed by '=' */
                 if (j == 2 && (unsigned char)src[i + 3] != '=') {
                     char_desc(d, sizeof d, c);
-                    return OMNIC_FAIL(err, OMNIC_E_INVALID, "base64: padding %s at offset %zu is not at the end", d,
-                                      i + j);
+                    return OMNIC_FAIL(err, OMNIC_E_INVALID,
+                                      "base64: padding %s at offset %zu is not at the end", d, i + j);
                 }
                 v[j] = 0;
                 pad++;
@@ -75,13 +80,14 @@ omnic_status omnic__base64_decode(const char *src, size_t len, uint8_t *dst, siz
             v[j] = b64_value(c);
             if (v[j] < 0 || pad) {
                 char_desc(d, sizeof d, c);
-                return OMNIC_FAIL(err, OMNIC_E_INVALID, "base64: invalid character %s at offset %zu", d, i + j);
+                return OMNIC_FAIL(err, OMNIC_E_INVALID, "base64: invalid character %s at offset %zu", d,
+                                  i + j);
             }
         }
         uint32_t q = (uint32_t)v[0] << 18 | (uint32_t)v[1] << 12 | (uint32_t)v[2] << 6 | (uint32_t)v[3];
         if ((pad == 1 && (q & 0xFF) != 0) || (pad == 2 && (q & 0xFFFF) != 0))
-            return OMNIC_FAIL(err, OMNIC_E_INVALID, "base64: non-zero unused bits before the padding at offset %zu",
-                              i + 3 - pad);
+            return OMNIC_FAIL(err, OMNIC_E_INVALID,
+                              "base64: non-zero unused bits before the padding at offset %zu", i + 3 - pad);
         dst[o++] = (uint8_t)(q >> 16);
         if (pad < 2) dst[o++] = (uint8_t)(q >> 8 & 0xFF);
         if (pad < 1) dst[o++] = (uint8_t)(q & 0xFF);
@@ -92,11 +98,12 @@ omnic_status omnic__base64_decode(const char *src, size_t len, uint8_t *dst, siz
 
 static const char *const allowed_mimes[] = {"image/jpeg", "image/png", "image/webp"};
 
-omnic_status omnic__data_url_decode(const char *url, size_t len, size_t max_bytes, uint8_t **out, size_t *out_len,
-                                    omnic__image_format *format, omnic_err *err)
+omnic_status omnic__data_url_decode(const char *url, size_t len, size_t max_bytes, uint8_t **out,
+                                    size_t *out_len, omnic__image_format *format, omnic_err *err)
 {
     if (max_bytes == 0) max_bytes = OMNIC_MAX_MEDIA_BYTES;
-    if (!omnic__is_data_url(url, len)) return OMNIC_FAIL(err, OMNIC_E_INVALID, "image URL is not a data: URL");
+    if (!omnic__is_data_url(url, len))
+        return OMNIC_FAIL(err, OMNIC_E_INVALID, "image URL is not a data: URL");
     const char *p = url + 5, *end = url + len;
     const char *comma = memchr(p, ',', (size_t)(end - p));
     if (!comma) return OMNIC_FAIL(err, OMNIC_E_INVALID, "data URL: no ',' before the payload");
@@ -105,20 +112,24 @@ omnic_status omnic__data_url_decode(const char *url, size_t len, size_t max_byte
     const char *mime_end = semi ? semi : comma;
     size_t mime_len = (size_t)(mime_end - p);
     if (comma - p < 7 || !prefix_ci(comma - 7, 7, ";base64"))
-        return OMNIC_FAIL(err, OMNIC_E_INVALID, "data URL: only base64 payloads are accepted (header must end in ';base64')");
+        return OMNIC_FAIL(err, OMNIC_E_INVALID,
+                          "data URL: only base64 payloads are accepted (header must end in ';base64')");
     char mime[64];
     if (mime_len == 0 || mime_len >= sizeof mime)
-        return OMNIC_FAIL(err, OMNIC_E_INVALID, "data URL: MIME type is %s", mime_len ? "too long" : "missing");
+        return OMNIC_FAIL(err, OMNIC_E_INVALID, "data URL: MIME type is %s",
+                          mime_len ? "too long" : "missing");
     for (size_t i = 0; i < mime_len; i++) {
         unsigned char c = (unsigned char)p[i];
         mime[i] = (char)(c < 0x20 || c >= 0x7F ? '?' : tolower(c));
     }
     mime[mime_len] = 0;
     size_t m = 0, nm = sizeof allowed_mimes / sizeof allowed_mimes[0];
-    while (m < nm && strcmp(mime, allowed_mimes[m]) != 0) m++;
+    while (m < nm && strcmp(mime, allowed_mimes[m]) != 0)
+        m++;
     if (m == nm)
         return OMNIC_FAIL(err, OMNIC_E_INVALID,
-                          "data URL: MIME type '%s' is not accepted (image/jpeg, image/png, image/webp)", mime);
+                          "data URL: MIME type '%s' is not accepted (image/jpeg, image/png, image/webp)",
+                          mime);
 
     const char *b64 = comma + 1;
     size_t b64_len = (size_t)(end - b64);
@@ -130,13 +141,14 @@ omnic_status omnic__data_url_decode(const char *url, size_t len, size_t max_byte
     }
     if (b64_len % 4 != 0)
         return OMNIC_FAIL(err, OMNIC_E_INVALID,
-                          "data URL payload: base64 length %zu is not a multiple of 4 (missing '=' padding?)", b64_len);
+                          "data URL payload: base64 length %zu is not a multiple of 4 (missing '=' padding?)",
+                          b64_len);
     /* The decoded size, from the encoded length alone: nothing is allocated for an oversize one. */
     size_t pad = (size_t)(b64[b64_len - 1] == '=') + (size_t)(b64[b64_len - 2] == '=');
     size_t bound = b64_len / 4 * 3, decoded = bound - pad;
     if (decoded > max_bytes)
-        return OMNIC_FAIL(err, OMNIC_E_TOO_LARGE, "data URL: payload is %zu bytes, over the %zu byte limit", decoded,
-                          max_bytes);
+        return OMNIC_FAIL(err, OMNIC_E_TOO_LARGE, "data URL: payload is %zu bytes, over the %zu byte limit",
+                          decoded, max_bytes);
     uint8_t *buf = omnic_malloc(bound);
     if (!buf) return OMNIC_FAIL(err, OMNIC_E_NOMEM, "data URL: out of memory for %zu bytes", bound);
     size_t n = 0;
@@ -155,8 +167,9 @@ omnic_status omnic__data_url_decode(const char *url, size_t len, size_t max_byte
         goto fail;
     }
     if (strcmp(f_mime, mime) != 0) {
-        rc = OMNIC_FAIL(err, OMNIC_E_INVALID, "data URL: declared %s but the payload's magic bytes say %s (%s)", mime,
-                        f_mime, omnic__image_format_name(f));
+        rc = OMNIC_FAIL(err, OMNIC_E_INVALID,
+                        "data URL: declared %s but the payload's magic bytes say %s (%s)", mime, f_mime,
+                        omnic__image_format_name(f));
         goto fail;
     }
     *out = buf;

@@ -24,8 +24,8 @@ bool omnic__is_data_url(const char *url, size_t len);
  * type and magic bytes disagree: both named), E_UNSUPPORTED (payload of another image format,
  * e.g. GIF under image/png: names both), E_TOO_LARGE (names both sizes), E_NOMEM. Outputs
  * untouched on failure. */
-omnic_status omnic__data_url_decode(const char *url, size_t len, size_t max_bytes, uint8_t **out, size_t *out_len,
-                                    omnic__image_format *format, omnic_err *err);
+omnic_status omnic__data_url_decode(const char *url, size_t len, size_t max_bytes, uint8_t **out,
+                                    size_t *out_len, omnic__image_format *format, omnic_err *err);
 
 /* Strict RFC 4648 base64 (standard alphabet, '=' padding required, no whitespace, zero unused
  * bits) of src[0..len) into dst (borrowed, at least len / 4 * 3 bytes); *dst_len gets the byte

@@ -5,7 +5,8 @@
 #include "core/alloc.h"
 #include "mm/prepared.h"
 
-omnic_status omnic__prepared_prefill_init(omnic__prepared_prefill *out, omnic__prepared_prefill *src, omnic_err *err)
+omnic_status omnic__prepared_prefill_init(omnic__prepared_prefill *out, omnic__prepared_prefill *src,
+                                          omnic_err *err)
 {
     const omnic__prepared_prefill *p = src;
     if (p->n_logical < 1 || !p->logical)
@@ -32,22 +33,26 @@ omnic_status omnic__prepared_prefill_init(omnic__prepared_prefill *out, omnic__p
                               (long long)p->rope_delta);
         for (int64_t i = 0; i < p->n_rows; i++)
             if (p->positions[i] < 0 || (i > 0 && p->positions[i] <= p->positions[i - 1]))
-                return OMNIC_FAIL(err, OMNIC_E_INVALID,
-                                  "prepared prefill: position [%lld] = %d is not above the previous one or is negative",
-                                  (long long)i, p->positions[i]);
+                return OMNIC_FAIL(
+                    err, OMNIC_E_INVALID,
+                    "prepared prefill: position [%lld] = %d is not above the previous one or is negative",
+                    (long long)i, p->positions[i]);
     } else if (p->pos_mode == OMNIC_POS_MROPE) {
         for (int64_t i = 0; i < 3 * p->n_rows; i++)
             if (p->positions[i] < 0)
-                return OMNIC_FAIL(err, OMNIC_E_INVALID, "prepared prefill: M-RoPE position [%lld, %lld] = %d is negative",
+                return OMNIC_FAIL(err, OMNIC_E_INVALID,
+                                  "prepared prefill: M-RoPE position [%lld, %lld] = %d is negative",
                                   (long long)(i / p->n_rows), (long long)(i % p->n_rows), p->positions[i]);
     } else {
-        return OMNIC_FAIL(err, OMNIC_E_INVALID, "prepared prefill: unknown position mode %d", (int)p->pos_mode);
+        return OMNIC_FAIL(err, OMNIC_E_INVALID, "prepared prefill: unknown position mode %d",
+                          (int)p->pos_mode);
     }
     if (p->bias) {
         const size_t n_bias = (size_t)p->n_rows * (size_t)p->n_rows;
         for (size_t i = 0; i < n_bias; i++)
             if (!isfinite(p->bias[i]))
-                return OMNIC_FAIL(err, OMNIC_E_INVALID, "prepared prefill: attention bias [%zu, %zu] is not finite",
+                return OMNIC_FAIL(err, OMNIC_E_INVALID,
+                                  "prepared prefill: attention bias [%zu, %zu] is not finite",
                                   i / (size_t)p->n_rows, i % (size_t)p->n_rows);
     }
     *out = *src;

@@ -24,20 +24,20 @@ typedef enum omnic__adapter_mode {
 } omnic__adapter_mode;
 
 typedef struct omnic__prepared_prefill {
-    int32_t *logical;         /* owned [n_logical] */
+    int32_t *logical; /* owned [n_logical] */
     int64_t n_logical;
-    float *embeds;            /* owned [n_rows, hidden] f32, finite */
+    float *embeds; /* owned [n_rows, hidden] f32, finite */
     int64_t n_rows, hidden;
     omnic__pos_mode pos_mode;
-    int32_t *positions;       /* owned: 1-D [n_rows] strictly increasing from >= 0; M-RoPE [3, n_rows] */
-    int64_t rope_delta;       /* M-RoPE: decode coordinate = cache length + rope_delta; 0 for 1-D */
-    float *bias;              /* owned [n_rows, n_rows] additive (0 visible, large finite negative
-                               * masked), or NULL: causal only */
-    int64_t n_images;         /* media items (placeholders in logical) */
-    int64_t image_rows;       /* rows they expanded to, in all */
+    int32_t *positions;          /* owned: 1-D [n_rows] strictly increasing from >= 0; M-RoPE [3, n_rows] */
+    int64_t rope_delta;          /* M-RoPE: decode coordinate = cache length + rope_delta; 0 for 1-D */
+    float *bias;                 /* owned [n_rows, n_rows] additive (0 visible, large finite negative
+                                  * masked), or NULL: causal only */
+    int64_t n_images;            /* media items (placeholders in logical) */
+    int64_t image_rows;          /* rows they expanded to, in all */
     omnic__adapter_mode adapter; /* NONE unless the family's merge sets it */
-    int n_side;               /* declared side inputs (DeepStack features, per-layer embeddings):
-                               * none is built yet, and the engine refuses a prefill that has any */
+    int n_side;                  /* declared side inputs (DeepStack features, per-layer embeddings):
+                                  * none is built yet, and the engine refuses a prefill that has any */
 } omnic__prepared_prefill;
 
 /* Moves the arrays of *src into *out after validating them: counts >= 1, n_rows ==
@@ -45,7 +45,8 @@ typedef struct omnic__prepared_prefill {
  * strictly increasing from >= 0 (M-RoPE: each axis >= 0). On success *src is zeroed (its
  * arrays now belong to out); on failure *src keeps them and E_INVALID names the field,
  * index and value. */
-omnic_status omnic__prepared_prefill_init(omnic__prepared_prefill *out, omnic__prepared_prefill *src, omnic_err *err);
+omnic_status omnic__prepared_prefill_init(omnic__prepared_prefill *out, omnic__prepared_prefill *src,
+                                          omnic_err *err);
 /* Frees the arrays; NULL ok. */
 void omnic__prepared_prefill_deinit(omnic__prepared_prefill *p);
 

@@ -14,14 +14,14 @@
 
 typedef struct omnic__qwen2vl_proc_params {
     bool do_resize;
-    int64_t min_pixels;             /* size.shortest_edge: smart_resize's lower bound on H * W */
-    int64_t max_pixels;             /* size.longest_edge: its upper bound */
-    int64_t patch_size;             /* spatial patch side: 14 (Qwen2/2.5-VL), 16 (Qwen3-VL) */
-    int64_t temporal_patch_size;    /* frames per patch: 2; a still image is repeated */
-    int64_t merge_size;             /* spatial merge: 2 (merge^2 patches -> one LM token) */
-    omnic__resample resample;       /* 2 bilinear, 3 bicubic (the default) */
+    int64_t min_pixels;          /* size.shortest_edge: smart_resize's lower bound on H * W */
+    int64_t max_pixels;          /* size.longest_edge: its upper bound */
+    int64_t patch_size;          /* spatial patch side: 14 (Qwen2/2.5-VL), 16 (Qwen3-VL) */
+    int64_t temporal_patch_size; /* frames per patch: 2; a still image is repeated */
+    int64_t merge_size;          /* spatial merge: 2 (merge^2 patches -> one LM token) */
+    omnic__resample resample;    /* 2 bilinear, 3 bicubic (the default) */
     bool do_rescale;
-    double rescale_factor;          /* 1/255 */
+    double rescale_factor; /* 1/255 */
     bool do_normalize;
     double image_mean[3], image_std[3];
     omnic__image_numerics numerics; /* torchvision (HF default for these classes) or PIL */
@@ -50,8 +50,8 @@ omnic_status omnic__qwen2vl_proc_params_check(const omnic__qwen2vl_proc_params *
  * arguments): 0 keeps p's value; a given value must lie in [1, OMNIC_MAX_IMAGE_PIXELS] and the
  * resulting min_pixels <= max_pixels. E_INVALID naming the value and the bound; p untouched on
  * failure. */
-omnic_status omnic__qwen2vl_set_pixel_bounds(omnic__qwen2vl_proc_params *p, int64_t min_pixels, int64_t max_pixels,
-                                             omnic_err *err);
+omnic_status omnic__qwen2vl_set_pixel_bounds(omnic__qwen2vl_proc_params *p, int64_t min_pixels,
+                                             int64_t max_pixels, omnic_err *err);
 
 /* Hugging Face smart_resize (transformers 4.5x), in double arithmetic as Python does it:
  * refuses height or width < factor and max(h, w) / min(h, w) > 200 (E_INVALID naming the size
@@ -80,6 +80,7 @@ omnic_status omnic__qwen2vl_grid_for_size(const omnic__qwen2vl_proc_params *p, i
  * still image is the image. Errors as omnic__qwen2vl_grid_for_size, plus E_NOMEM; outputs
  * untouched on failure. */
 omnic_status omnic__qwen2vl_preprocess(const omnic__image *img, const omnic__qwen2vl_proc_params *p,
-                                       omnic__tensor **pixel_values, omnic__qwen2vl_grid *grid, omnic_err *err);
+                                       omnic__tensor **pixel_values, omnic__qwen2vl_grid *grid,
+                                       omnic_err *err);
 
 #endif

@@ -4,9 +4,9 @@
 #include "io/json.h"
 #include "models/family.h"
 
-static const omnic__family *const families[] = {&omnic__family_llama, &omnic__family_qwen2, &omnic__family_qwen3,
-                                                &omnic__family_phi3, &omnic__family_gemma3_text, &omnic__family_llava,
-                                                &omnic__family_qwen2_vl};
+static const omnic__family *const families[] = {
+    &omnic__family_llama,       &omnic__family_qwen2, &omnic__family_qwen3,   &omnic__family_phi3,
+    &omnic__family_gemma3_text, &omnic__family_llava, &omnic__family_qwen2_vl};
 
 omnic_status omnic__family_find(const json_t *config, const omnic__family **out, omnic_err *err)
 {
@@ -23,6 +23,6 @@ omnic_status omnic__family_find(const json_t *config, const omnic__family **out,
             strncat(list, *t, sizeof list - strlen(list) - 1);
         }
     }
-    return OMNIC_FAIL(err, OMNIC_E_UNSUPPORTED, "config.json: model_type '%s' is not supported (supported: %s)", type,
-                      list);
+    return OMNIC_FAIL(err, OMNIC_E_UNSUPPORTED,
+                      "config.json: model_type '%s' is not supported (supported: %s)", type, list);
 }

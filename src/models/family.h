@@ -3,15 +3,16 @@
 #ifndef OMNIC_MODELS_FAMILY_H
 #define OMNIC_MODELS_FAMILY_H
 
-#include "models/text_decoder.h"
 #include "models/media.h"
+#include "models/text_decoder.h"
 #include "models/vision.h"
 
 typedef struct omnic__family {
-    const char *name;                /* "llama" */
-    const char *const *model_types;  /* NULL-terminated config.json model_type values */
+    const char *name;               /* "llama" */
+    const char *const *model_types; /* NULL-terminated config.json model_type values */
     /* Parses config.json into the decoder's config (what: file name for messages). */
-    omnic_status (*parse_config)(const json_t *cfg, const char *what, omnic__text_config *out, omnic_err *err);
+    omnic_status (*parse_config)(const json_t *cfg, const char *what, omnic__text_config *out,
+                                 omnic_err *err);
     /* (optional) Parses the vision tower and projector settings (text: the parsed text
      * config), for families whose image table is omnic__media_clip_image. */
     omnic_status (*parse_vision)(const json_t *cfg, const char *what, const omnic__text_config *text,

@@ -22,7 +22,8 @@ static const struct {
 /* An int size, or a dict with shortest_edge or height+width. allow_shortest: CLIP's `size`;
  * int_is_shortest: how a bare int is read. */
 static omnic_status parse_size(const json_t *cfg, const char *key, const char *what, bool allow_shortest,
-                               bool int_is_shortest, omnic__image_proc_params *p, bool is_crop, omnic_err *err)
+                               bool int_is_shortest, omnic__image_proc_params *p, bool is_crop,
+                               omnic_err *err)
 {
     const json_t *v = json_object_get(cfg, key);
     if (!v || json_is_null(v)) return OMNIC_OK; /* class default stays */
@@ -41,19 +42,20 @@ static omnic_status parse_size(const json_t *cfg, const char *key, const char *w
         return OMNIC_OK;
     }
     if (!json_is_object(v))
-        return OMNIC_FAIL(err, OMNIC_E_INVALID, "%s: field '%s' must be an integer or an object, got %s", what, key,
-                          omnic__json_type_phrase(v));
+        return OMNIC_FAIL(err, OMNIC_E_INVALID, "%s: field '%s' must be an integer or an object, got %s",
+                          what, key, omnic__json_type_phrase(v));
     char sub[96];
     snprintf(sub, sizeof sub, "%s: %s", what, key);
     const json_t *se = json_object_get(v, "shortest_edge");
     bool has_hw = json_object_get(v, "height") || json_object_get(v, "width");
     if (se && !json_is_null(se) && !has_hw) {
         if (!allow_shortest)
-            return OMNIC_FAIL(err, OMNIC_E_UNSUPPORTED, "%s: field '%s' needs height and width, not shortest_edge", what,
-                              key);
+            return OMNIC_FAIL(err, OMNIC_E_UNSUPPORTED,
+                              "%s: field '%s' needs height and width, not shortest_edge", what, key);
         OMNIC_TRY(omnic__json_get_i64(v, "shortest_edge", true, 0, 1, OMNIC_MAX_IMAGE_SIDE, sub, &n, err));
         if (json_object_get(v, "longest_edge") && !json_is_null(json_object_get(v, "longest_edge")))
-            return OMNIC_FAIL(err, OMNIC_E_UNSUPPORTED, "%s: field '%s': longest_edge is not supported", what, key);
+            return OMNIC_FAIL(err, OMNIC_E_UNSUPPORTED, "%s: field '%s': longest_edge is not supported", what,
+                              key);
         p->resize_mode = OMNIC__RESIZE_SHORTEST_EDGE;
         p->shortest_edge = n;
         return OMNIC_OK;
@@ -73,7 +75,8 @@ static omnic_status parse_size(const json_t *cfg, const char *key, const char *w
 }
 
 /* image_mean / image_std style field `key` of cfg into out (untouched when absent or null). */
-static omnic_status config_triple(const json_t *cfg, const char *key, const char *what, double out[3], omnic_err *err)
+static omnic_status config_triple(const json_t *cfg, const char *key, const char *what, double out[3],
+                                  omnic_err *err)
 {
     const json_t *v = json_object_get(cfg, key);
     if (!v || json_is_null(v)) return OMNIC_OK;
@@ -84,13 +87,13 @@ static omnic_status config_triple(const json_t *cfg, const char *key, const char
         return OMNIC_OK;
     }
     if (!json_is_array(v) || json_array_size(v) != 3)
-        return OMNIC_FAIL(err, OMNIC_E_INVALID, "%s: field '%s' must be a list of 3 numbers, got %s%s", what, key,
-                          omnic__json_type_phrase(v), json_is_array(v) ? " of another length" : "");
+        return OMNIC_FAIL(err, OMNIC_E_INVALID, "%s: field '%s' must be a list of 3 numbers, got %s%s", what,
+                          key, omnic__json_type_phrase(v), json_is_array(v) ? " of another length" : "");
     for (size_t i = 0; i < 3; i++) {
         const json_t *e = json_array_get(v, i);
         if (!json_is_number(e))
-            return OMNIC_FAIL(err, OMNIC_E_INVALID, "%s: field '%s'[%zu] must be a number, got %s", what, key, i,
-                              omnic__json_type_phrase(e));
+            return OMNIC_FAIL(err, OMNIC_E_INVALID, "%s: field '%s'[%zu] must be a number, got %s", what, key,
+                              i, omnic__json_type_phrase(e));
         out[i] = json_number_value(e);
     }
     return OMNIC_OK;
@@ -102,8 +105,8 @@ omnic_status omnic__processor_config_pixels(const json_t *cfg, const char *what,
 {
     bool convert_rgb;
     OMNIC_TRY(omnic__json_get_bool(cfg, "do_rescale", false, *do_rescale, what, do_rescale, err));
-    OMNIC_TRY(omnic__json_get_f64(cfg, "rescale_factor", false, *rescale_factor, 1e-30, 1e30, what, rescale_factor,
-                                  err));
+    OMNIC_TRY(omnic__json_get_f64(cfg, "rescale_factor", false, *rescale_factor, 1e-30, 1e30, what,
+                                  rescale_factor, err));
     OMNIC_TRY(omnic__json_get_bool(cfg, "do_normalize", false, *do_normalize, what, do_normalize, err));
     OMNIC_TRY(config_triple(cfg, "image_mean", what, mean, err));
     OMNIC_TRY(config_triple(cfg, "image_std", what, std, err));
@@ -125,8 +128,8 @@ const char *omnic__processor_config_type(const json_t *cfg, char *buf, size_t ca
     return fe;
 }
 
-omnic_status omnic__image_processor_config_parse(const json_t *cfg, const char *what, omnic__image_proc_params *out,
-                                                 omnic_err *err)
+omnic_status omnic__image_processor_config_parse(const json_t *cfg, const char *what,
+                                                 omnic__image_proc_params *out, omnic_err *err)
 {
     if (!json_is_object(cfg)) return OMNIC_FAIL(err, OMNIC_E_INVALID, "%s: not a JSON object", what);
     const char *type = NULL, *fe = NULL; /* both must be strings when present */
@@ -136,10 +139,12 @@ omnic_status omnic__image_processor_config_parse(const json_t *cfg, const char *
     type = omnic__processor_config_type(cfg, buf, sizeof buf);
     if (!type)
         return OMNIC_FAIL(err, OMNIC_E_UNSUPPORTED,
-                          "%s: no image_processor_type (supported: CLIPImageProcessor, SiglipImageProcessor and their Fast variants)",
+                          "%s: no image_processor_type (supported: CLIPImageProcessor, SiglipImageProcessor "
+                          "and their Fast variants)",
                           what);
     size_t k = 0, nt = sizeof proc_types / sizeof proc_types[0];
-    while (k < nt && strcmp(proc_types[k].name, type) != 0) k++;
+    while (k < nt && strcmp(proc_types[k].name, type) != 0)
+        k++;
     if (k == nt)
         return OMNIC_FAIL(err, OMNIC_E_UNSUPPORTED,
                           "%s: image_processor_type '%s' is not supported (supported: CLIPImageProcessor, "
@@ -148,17 +153,21 @@ omnic_status omnic__image_processor_config_parse(const json_t *cfg, const char *
 
     omnic__image_proc_params p;
     bool clip = proc_types[k].kind == KIND_CLIP;
-    if (clip) omnic__image_proc_params_clip_defaults(&p);
-    else omnic__image_proc_params_siglip_defaults(&p);
+    if (clip)
+        omnic__image_proc_params_clip_defaults(&p);
+    else
+        omnic__image_proc_params_siglip_defaults(&p);
     p.numerics = proc_types[k].numerics;
-    p.crop_rounding = p.numerics == OMNIC__NUMERICS_TORCHVISION ? OMNIC__CROP_ROUND_HALF_EVEN : OMNIC__CROP_FLOOR;
+    p.crop_rounding =
+        p.numerics == OMNIC__NUMERICS_TORCHVISION ? OMNIC__CROP_ROUND_HALF_EVEN : OMNIC__CROP_FLOOR;
 
     int64_t resample;
     OMNIC_TRY(omnic__json_get_bool(cfg, "do_resize", false, p.do_resize, what, &p.do_resize, err));
     OMNIC_TRY(parse_size(cfg, "size", what, clip, clip, &p, false, err));
     OMNIC_TRY(omnic__json_get_i64(cfg, "resample", false, p.resample, 2, 3, what, &resample, err));
     p.resample = (omnic__resample)resample;
-    OMNIC_TRY(omnic__json_get_bool(cfg, "do_center_crop", false, p.do_center_crop, what, &p.do_center_crop, err));
+    OMNIC_TRY(
+        omnic__json_get_bool(cfg, "do_center_crop", false, p.do_center_crop, what, &p.do_center_crop, err));
     OMNIC_TRY(parse_size(cfg, "crop_size", what, false, false, &p, true, err));
     OMNIC_TRY(omnic__processor_config_pixels(cfg, what, &p.do_rescale, &p.rescale_factor, &p.do_normalize,
                                              p.image_mean, p.image_std, err));

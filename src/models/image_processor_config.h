@@ -17,8 +17,8 @@
  * int), resample (2 or 3), do_resize, do_center_crop, do_rescale, rescale_factor, do_normalize,
  * image_mean, image_std (3 numbers, or one number for all channels); do_convert_rgb is only
  * type-checked (decoding always gives RGB). Errors: E_UNSUPPORTED (unknown or missing processor
- * type: names it; shortest_edge for SigLIP; longest_edge), E_INVALID (a field of the wrong type or out of range: names
- * the field). *out untouched on failure. */
+ * type: names it; shortest_edge for SigLIP; longest_edge), E_INVALID (a field of the wrong type or out of
+ * range: names the field). *out untouched on failure. */
 /* The processor class cfg (a JSON object) names: image_processor_type, else
  * feature_extractor_type with "FeatureExtractor" read as "ImageProcessor" (written into buf of
  * cap bytes); NULL when neither is a string. Shared by every processor family's parser. */
@@ -32,7 +32,7 @@ omnic_status omnic__processor_config_pixels(const json_t *cfg, const char *what,
                                             double *rescale_factor, bool *do_normalize, double mean[3],
                                             double std[3], omnic_err *err);
 
-omnic_status omnic__image_processor_config_parse(const json_t *cfg, const char *what, omnic__image_proc_params *out,
-                                                 omnic_err *err);
+omnic_status omnic__image_processor_config_parse(const json_t *cfg, const char *what,
+                                                 omnic__image_proc_params *out, omnic_err *err);
 
 #endif

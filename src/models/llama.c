@@ -4,9 +4,18 @@
 #include "models/config_keys.h"
 #include "models/family.h"
 
-static const omnic__text_defaults defaults = {
-    .family = "llama", .vocab = 32000, .hidden = 4096, .intermediate = 11008, .n_layers = 32, .n_heads = 32,
-    .max_pos = 2048, .rms_eps = 1e-6, .rope_theta = 10000.0, .tie = false, .act_key = "hidden_act", .act = "silu"};
+static const omnic__text_defaults defaults = {.family = "llama",
+                                              .vocab = 32000,
+                                              .hidden = 4096,
+                                              .intermediate = 11008,
+                                              .n_layers = 32,
+                                              .n_heads = 32,
+                                              .max_pos = 2048,
+                                              .rms_eps = 1e-6,
+                                              .rope_theta = 10000.0,
+                                              .tie = false,
+                                              .act_key = "hidden_act",
+                                              .act = "silu"};
 
 /* LlamaConfig keys beyond the shared decoder ones; pretraining_tp is unused by the 4.57 model. */
 static const char *const keys[] = {"hidden_act", "attention_bias", "mlp_bias", "pretraining_tp", NULL};

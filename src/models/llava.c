@@ -15,23 +15,37 @@
 /* LlavaConfig's own keys (read by omnic__vision_config_parse), and top-level keys it
  * carries without effect: ignore_index (training), vocab_size and tie_word_embeddings (HF
  * reads both from text_config), use_image_newline_parameter (LLaVA-NeXT only). */
-static const char *const keys[] = {"vision_config",  "text_config",   "image_token_index",
-                                   "image_token_id", "projector_hidden_act", "vision_feature_select_strategy",
-                                   "vision_feature_layer", "image_seq_length", "multimodal_projector_bias",
-                                   "ignore_index",   "vocab_size",    "tie_word_embeddings",
-                                   "use_image_newline_parameter", NULL};
+static const char *const keys[] = {"vision_config",
+                                   "text_config",
+                                   "image_token_index",
+                                   "image_token_id",
+                                   "projector_hidden_act",
+                                   "vision_feature_select_strategy",
+                                   "vision_feature_layer",
+                                   "image_seq_length",
+                                   "multimodal_projector_bias",
+                                   "ignore_index",
+                                   "vocab_size",
+                                   "tie_word_embeddings",
+                                   "use_image_newline_parameter",
+                                   NULL};
 
-static omnic_status text_family(const json_t *cfg, const char *what, const json_t **tc, const omnic__family **fam,
-                                omnic_err *err)
+static omnic_status text_family(const json_t *cfg, const char *what, const json_t **tc,
+                                const omnic__family **fam, omnic_err *err)
 {
     OMNIC_TRY(omnic__json_get_obj(cfg, "text_config", false, what, tc, err));
     const char *type = "llama";
-    if (*tc) OMNIC_TRY(omnic__json_get_str(*tc, "model_type", false, "llama", "config.json text_config", &type, err));
-    if (!strcmp(type, "llama")) *fam = &omnic__family_llama;
-    else if (!strcmp(type, "qwen2")) *fam = &omnic__family_qwen2;
+    if (*tc)
+        OMNIC_TRY(
+            omnic__json_get_str(*tc, "model_type", false, "llama", "config.json text_config", &type, err));
+    if (!strcmp(type, "llama"))
+        *fam = &omnic__family_llama;
+    else if (!strcmp(type, "qwen2"))
+        *fam = &omnic__family_qwen2;
     else
         return OMNIC_FAIL(err, OMNIC_E_UNSUPPORTED,
-                          "%s: llava text_config model_type '%s' is not supported (llama, qwen2)", what, type);
+                          "%s: llava text_config model_type '%s' is not supported (llama, qwen2)", what,
+                          type);
     return OMNIC_OK;
 }
 
@@ -53,10 +67,11 @@ static omnic_status parse(const json_t *cfg, const char *what, omnic__text_confi
     bool top_tie;
     OMNIC_TRY(omnic__json_get_bool(cfg, "tie_word_embeddings", false, false, what, &top_tie, err));
     if (top_tie && !out->tie_embeddings)
-        return OMNIC_FAIL(err, OMNIC_E_INVALID,
-                          "%s: tie_word_embeddings is true but text_config's is false (transformers 4.x unties, 5.x "
-                          "ties): ambiguous",
-                          what);
+        return OMNIC_FAIL(
+            err, OMNIC_E_INVALID,
+            "%s: tie_word_embeddings is true but text_config's is false (transformers 4.x unties, 5.x "
+            "ties): ambiguous",
+            what);
     out->prefix = "language_model.model.";
     out->lm_head_name = "language_model.lm_head.weight";
     out->alt_prefix = "model.language_model.";
@@ -69,12 +84,14 @@ static omnic_status parse_vision(const json_t *cfg, const char *what, const omni
 {
     OMNIC_TRY(omnic__vision_config_parse(cfg, what, text->hidden, out, err));
     if (out->image_token_id >= text->vocab)
-        return OMNIC_FAIL(err, OMNIC_E_INVALID, "%s: image_token_index %d is outside the vocabulary of %lld", what,
-                          out->image_token_id, (long long)text->vocab);
+        return OMNIC_FAIL(err, OMNIC_E_INVALID, "%s: image_token_index %d is outside the vocabulary of %lld",
+                          what, out->image_token_id, (long long)text->vocab);
     return OMNIC_OK;
 }
 
 static const char *const types[] = {"llava", NULL};
-const omnic__family omnic__family_llava = {
-    .name = "llava", .model_types = types, .parse_config = parse, .parse_vision = parse_vision,
-    .media = {[OMNIC_MODALITY_IMAGE] = &omnic__media_clip_image}};
+const omnic__family omnic__family_llava = {.name = "llava",
+                                           .model_types = types,
+                                           .parse_config = parse,
+                                           .parse_vision = parse_vision,
+                                           .media = {[OMNIC_MODALITY_IMAGE] = &omnic__media_clip_image}};

@@ -25,10 +25,11 @@ static omnic_status compute_identity(omnic__model *m, omnic_err *err)
                                     omnic__text_decoder_transform(&m->dec, t->name)};
     }
     char modules[512];
-    snprintf(modules, sizeof modules, "%s:%s;%s:%s;invariant_prefill=%d", m->prefill.name, m->prefill.contract,
-             m->decode.name, m->decode.contract, m->prefill_inv.finalized);
+    snprintf(modules, sizeof modules, "%s:%s;%s:%s;invariant_prefill=%d", m->prefill.name,
+             m->prefill.contract, m->decode.name, m->decode.contract, m->prefill_inv.finalized);
     size_t used = strlen(modules);
-    snprintf(modules + used, sizeof modules - used, ";%s:%s", m->embed_prefill.name, m->embed_prefill.contract);
+    snprintf(modules + used, sizeof modules - used, ";%s:%s", m->embed_prefill.name,
+             m->embed_prefill.contract);
     char buckets[64] = "";
     for (int k = 0; k < OMNIC_MODALITY_COUNT; k++)
         if (m->media[k].ops && m->media[k].state)
@@ -67,7 +68,8 @@ static omnic_status open_media(omnic__model *m, omnic_err *err)
     return OMNIC_OK;
 }
 
-omnic_status omnic__model_open(const char *dir, const omnic__model_opts *opts, omnic__model **out, omnic_err *err)
+omnic_status omnic__model_open(const char *dir, const omnic__model_opts *opts, omnic__model **out,
+                               omnic_err *err)
 {
     omnic__model *m = omnic_alloc_array(1, sizeof *m);
     if (!m) return OMNIC_FAIL(err, OMNIC_E_NOMEM, "out of memory for a model");
@@ -97,42 +99,51 @@ omnic_status omnic__model_open(const char *dir, const omnic__model_opts *opts, o
     int threads = opts && opts->threads > 0 ? opts->threads : omnic__cpu_count();
     if ((s = omnic__threadpool_create(&m->pool, threads, err)) != OMNIC_OK) goto fail;
     if (quant != OMNIC_DTYPE_COUNT &&
-        (s = omnic__text_decoder_quantize(&m->dec, quant, m->backend, m->ckpt->weights, m->pool, err)) != OMNIC_OK)
+        (s = omnic__text_decoder_quantize(&m->dec, quant, m->backend, m->ckpt->weights, m->pool, err)) !=
+            OMNIC_OK)
         goto fail;
-    if ((s = omnic__kv_pool_init(&m->kv, (int)cfg.n_layers, m->n_slots, m->capacity, cfg.n_kv_heads, cfg.head_dim,
-                                 m->kv_dtype, err)) != OMNIC_OK)
+    if ((s = omnic__kv_pool_init(&m->kv, (int)cfg.n_layers, m->n_slots, m->capacity, cfg.n_kv_heads,
+                                 cfg.head_dim, m->kv_dtype, err)) != OMNIC_OK)
         goto fail;
     const int64_t kv_rows = (int64_t)m->n_slots * m->capacity;
-    struct { omnic__module *mod; const char *name, *contract; int64_t rows; bool all, invariant; } mods[3] = {
+    struct {
+        omnic__module *mod;
+        const char *name, *contract;
+        int64_t rows;
+        bool all, invariant;
+    } mods[3] = {
         {&m->prefill, "text.token_prefill", "omnic.text.token_prefill/1", m->chunk, false, false},
         {&m->decode, "text.decode", "omnic.text.decode/1", m->n_slots + m->step_tokens, true, true},
         {&m->prefill_inv, "text.token_prefill", "omnic.text.token_prefill/1", m->chunk, false, true}};
     for (int i = 0; i < (m->step_tokens > 0 ? 3 : 2); i++) {
         omnic__module *mod = mods[i].mod;
-        if ((s = omnic__module_init(mod, mods[i].name, mods[i].contract, mods[i].rows, err)) != OMNIC_OK) goto fail;
+        if ((s = omnic__module_init(mod, mods[i].name, mods[i].contract, mods[i].rows, err)) != OMNIC_OK)
+            goto fail;
         mod->graph.batch_invariant = mods[i].invariant;
         if ((s = omnic__text_decoder_build(&m->dec, mod, m->kv_dtype, kv_rows, mods[i].all,
                                            !mods[i].all && opts && opts->taps, err)) != OMNIC_OK ||
             (s = omnic__module_finalize(mod, m->backend, m->pool, err)) != OMNIC_OK ||
             (s = omnic__module_constrain(mod, "tokens", cfg.vocab, false, err)) != OMNIC_OK ||
             (s = omnic__module_constrain(mod, "positions", INT32_MAX, false, err)) != OMNIC_OK ||
-            (m->dec.rope_switch && (s = omnic__module_constrain(mod, "rope_long", 2, false, err)) != OMNIC_OK))
+            (m->dec.rope_switch &&
+             (s = omnic__module_constrain(mod, "rope_long", 2, false, err)) != OMNIC_OK))
             goto fail;
     }
     m->prefill_logits = omnic__module_find_output(&m->prefill, "logits");
     m->prefill_inv_logits = omnic__module_find_output(&m->prefill_inv, "logits");
     /* text.embeddings_prefill: the token prefill's graph from the first layer on, fed rows */
     m->embed_mask = OMNIC_MASK_CAUSAL; /* every family so far: causal only */
-    if ((s = omnic__module_init(&m->embed_prefill, "text.embeddings_prefill", "omnic.text.embeddings_prefill/1",
-                                m->chunk, err)) != OMNIC_OK)
+    if ((s = omnic__module_init(&m->embed_prefill, "text.embeddings_prefill",
+                                "omnic.text.embeddings_prefill/1", m->chunk, err)) != OMNIC_OK)
         goto fail;
     m->embed_prefill.graph.batch_invariant = false; /* as the token prefill (m->prefill) */
-    if ((s = omnic__text_decoder_build_embeddings(&m->dec, &m->embed_prefill, m->kv_dtype, kv_rows, m->embed_mask,
-                                                  opts && opts->taps, err)) != OMNIC_OK ||
+    if ((s = omnic__text_decoder_build_embeddings(&m->dec, &m->embed_prefill, m->kv_dtype, kv_rows,
+                                                  m->embed_mask, opts && opts->taps, err)) != OMNIC_OK ||
         (s = omnic__module_finalize(&m->embed_prefill, m->backend, m->pool, err)) != OMNIC_OK ||
         (s = omnic__module_constrain(&m->embed_prefill, "inputs_embeds", 0, true, err)) != OMNIC_OK ||
         (s = omnic__module_constrain(&m->embed_prefill, "positions", INT32_MAX, false, err)) != OMNIC_OK ||
-        (m->dec.rope_switch && (s = omnic__module_constrain(&m->embed_prefill, "rope_long", 2, false, err)) != OMNIC_OK))
+        (m->dec.rope_switch &&
+         (s = omnic__module_constrain(&m->embed_prefill, "rope_long", 2, false, err)) != OMNIC_OK))
         goto fail;
     if (m->embed_mask != OMNIC_MASK_CAUSAL &&
         (s = omnic__module_constrain(&m->embed_prefill, "attn_bias", 0, true, err)) != OMNIC_OK)
@@ -176,8 +187,8 @@ size_t omnic__model_kv_bytes(const omnic__model *m)
 {
     size_t n = 0;
     const omnic__text_config *c = &m->dec.cfg;
-    omnic__kv_pool_bytes((int)c->n_layers, m->n_slots, m->capacity, c->n_kv_heads, c->head_dim, m->kv_dtype, &n,
-                         NULL);
+    omnic__kv_pool_bytes((int)c->n_layers, m->n_slots, m->capacity, c->n_kv_heads, c->head_dim, m->kv_dtype,
+                         &n, NULL);
     return n;
 }
 
@@ -204,26 +215,31 @@ omnic_status omnic__model_merge_embeds(const omnic__model *m, const int32_t *ids
     for (int k = 0; k < n_items; k++) {
         const omnic__tensor *t = items[k];
         if (!t || t->dtype != OMNIC_DTYPE_F32 || t->ndim != 2 || t->dims[1] != H || (t->dims[0] && !t->data))
-            return OMNIC_FAIL(err, OMNIC_E_INVALID, "merge: media item %d must be f32 [rows, %lld]", k, (long long)H);
+            return OMNIC_FAIL(err, OMNIC_E_INVALID, "merge: media item %d must be f32 [rows, %lld]", k,
+                              (long long)H);
         total += t->dims[0];
     }
-    for (int64_t i = 0; i < n; i++) placeholders += pad >= 0 && ids[i] == pad;
+    for (int64_t i = 0; i < n; i++)
+        placeholders += pad >= 0 && ids[i] == pad;
     if (placeholders != total)
-        return OMNIC_FAIL(err, OMNIC_E_INVALID,
-                          "merge: image features and image tokens do not match: %lld image tokens, %lld feature rows "
-                          "in %d item%s",
-                          (long long)placeholders, (long long)total, n_items, n_items == 1 ? "" : "s");
+        return OMNIC_FAIL(
+            err, OMNIC_E_INVALID,
+            "merge: image features and image tokens do not match: %lld image tokens, %lld feature rows "
+            "in %d item%s",
+            (long long)placeholders, (long long)total, n_items, n_items == 1 ? "" : "s");
     int k = 0;
     int64_t row = 0;
     for (int64_t i = 0; i < n;) {
         if (pad >= 0 && ids[i] == pad) {
-            while (row == items[k]->dims[0]) k++, row = 0; /* skips empty items too */
+            while (row == items[k]->dims[0])
+                k++, row = 0; /* skips empty items too */
             memcpy(out + i * H, (const float *)items[k]->data + row * H, (size_t)H * sizeof(float));
             row++, i++;
             continue;
         }
         int64_t j = i; /* a run of text ids: one lookup */
-        while (j < n && !(pad >= 0 && ids[j] == pad)) j++;
+        while (j < n && !(pad >= 0 && ids[j] == pad))
+            j++;
         OMNIC_TRY(omnic__model_embed_tokens(m, ids + i, j - i, out + i * H, err));
         i = j;
     }

@@ -34,30 +34,30 @@ typedef struct omnic__model_opts {
 } omnic__model_opts;
 
 typedef struct omnic__model {
-    omnic__checkpoint *ckpt;          /* owned */
+    omnic__checkpoint *ckpt; /* owned */
     const omnic__family *family;
     omnic__text_decoder dec;
     const omnic__backend_ops *backend;
-    omnic__threadpool *pool;          /* owned */
-    int64_t capacity;                 /* rows per slot */
+    omnic__threadpool *pool; /* owned */
+    int64_t capacity;        /* rows per slot */
     int n_slots;
-    int64_t chunk;                    /* prefill rows per call */
+    int64_t chunk; /* prefill rows per call */
     omnic_dtype kv_dtype;
-    omnic__kv_pool kv;                /* every slot's KV cache */
-    omnic__module prefill;            /* text.token_prefill: one sequence, <= chunk rows */
-    int prefill_logits;               /* index of its "logits" output */
-    omnic__module decode;             /* text.decode: one row per slot, plus up to step_tokens
-                                       * prompt rows in mixed steps */
-    int64_t step_tokens;              /* 0: no mixed steps */
-    omnic__module prefill_inv;        /* step_tokens > 0: text.token_prefill with batch-invariant
-                                       * matmuls (rows as text.decode computes them), for prompts
-                                       * longer than one chunk; not finalized otherwise */
+    omnic__kv_pool kv;         /* every slot's KV cache */
+    omnic__module prefill;     /* text.token_prefill: one sequence, <= chunk rows */
+    int prefill_logits;        /* index of its "logits" output */
+    omnic__module decode;      /* text.decode: one row per slot, plus up to step_tokens
+                                * prompt rows in mixed steps */
+    int64_t step_tokens;       /* 0: no mixed steps */
+    omnic__module prefill_inv; /* step_tokens > 0: text.token_prefill with batch-invariant
+                                * matmuls (rows as text.decode computes them), for prompts
+                                * longer than one chunk; not finalized otherwise */
     int prefill_inv_logits;
     /* text.embeddings_prefill: one sequence, <= chunk rows of post-scale embeddings
      * (omnic__text_decoder_build_embeddings has the inputs and the bias layout) */
     omnic__module embed_prefill;
-    int embed_prefill_logits;         /* index of its "logits" output */
-    omnic__mask_mode embed_mask;      /* its mask mode (causal: no attn_bias input) */
+    int embed_prefill_logits;    /* index of its "logits" output */
+    omnic__mask_mode embed_mask; /* its mask mode (causal: no attn_bias input) */
     /* Media input, one entry per modality (models/media.h): the family's table and its
      * encoder state; ops NULL when the model does not take that modality. */
     omnic__model_media media[OMNIC_MODALITY_COUNT];
@@ -65,7 +65,8 @@ typedef struct omnic__model {
 } omnic__model;
 
 /* Opens dir (borrowed), binds weights, builds and plans every module. Returns owned *out. */
-omnic_status omnic__model_open(const char *dir, const omnic__model_opts *opts, omnic__model **out, omnic_err *err);
+omnic_status omnic__model_open(const char *dir, const omnic__model_opts *opts, omnic__model **out,
+                               omnic_err *err);
 /* NULL ok. */
 void omnic__model_close(omnic__model *m);
 

@@ -29,9 +29,9 @@ typedef struct omnic__mrope_spec {
  * entry < 1 or h, w not a multiple of m, a pad run not right after `<|vision_start|>`, a run whose
  * length differs from its image's N, more runs than grids or fewer (names both counts), a video
  * placeholder. Nothing written on failure is meaningful. */
-omnic_status omnic__mrope_positions(const int32_t *ids, int64_t n_ids, const int64_t *grid_thw, int64_t n_images,
-                                    const omnic__mrope_spec *spec, int32_t *positions, int64_t *rope_delta,
-                                    omnic_err *err);
+omnic_status omnic__mrope_positions(const int32_t *ids, int64_t n_ids, const int64_t *grid_thw,
+                                    int64_t n_images, const omnic__mrope_spec *spec, int32_t *positions,
+                                    int64_t *rope_delta, omnic_err *err);
 
 /* The processor's prompt expansion (HF Qwen2VLProcessor): logical[0..n_logical) (borrowed) holds
  * one image_token_id per image; *expanded (returns owned, omnic_free) is the same ids with image
@@ -40,13 +40,14 @@ omnic_status omnic__mrope_positions(const int32_t *ids, int64_t n_ids, const int
  * count differs from n_images (names both) or an n_tokens[k] is < 1 (names k and the value),
  * E_TOO_LARGE when the expanded length would pass INT32_MAX, E_NOMEM. Outputs untouched on
  * failure. */
-omnic_status omnic__mrope_expand_image_pads(const int32_t *logical, int64_t n_logical, const int64_t *n_tokens,
-                                            int64_t n_images, int32_t image_token_id, int32_t **expanded,
-                                            int64_t *n_expanded, omnic_err *err);
+omnic_status omnic__mrope_expand_image_pads(const int32_t *logical, int64_t n_logical,
+                                            const int64_t *n_tokens, int64_t n_images, int32_t image_token_id,
+                                            int32_t **expanded, int64_t *n_expanded, omnic_err *err);
 
 /* The decode rule (DESIGN.md 3): the token written at KV index cache_len (the slot's current
  * length) takes cache_len + rope_delta on all three axes; out[3] = that value. E_INVALID when
  * cache_len < 0 or the result falls outside [0, INT32_MAX] (names both numbers). */
-omnic_status omnic__mrope_decode_position(int64_t cache_len, int64_t rope_delta, int32_t out[3], omnic_err *err);
+omnic_status omnic__mrope_decode_position(int64_t cache_len, int64_t rope_delta, int32_t out[3],
+                                          omnic_err *err);
 
 #endif

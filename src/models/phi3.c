@@ -8,17 +8,36 @@
 #include "models/family.h"
 
 static const omnic__text_defaults defaults = {
-    .family = "phi3", .vocab = 32064, .hidden = 3072, .intermediate = 8192, .n_layers = 32, .n_heads = 32,
-    .max_pos = 4096, .rms_eps = 1e-5, .rope_theta = 10000.0, .tie = false, .act_key = "hidden_act", .act = "silu",
-    .partial_rotary = true, .original_max_pos = 4096,
+    .family = "phi3",
+    .vocab = 32064,
+    .hidden = 3072,
+    .intermediate = 8192,
+    .n_layers = 32,
+    .n_heads = 32,
+    .max_pos = 4096,
+    .rms_eps = 1e-5,
+    .rope_theta = 10000.0,
+    .tie = false,
+    .act_key = "hidden_act",
+    .act = "silu",
+    .partial_rotary = true,
+    .original_max_pos = 4096,
     .rope_types = (const char *const[]){"longrope", "default", NULL},
     .rope_alias = (const char *const[]){"su", "longrope", "yarn", "longrope", NULL}};
 
 /* Phi3Config keys, and keys of the checkpoints' remote-code config (Phi-4-mini) that HF's
  * Phi3 ignores: accepted only at the value that matches what HF computes. */
-static const char *const keys[] = {"hidden_act",   "original_max_position_embeddings", "sliding_window", "resid_pdrop",
-                                   "embd_pdrop",   "attention_bias",  "mlp_bias",       "lm_head_bias",
-                                   "full_attn_mod", "interpolate_factor", NULL};
+static const char *const keys[] = {"hidden_act",
+                                   "original_max_position_embeddings",
+                                   "sliding_window",
+                                   "resid_pdrop",
+                                   "embd_pdrop",
+                                   "attention_bias",
+                                   "mlp_bias",
+                                   "lm_head_bias",
+                                   "full_attn_mod",
+                                   "interpolate_factor",
+                                   NULL};
 
 static omnic_status parse(const json_t *cfg, const char *what, omnic__text_config *out, omnic_err *err)
 {
@@ -34,7 +53,8 @@ static omnic_status parse(const json_t *cfg, const char *what, omnic__text_confi
     out->fused_qkv = true;
     out->fused_gate_up = true;
     out->sliding_window = window;
-    for (int64_t l = 0; l < out->n_layers; l++) out->layer_sliding[l] = window > 0;
+    for (int64_t l = 0; l < out->n_layers; l++)
+        out->layer_sliding[l] = window > 0;
     return OMNIC_OK;
 }
 

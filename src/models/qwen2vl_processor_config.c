@@ -24,11 +24,15 @@ static size_t type_index(const json_t *cfg)
     char buf[128];
     const char *type = json_is_object(cfg) ? omnic__processor_config_type(cfg, buf, sizeof buf) : NULL;
     size_t k = 0;
-    while (type && k < N_QWEN_TYPES && strcmp(qwen_types[k].name, type) != 0) k++;
+    while (type && k < N_QWEN_TYPES && strcmp(qwen_types[k].name, type) != 0)
+        k++;
     return type ? k : N_QWEN_TYPES;
 }
 
-bool omnic__qwen2vl_processor_config_matches(const json_t *cfg) { return type_index(cfg) < N_QWEN_TYPES; }
+bool omnic__qwen2vl_processor_config_matches(const json_t *cfg)
+{
+    return type_index(cfg) < N_QWEN_TYPES;
+}
 
 omnic_status omnic__qwen2vl_processor_config_parse(const json_t *cfg, const char *what,
                                                    omnic__qwen2vl_proc_params *out, omnic_err *err)
@@ -38,10 +42,11 @@ omnic_status omnic__qwen2vl_processor_config_parse(const json_t *cfg, const char
     if (k == N_QWEN_TYPES) {
         char buf[128];
         const char *type = omnic__processor_config_type(cfg, buf, sizeof buf);
-        return OMNIC_FAIL(err, OMNIC_E_UNSUPPORTED,
-                          "%s: image_processor_type '%s' is not a Qwen2-VL image processor (Qwen2VLImageProcessor, "
-                          "Qwen2VLImageProcessorFast)",
-                          what, type ? type : "(none)");
+        return OMNIC_FAIL(
+            err, OMNIC_E_UNSUPPORTED,
+            "%s: image_processor_type '%s' is not a Qwen2-VL image processor (Qwen2VLImageProcessor, "
+            "Qwen2VLImageProcessorFast)",
+            what, type ? type : "(none)");
     }
     omnic__qwen2vl_proc_params p;
     omnic__qwen2vl_proc_params_defaults(&p);
@@ -53,15 +58,17 @@ omnic_status omnic__qwen2vl_processor_config_parse(const json_t *cfg, const char
         char sub[160];
         snprintf(sub, sizeof sub, "%s: size", what);
         if (!json_object_get(size, "shortest_edge") || !json_object_get(size, "longest_edge"))
-            return OMNIC_FAIL(err, OMNIC_E_INVALID, "%s: field 'size' must contain 'shortest_edge' and 'longest_edge'",
-                              what);
-        OMNIC_TRY(omnic__json_get_i64(size, "shortest_edge", true, 0, 1, PIXELS_MAX_EXACT, sub, &p.min_pixels, err));
-        OMNIC_TRY(omnic__json_get_i64(size, "longest_edge", true, 0, 1, PIXELS_MAX_EXACT, sub, &p.max_pixels, err));
+            return OMNIC_FAIL(err, OMNIC_E_INVALID,
+                              "%s: field 'size' must contain 'shortest_edge' and 'longest_edge'", what);
+        OMNIC_TRY(omnic__json_get_i64(size, "shortest_edge", true, 0, 1, PIXELS_MAX_EXACT, sub, &p.min_pixels,
+                                      err));
+        OMNIC_TRY(
+            omnic__json_get_i64(size, "longest_edge", true, 0, 1, PIXELS_MAX_EXACT, sub, &p.max_pixels, err));
     }
-    OMNIC_TRY(omnic__json_get_i64(cfg, "min_pixels", false, p.min_pixels, 1, PIXELS_MAX_EXACT, what, &p.min_pixels,
-                                  err));
-    OMNIC_TRY(omnic__json_get_i64(cfg, "max_pixels", false, p.max_pixels, 1, PIXELS_MAX_EXACT, what, &p.max_pixels,
-                                  err));
+    OMNIC_TRY(omnic__json_get_i64(cfg, "min_pixels", false, p.min_pixels, 1, PIXELS_MAX_EXACT, what,
+                                  &p.min_pixels, err));
+    OMNIC_TRY(omnic__json_get_i64(cfg, "max_pixels", false, p.max_pixels, 1, PIXELS_MAX_EXACT, what,
+                                  &p.max_pixels, err));
     OMNIC_TRY(omnic__json_get_i64(cfg, "patch_size", false, p.patch_size, 1, OMNIC_MAX_VISION_PATCH, what,
                                   &p.patch_size, err));
     OMNIC_TRY(omnic__json_get_i64(cfg, "temporal_patch_size", false, p.temporal_patch_size, 1,

@@ -42,11 +42,19 @@ omnic_status omnic__qvit_config_parse(const json_t *cfg, const char *what, int64
     /* HF Qwen2VLVisionConfig / Qwen2_5_VLVisionConfig keys; in_chans and spatial_patch_size are
      * old spellings HF does not read (it takes in_channels, patch_size); tokens_per_second only
      * scales video time positions. */
-    static const char *const common[] = {"depth", "num_heads", "in_channels", "in_chans", "patch_size",
-                                         "spatial_patch_size", "temporal_patch_size", "spatial_merge_size",
-                                         "hidden_act", "hidden_size", NULL};
+    static const char *const common[] = {"depth",
+                                         "num_heads",
+                                         "in_channels",
+                                         "in_chans",
+                                         "patch_size",
+                                         "spatial_patch_size",
+                                         "temporal_patch_size",
+                                         "spatial_merge_size",
+                                         "hidden_act",
+                                         "hidden_size",
+                                         NULL};
     static const char *const only_v2[] = {"embed_dim", "mlp_ratio", NULL};
-    static const char *const only_v25[] = {"intermediate_size", "out_hidden_size", "window_size",
+    static const char *const only_v25[] = {"intermediate_size",     "out_hidden_size",   "window_size",
                                            "fullatt_block_indexes", "tokens_per_second", NULL};
     const char *const *const lists[] = {omnic__config_keys_generic, common, v2 ? only_v2 : only_v25, NULL};
     OMNIC_TRY(omnic__config_check_generic(vc, vw, err));
@@ -166,8 +174,10 @@ static omnic_status bind_f32(omnic__qvit *v, const omnic__safetensors *st, const
     OMNIC_TRY(bind(v, st, name, 1, all, &view, err));
     for (int p = 0; p < parts; p++) {
         char part[72];
-        if (parts == 1) snprintf(part, sizeof part, "%.63s", name);
-        else snprintf(part, sizeof part, "%.56s[%c]", name, "qkv"[p % 3]);
+        if (parts == 1)
+            snprintf(part, sizeof part, "%.63s", name);
+        else
+            snprintf(part, sizeof part, "%.56s[%c]", name, "qkv"[p % 3]);
         OMNIC_TRY(omnic__weight_f32(&view, p * n, 1, one, part, &out[p], err));
     }
     return OMNIC_OK;

@@ -5,13 +5,28 @@
 #include "models/config_keys.h"
 #include "models/family.h"
 
-static const omnic__text_defaults defaults = {
-    .family = "qwen3", .vocab = 151936, .hidden = 4096, .intermediate = 22016, .n_layers = 32, .n_heads = 32,
-    .n_kv_heads = 32, .head_dim = 128, .max_pos = 32768, .rms_eps = 1e-6, .rope_theta = 10000.0, .tie = false,
-    .act_key = "hidden_act", .act = "silu"};
+static const omnic__text_defaults defaults = {.family = "qwen3",
+                                              .vocab = 151936,
+                                              .hidden = 4096,
+                                              .intermediate = 22016,
+                                              .n_layers = 32,
+                                              .n_heads = 32,
+                                              .n_kv_heads = 32,
+                                              .head_dim = 128,
+                                              .max_pos = 32768,
+                                              .rms_eps = 1e-6,
+                                              .rope_theta = 10000.0,
+                                              .tie = false,
+                                              .act_key = "hidden_act",
+                                              .act = "silu"};
 
-static const char *const keys[] = {"hidden_act",       "attention_bias", "use_sliding_window", "sliding_window",
-                                   "max_window_layers", "layer_types",   NULL};
+static const char *const keys[] = {"hidden_act",
+                                   "attention_bias",
+                                   "use_sliding_window",
+                                   "sliding_window",
+                                   "max_window_layers",
+                                   "layer_types",
+                                   NULL};
 
 static omnic_status parse(const json_t *cfg, const char *what, omnic__text_config *out, omnic_err *err)
 {

@@ -39,16 +39,20 @@ static omnic_status parse_rope_dict(const json_t *cfg, const json_t *rs, const c
     }
     static const char *const implemented[] = {"default", "linear", "llama3", "longrope", NULL};
     if (!in_list(d->rope_types ? d->rope_types : implemented, type))
-        return OMNIC_FAIL(err, OMNIC_E_UNSUPPORTED, "%s: rope_scaling type '%s' is not supported by omnic's %s", w, type,
-                          d->family);
+        return OMNIC_FAIL(err, OMNIC_E_UNSUPPORTED,
+                          "%s: rope_scaling type '%s' is not supported by omnic's %s", w, type, d->family);
     /* every key of the dict must be one its type reads (others would be ignored) */
     static const char *const base[] = {"type", "rope_type", "rope_theta", "partial_rotary_factor", NULL};
     static const char *const mrope_keys[] = {"mrope_section", NULL};
     static const char *const linear[] = {"factor", NULL};
     static const char *const llama3[] = {"factor", "low_freq_factor", "high_freq_factor",
                                          "original_max_position_embeddings", NULL};
-    static const char *const longrope[] = {"short_factor", "long_factor", "factor", "attention_factor",
-                                           "original_max_position_embeddings", NULL};
+    static const char *const longrope[] = {"short_factor",
+                                           "long_factor",
+                                           "factor",
+                                           "attention_factor",
+                                           "original_max_position_embeddings",
+                                           NULL};
     const char *const *extra = !strcmp(type, "linear")     ? linear
                                : !strcmp(type, "llama3")   ? llama3
                                : !strcmp(type, "longrope") ? longrope
@@ -66,9 +70,10 @@ static omnic_status parse_rope_dict(const json_t *cfg, const json_t *rs, const c
         int64_t sum = 0;
         for (size_t k = 0; k < 3; k++) {
             const json_t *x = json_array_get(ms, k);
-            if (!json_is_integer(x) || json_integer_value(x) < 0 || json_integer_value(x) > OMNIC_MAX_HEAD_DIM)
-                return OMNIC_FAIL(err, OMNIC_E_INVALID, "%s: mrope_section[%zu] must be an integer in 0..%d", w, k,
-                                  OMNIC_MAX_HEAD_DIM);
+            if (!json_is_integer(x) || json_integer_value(x) < 0 ||
+                json_integer_value(x) > OMNIC_MAX_HEAD_DIM)
+                return OMNIC_FAIL(err, OMNIC_E_INVALID, "%s: mrope_section[%zu] must be an integer in 0..%d",
+                                  w, k, OMNIC_MAX_HEAD_DIM);
             c->mrope_section[k] = (int)json_integer_value(x);
             sum += c->mrope_section[k];
         }
@@ -84,33 +89,38 @@ static omnic_status parse_rope_dict(const json_t *cfg, const json_t *rs, const c
     if (!strcmp(type, "llama3")) {
         c->rope_type = OMNIC_ROPE_LLAMA3;
         TRYJ(omnic__json_get_f64(rs, "factor", true, 0, 1e-6, 1e6, w, &c->rope_factor, err));
-        TRYJ(omnic__json_get_f64(rs, "low_freq_factor", true, 0, 1e-6, 1e6, w, &c->rope_low_freq_factor, err));
-        TRYJ(omnic__json_get_f64(rs, "high_freq_factor", true, 0, 1e-6, 1e6, w, &c->rope_high_freq_factor, err));
+        TRYJ(
+            omnic__json_get_f64(rs, "low_freq_factor", true, 0, 1e-6, 1e6, w, &c->rope_low_freq_factor, err));
+        TRYJ(omnic__json_get_f64(rs, "high_freq_factor", true, 0, 1e-6, 1e6, w, &c->rope_high_freq_factor,
+                                 err));
         /* 4.x requires it in the dict; 5.x standardize_rope_params takes a top-level value
          * first, then the dict's, then max_position_embeddings */
         int64_t top = 0;
         if (five)
-            TRYJ(omnic__json_get_i64(cfg, "original_max_position_embeddings", false, 0, 1, big, "config.json", &top,
-                                     err));
-        if (top > 0) c->rope_original_max_pos = top;
+            TRYJ(omnic__json_get_i64(cfg, "original_max_position_embeddings", false, 0, 1, big, "config.json",
+                                     &top, err));
+        if (top > 0)
+            c->rope_original_max_pos = top;
         else
             TRYJ(omnic__json_get_i64(rs, "original_max_position_embeddings", !five, c->max_pos, 1, big, w,
                                      &c->rope_original_max_pos, err));
         if (!(c->rope_high_freq_factor > c->rope_low_freq_factor))
-            return OMNIC_FAIL(err, OMNIC_E_INVALID, "%s: high_freq_factor %g must exceed low_freq_factor %g", w,
-                              c->rope_high_freq_factor, c->rope_low_freq_factor);
+            return OMNIC_FAIL(err, OMNIC_E_INVALID, "%s: high_freq_factor %g must exceed low_freq_factor %g",
+                              w, c->rope_high_freq_factor, c->rope_low_freq_factor);
         return OMNIC_OK;
     }
     /* longrope (HF _compute_longrope_parameters) */
     c->rope_type = OMNIC_ROPE_LONGROPE;
     int64_t orig = d->original_max_pos; /* a class attribute (Phi3) or a top-level key */
-    TRYJ(omnic__json_get_i64(cfg, "original_max_position_embeddings", false, orig, 1, big, "config.json", &orig, err));
+    TRYJ(omnic__json_get_i64(cfg, "original_max_position_embeddings", false, orig, 1, big, "config.json",
+                             &orig, err));
     double factor = 0, af = 0;
     TRYJ(omnic__json_get_f64(rs, "factor", false, 0, 1e-6, 1e6, w, &factor, err));
     TRYJ(omnic__json_get_f64(rs, "attention_factor", false, 0, 1e-6, 1e3, w, &af, err));
     if (five) { /* 5.x: the top-level value wins, then the dict's, then max_position_embeddings */
         if (orig == 0)
-            TRYJ(omnic__json_get_i64(rs, "original_max_position_embeddings", false, c->max_pos, 1, big, w, &orig, err));
+            TRYJ(omnic__json_get_i64(rs, "original_max_position_embeddings", false, c->max_pos, 1, big, w,
+                                     &orig, err));
         if (factor == 0) factor = (double)c->max_pos / (double)orig;
     } else if (orig > 0) { /* 4.57: the ratio overrides factor when the attribute exists */
         factor = (double)c->max_pos / (double)orig;
@@ -126,13 +136,14 @@ static omnic_status parse_rope_dict(const json_t *cfg, const json_t *rs, const c
         const json_t *a;
         TRYJ(omnic__json_get_array(rs, names[k], true, w, &a, err));
         if ((int64_t)json_array_size(a) != c->n_rot / 2)
-            return OMNIC_FAIL(err, OMNIC_E_INVALID, "%s: %s has %zu entries, expected %lld (rotary dims / 2)", w,
-                              names[k], json_array_size(a), (long long)(c->n_rot / 2));
+            return OMNIC_FAIL(err, OMNIC_E_INVALID, "%s: %s has %zu entries, expected %lld (rotary dims / 2)",
+                              w, names[k], json_array_size(a), (long long)(c->n_rot / 2));
         for (size_t i = 0; i < json_array_size(a); i++) {
             const json_t *x = json_array_get(a, i);
             double v = json_is_number(x) ? json_number_value(x) : -1;
             if (!(v > 0) || !isfinite(v))
-                return OMNIC_FAIL(err, OMNIC_E_INVALID, "%s: %s[%zu] must be a positive number", w, names[k], i);
+                return OMNIC_FAIL(err, OMNIC_E_INVALID, "%s: %s[%zu] must be a positive number", w, names[k],
+                                  i);
             dst[k][i] = (float)v;
         }
     }
@@ -156,10 +167,13 @@ static omnic_status parse_rope(const json_t *cfg, const char *what, const omnic_
     c->rope_attn_factor = 1.0f;
     TRYJ(omnic__json_get_f64(cfg, "rope_theta", false, d->rope_theta, 1e-3, 1e12, what, &c->rope_theta, err));
     if (!d->rope_local) {
-        if (rp) TRYJ(omnic__json_get_f64(rp, "rope_theta", false, c->rope_theta, 1e-3, 1e12, what, &c->rope_theta, err));
+        if (rp)
+            TRYJ(omnic__json_get_f64(rp, "rope_theta", false, c->rope_theta, 1e-3, 1e12, what, &c->rope_theta,
+                                     err));
         const json_t *dict = rp ? rp : rs;
-        return dict ? parse_rope_dict(cfg, dict, rp ? "config.json rope_parameters" : "config.json rope_scaling", rp != NULL,
-                                      d, c, err)
+        return dict ? parse_rope_dict(cfg, dict,
+                                      rp ? "config.json rope_parameters" : "config.json rope_scaling",
+                                      rp != NULL, d, c, err)
                     : OMNIC_OK;
     }
     /* local (sliding) layers: their own base, default RoPE (Gemma3 rotary_emb_local) */
@@ -167,19 +181,21 @@ static omnic_status parse_rope(const json_t *cfg, const char *what, const omnic_
                              &c->rope_local_theta, err));
     if (!rp) return rs ? parse_rope_dict(cfg, rs, "config.json rope_scaling", false, d, c, err) : OMNIC_OK;
     static const char *const layer_types[] = {"full_attention", "sliding_attention", NULL};
-    TRYJ(omnic__json_check_keys(rp, "config.json rope_parameters", (const char *const *const[]){layer_types, NULL},
-                                err));
+    TRYJ(omnic__json_check_keys(rp, "config.json rope_parameters",
+                                (const char *const *const[]){layer_types, NULL}, err));
     const json_t *full, *local;
-    const char *wf = "config.json rope_parameters.full_attention", *wl = "config.json rope_parameters.sliding_attention";
+    const char *wf = "config.json rope_parameters.full_attention",
+               *wl = "config.json rope_parameters.sliding_attention";
     TRYJ(omnic__json_get_obj(rp, "full_attention", false, what, &full, err));
     TRYJ(omnic__json_get_obj(rp, "sliding_attention", false, what, &local, err));
     if (local) {
         omnic__text_config tmp = *c;
-        TRYJ(omnic__json_get_f64(local, "rope_theta", false, c->rope_local_theta, 1e-3, 1e12, wl, &c->rope_local_theta,
-                                 err));
+        TRYJ(omnic__json_get_f64(local, "rope_theta", false, c->rope_local_theta, 1e-3, 1e12, wl,
+                                 &c->rope_local_theta, err));
         TRYJ(parse_rope_dict(cfg, local, wl, true, d, &tmp, err));
         if (tmp.rope_type != OMNIC_ROPE_DEFAULT)
-            return OMNIC_FAIL(err, OMNIC_E_UNSUPPORTED, "%s: only rope_type default is supported on sliding layers", wl);
+            return OMNIC_FAIL(err, OMNIC_E_UNSUPPORTED,
+                              "%s: only rope_type default is supported on sliding layers", wl);
     }
     if (!full) return OMNIC_OK;
     TRYJ(omnic__json_get_f64(full, "rope_theta", false, c->rope_theta, 1e-3, 1e12, wf, &c->rope_theta, err));
@@ -193,19 +209,22 @@ omnic_status omnic__text_config_parse(const json_t *cfg, const char *what, const
     const int64_t big = (int64_t)1 << 31;
     TRYJ(omnic__json_get_i64(cfg, "vocab_size", false, d->vocab, 1, big, what, &c->vocab, err));
     TRYJ(omnic__json_get_i64(cfg, "hidden_size", false, d->hidden, 1, 1 << 20, what, &c->hidden, err));
-    TRYJ(omnic__json_get_i64(cfg, "num_hidden_layers", false, d->n_layers, 1, OMNIC_MAX_LAYERS, what, &c->n_layers,
-                             err));
+    TRYJ(omnic__json_get_i64(cfg, "num_hidden_layers", false, d->n_layers, 1, OMNIC_MAX_LAYERS, what,
+                             &c->n_layers, err));
     TRYJ(omnic__json_get_i64(cfg, "num_attention_heads", false, d->n_heads, 1, 4096, what, &c->n_heads, err));
-    TRYJ(omnic__json_get_i64(cfg, "num_key_value_heads", false, d->n_kv_heads ? d->n_kv_heads : c->n_heads, 1, 4096,
-                             what, &c->n_kv_heads, err));
-    TRYJ(omnic__json_get_i64(cfg, "intermediate_size", false, d->intermediate, 1, 1 << 22, what, &c->intermediate,
+    TRYJ(omnic__json_get_i64(cfg, "num_key_value_heads", false, d->n_kv_heads ? d->n_kv_heads : c->n_heads, 1,
+                             4096, what, &c->n_kv_heads, err));
+    TRYJ(omnic__json_get_i64(cfg, "intermediate_size", false, d->intermediate, 1, 1 << 22, what,
+                             &c->intermediate, err));
+    TRYJ(omnic__json_get_i64(cfg, "max_position_embeddings", false, d->max_pos, 1, big - 1, what, &c->max_pos,
                              err));
-    TRYJ(omnic__json_get_i64(cfg, "max_position_embeddings", false, d->max_pos, 1, big - 1, what, &c->max_pos, err));
     const json_t *hd = json_object_get(cfg, "head_dim");
-    const bool derived = (!hd || json_is_null(hd)) && d->head_dim == 0; /* hidden_size // num_attention_heads */
+    const bool derived =
+        (!hd || json_is_null(hd)) && d->head_dim == 0; /* hidden_size // num_attention_heads */
     if (derived && c->hidden % c->n_heads)
-        return OMNIC_FAIL(err, OMNIC_E_INVALID, "%s: hidden_size %lld is not a multiple of num_attention_heads %lld",
-                          what, (long long)c->hidden, (long long)c->n_heads);
+        return OMNIC_FAIL(err, OMNIC_E_INVALID,
+                          "%s: hidden_size %lld is not a multiple of num_attention_heads %lld", what,
+                          (long long)c->hidden, (long long)c->n_heads);
     TRYJ(omnic__json_get_i64(cfg, "head_dim", false, derived ? c->hidden / c->n_heads : d->head_dim, 2,
                              OMNIC_MAX_HEAD_DIM, what, &c->head_dim, err));
     if (c->head_dim % 2)
@@ -222,13 +241,15 @@ omnic_status omnic__text_config_parse(const json_t *cfg, const char *what, const
         TRYJ(omnic__json_get_f64(rp, "partial_rotary_factor", false, 1.0, 1e-6, 1.0, what, &partial, err));
     TRYJ(omnic__json_get_f64(cfg, "partial_rotary_factor", false, partial, 1e-6, 1.0, what, &partial, err));
     if (partial != 1.0 && !d->partial_rotary)
-        return OMNIC_FAIL(err, OMNIC_E_UNSUPPORTED,
-                          "%s: partial_rotary_factor %g is not supported by %s (its RoPE rotates the whole head)", what,
-                          partial, d->family);
+        return OMNIC_FAIL(
+            err, OMNIC_E_UNSUPPORTED,
+            "%s: partial_rotary_factor %g is not supported by %s (its RoPE rotates the whole head)", what,
+            partial, d->family);
     c->n_rot = (int64_t)((double)c->head_dim * partial); /* HF: int(head_dim * factor) */
     if (c->n_rot < 2 || c->n_rot % 2)
-        return OMNIC_FAIL(err, OMNIC_E_INVALID, "%s: partial_rotary_factor %g gives %lld rotary dims (must be even, >= 2)",
-                          what, partial, (long long)c->n_rot);
+        return OMNIC_FAIL(err, OMNIC_E_INVALID,
+                          "%s: partial_rotary_factor %g gives %lld rotary dims (must be even, >= 2)", what,
+                          partial, (long long)c->n_rot);
     TRYJ(omnic__json_get_f64(cfg, "rms_norm_eps", false, d->rms_eps, 0, 1, what, &c->rms_eps, err));
     TRYJ(omnic__json_get_bool(cfg, "tie_word_embeddings", false, d->tie, what, &c->tie_embeddings, err));
     const char *act;
@@ -238,13 +259,14 @@ omnic_status omnic__text_config_parse(const json_t *cfg, const char *what, const
     else if (!strcmp(act, "gelu_pytorch_tanh"))
         c->act = OMNIC_ACT_GELU_TANH;
     else
-        return OMNIC_FAIL(err, OMNIC_E_UNSUPPORTED, "%s: %s '%s' is not supported (silu, gelu_pytorch_tanh)", what,
-                          d->act_key, act);
+        return OMNIC_FAIL(err, OMNIC_E_UNSUPPORTED, "%s: %s '%s' is not supported (silu, gelu_pytorch_tanh)",
+                          what, d->act_key, act);
     c->attn_scale = (float)(1.0 / sqrt((double)c->head_dim)); /* python float, then f32 */
     c->prefix = "model.";
     OMNIC_TRY(parse_rope(cfg, what, d, c, err));
     if (c->mrope && c->mrope_sum != c->n_rot / 2)
-        return OMNIC_FAIL(err, OMNIC_E_INVALID, "%s: mrope_section sums to %lld, expected %lld (rotary dims / 2)", what,
+        return OMNIC_FAIL(err, OMNIC_E_INVALID,
+                          "%s: mrope_section sums to %lld, expected %lld (rotary dims / 2)", what,
                           (long long)c->mrope_sum, (long long)(c->n_rot / 2));
     return OMNIC_OK;
 }
@@ -267,8 +289,8 @@ static void row_view(const omnic__tensor *w, int64_t r0, int64_t n, omnic__tenso
 }
 
 /* An owned f32 copy of a float vector weight (biases are f32 by the matmul contract). */
-static omnic_status bind_f32(omnic__text_decoder *d, const omnic__safetensors *st, const char *name, int64_t n, omnic__tensor **out,
-                             omnic_err *err)
+static omnic_status bind_f32(omnic__text_decoder *d, const omnic__safetensors *st, const char *name,
+                             int64_t n, omnic__tensor **out, omnic_err *err)
 {
     omnic__tensor view;
     OMNIC_TRY(bind(d, st, name, 1, &n, &view, err));
@@ -277,7 +299,8 @@ static omnic_status bind_f32(omnic__text_decoder *d, const omnic__safetensors *s
 
 /* RoPE inverse frequencies [n_rot/2] in f32, as HF computes them (float32 tensor ops):
  * base table 1 / base^(2i/n_rot), then the scaling of `type`; ext: LongRoPE factors. */
-static void rope_freqs(const omnic__text_config *c, double theta, omnic__rope_type type, const float *ext, float *f)
+static void rope_freqs(const omnic__text_config *c, double theta, omnic__rope_type type, const float *ext,
+                       float *f)
 {
     const int64_t half = c->n_rot / 2;
     const float base = (float)theta;
@@ -286,7 +309,8 @@ static void rope_freqs(const omnic__text_config *c, double theta, omnic__rope_ty
         f[i] = type == OMNIC_ROPE_LONGROPE ? 1.0f / (ext[i] * powf(base, expo)) : 1.0f / powf(base, expo);
     }
     if (type == OMNIC_ROPE_LINEAR)
-        for (int64_t i = 0; i < half; i++) f[i] /= (float)c->rope_factor;
+        for (int64_t i = 0; i < half; i++)
+            f[i] /= (float)c->rope_factor;
     if (type == OMNIC_ROPE_LLAMA3) {
         const float factor = (float)c->rope_factor, lo = (float)c->rope_low_freq_factor,
                     hi = (float)c->rope_high_freq_factor, old = (float)c->rope_original_max_pos;
@@ -305,23 +329,25 @@ static void rope_freqs(const omnic__text_config *c, double theta, omnic__rope_ty
 
 void omnic__text_rope_freqs(const omnic__text_config *c, int which, float *out)
 {
-    if (which == 2) rope_freqs(c, c->rope_local_theta, OMNIC_ROPE_DEFAULT, NULL, out);
-    else rope_freqs(c, c->rope_theta, c->rope_type, which == 1 ? c->longrope_long : c->longrope_short, out);
+    if (which == 2)
+        rope_freqs(c, c->rope_local_theta, OMNIC_ROPE_DEFAULT, NULL, out);
+    else
+        rope_freqs(c, c->rope_theta, c->rope_type, which == 1 ? c->longrope_long : c->longrope_short, out);
 }
 
 /* rope_freqs into an owned f32 [n_rot/2] tensor named name. */
-static omnic_status rope_table(const omnic__text_config *c, double theta, omnic__rope_type type, const float *ext,
-                               const char *name, omnic__tensor **out, omnic_err *err)
+static omnic_status rope_table(const omnic__text_config *c, double theta, omnic__rope_type type,
+                               const float *ext, const char *name, omnic__tensor **out, omnic_err *err)
 {
     int64_t half = c->n_rot / 2;
     OMNIC_TRY(omnic__tensor_create(out, OMNIC_DTYPE_F32, 1, &half, err));
-    snprintf((*out)->name, sizeof (*out)->name, "%s", name);
+    snprintf((*out)->name, sizeof(*out)->name, "%s", name);
     rope_freqs(c, theta, type, ext, (*out)->data);
     return OMNIC_OK;
 }
 
-omnic_status omnic__text_decoder_load(omnic__text_decoder *d, const omnic__text_config *c, const omnic__safetensors *st,
-                                 omnic_err *err)
+omnic_status omnic__text_decoder_load(omnic__text_decoder *d, const omnic__text_config *c,
+                                      const omnic__safetensors *st, omnic_err *err)
 {
     memset(d, 0, sizeof *d);
     d->cfg = *c;
@@ -345,8 +371,10 @@ omnic_status omnic__text_decoder_load(omnic__text_decoder *d, const omnic__text_
         goto fail;
     }
     if (c->embed_scale > 0) { /* HF casts the scale to the embedding dtype before multiplying */
-        if (d->embed.dtype == OMNIC_DTYPE_BF16) d->cfg.embed_scale = omnic__bf16_to_f32(omnic__f32_to_bf16(c->embed_scale));
-        if (d->embed.dtype == OMNIC_DTYPE_F16) d->cfg.embed_scale = omnic__f16_to_f32(omnic__f32_to_f16(c->embed_scale));
+        if (d->embed.dtype == OMNIC_DTYPE_BF16)
+            d->cfg.embed_scale = omnic__bf16_to_f32(omnic__f32_to_bf16(c->embed_scale));
+        if (d->embed.dtype == OMNIC_DTYPE_F16)
+            d->cfg.embed_scale = omnic__f16_to_f32(omnic__f32_to_f16(c->embed_scale));
     }
     d->layers = omnic_alloc_array((size_t)c->n_layers, sizeof *d->layers);
     if (!d->layers) {
@@ -355,7 +383,13 @@ omnic_status omnic__text_decoder_load(omnic__text_decoder *d, const omnic__text_
     }
     for (int64_t l = 0; l < c->n_layers; l++) {
         omnic__text_decoder_layer *L = &d->layers[l];
-        struct w { const char *suffix; int ndim; int64_t dims[2]; omnic__tensor *out; bool want; };
+        struct w {
+            const char *suffix;
+            int ndim;
+            int64_t dims[2];
+            omnic__tensor *out;
+            bool want;
+        };
         const struct w ws[] = {
             {"input_layernorm.weight", 1, {H, 0}, &L->attn_norm, true},
             {"self_attn.q_proj.weight", 2, {qd, H}, &L->wq, !c->fused_qkv},
@@ -364,7 +398,11 @@ omnic_status omnic__text_decoder_load(omnic__text_decoder *d, const omnic__text_
             {"self_attn.o_proj.weight", 2, {H, qd}, &L->wo, true},
             {"self_attn.q_norm.weight", 1, {hd, 0}, &L->q_norm, c->qk_norm},
             {"self_attn.k_norm.weight", 1, {hd, 0}, &L->k_norm, c->qk_norm},
-            {"post_attention_layernorm.weight", 1, {H, 0}, c->sandwich_norms ? &L->post_attn_norm : &L->mlp_norm, true},
+            {"post_attention_layernorm.weight",
+             1,
+             {H, 0},
+             c->sandwich_norms ? &L->post_attn_norm : &L->mlp_norm,
+             true},
             {"pre_feedforward_layernorm.weight", 1, {H, 0}, &L->mlp_norm, c->sandwich_norms},
             {"post_feedforward_layernorm.weight", 1, {H, 0}, &L->post_mlp_norm, c->sandwich_norms},
             {"mlp.gate_proj.weight", 2, {I, H}, &L->w_gate, !c->fused_gate_up},
@@ -379,8 +417,8 @@ omnic_status omnic__text_decoder_load(omnic__text_decoder *d, const omnic__text_
         if (c->fused_qkv) { /* q, k, v are consecutive row blocks of qkv_proj */
             omnic__tensor qkv;
             int64_t dims[2] = {qd + 2 * kvd, H};
-            if ((s = bind(d, st, NAME("%slayers.%lld.self_attn.qkv_proj.weight", P, (long long)l), 2, dims, &qkv,
-                          err)) != OMNIC_OK)
+            if ((s = bind(d, st, NAME("%slayers.%lld.self_attn.qkv_proj.weight", P, (long long)l), 2, dims,
+                          &qkv, err)) != OMNIC_OK)
                 goto fail;
             row_view(&qkv, 0, qd, &L->wq);
             row_view(&qkv, qd, kvd, &L->wk);
@@ -389,16 +427,22 @@ omnic_status omnic__text_decoder_load(omnic__text_decoder *d, const omnic__text_
         if (c->fused_gate_up) { /* gate is the first half of gate_up_proj, up the second */
             omnic__tensor gu;
             int64_t dims[2] = {2 * I, H};
-            if ((s = bind(d, st, NAME("%slayers.%lld.mlp.gate_up_proj.weight", P, (long long)l), 2, dims, &gu, err)) !=
-                OMNIC_OK)
+            if ((s = bind(d, st, NAME("%slayers.%lld.mlp.gate_up_proj.weight", P, (long long)l), 2, dims, &gu,
+                          err)) != OMNIC_OK)
                 goto fail;
             row_view(&gu, 0, I, &L->w_gate);
             row_view(&gu, I, I, &L->w_up);
         }
         if (c->qkv_bias || c->o_bias) {
-            struct { const char *p; int64_t n; omnic__tensor **out; bool want; } b[] = {
-                {"q", qd, &L->bq, c->qkv_bias}, {"k", kvd, &L->bk, c->qkv_bias}, {"v", kvd, &L->bv, c->qkv_bias},
-                {"o", H, &L->bo, c->o_bias}};
+            struct {
+                const char *p;
+                int64_t n;
+                omnic__tensor **out;
+                bool want;
+            } b[] = {{"q", qd, &L->bq, c->qkv_bias},
+                     {"k", kvd, &L->bk, c->qkv_bias},
+                     {"v", kvd, &L->bv, c->qkv_bias},
+                     {"o", H, &L->bo, c->o_bias}};
             for (size_t i = 0; i < 4; i++) {
                 if (!b[i].want) continue;
                 NAME("%slayers.%lld.self_attn.%s_proj.bias", P, (long long)l, b[i].p);
@@ -410,10 +454,10 @@ omnic_status omnic__text_decoder_load(omnic__text_decoder *d, const omnic__text_
     if (c->rope_type == OMNIC_ROPE_LONGROPE) { /* short factors, and [short; long] for rope_switch */
         omnic__tensor *lt = NULL;
         int64_t two[2] = {2, c->n_rot / 2};
-        if ((s = rope_table(c, c->rope_theta, c->rope_type, c->longrope_short, "rope_inv_freq", &d->rope_global, err)) !=
-                OMNIC_OK ||
-            (s = rope_table(c, c->rope_theta, c->rope_type, c->longrope_long, "rope_inv_freq_long", &lt, err)) !=
-                OMNIC_OK ||
+        if ((s = rope_table(c, c->rope_theta, c->rope_type, c->longrope_short, "rope_inv_freq",
+                            &d->rope_global, err)) != OMNIC_OK ||
+            (s = rope_table(c, c->rope_theta, c->rope_type, c->longrope_long, "rope_inv_freq_long", &lt,
+                            err)) != OMNIC_OK ||
             (s = omnic__tensor_create(&d->rope_two, OMNIC_DTYPE_F32, 2, two, err)) != OMNIC_OK) {
             omnic__tensor_destroy(lt);
             goto fail;
@@ -422,13 +466,12 @@ omnic_status omnic__text_decoder_load(omnic__text_decoder *d, const omnic__text_
         memcpy(d->rope_two->data, d->rope_global->data, (size_t)two[1] * sizeof(float));
         memcpy((float *)d->rope_two->data + two[1], lt->data, (size_t)two[1] * sizeof(float));
         omnic__tensor_destroy(lt);
-    } else if ((s = rope_table(c, c->rope_theta, c->rope_type, NULL, "rope_inv_freq", &d->rope_global, err)) !=
-               OMNIC_OK) {
+    } else if ((s = rope_table(c, c->rope_theta, c->rope_type, NULL, "rope_inv_freq", &d->rope_global,
+                               err)) != OMNIC_OK) {
         goto fail;
     }
-    if (c->rope_local_theta > 0 &&
-        (s = rope_table(c, c->rope_local_theta, OMNIC_ROPE_DEFAULT, NULL, "rope_inv_freq_local", &d->rope_local,
-                        err)) != OMNIC_OK)
+    if (c->rope_local_theta > 0 && (s = rope_table(c, c->rope_local_theta, OMNIC_ROPE_DEFAULT, NULL,
+                                                   "rope_inv_freq_local", &d->rope_local, err)) != OMNIC_OK)
         goto fail;
     return OMNIC_OK;
 fail:
@@ -449,7 +492,8 @@ void omnic__text_decoder_deinit(omnic__text_decoder *d)
     omnic__tensor_destroy(d->rope_two);
     omnic__tensor_destroy(d->rope_local);
     omnic__weight_copies_free(&d->copies);
-    for (size_t i = 0; i < d->n_qweights; i++) omnic__tensor_destroy(d->qweights[i]);
+    for (size_t i = 0; i < d->n_qweights; i++)
+        omnic__tensor_destroy(d->qweights[i]);
     omnic_free(d->qweights);
     memset(d, 0, sizeof *d);
 }
@@ -457,10 +501,10 @@ void omnic__text_decoder_deinit(omnic__text_decoder *d)
 void omnic__text_decoder_param_stats(const omnic__text_decoder *d, int64_t *params, int64_t *bytes)
 {
     int64_t p = 0, b = 0;
-#define COUNT(t)                                                                                            \
-    do {                                                                                                    \
-        p += omnic__tensor_nelem(t);                                                                        \
-        b += (int64_t)omnic__tensor_bytes(t);                                                               \
+#define COUNT(t)                                                                                             \
+    do {                                                                                                     \
+        p += omnic__tensor_nelem(t);                                                                         \
+        b += (int64_t)omnic__tensor_bytes(t);                                                                \
     } while (0)
     COUNT(&d->embed);
     COUNT(&d->norm);
@@ -468,10 +512,23 @@ void omnic__text_decoder_param_stats(const omnic__text_decoder *d, int64_t *para
     for (int64_t l = 0; l < d->cfg.n_layers; l++) {
         const omnic__text_decoder_layer *L = &d->layers[l];
         const bool c_qk = d->cfg.qk_norm, c_sw = d->cfg.sandwich_norms;
-        const omnic__tensor *ws[] = {&L->attn_norm, &L->wq, &L->wk, &L->wv, &L->wo,
-                                     &L->mlp_norm, &L->w_gate, &L->w_up, &L->w_down, L->bq, L->bk, L->bv, L->bo,
-                                     c_qk ? &L->q_norm : NULL, c_qk ? &L->k_norm : NULL,
-                                     c_sw ? &L->post_attn_norm : NULL, c_sw ? &L->post_mlp_norm : NULL};
+        const omnic__tensor *ws[] = {&L->attn_norm,
+                                     &L->wq,
+                                     &L->wk,
+                                     &L->wv,
+                                     &L->wo,
+                                     &L->mlp_norm,
+                                     &L->w_gate,
+                                     &L->w_up,
+                                     &L->w_down,
+                                     L->bq,
+                                     L->bk,
+                                     L->bv,
+                                     L->bo,
+                                     c_qk ? &L->q_norm : NULL,
+                                     c_qk ? &L->k_norm : NULL,
+                                     c_sw ? &L->post_attn_norm : NULL,
+                                     c_sw ? &L->post_mlp_norm : NULL};
         for (size_t i = 0; i < sizeof ws / sizeof ws[0]; i++)
             if (ws[i]) COUNT(ws[i]);
     }
@@ -483,16 +540,17 @@ void omnic__text_decoder_param_stats(const omnic__text_decoder *d, int64_t *para
 /* ---- graphs ---- */
 
 /* RMSNorm with this decoder's flavour (plain w or 1 + w). */
-static omnic__tensor *norm(omnic__graph *g, const omnic__text_decoder *d, omnic__tensor *x, const omnic__tensor *w)
+static omnic__tensor *norm(omnic__graph *g, const omnic__text_decoder *d, omnic__tensor *x,
+                           const omnic__tensor *w)
 {
     return omnic__g_rmsnorm(g, x, omnic__g_weight(g, w), (float)d->cfg.rms_eps, d->cfg.norm_one_plus);
 }
 
 /* The decoder layers, final norm and head over post-scale rows x [T, H]; bias: the explicit
  * additive attention bias (or NULL), causal: the causal flag of every attention. */
-static omnic_status build_body(const omnic__text_decoder *d, omnic__graph *g, omnic__tensor *x, omnic__tensor *pos,
-                               omnic__tensor *bias, bool causal, omnic_dtype kv_dtype, int64_t kv_rows, bool all_rows,
-                               bool taps, omnic_err *err)
+static omnic_status build_body(const omnic__text_decoder *d, omnic__graph *g, omnic__tensor *x,
+                               omnic__tensor *pos, omnic__tensor *bias, bool causal, omnic_dtype kv_dtype,
+                               int64_t kv_rows, bool all_rows, bool taps, omnic_err *err)
 {
     const omnic__text_config *c = &d->cfg;
     const int64_t T = g->capacity, hd = c->head_dim;
@@ -501,16 +559,19 @@ static omnic_status build_body(const omnic__text_decoder *d, omnic__graph *g, om
     omnic__tensor *rope_local = d->rope_local ? omnic__g_weight(g, d->rope_local) : NULL;
     /* LongRoPE past original_max_position_embeddings: per-row short / long table (last input) */
     int64_t rows[1] = {T};
-    omnic__tensor *rope_sel = d->rope_switch ? omnic__g_input(g, "rope_long", OMNIC_DTYPE_I32, 1, rows, OMNIC_VAR_T)
-                                             : NULL;
+    omnic__tensor *rope_sel =
+        d->rope_switch ? omnic__g_input(g, "rope_long", OMNIC_DTYPE_I32, 1, rows, OMNIC_VAR_T) : NULL;
     omnic__tensor *rope_two = rope_sel ? omnic__g_weight(g, d->rope_two) : NULL;
     for (int64_t l = 0; l < c->n_layers; l++) {
         const omnic__text_decoder_layer *L = &d->layers[l];
         const bool sliding = c->layer_sliding[l] != 0;
         omnic__tensor *h = norm(g, d, x, &L->attn_norm);
-        omnic__tensor *q = omnic__g_matmul(g, h, omnic__g_weight(g, &L->wq), L->bq ? omnic__g_weight(g, L->bq) : NULL);
-        omnic__tensor *k = omnic__g_matmul(g, h, omnic__g_weight(g, &L->wk), L->bk ? omnic__g_weight(g, L->bk) : NULL);
-        omnic__tensor *v = omnic__g_matmul(g, h, omnic__g_weight(g, &L->wv), L->bv ? omnic__g_weight(g, L->bv) : NULL);
+        omnic__tensor *q =
+            omnic__g_matmul(g, h, omnic__g_weight(g, &L->wq), L->bq ? omnic__g_weight(g, L->bq) : NULL);
+        omnic__tensor *k =
+            omnic__g_matmul(g, h, omnic__g_weight(g, &L->wk), L->bk ? omnic__g_weight(g, L->bk) : NULL);
+        omnic__tensor *v =
+            omnic__g_matmul(g, h, omnic__g_weight(g, &L->wv), L->bv ? omnic__g_weight(g, L->bv) : NULL);
         int64_t qs[3] = {T, c->n_heads, hd}, ks[3] = {T, c->n_kv_heads, hd};
         q = omnic__g_reshape(g, q, 3, qs);
         k = omnic__g_reshape(g, k, 3, ks);
@@ -572,8 +633,8 @@ static omnic__tensor *positions_input(omnic__graph *g, const omnic__text_config 
     return omnic__g_input(g, "positions", OMNIC_DTYPE_I32, c->mrope ? 2 : 1, dims, OMNIC_VAR_T);
 }
 
-omnic_status omnic__text_decoder_build(const omnic__text_decoder *d, omnic__module *m, omnic_dtype kv_dtype, int64_t kv_rows,
-                                  bool all_rows, bool taps, omnic_err *err)
+omnic_status omnic__text_decoder_build(const omnic__text_decoder *d, omnic__module *m, omnic_dtype kv_dtype,
+                                       int64_t kv_rows, bool all_rows, bool taps, omnic_err *err)
 {
     const omnic__text_config *c = &d->cfg;
     omnic__graph *g = &m->graph;
@@ -590,15 +651,17 @@ omnic_status omnic__text_decoder_build(const omnic__text_decoder *d, omnic__modu
 }
 
 omnic_status omnic__text_decoder_build_embeddings(const omnic__text_decoder *d, omnic__module *m,
-                                                  omnic_dtype kv_dtype, int64_t kv_rows, omnic__mask_mode mask,
-                                                  bool taps, omnic_err *err)
+                                                  omnic_dtype kv_dtype, int64_t kv_rows,
+                                                  omnic__mask_mode mask, bool taps, omnic_err *err)
 {
-    omnic__graph *g = &m->graph; /* batch_invariant: as the caller set it (it must match the token prefill's) */
+    omnic__graph *g =
+        &m->graph; /* batch_invariant: as the caller set it (it must match the token prefill's) */
     int64_t emb[2] = {g->capacity, d->cfg.hidden}, bd[2] = {g->capacity, kv_rows};
     omnic__tensor *x = omnic__g_input(g, "inputs_embeds", OMNIC_DTYPE_F32, 2, emb, OMNIC_VAR_T);
     omnic__tensor *pos = positions_input(g, &d->cfg);
-    omnic__tensor *bias = mask == OMNIC_MASK_CAUSAL ? NULL
-                                                    : omnic__g_input(g, "attn_bias", OMNIC_DTYPE_F32, 2, bd, OMNIC_VAR_T);
+    omnic__tensor *bias = mask == OMNIC_MASK_CAUSAL
+                              ? NULL
+                              : omnic__g_input(g, "attn_bias", OMNIC_DTYPE_F32, 2, bd, OMNIC_VAR_T);
     return build_body(d, g, x, pos, bias, mask != OMNIC_MASK_BIAS, kv_dtype, kv_rows, false, taps, err);
 }
 
@@ -608,8 +671,9 @@ omnic_status omnic__text_decoder_embed_rows(const omnic__text_decoder *d, const 
     const omnic__text_config *c = &d->cfg;
     for (int64_t i = 0; i < n; i++)
         if (ids[i] < 0 || ids[i] >= c->vocab)
-            return OMNIC_FAIL(err, OMNIC_E_INVALID, "embedding rows: token id [%lld] = %d is outside [0, %lld)",
-                              (long long)i, ids[i], (long long)c->vocab);
+            return OMNIC_FAIL(err, OMNIC_E_INVALID,
+                              "embedding rows: token id [%lld] = %d is outside [0, %lld)", (long long)i,
+                              ids[i], (long long)c->vocab);
     if (n <= 0) return OMNIC_OK;
     omnic__tensor idt, dst;
     int64_t id_dims[1] = {n}, out_dims[2] = {n, c->hidden};
@@ -631,29 +695,33 @@ omnic_status omnic__text_bias_rows(const float *pb, int64_t T, int64_t kv_start,
                                    int64_t capacity, int64_t kv_rows, float *out, omnic_err *err)
 {
     int64_t end, slot_end;
-    if (T < 1 || n < 1 || kv_start < 0 || slot < 0 || capacity < 1 || __builtin_add_overflow(kv_start, n, &end) ||
-        end > T || end > capacity || __builtin_mul_overflow((int64_t)slot + 1, capacity, &slot_end) ||
-        slot_end > kv_rows)
-        return OMNIC_FAIL(err, OMNIC_E_INVALID,
-                          "attention bias: rows %lld..%lld of a %lld-row prompt into slot %d (%lld rows each, pool "
-                          "of %lld) do not fit",
-                          (long long)kv_start, (long long)kv_start + n - 1, (long long)T, slot, (long long)capacity,
-                          (long long)kv_rows);
+    if (T < 1 || n < 1 || kv_start < 0 || slot < 0 || capacity < 1 ||
+        __builtin_add_overflow(kv_start, n, &end) || end > T || end > capacity ||
+        __builtin_mul_overflow((int64_t)slot + 1, capacity, &slot_end) || slot_end > kv_rows)
+        return OMNIC_FAIL(
+            err, OMNIC_E_INVALID,
+            "attention bias: rows %lld..%lld of a %lld-row prompt into slot %d (%lld rows each, pool "
+            "of %lld) do not fit",
+            (long long)kv_start, (long long)kv_start + n - 1, (long long)T, slot, (long long)capacity,
+            (long long)kv_rows);
     const int64_t base = (int64_t)slot * capacity;
     for (int64_t i = 0; i < n; i++) {
         const float *src = pb + (size_t)(kv_start + i) * (size_t)T;
         float *dst = out + (size_t)i * (size_t)kv_rows;
-        for (int64_t j = 0; j < kv_rows; j++) dst[j] = OMNIC_MASK_NEG;
+        for (int64_t j = 0; j < kv_rows; j++)
+            dst[j] = OMNIC_MASK_NEG;
         for (int64_t k = 0; k < T; k++) {
             if (!isfinite(src[k]))
                 return OMNIC_FAIL(err, OMNIC_E_INVALID, "attention bias [%lld, %lld] is not finite",
                                   (long long)(kv_start + i), (long long)k);
-            if (k < end) dst[base + k] = src[k];
+            if (k < end)
+                dst[base + k] = src[k];
             else if (src[k] > OMNIC_MASK_NEG / 2)
-                return OMNIC_FAIL(err, OMNIC_E_INVALID,
-                                  "attention bias: row %lld sees key %lld of a later chunk (the chunk ends at %lld; a "
-                                  "bidirectional span must not be split across prefill chunks)",
-                                  (long long)(kv_start + i), (long long)k, (long long)end);
+                return OMNIC_FAIL(
+                    err, OMNIC_E_INVALID,
+                    "attention bias: row %lld sees key %lld of a later chunk (the chunk ends at %lld; a "
+                    "bidirectional span must not be split across prefill chunks)",
+                    (long long)(kv_start + i), (long long)k, (long long)end);
         }
     }
     return OMNIC_OK;

@@ -20,38 +20,38 @@ typedef enum omnic__rope_type {
 } omnic__rope_type;
 
 typedef enum omnic__act {
-    OMNIC_ACT_SILU = 0,     /* SwiGLU MLP */
-    OMNIC_ACT_GELU_TANH,    /* GeGLU with gelu_pytorch_tanh (Gemma) */
+    OMNIC_ACT_SILU = 0,  /* SwiGLU MLP */
+    OMNIC_ACT_GELU_TANH, /* GeGLU with gelu_pytorch_tanh (Gemma) */
 } omnic__act;
 
 typedef struct omnic__text_config {
     int64_t vocab, hidden, n_layers, n_heads, n_kv_heads, head_dim, intermediate, max_pos;
-    int64_t n_rot;              /* rotary dims per head (head_dim unless partial rotary) */
+    int64_t n_rot; /* rotary dims per head (head_dim unless partial rotary) */
     double rms_eps, rope_theta;
     omnic__rope_type rope_type;
     double rope_factor, rope_low_freq_factor, rope_high_freq_factor; /* llama3; factor also linear */
     int64_t rope_original_max_pos;                                   /* llama3, longrope */
     float longrope_short[OMNIC_MAX_HEAD_DIM / 2], longrope_long[OMNIC_MAX_HEAD_DIM / 2]; /* [n_rot/2] */
-    float rope_attn_factor;     /* cos/sin multiplier (LongRoPE); 1 otherwise */
-    bool mrope;                 /* Qwen2-VL M-RoPE: positions [n, 3], frequencies split by mrope_section */
-    int mrope_section[3];       /* frequencies per axis (temporal, height, width); sum = n_rot / 2 */
-    int64_t mrope_sum;          /* their sum as parsed (checked against n_rot / 2 once n_rot is known) */
-    double rope_local_theta;    /* sliding layers' base (Gemma3); 0: same as rope_theta, no scaling */
+    float rope_attn_factor;  /* cos/sin multiplier (LongRoPE); 1 otherwise */
+    bool mrope;              /* Qwen2-VL M-RoPE: positions [n, 3], frequencies split by mrope_section */
+    int mrope_section[3];    /* frequencies per axis (temporal, height, width); sum = n_rot / 2 */
+    int64_t mrope_sum;       /* their sum as parsed (checked against n_rot / 2 once n_rot is known) */
+    double rope_local_theta; /* sliding layers' base (Gemma3); 0: same as rope_theta, no scaling */
     bool tie_embeddings;
-    bool qkv_bias;              /* q/k/v projections carry biases (qwen2) */
-    bool o_bias;                /* o_proj carries a bias (attention_bias in llama / qwen3) */
-    bool qk_norm;               /* per-head RMSNorm of q and k before RoPE (qwen3, gemma3) */
-    bool norm_one_plus;         /* RMSNorm scales by (1 + w) (gemma) */
-    bool sandwich_norms;        /* post-attention and pre/post-feedforward norms (gemma3) */
+    bool qkv_bias;                 /* q/k/v projections carry biases (qwen2) */
+    bool o_bias;                   /* o_proj carries a bias (attention_bias in llama / qwen3) */
+    bool qk_norm;                  /* per-head RMSNorm of q and k before RoPE (qwen3, gemma3) */
+    bool norm_one_plus;            /* RMSNorm scales by (1 + w) (gemma) */
+    bool sandwich_norms;           /* post-attention and pre/post-feedforward norms (gemma3) */
     bool fused_qkv, fused_gate_up; /* phi3 storage: one qkv_proj, one gate_up_proj */
     omnic__act act;
-    float embed_scale;          /* 0: none; else embeddings are multiplied by it (gemma: sqrt(H)) */
-    float attn_scale;           /* softmax scale: head_dim^-1/2, or query_pre_attn_scalar^-1/2 */
+    float embed_scale;                 /* 0: none; else embeddings are multiplied by it (gemma: sqrt(H)) */
+    float attn_scale;                  /* softmax scale: head_dim^-1/2, or query_pre_attn_scalar^-1/2 */
     float attn_softcap, final_softcap; /* 0: none */
-    int64_t sliding_window;     /* 0: none */
+    int64_t sliding_window;            /* 0: none */
     uint8_t layer_sliding[OMNIC_MAX_LAYERS]; /* 1: layer uses the sliding window and local RoPE */
-    const char *prefix;         /* weight-name prefix of the text model ("model.") */
-    const char *lm_head_name;   /* untied head's tensor name; NULL: "lm_head.weight" */
+    const char *prefix;                      /* weight-name prefix of the text model ("model.") */
+    const char *lm_head_name;                /* untied head's tensor name; NULL: "lm_head.weight" */
     /* Second spelling of the names (LLaVA: old language_model.model.* vs new
      * model.language_model.*): used instead of prefix / lm_head_name when the checkpoint has
      * no prefix + "embed_tokens.weight" but has alt_prefix + "embed_tokens.weight". NULL: none. */
@@ -66,56 +66,56 @@ typedef enum omnic__mask_mode {
 } omnic__mask_mode;
 
 typedef struct omnic__text_decoder_layer {
-    omnic__tensor attn_norm;              /* [H] input_layernorm */
-    omnic__tensor wq, wk, wv, wo;         /* [n_heads*hd, H], [n_kv*hd, H] x2, [H, n_heads*hd] (row views
-                                           * of qkv_proj when fused) */
-    omnic__tensor *bq, *bk, *bv, *bo;     /* f32 [out] converted at load, or NULL */
-    omnic__tensor q_norm, k_norm;         /* [head_dim] when qk_norm */
-    omnic__tensor post_attn_norm;         /* [H] sandwich only */
-    omnic__tensor mlp_norm;               /* [H] post_attention_layernorm (llama) / pre_feedforward (gemma) */
-    omnic__tensor post_mlp_norm;          /* [H] sandwich only */
-    omnic__tensor w_gate, w_up, w_down;   /* [I, H], [I, H], [H, I] (row views of gate_up_proj when fused) */
+    omnic__tensor attn_norm;            /* [H] input_layernorm */
+    omnic__tensor wq, wk, wv, wo;       /* [n_heads*hd, H], [n_kv*hd, H] x2, [H, n_heads*hd] (row views
+                                         * of qkv_proj when fused) */
+    omnic__tensor *bq, *bk, *bv, *bo;   /* f32 [out] converted at load, or NULL */
+    omnic__tensor q_norm, k_norm;       /* [head_dim] when qk_norm */
+    omnic__tensor post_attn_norm;       /* [H] sandwich only */
+    omnic__tensor mlp_norm;             /* [H] post_attention_layernorm (llama) / pre_feedforward (gemma) */
+    omnic__tensor post_mlp_norm;        /* [H] sandwich only */
+    omnic__tensor w_gate, w_up, w_down; /* [I, H], [I, H], [H, I] (row views of gate_up_proj when fused) */
 } omnic__text_decoder_layer;
 
 typedef struct omnic__text_decoder {
     omnic__text_config cfg;
-    omnic__tensor embed;              /* [V, H] */
-    omnic__tensor norm;               /* [H] */
-    omnic__tensor lm_head;            /* [V, H]; the embedding when tied */
-    omnic__text_decoder_layer *layers;     /* owned [n_layers] */
-    omnic__tensor *rope_global;       /* owned f32 [n_rot/2]: full-attention layers (short factors for LongRoPE) */
-    omnic__tensor *rope_two;          /* owned f32 [2, n_rot/2] LongRoPE short; long factors, or NULL */
+    omnic__tensor embed;               /* [V, H] */
+    omnic__tensor norm;                /* [H] */
+    omnic__tensor lm_head;             /* [V, H]; the embedding when tied */
+    omnic__text_decoder_layer *layers; /* owned [n_layers] */
+    omnic__tensor *rope_global; /* owned f32 [n_rot/2]: full-attention layers (short factors for LongRoPE) */
+    omnic__tensor *rope_two;    /* owned f32 [2, n_rot/2] LongRoPE short; long factors, or NULL */
     /* Set by the caller before building modules (LongRoPE whose context exceeds
      * original_max_position_embeddings): full-attention layers then take the table per row
      * from an extra last input "rope_long" i32 [n] (0 short, 1 long; omnic__rope_long says
      * which), as HF switches per forward. */
     bool rope_switch;
-    omnic__tensor *rope_local;        /* owned f32 [n_rot/2]: sliding layers, or NULL */
-    omnic__weight_copies copies;      /* aligned copies of weights the file left misaligned */
-    omnic__tensor **qweights;         /* owned: linear weights quantized at load (models/quantize.h) */
+    omnic__tensor *rope_local;   /* owned f32 [n_rot/2]: sliding layers, or NULL */
+    omnic__weight_copies copies; /* aligned copies of weights the file left misaligned */
+    omnic__tensor **qweights;    /* owned: linear weights quantized at load (models/quantize.h) */
     size_t n_qweights;
-    int64_t stored_bytes;             /* bytes of the bound weights as stored (set by quantize) */
+    int64_t stored_bytes; /* bytes of the bound weights as stored (set by quantize) */
 } omnic__text_decoder;
 
 /* The Hugging Face config class defaults of a family (its __init__ arguments) and what the
  * family's HF code does with the optional keys: applied when config.json omits a key. */
 typedef struct omnic__text_defaults {
-    const char *family;                 /* for messages: "llama" */
+    const char *family; /* for messages: "llama" */
     int64_t vocab, hidden, intermediate, n_layers, n_heads;
-    int64_t n_kv_heads;                 /* 0: num_attention_heads */
-    int64_t head_dim;                   /* 0: hidden_size / num_attention_heads */
+    int64_t n_kv_heads; /* 0: num_attention_heads */
+    int64_t head_dim;   /* 0: hidden_size / num_attention_heads */
     int64_t max_pos;
     double rms_eps, rope_theta;
-    bool tie;                           /* tie_word_embeddings */
-    const char *act_key, *act;          /* the activation's key ("hidden_act") and its default */
-    bool partial_rotary;                /* partial_rotary_factor honoured (Phi3); else it must be 1 */
-    int64_t original_max_pos;           /* class attribute original_max_position_embeddings (Phi3); 0: none */
-    const char *const *rope_types;      /* accepted rope types; NULL: default, linear, llama3, longrope */
-    const char *const *rope_alias;      /* pairs {from, to, ..., NULL} applied to the rope type (Phi3: su) */
-    bool mrope;                         /* rope dicts may carry mrope_section (Qwen2-VL M-RoPE) */
-    bool rope_local;                    /* sliding layers with their own RoPE base (Gemma3): 5.x
-                                         * rope_parameters per layer type, 4.x rope_local_base_freq */
-    double rope_local_theta;            /* its default */
+    bool tie;                      /* tie_word_embeddings */
+    const char *act_key, *act;     /* the activation's key ("hidden_act") and its default */
+    bool partial_rotary;           /* partial_rotary_factor honoured (Phi3); else it must be 1 */
+    int64_t original_max_pos;      /* class attribute original_max_position_embeddings (Phi3); 0: none */
+    const char *const *rope_types; /* accepted rope types; NULL: default, linear, llama3, longrope */
+    const char *const *rope_alias; /* pairs {from, to, ..., NULL} applied to the rope type (Phi3: su) */
+    bool mrope;                    /* rope dicts may carry mrope_section (Qwen2-VL M-RoPE) */
+    bool rope_local;               /* sliding layers with their own RoPE base (Gemma3): 5.x
+                                    * rope_parameters per layer type, 4.x rope_local_base_freq */
+    double rope_local_theta;       /* its default */
 } omnic__text_defaults;
 
 /* Parses the Llama-style keys of a config.json object (what: "config.json") with the
@@ -134,8 +134,8 @@ void omnic__text_rope_freqs(const omnic__text_config *c, int which, float *out);
 
 /* Binds and checks HF weight names (prefix + embed_tokens.weight, layers.{i}.*, ...)
  * against the config: every tensor present with the expected shape and a float dtype. */
-omnic_status omnic__text_decoder_load(omnic__text_decoder *d, const omnic__text_config *cfg, const omnic__safetensors *st,
-                                 omnic_err *err);
+omnic_status omnic__text_decoder_load(omnic__text_decoder *d, const omnic__text_config *cfg,
+                                      const omnic__safetensors *st, omnic_err *err);
 void omnic__text_decoder_deinit(omnic__text_decoder *d);
 
 /* Builds the decoder into m (initialized with its row capacity): inputs tokens i32 [n]
@@ -145,8 +145,8 @@ void omnic__text_decoder_deinit(omnic__text_decoder *d);
  * sequence per call). all_rows true: text.decode, logits f32 [n, V] (one row per slot).
  * taps: also output "inputs_embeds" [n, H] (post-scale) and every layer's output
  * "hidden_l{i}" [n, H], for stage dumps (DESIGN.md 5); they stay alive to the end. */
-omnic_status omnic__text_decoder_build(const omnic__text_decoder *d, omnic__module *m, omnic_dtype kv_dtype, int64_t kv_rows,
-                                  bool all_rows, bool taps, omnic_err *err);
+omnic_status omnic__text_decoder_build(const omnic__text_decoder *d, omnic__module *m, omnic_dtype kv_dtype,
+                                       int64_t kv_rows, bool all_rows, bool taps, omnic_err *err);
 
 /* text.embeddings_prefill into m (initialized with its row capacity, the prefill chunk):
  * the decoder of omnic__text_decoder_build (all_rows false) without the embedding lookup
@@ -167,8 +167,8 @@ omnic_status omnic__text_decoder_build(const omnic__text_decoder *d, omnic__modu
  * hidden_l{i} [n, H]. With the rows token_prefill would look up, the result is
  * bit-identical to it (same graph from the first layer on). */
 omnic_status omnic__text_decoder_build_embeddings(const omnic__text_decoder *d, omnic__module *m,
-                                                  omnic_dtype kv_dtype, int64_t kv_rows, omnic__mask_mode mask,
-                                                  bool taps, omnic_err *err);
+                                                  omnic_dtype kv_dtype, int64_t kv_rows,
+                                                  omnic__mask_mode mask, bool taps, omnic_err *err);
 
 /* The masked value of an explicit attention bias (finite, so inputs stay finite-checked). */
 #define OMNIC_MASK_NEG (-1e30f)

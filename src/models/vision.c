@@ -11,15 +11,22 @@
 
 /* ---- config ---- */
 
-static omnic_status parse_act(const char *name, const char *what, const char *key, omnic__op *out, omnic_err *err)
+static omnic_status parse_act(const char *name, const char *what, const char *key, omnic__op *out,
+                              omnic_err *err)
 {
-    if (!strcmp(name, "quick_gelu")) *out = OMNIC_OP_GELU_QUICK;
-    else if (!strcmp(name, "gelu")) *out = OMNIC_OP_GELU; /* ACT2FN "gelu": exact erf */
-    else if (!strcmp(name, "gelu_pytorch_tanh") || !strcmp(name, "gelu_new")) *out = OMNIC_OP_GELU_TANH;
-    else if (!strcmp(name, "silu")) *out = OMNIC_OP_SILU;
+    if (!strcmp(name, "quick_gelu"))
+        *out = OMNIC_OP_GELU_QUICK;
+    else if (!strcmp(name, "gelu"))
+        *out = OMNIC_OP_GELU; /* ACT2FN "gelu": exact erf */
+    else if (!strcmp(name, "gelu_pytorch_tanh") || !strcmp(name, "gelu_new"))
+        *out = OMNIC_OP_GELU_TANH;
+    else if (!strcmp(name, "silu"))
+        *out = OMNIC_OP_SILU;
     else
-        return OMNIC_FAIL(err, OMNIC_E_UNSUPPORTED, "%s: %s '%s' is not supported (quick_gelu, gelu, "
-                          "gelu_pytorch_tanh, gelu_new, silu)", what, key, name);
+        return OMNIC_FAIL(err, OMNIC_E_UNSUPPORTED,
+                          "%s: %s '%s' is not supported (quick_gelu, gelu, "
+                          "gelu_pytorch_tanh, gelu_new, silu)",
+                          what, key, name);
     return OMNIC_OK;
 }
 
@@ -32,11 +39,14 @@ omnic_status omnic__vision_config_parse(const json_t *cfg, const char *what, int
     const char *vw = "config.json vision_config", *type = "clip_vision_model", *act;
     if (vc) OMNIC_TRY(omnic__json_get_str(vc, "model_type", false, "clip_vision_model", vw, &type, err));
     const bool clip = !strcmp(type, "clip_vision_model");
-    if (clip) c->arch = OMNIC_VISION_CLIP;
-    else if (!strcmp(type, "siglip_vision_model")) c->arch = OMNIC_VISION_SIGLIP;
+    if (clip)
+        c->arch = OMNIC_VISION_CLIP;
+    else if (!strcmp(type, "siglip_vision_model"))
+        c->arch = OMNIC_VISION_SIGLIP;
     else
         return OMNIC_FAIL(err, OMNIC_E_UNSUPPORTED,
-                          "%s: model_type '%s' is not supported (clip_vision_model, siglip_vision_model)", vw, type);
+                          "%s: model_type '%s' is not supported (clip_vision_model, siglip_vision_model)", vw,
+                          type);
     /* HF CLIPVisionConfig / SiglipVisionConfig defaults; an absent vision_config is LlavaConfig's
      * CLIP ViT-L/14-336 (hidden 1024, 24 layers, 16 heads, MLP 4096, patch 14, image 336) */
     json_t *empty = NULL;
@@ -45,13 +55,25 @@ omnic_status omnic__vision_config_parse(const json_t *cfg, const char *what, int
     const bool llava_dflt = empty != NULL;
     /* keys without effect on the tower LLaVA runs: projection_dim (CLIP's projection head),
      * vision_use_head (SigLIP's pooling head), vocab_size (old LLaVA configs) */
-    static const char *const vkeys[] = {"hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads",
-                                        "num_channels", "patch_size", "image_size", "layer_norm_eps", "hidden_act",
-                                        "projection_dim", "vision_use_head", "vocab_size", NULL};
+    static const char *const vkeys[] = {"hidden_size",
+                                        "intermediate_size",
+                                        "num_hidden_layers",
+                                        "num_attention_heads",
+                                        "num_channels",
+                                        "patch_size",
+                                        "image_size",
+                                        "layer_norm_eps",
+                                        "hidden_act",
+                                        "projection_dim",
+                                        "vision_use_head",
+                                        "vocab_size",
+                                        NULL};
     const char *const *const lists[] = {omnic__config_keys_generic, vkeys, NULL};
     omnic_status s = omnic__config_check_generic(vc, vw, err);
     if (s == OMNIC_OK) s = omnic__json_check_keys(vc, vw, lists, err);
-    if (s == OMNIC_OK) s = omnic__json_get_i64(vc, "hidden_size", false, llava_dflt ? 1024 : 768, 1, 1 << 16, vw, &c->hidden, err);
+    if (s == OMNIC_OK)
+        s = omnic__json_get_i64(vc, "hidden_size", false, llava_dflt ? 1024 : 768, 1, 1 << 16, vw, &c->hidden,
+                                err);
     if (s == OMNIC_OK)
         s = omnic__json_get_i64(vc, "intermediate_size", false, llava_dflt ? 4096 : 3072, 1, 1 << 20, vw,
                                 &c->intermediate, err);
@@ -59,48 +81,61 @@ omnic_status omnic__vision_config_parse(const json_t *cfg, const char *what, int
         s = omnic__json_get_i64(vc, "num_hidden_layers", false, llava_dflt ? 24 : 12, 1, OMNIC_MAX_LAYERS, vw,
                                 &c->n_layers, err);
     if (s == OMNIC_OK)
-        s = omnic__json_get_i64(vc, "num_attention_heads", false, llava_dflt ? 16 : 12, 1, 4096, vw, &c->n_heads, err);
+        s = omnic__json_get_i64(vc, "num_attention_heads", false, llava_dflt ? 16 : 12, 1, 4096, vw,
+                                &c->n_heads, err);
     if (s == OMNIC_OK) s = omnic__json_get_i64(vc, "num_channels", false, 3, 3, 3, vw, &c->channels, err);
     if (s == OMNIC_OK)
-        s = omnic__json_get_i64(vc, "patch_size", false, llava_dflt ? 14 : clip ? 32 : 16, 1, 1024, vw, &c->patch, err);
+        s = omnic__json_get_i64(vc, "patch_size", false,
+                                llava_dflt ? 14
+                                : clip     ? 32
+                                           : 16,
+                                1, 1024, vw, &c->patch, err);
     if (s == OMNIC_OK)
-        s = omnic__json_get_i64(vc, "image_size", false, llava_dflt ? 336 : 224, 1, 16384, vw, &c->image_size, err);
-    if (s == OMNIC_OK) s = omnic__json_get_f64(vc, "layer_norm_eps", false, clip ? 1e-5 : 1e-6, 0, 1, vw, &c->ln_eps, err);
+        s = omnic__json_get_i64(vc, "image_size", false, llava_dflt ? 336 : 224, 1, 16384, vw, &c->image_size,
+                                err);
     if (s == OMNIC_OK)
-        s = omnic__json_get_str(vc, "hidden_act", false, clip ? "quick_gelu" : "gelu_pytorch_tanh", vw, &act, err);
+        s = omnic__json_get_f64(vc, "layer_norm_eps", false, clip ? 1e-5 : 1e-6, 0, 1, vw, &c->ln_eps, err);
+    if (s == OMNIC_OK)
+        s = omnic__json_get_str(vc, "hidden_act", false, clip ? "quick_gelu" : "gelu_pytorch_tanh", vw, &act,
+                                err);
     if (s == OMNIC_OK) s = parse_act(act, vw, "hidden_act", &c->act, err);
     json_decref(empty);
     if (s != OMNIC_OK) return s;
     if (c->hidden % c->n_heads)
-        return OMNIC_FAIL(err, OMNIC_E_INVALID, "%s: hidden_size %lld is not a multiple of num_attention_heads %lld",
-                          vw, (long long)c->hidden, (long long)c->n_heads);
+        return OMNIC_FAIL(err, OMNIC_E_INVALID,
+                          "%s: hidden_size %lld is not a multiple of num_attention_heads %lld", vw,
+                          (long long)c->hidden, (long long)c->n_heads);
     c->head_dim = c->hidden / c->n_heads;
     if (c->patch > c->image_size)
-        return OMNIC_FAIL(err, OMNIC_E_INVALID, "%s: patch_size %lld exceeds image_size %lld", vw, (long long)c->patch,
-                          (long long)c->image_size);
-    c->grid = c->image_size / c->patch; /* HF: (image_size // patch_size)^2 patches; the conv drops the rest */
+        return OMNIC_FAIL(err, OMNIC_E_INVALID, "%s: patch_size %lld exceeds image_size %lld", vw,
+                          (long long)c->patch, (long long)c->image_size);
+    c->grid =
+        c->image_size / c->patch; /* HF: (image_size // patch_size)^2 patches; the conv drops the rest */
     c->n_seq = c->grid * c->grid + (clip ? 1 : 0);
 
     /* LLaVA top-level keys */
     const json_t *fl = json_object_get(cfg, "vision_feature_layer");
     int64_t layer = -2;
     if (fl && json_is_array(fl))
-        return OMNIC_FAIL(err, OMNIC_E_UNSUPPORTED,
-                          "%s: vision_feature_layer is a list of %zu layers (concatenated features are not supported)",
-                          what, json_array_size(fl));
-    OMNIC_TRY(omnic__json_get_i64(cfg, "vision_feature_layer", false, -2, -(c->n_layers + 1), c->n_layers, what,
-                                  &layer, err));
+        return OMNIC_FAIL(
+            err, OMNIC_E_UNSUPPORTED,
+            "%s: vision_feature_layer is a list of %zu layers (concatenated features are not supported)",
+            what, json_array_size(fl));
+    OMNIC_TRY(omnic__json_get_i64(cfg, "vision_feature_layer", false, -2, -(c->n_layers + 1), c->n_layers,
+                                  what, &layer, err));
     c->feature_index = layer < 0 ? c->n_layers + 1 + layer : layer;
     const char *strategy, *pact;
-    OMNIC_TRY(omnic__json_get_str(cfg, "vision_feature_select_strategy", false, "default", what, &strategy, err));
-    if (!strcmp(strategy, "full")) c->keep_first = true;
+    OMNIC_TRY(
+        omnic__json_get_str(cfg, "vision_feature_select_strategy", false, "default", what, &strategy, err));
+    if (!strcmp(strategy, "full"))
+        c->keep_first = true;
     else if (strcmp(strategy, "default") != 0)
-        return OMNIC_FAIL(err, OMNIC_E_INVALID, "%s: vision_feature_select_strategy '%s' must be default or full", what,
-                          strategy);
+        return OMNIC_FAIL(err, OMNIC_E_INVALID,
+                          "%s: vision_feature_select_strategy '%s' must be default or full", what, strategy);
     c->n_out = c->n_seq - (c->keep_first ? 0 : 1);
     if (c->n_out < 1)
-        return OMNIC_FAIL(err, OMNIC_E_INVALID, "%s: strategy '%s' leaves no image rows (%lld tokens)", what, strategy,
-                          (long long)c->n_seq);
+        return OMNIC_FAIL(err, OMNIC_E_INVALID, "%s: strategy '%s' leaves no image rows (%lld tokens)", what,
+                          strategy, (long long)c->n_seq);
     OMNIC_TRY(omnic__json_get_str(cfg, "projector_hidden_act", false, "gelu", what, &pact, err));
     OMNIC_TRY(parse_act(pact, what, "projector_hidden_act", &c->proj_act, err));
     OMNIC_TRY(omnic__json_get_bool(cfg, "multimodal_projector_bias", false, true, what, &c->proj_bias, err));
@@ -109,13 +144,15 @@ omnic_status omnic__vision_config_parse(const json_t *cfg, const char *what, int
     OMNIC_TRY(omnic__json_get_i64(cfg, tok_key, false, 32000, 0, INT32_MAX, what, &tok, err));
     c->image_token_id = (int32_t)tok;
     int64_t seq_len;
-    OMNIC_TRY(omnic__json_get_i64(cfg, "image_seq_length", false, c->n_out, 1, INT32_MAX, what, &seq_len, err));
+    OMNIC_TRY(
+        omnic__json_get_i64(cfg, "image_seq_length", false, c->n_out, 1, INT32_MAX, what, &seq_len, err));
     if (seq_len != c->n_out)
-        return OMNIC_FAIL(err, OMNIC_E_INVALID,
-                          "%s: image_seq_length %lld does not match the tower's %lld rows per image ((%lld / %lld)^2%s, "
-                          "strategy %s)",
-                          what, (long long)seq_len, (long long)c->n_out, (long long)c->image_size, (long long)c->patch,
-                          clip ? " + CLS" : "", strategy);
+        return OMNIC_FAIL(
+            err, OMNIC_E_INVALID,
+            "%s: image_seq_length %lld does not match the tower's %lld rows per image ((%lld / %lld)^2%s, "
+            "strategy %s)",
+            what, (long long)seq_len, (long long)c->n_out, (long long)c->image_size, (long long)c->patch,
+            clip ? " + CLS" : "", strategy);
     c->text_hidden = text_hidden;
     c->prefix = "vision_tower.vision_model.";
     c->alt_prefix = "model.vision_tower.vision_model.";
@@ -159,41 +196,59 @@ omnic_status omnic__vision_tower_load(omnic__vision_tower *v, const omnic__visio
         Q = v->cfg.proj_prefix = c->alt_proj_prefix;
     const bool clip = c->arch == OMNIC_VISION_CLIP;
     int64_t pw[4] = {C, c->channels, p, p}, pos[2] = {c->n_seq, C}, cls[1] = {C}, cls2[2] = {1, C};
-    if ((s = bind(v, st, NAME("%sembeddings.patch_embedding.weight", P), 4, pw, &v->patch_w, err)) != OMNIC_OK ||
-        (s = bind(v, st, NAME("%sembeddings.position_embedding.weight", P), 2, pos, &v->pos, err)) != OMNIC_OK)
+    if ((s = bind(v, st, NAME("%sembeddings.patch_embedding.weight", P), 4, pw, &v->patch_w, err)) !=
+            OMNIC_OK ||
+        (s = bind(v, st, NAME("%sembeddings.position_embedding.weight", P), 2, pos, &v->pos, err)) !=
+            OMNIC_OK)
         goto fail;
     if (clip) {
         omnic__tensor *t = NULL;
-        if ((s = bind_f32(v, st, NAME("%sembeddings.class_embedding", P), 1, cls, &t, err)) != OMNIC_OK) goto fail;
+        if ((s = bind_f32(v, st, NAME("%sembeddings.class_embedding", P), 1, cls, &t, err)) != OMNIC_OK)
+            goto fail;
         memcpy(t->dims, cls2, sizeof cls2); /* [C] -> [1, C] for the concat */
         t->ndim = 2;
         v->cls = t;
         if ((s = bind(v, st, NAME("%spre_layrnorm.weight", P), 1, cls, &v->pre_w, err)) != OMNIC_OK ||
             (s = bind(v, st, NAME("%spre_layrnorm.bias", P), 1, cls, &v->pre_b, err)) != OMNIC_OK)
             goto fail;
-    } else if ((s = bind_f32(v, st, NAME("%sembeddings.patch_embedding.bias", P), 1, cls, &v->patch_b, err)) !=
-               OMNIC_OK) {
+    } else if ((s = bind_f32(v, st, NAME("%sembeddings.patch_embedding.bias", P), 1, cls, &v->patch_b,
+                             err)) != OMNIC_OK) {
         goto fail;
     }
     if (c->feature_index > 0) {
         v->layers = omnic_alloc_array((size_t)c->feature_index, sizeof *v->layers);
         if (!v->layers) {
-            s = OMNIC_FAIL(err, OMNIC_E_NOMEM, "out of memory for %lld vision layers", (long long)c->feature_index);
+            s = OMNIC_FAIL(err, OMNIC_E_NOMEM, "out of memory for %lld vision layers",
+                           (long long)c->feature_index);
             goto fail;
         }
     }
     for (int64_t l = 0; l < c->feature_index; l++) {
         omnic__vision_layer *L = &v->layers[l];
         const int64_t cc[2] = {C, C}, ic[2] = {I, C}, ci[2] = {C, I}, vc[1] = {C}, vi[1] = {I};
-        struct { const char *suffix; int ndim; const int64_t *dims; omnic__tensor *out; omnic__tensor **f32; } ws[] = {
-            {"layer_norm1.weight", 1, vc, &L->ln1_w, NULL},     {"layer_norm1.bias", 1, vc, &L->ln1_b, NULL},
-            {"layer_norm2.weight", 1, vc, &L->ln2_w, NULL},     {"layer_norm2.bias", 1, vc, &L->ln2_b, NULL},
-            {"self_attn.q_proj.weight", 2, cc, &L->wq, NULL},   {"self_attn.q_proj.bias", 1, vc, NULL, &L->bq},
-            {"self_attn.k_proj.weight", 2, cc, &L->wk, NULL},   {"self_attn.k_proj.bias", 1, vc, NULL, &L->bk},
-            {"self_attn.v_proj.weight", 2, cc, &L->wv, NULL},   {"self_attn.v_proj.bias", 1, vc, NULL, &L->bv},
-            {"self_attn.out_proj.weight", 2, cc, &L->wo, NULL}, {"self_attn.out_proj.bias", 1, vc, NULL, &L->bo},
-            {"mlp.fc1.weight", 2, ic, &L->fc1, NULL},           {"mlp.fc1.bias", 1, vi, NULL, &L->fc1_b},
-            {"mlp.fc2.weight", 2, ci, &L->fc2, NULL},           {"mlp.fc2.bias", 1, vc, NULL, &L->fc2_b},
+        struct {
+            const char *suffix;
+            int ndim;
+            const int64_t *dims;
+            omnic__tensor *out;
+            omnic__tensor **f32;
+        } ws[] = {
+            {"layer_norm1.weight", 1, vc, &L->ln1_w, NULL},
+            {"layer_norm1.bias", 1, vc, &L->ln1_b, NULL},
+            {"layer_norm2.weight", 1, vc, &L->ln2_w, NULL},
+            {"layer_norm2.bias", 1, vc, &L->ln2_b, NULL},
+            {"self_attn.q_proj.weight", 2, cc, &L->wq, NULL},
+            {"self_attn.q_proj.bias", 1, vc, NULL, &L->bq},
+            {"self_attn.k_proj.weight", 2, cc, &L->wk, NULL},
+            {"self_attn.k_proj.bias", 1, vc, NULL, &L->bk},
+            {"self_attn.v_proj.weight", 2, cc, &L->wv, NULL},
+            {"self_attn.v_proj.bias", 1, vc, NULL, &L->bv},
+            {"self_attn.out_proj.weight", 2, cc, &L->wo, NULL},
+            {"self_attn.out_proj.bias", 1, vc, NULL, &L->bo},
+            {"mlp.fc1.weight", 2, ic, &L->fc1, NULL},
+            {"mlp.fc1.bias", 1, vi, NULL, &L->fc1_b},
+            {"mlp.fc2.weight", 2, ci, &L->fc2, NULL},
+            {"mlp.fc2.bias", 1, vc, NULL, &L->fc2_b},
         };
         for (size_t i = 0; i < sizeof ws / sizeof ws[0]; i++) {
             NAME("%sencoder.layers.%lld.%s", P, (long long)l, ws[i].suffix);
@@ -206,8 +261,9 @@ omnic_status omnic__vision_tower_load(omnic__vision_tower *v, const omnic__visio
     if ((s = bind(v, st, NAME("%slinear_1.weight", Q), 2, p1, &v->proj1, err)) != OMNIC_OK ||
         (s = bind(v, st, NAME("%slinear_2.weight", Q), 2, p2, &v->proj2, err)) != OMNIC_OK)
         goto fail;
-    if (c->proj_bias && ((s = bind_f32(v, st, NAME("%slinear_1.bias", Q), 1, pb, &v->proj1_b, err)) != OMNIC_OK ||
-                         (s = bind_f32(v, st, NAME("%slinear_2.bias", Q), 1, pb, &v->proj2_b, err)) != OMNIC_OK))
+    if (c->proj_bias &&
+        ((s = bind_f32(v, st, NAME("%slinear_1.bias", Q), 1, pb, &v->proj1_b, err)) != OMNIC_OK ||
+         (s = bind_f32(v, st, NAME("%slinear_2.bias", Q), 1, pb, &v->proj2_b, err)) != OMNIC_OK))
         goto fail;
 #undef NAME
     int64_t nq[1] = {c->n_seq};
@@ -225,11 +281,13 @@ void omnic__vision_tower_deinit(omnic__vision_tower *v)
     for (int64_t l = 0; v->layers && l < v->cfg.feature_index; l++) {
         omnic__vision_layer *L = &v->layers[l];
         omnic__tensor *ts[] = {L->bq, L->bk, L->bv, L->bo, L->fc1_b, L->fc2_b};
-        for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++) omnic__tensor_destroy(ts[i]);
+        for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++)
+            omnic__tensor_destroy(ts[i]);
     }
     omnic_free(v->layers);
     omnic__tensor *ts[] = {v->patch_b, v->cls, v->proj1_b, v->proj2_b, v->qpos};
-    for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++) omnic__tensor_destroy(ts[i]);
+    for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++)
+        omnic__tensor_destroy(ts[i]);
     omnic__weight_copies_free(&v->copies);
     memset(v, 0, sizeof *v);
 }
@@ -238,14 +296,16 @@ void omnic__vision_tower_param_stats(const omnic__vision_tower *v, int64_t *para
 {
     int64_t p = 0, b = 0;
     const bool clip = v->cfg.arch == OMNIC_VISION_CLIP;
-    const omnic__tensor *top[] = {&v->patch_w, v->patch_b, v->cls, &v->pos, clip ? &v->pre_w : NULL,
-                                  clip ? &v->pre_b : NULL, &v->proj1, &v->proj2, v->proj1_b, v->proj2_b};
+    const omnic__tensor *top[] = {
+        &v->patch_w, v->patch_b, v->cls,     &v->pos,   clip ? &v->pre_w : NULL, clip ? &v->pre_b : NULL,
+        &v->proj1,   &v->proj2,  v->proj1_b, v->proj2_b};
     for (size_t i = 0; i < sizeof top / sizeof top[0]; i++)
         if (top[i]) p += omnic__tensor_nelem(top[i]), b += (int64_t)omnic__tensor_bytes(top[i]);
     for (int64_t l = 0; l < v->cfg.feature_index; l++) {
         const omnic__vision_layer *L = &v->layers[l];
-        const omnic__tensor *ts[] = {&L->ln1_w, &L->ln1_b, &L->ln2_w, &L->ln2_b, &L->wq, &L->wk, &L->wv, &L->wo,
-                                     L->bq, L->bk, L->bv, L->bo, &L->fc1, &L->fc2, L->fc1_b, L->fc2_b};
+        const omnic__tensor *ts[] = {&L->ln1_w, &L->ln1_b, &L->ln2_w, &L->ln2_b, &L->wq, &L->wk,
+                                     &L->wv,    &L->wo,    L->bq,     L->bk,     L->bv,  L->bo,
+                                     &L->fc1,   &L->fc2,   L->fc1_b,  L->fc2_b};
         for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++)
             p += omnic__tensor_nelem(ts[i]), b += (int64_t)omnic__tensor_bytes(ts[i]);
     }
@@ -265,10 +325,12 @@ omnic_status omnic__vision_tower_build(const omnic__vision_tower *v, omnic__modu
     const omnic__vision_config *c = &v->cfg;
     omnic__graph *g = &m->graph;
     const int64_t N = c->n_seq, C = c->hidden;
-    const float eps = (float)c->ln_eps, scale = (float)(1.0 / sqrt((double)c->head_dim)); /* HF: head_dim**-0.5 */
+    const float eps = (float)c->ln_eps,
+                scale = (float)(1.0 / sqrt((double)c->head_dim)); /* HF: head_dim**-0.5 */
     int64_t img[3] = {c->channels, c->image_size, c->image_size};
     omnic__tensor *pix = omnic__g_input(g, "pixel_values", OMNIC_DTYPE_F32, 3, img, OMNIC_VAR_NONE);
-    omnic__tensor *x = omnic__g_patch_embed(g, pix, omnic__g_weight(g, &v->patch_w), w_or_null(g, v->patch_b));
+    omnic__tensor *x =
+        omnic__g_patch_embed(g, pix, omnic__g_weight(g, &v->patch_w), w_or_null(g, v->patch_b));
     if (v->cls) x = omnic__g_concat(g, omnic__g_weight(g, v->cls), x, 0); /* CLS is row 0 */
     x = omnic__g_add(g, x, omnic__g_weight(g, &v->pos));
     if (c->arch == OMNIC_VISION_CLIP)
@@ -276,11 +338,15 @@ omnic_status omnic__vision_tower_build(const omnic__vision_tower *v, omnic__modu
     omnic__tensor *qpos = omnic__g_weight(g, v->qpos);
     for (int64_t l = 0; l < c->feature_index; l++) {
         const omnic__vision_layer *L = &v->layers[l];
-        omnic__tensor *h = omnic__g_layernorm(g, x, omnic__g_weight(g, &L->ln1_w), omnic__g_weight(g, &L->ln1_b), eps);
+        omnic__tensor *h =
+            omnic__g_layernorm(g, x, omnic__g_weight(g, &L->ln1_w), omnic__g_weight(g, &L->ln1_b), eps);
         int64_t hs[3] = {N, c->n_heads, c->head_dim}, flat[2] = {N, C};
-        omnic__tensor *q = omnic__g_reshape(g, omnic__g_matmul(g, h, omnic__g_weight(g, &L->wq), omnic__g_weight(g, L->bq)), 3, hs);
-        omnic__tensor *k = omnic__g_reshape(g, omnic__g_matmul(g, h, omnic__g_weight(g, &L->wk), omnic__g_weight(g, L->bk)), 3, hs);
-        omnic__tensor *vv = omnic__g_reshape(g, omnic__g_matmul(g, h, omnic__g_weight(g, &L->wv), omnic__g_weight(g, L->bv)), 3, hs);
+        omnic__tensor *q = omnic__g_reshape(
+            g, omnic__g_matmul(g, h, omnic__g_weight(g, &L->wq), omnic__g_weight(g, L->bq)), 3, hs);
+        omnic__tensor *k = omnic__g_reshape(
+            g, omnic__g_matmul(g, h, omnic__g_weight(g, &L->wk), omnic__g_weight(g, L->bk)), 3, hs);
+        omnic__tensor *vv = omnic__g_reshape(
+            g, omnic__g_matmul(g, h, omnic__g_weight(g, &L->wv), omnic__g_weight(g, L->bv)), 3, hs);
         omnic__tensor *a = omnic__g_attention(g, q, k, vv, qpos, NULL, NULL, scale, false, 0, 0.0f);
         omnic__tensor *o = omnic__g_matmul(g, omnic__g_reshape(g, a, 2, flat), omnic__g_weight(g, &L->wo),
                                            omnic__g_weight(g, L->bo));

@@ -20,25 +20,25 @@
 #include "runtime/module.h"
 
 typedef enum omnic__vision_arch {
-    OMNIC_VISION_CLIP = 0,  /* vision_config.model_type clip_vision_model */
-    OMNIC_VISION_SIGLIP,    /* siglip_vision_model */
+    OMNIC_VISION_CLIP = 0, /* vision_config.model_type clip_vision_model */
+    OMNIC_VISION_SIGLIP,   /* siglip_vision_model */
 } omnic__vision_arch;
 
 typedef struct omnic__vision_config {
     omnic__vision_arch arch;
     int64_t hidden, intermediate, n_layers, n_heads, head_dim; /* n_layers: as configured */
     int64_t patch, image_size, channels;
-    int64_t grid;              /* image_size / patch (patches per side) */
-    int64_t n_seq;             /* tokens through the encoder: grid^2 (+1 CLS for CLIP) */
-    int64_t n_out;             /* rows out: n_seq, minus 1 for strategy "default" */
+    int64_t grid;  /* image_size / patch (patches per side) */
+    int64_t n_seq; /* tokens through the encoder: grid^2 (+1 CLS for CLIP) */
+    int64_t n_out; /* rows out: n_seq, minus 1 for strategy "default" */
     double ln_eps;
-    omnic__op act;             /* encoder MLP activation: GELU_QUICK / GELU_TANH / GELU / SILU */
-    int64_t feature_index;     /* hidden_states index in [0, n_layers]: layers run */
-    bool keep_first;           /* strategy "full" */
-    int64_t text_hidden;       /* projector width (the text model's hidden size) */
+    omnic__op act;         /* encoder MLP activation: GELU_QUICK / GELU_TANH / GELU / SILU */
+    int64_t feature_index; /* hidden_states index in [0, n_layers]: layers run */
+    bool keep_first;       /* strategy "full" */
+    int64_t text_hidden;   /* projector width (the text model's hidden size) */
     omnic__op proj_act;
     bool proj_bias;
-    int32_t image_token_id;    /* placeholder id in the prompt */
+    int32_t image_token_id; /* placeholder id in the prompt */
     /* Weight-name spellings: old (vision_tower.vision_model., multi_modal_projector.) and
      * new (model.vision_tower.vision_model., model.multi_modal_projector.); the loader takes
      * whichever the checkpoint has. */
@@ -46,11 +46,11 @@ typedef struct omnic__vision_config {
 } omnic__vision_config;
 
 typedef struct omnic__vision_layer {
-    omnic__tensor ln1_w, ln1_b, ln2_w, ln2_b;     /* [C] */
-    omnic__tensor wq, wk, wv, wo;                 /* [C, C] */
-    omnic__tensor *bq, *bk, *bv, *bo;             /* owned f32 [C] */
-    omnic__tensor fc1, fc2;                       /* [I, C], [C, I] */
-    omnic__tensor *fc1_b, *fc2_b;                 /* owned f32 [I], [C] */
+    omnic__tensor ln1_w, ln1_b, ln2_w, ln2_b; /* [C] */
+    omnic__tensor wq, wk, wv, wo;             /* [C, C] */
+    omnic__tensor *bq, *bk, *bv, *bo;         /* owned f32 [C] */
+    omnic__tensor fc1, fc2;                   /* [I, C], [C, I] */
+    omnic__tensor *fc1_b, *fc2_b;             /* owned f32 [I], [C] */
 } omnic__vision_layer;
 
 typedef struct omnic__vision_tower {

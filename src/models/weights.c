@@ -7,7 +7,8 @@
 
 void omnic__weight_copies_free(omnic__weight_copies *c)
 {
-    for (size_t i = 0; i < c->n; i++) omnic__tensor_destroy(c->items[i]);
+    for (size_t i = 0; i < c->n; i++)
+        omnic__tensor_destroy(c->items[i]);
     omnic_free(c->items);
     memset(c, 0, sizeof *c);
 }
@@ -17,8 +18,10 @@ omnic_status omnic__weight_bind(const omnic__safetensors *st, const char *name, 
 {
     const omnic__st_tensor *t = omnic__st_find(st, name);
     if (!t) return OMNIC_FAIL(err, OMNIC_E_NOT_FOUND, "weights: tensor '%s' is missing", name);
-    bool ok = t->ndim == ndim && (t->dtype == OMNIC_DTYPE_F32 || t->dtype == OMNIC_DTYPE_F16 || t->dtype == OMNIC_DTYPE_BF16);
-    for (int i = 0; ok && i < ndim; i++) ok = t->dims[i] == dims[i];
+    bool ok = t->ndim == ndim &&
+              (t->dtype == OMNIC_DTYPE_F32 || t->dtype == OMNIC_DTYPE_F16 || t->dtype == OMNIC_DTYPE_BF16);
+    for (int i = 0; ok && i < ndim; i++)
+        ok = t->dims[i] == dims[i];
     if (!ok) {
         char want[128], got[128];
         omnic__dims_str(want, sizeof want, ndim, dims);
@@ -41,17 +44,20 @@ omnic_status omnic__weight_bind(const omnic__safetensors *st, const char *name, 
     return OMNIC_OK;
 }
 
-omnic_status omnic__weight_f32(const omnic__tensor *w, int64_t first, int ndim, const int64_t *dims, const char *name,
-                               omnic__tensor **out, omnic_err *err)
+omnic_status omnic__weight_f32(const omnic__tensor *w, int64_t first, int ndim, const int64_t *dims,
+                               const char *name, omnic__tensor **out, omnic_err *err)
 {
     OMNIC_TRY(omnic__tensor_create(out, OMNIC_DTYPE_F32, ndim, dims, err));
     float *dst = (*out)->data;
     const int64_t n = omnic__tensor_nelem(*out);
     for (int64_t i = 0, j = first; i < n; i++, j++) {
-        if (w->dtype == OMNIC_DTYPE_F32) dst[i] = ((const float *)w->data)[j];
-        else if (w->dtype == OMNIC_DTYPE_F16) dst[i] = omnic__f16_to_f32(((const uint16_t *)w->data)[j]);
-        else dst[i] = omnic__bf16_to_f32(((const uint16_t *)w->data)[j]);
+        if (w->dtype == OMNIC_DTYPE_F32)
+            dst[i] = ((const float *)w->data)[j];
+        else if (w->dtype == OMNIC_DTYPE_F16)
+            dst[i] = omnic__f16_to_f32(((const uint16_t *)w->data)[j]);
+        else
+            dst[i] = omnic__bf16_to_f32(((const uint16_t *)w->data)[j]);
     }
-    snprintf((*out)->name, sizeof (*out)->name, "%.63s", name);
+    snprintf((*out)->name, sizeof(*out)->name, "%.63s", name);
     return OMNIC_OK;
 }

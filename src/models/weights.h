@@ -24,7 +24,7 @@ omnic_status omnic__weight_bind(const omnic__safetensors *st, const char *name, 
 
 /* An owned f32 tensor of dims (named name) holding elements [first, first + prod(dims)) of the
  * bound float tensor w (f32 / f16 / bf16), converted exactly. */
-omnic_status omnic__weight_f32(const omnic__tensor *w, int64_t first, int ndim, const int64_t *dims, const char *name,
-                               omnic__tensor **out, omnic_err *err);
+omnic_status omnic__weight_f32(const omnic__tensor *w, int64_t first, int ndim, const int64_t *dims,
+                               const char *name, omnic__tensor **out, omnic_err *err);
 
 #endif

@@ -23,7 +23,8 @@ void omnic__bundle_identity(const omnic__bundle_desc *d, char hex[65])
         const omnic__weight_desc *w = &d->weights[i];
         char dims[160];
         omnic__dims_str(dims, sizeof dims, w->ndim, w->dims);
-        snprintf(buf, sizeof buf, "%s:%s:%s", omnic_dtype_name(w->dtype), dims, w->transform ? w->transform : "");
+        snprintf(buf, sizeof buf, "%s:%s:%s", omnic_dtype_name(w->dtype), dims,
+                 w->transform ? w->transform : "");
         field(&s, w->name, buf);
     }
     field(&s, "compute_dtypes", d->compute_dtypes);

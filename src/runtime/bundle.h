@@ -18,19 +18,19 @@ typedef struct omnic__weight_desc {
 
 /* Each text field is a canonical string (empty when the bundle has none of it). */
 typedef struct omnic__bundle_desc {
-    const char *arch_config;     /* canonical config JSON (sorted keys, compact) */
+    const char *arch_config; /* canonical config JSON (sorted keys, compact) */
     const omnic__weight_desc *weights;
     size_t n_weights;
-    const char *compute_dtypes;  /* "act=f32;acc=f32" */
+    const char *compute_dtypes; /* "act=f32;acc=f32" */
     int64_t capacity;
-    const char *position_mode;   /* "1d" or "mrope3" */
-    const char *mask_mode;       /* "causal", "causal+bias", ... */
-    const char *kv_layout;       /* "slot[cap,n_kv,head_dim]" */
+    const char *position_mode; /* "1d" or "mrope3" */
+    const char *mask_mode;     /* "causal", "causal+bias", ... */
+    const char *kv_layout;     /* "slot[cap,n_kv,head_dim]" */
     omnic_dtype kv_dtype;
     const char *encoder_buckets;
     const char *side_inputs;
     const char *adapters;
-    const char *modules;         /* module names and contract versions */
+    const char *modules; /* module names and contract versions */
 } omnic__bundle_desc;
 
 /* Lowercase hex SHA-256 of the description into hex[65]. Every field is hashed as

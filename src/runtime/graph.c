@@ -3,14 +3,15 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "runtime/graph.h"
 #include "core/quant.h"
+#include "runtime/graph.h"
 
 omnic_status omnic__graph_init(omnic__graph *g, int64_t capacity, omnic_err *err)
 {
     memset(g, 0, sizeof *g);
     if (capacity < 1 || capacity > INT32_MAX)
-        return OMNIC_FAIL(err, OMNIC_E_INVALID, "graph capacity %lld outside 1..%d", (long long)capacity, INT32_MAX);
+        return OMNIC_FAIL(err, OMNIC_E_INVALID, "graph capacity %lld outside 1..%d", (long long)capacity,
+                          INT32_MAX);
     g->capacity = capacity;
     g->row_multiple = 1;
     return OMNIC_OK;
@@ -18,7 +19,8 @@ omnic_status omnic__graph_init(omnic__graph *g, int64_t capacity, omnic_err *err
 
 void omnic__graph_deinit(omnic__graph *g)
 {
-    for (int i = 0; i < g->n_tensors; i++) omnic_free(g->tensors[i]);
+    for (int i = 0; i < g->n_tensors; i++)
+        omnic_free(g->tensors[i]);
     omnic_free(g->tensors);
     omnic_free(g->nodes);
     memset(g, 0, sizeof *g);
@@ -60,15 +62,19 @@ int omnic__g_index(const omnic__graph *g, const omnic__tensor *t)
     return ((const omnic__gtensor *)t)->id;
 }
 
-static const char *tname(const omnic__tensor *t) { return t->name[0] ? t->name : "(unnamed)"; }
+static const char *tname(const omnic__tensor *t)
+{
+    return t->name[0] ? t->name : "(unnamed)";
+}
 
-static omnic__gtensor *new_tensor(omnic__graph *g, omnic__gkind kind, omnic_dtype dt, int ndim, const int64_t *dims,
-                                  omnic__var var)
+static omnic__gtensor *new_tensor(omnic__graph *g, omnic__gkind kind, omnic_dtype dt, int ndim,
+                                  const int64_t *dims, omnic__var var)
 {
     if (g->status != OMNIC_OK) return NULL;
     if (g->n_tensors == g->cap_tensors) {
         int cap = g->cap_tensors ? 2 * g->cap_tensors : 256;
-        if (cap > 4 * OMNIC_MAX_GRAPH_NODES) return gfail(g, "more than %d tensors", 4 * OMNIC_MAX_GRAPH_NODES);
+        if (cap > 4 * OMNIC_MAX_GRAPH_NODES)
+            return gfail(g, "more than %d tensors", 4 * OMNIC_MAX_GRAPH_NODES);
         omnic__gtensor **nt = omnic_realloc(g->tensors, (size_t)cap * sizeof *nt);
         if (!nt) return gnomem(g);
         g->tensors = nt;
@@ -101,7 +107,8 @@ static omnic__gtensor *new_tensor(omnic__graph *g, omnic__gkind kind, omnic_dtyp
     return gt;
 }
 
-static omnic__gnode *new_node(omnic__graph *g, omnic__op op, omnic__tensor *dst, int nsrc, omnic__tensor *const *src)
+static omnic__gnode *new_node(omnic__graph *g, omnic__op op, omnic__tensor *dst, int nsrc,
+                              omnic__tensor *const *src)
 {
     if (g->status != OMNIC_OK) return NULL;
     if (g->n_nodes == g->cap_nodes) {
@@ -128,13 +135,15 @@ static omnic__gnode *new_node(omnic__graph *g, omnic__op op, omnic__tensor *dst,
 }
 
 /* A new intermediate with x's variability and the given shape. */
-static omnic__tensor *result(omnic__graph *g, const omnic__tensor *like, omnic_dtype dt, int ndim, const int64_t *dims)
+static omnic__tensor *result(omnic__graph *g, const omnic__tensor *like, omnic_dtype dt, int ndim,
+                             const int64_t *dims)
 {
     const omnic__gtensor *gl = omnic__g_of(g, like);
     if (gl->var != OMNIC_VAR_NONE && gl->var_div != 1 && (ndim < 1 || dims[0] != like->dims[0]))
         return gfail(g, "a result of grouped rows %s must keep its row count", tname(like));
-    omnic__gtensor *gt = gl->var_div == 1 ? new_tensor(g, OMNIC_GT_INTERMEDIATE, dt, ndim, dims, gl->var)
-                                          : new_tensor(g, OMNIC_GT_INTERMEDIATE, dt, ndim, dims, OMNIC_VAR_NONE);
+    omnic__gtensor *gt = gl->var_div == 1
+                             ? new_tensor(g, OMNIC_GT_INTERMEDIATE, dt, ndim, dims, gl->var)
+                             : new_tensor(g, OMNIC_GT_INTERMEDIATE, dt, ndim, dims, OMNIC_VAR_NONE);
     if (!gt) return NULL;
     if (gl->var_div != 1) { /* rows follow n / var_div: dims[0] is capacity / var_div */
         gt->var = gl->var;
@@ -143,8 +152,8 @@ static omnic__tensor *result(omnic__graph *g, const omnic__tensor *like, omnic_d
     return &gt->t;
 }
 
-omnic__tensor *omnic__g_input(omnic__graph *g, const char *name, omnic_dtype dt, int ndim, const int64_t *dims,
-                              omnic__var var)
+omnic__tensor *omnic__g_input(omnic__graph *g, const char *name, omnic_dtype dt, int ndim,
+                              const int64_t *dims, omnic__var var)
 {
     omnic__gtensor *gt = new_tensor(g, OMNIC_GT_INPUT, dt, ndim, dims, var);
     if (!gt) return NULL;
@@ -182,8 +191,14 @@ static omnic__tensor *kv_rows(omnic__graph *g, omnic__gkind kind, const char *na
     return &gt->t;
 }
 
-omnic__tensor *omnic__g_kv_index(omnic__graph *g) { return kv_rows(g, OMNIC_GT_KV_INDEX, "kv_index"); }
-omnic__tensor *omnic__g_kv_begin(omnic__graph *g) { return kv_rows(g, OMNIC_GT_KV_BEGIN, "kv_begin"); }
+omnic__tensor *omnic__g_kv_index(omnic__graph *g)
+{
+    return kv_rows(g, OMNIC_GT_KV_INDEX, "kv_index");
+}
+omnic__tensor *omnic__g_kv_begin(omnic__graph *g)
+{
+    return kv_rows(g, OMNIC_GT_KV_BEGIN, "kv_begin");
+}
 
 omnic__tensor *omnic__g_view_rows(omnic__graph *g, omnic__tensor *x, int64_t row0, int64_t n_rows)
 {
@@ -209,11 +224,13 @@ omnic__tensor *omnic__g_reshape(omnic__graph *g, omnic__tensor *x, int ndim, con
     if (!x) return NULL;
     omnic__gtensor *bx = omnic__g_of(g, x);
     int64_t n = 1;
-    for (int i = 0; i < ndim; i++) n *= dims[i];
+    for (int i = 0; i < ndim; i++)
+        n *= dims[i];
     if (n != omnic__tensor_nelem(x)) return gfail(g, "reshape of %s changes its element count", tname(x));
     if (bx->var != OMNIC_VAR_NONE && (ndim < 1 || dims[0] != x->dims[0]))
         return gfail(g, "reshape of variable-length %s must keep dims[0]", tname(x));
-    omnic__gtensor *gt = new_tensor(g, OMNIC_GT_VIEW, x->dtype, ndim, dims, bx->var_div == 1 ? bx->var : OMNIC_VAR_NONE);
+    omnic__gtensor *gt =
+        new_tensor(g, OMNIC_GT_VIEW, x->dtype, ndim, dims, bx->var_div == 1 ? bx->var : OMNIC_VAR_NONE);
     if (!gt) return NULL;
     gt->var = bx->var;
     gt->var_div = bx->var_div;
@@ -227,8 +244,8 @@ omnic__tensor *omnic__g_group_rows(omnic__graph *g, omnic__tensor *x, int64_t k)
     if (!x) return NULL;
     omnic__gtensor *bx = omnic__g_of(g, x);
     if (x->ndim != 2 || k < 1 || x->dims[0] % k || (bx->var != OMNIC_VAR_NONE && bx->var_div != 1))
-        return gfail(g, "group_rows: %s must be 2-D with rows a multiple of %lld (not grouped already)", tname(x),
-                     (long long)k);
+        return gfail(g, "group_rows: %s must be 2-D with rows a multiple of %lld (not grouped already)",
+                     tname(x), (long long)k);
     int64_t dims[2] = {x->dims[0] / k, x->dims[1] * k};
     omnic__gtensor *gt = new_tensor(g, OMNIC_GT_VIEW, x->dtype, 2, dims, OMNIC_VAR_NONE);
     if (!gt) return NULL;
@@ -260,7 +277,10 @@ void omnic__g_mark_output(omnic__graph *g, omnic__tensor *t, const char *name)
     snprintf(gt->t.name, sizeof gt->t.name, "%s", name);
 }
 
-static bool is_float_w(omnic_dtype t) { return t == OMNIC_DTYPE_F32 || t == OMNIC_DTYPE_F16 || t == OMNIC_DTYPE_BF16; }
+static bool is_float_w(omnic_dtype t)
+{
+    return t == OMNIC_DTYPE_F32 || t == OMNIC_DTYPE_F16 || t == OMNIC_DTYPE_BF16;
+}
 /* Matmul weights and get_rows tables may also be block-quantized (q8_0, q4_0, and q4_0x16 /
  * q8_0x16 with whole groups of 16 rows). */
 static bool is_table_w(const omnic__tensor *w)
@@ -284,8 +304,8 @@ omnic__tensor *omnic__g_matmul(omnic__graph *g, omnic__tensor *a, omnic__tensor 
     if (w->ndim != 2 || !is_table_w(w))
         return gfail(g, "matmul: weight %s must be a 2-D float or quantized weight", tname(w));
     if (omnic__tensor_cols(a) != w->dims[1])
-        return gfail(g, "matmul: %s has %lld cols, weight %s expects %lld", tname(a), (long long)omnic__tensor_cols(a),
-                     tname(w), (long long)w->dims[1]);
+        return gfail(g, "matmul: %s has %lld cols, weight %s expects %lld", tname(a),
+                     (long long)omnic__tensor_cols(a), tname(w), (long long)w->dims[1]);
     if (bias && (bias->dtype != OMNIC_DTYPE_F32 || omnic__tensor_nelem(bias) != w->dims[0]))
         return gfail(g, "matmul: bias %s must be f32 [%lld]", tname(bias), (long long)w->dims[0]);
     int64_t dims[OMNIC_MAX_DIMS];
@@ -303,8 +323,10 @@ static omnic__tensor *binary(omnic__graph *g, omnic__op op, omnic__tensor *a, om
 {
     if (!a || !b) return NULL;
     if (!need_f32(g, a, omnic__op_names[op]) || !is_float_w(b->dtype)) return gfail(g, "binary op dtypes");
-    bool same = omnic__tensor_nelem(a) == omnic__tensor_nelem(b) && omnic__g_of(g, a)->var == omnic__g_of(g, b)->var;
-    bool row = b->ndim >= 1 && omnic__tensor_nelem(b) == omnic__tensor_cols(a) && omnic__g_of(g, b)->var == OMNIC_VAR_NONE;
+    bool same =
+        omnic__tensor_nelem(a) == omnic__tensor_nelem(b) && omnic__g_of(g, a)->var == omnic__g_of(g, b)->var;
+    bool row = b->ndim >= 1 && omnic__tensor_nelem(b) == omnic__tensor_cols(a) &&
+               omnic__g_of(g, b)->var == OMNIC_VAR_NONE;
     if (!same && !row)
         return gfail(g, "%s: %s does not broadcast onto %s", omnic__op_names[op], tname(b), tname(a));
     omnic__tensor *d = result(g, a, OMNIC_DTYPE_F32, a->ndim, a->dims);
@@ -312,8 +334,14 @@ static omnic__tensor *binary(omnic__graph *g, omnic__op op, omnic__tensor *a, om
     return new_node(g, op, d, 2, src) ? d : NULL;
 }
 
-omnic__tensor *omnic__g_add(omnic__graph *g, omnic__tensor *a, omnic__tensor *b) { return binary(g, OMNIC_OP_ADD, a, b); }
-omnic__tensor *omnic__g_mul(omnic__graph *g, omnic__tensor *a, omnic__tensor *b) { return binary(g, OMNIC_OP_MUL, a, b); }
+omnic__tensor *omnic__g_add(omnic__graph *g, omnic__tensor *a, omnic__tensor *b)
+{
+    return binary(g, OMNIC_OP_ADD, a, b);
+}
+omnic__tensor *omnic__g_mul(omnic__graph *g, omnic__tensor *a, omnic__tensor *b)
+{
+    return binary(g, OMNIC_OP_MUL, a, b);
+}
 
 omnic__tensor *omnic__g_scale(omnic__graph *g, omnic__tensor *a, float mul, float add)
 {
@@ -346,9 +374,11 @@ omnic__tensor *omnic__g_rmsnorm(omnic__graph *g, omnic__tensor *x, omnic__tensor
     return d;
 }
 
-omnic__tensor *omnic__g_layernorm(omnic__graph *g, omnic__tensor *x, omnic__tensor *w, omnic__tensor *b, float eps)
+omnic__tensor *omnic__g_layernorm(omnic__graph *g, omnic__tensor *x, omnic__tensor *w, omnic__tensor *b,
+                                  float eps)
 {
-    if (!x || !need_f32(g, x, "layernorm") || !row_param(g, x, w, "layernorm") || !row_param(g, x, b, "layernorm"))
+    if (!x || !need_f32(g, x, "layernorm") || !row_param(g, x, w, "layernorm") ||
+        !row_param(g, x, b, "layernorm"))
         return NULL;
     omnic__tensor *d = result(g, x, OMNIC_DTYPE_F32, x->ndim, x->dims);
     omnic__tensor *src[3] = {x, w, b};
@@ -382,16 +412,19 @@ static omnic__tensor *rope_node(omnic__graph *g, omnic__tensor *x, omnic__tensor
         return gfail(g, "rope: positions %s must be i32 [%lld%s]", tname(pos), (long long)x->dims[0],
                      sections ? ", 3" : "");
     if (n_rot < 2 || n_rot % 2 || n_rot > x->dims[2] || (mode != 0 && mode != 1))
-        return gfail(g, "rope: n_rot %d / mode %d invalid for head_dim %lld", n_rot, mode, (long long)x->dims[2]);
+        return gfail(g, "rope: n_rot %d / mode %d invalid for head_dim %lld", n_rot, mode,
+                     (long long)x->dims[2]);
     if (sections && (sections[0] < 0 || sections[1] < 0 || sections[2] < 0 ||
                      sections[0] + sections[1] + sections[2] != n_rot / 2))
-        return gfail(g, "rope: mrope sections %d + %d + %d must be non-negative and sum to %d (rotary dims / 2)",
+        return gfail(g,
+                     "rope: mrope sections %d + %d + %d must be non-negative and sum to %d (rotary dims / 2)",
                      sections[0], sections[1], sections[2], n_rot / 2);
     const int tables = sel ? 2 : 1;
     if (sel && (!inv_freq || sel->dtype != OMNIC_DTYPE_I32 || sel->ndim != 1 || sel->dims[0] != x->dims[0]))
         return gfail(g, "rope: table selector %s must be i32 [%lld] beside a table", tname(sel),
                      (long long)x->dims[0]);
-    if (inv_freq && (inv_freq->dtype != OMNIC_DTYPE_F32 || omnic__tensor_nelem(inv_freq) != tables * (n_rot / 2)))
+    if (inv_freq &&
+        (inv_freq->dtype != OMNIC_DTYPE_F32 || omnic__tensor_nelem(inv_freq) != tables * (n_rot / 2)))
         return gfail(g, "rope: inv_freq %s must be f32 [%d x %d]", tname(inv_freq), tables, n_rot / 2);
     omnic__tensor *d = result(g, x, OMNIC_DTYPE_F32, x->ndim, x->dims);
     omnic__tensor *src[4] = {x, pos, inv_freq, sel};
@@ -399,7 +432,8 @@ static omnic__tensor *rope_node(omnic__graph *g, omnic__tensor *x, omnic__tensor
     if (!n) return NULL;
     n->node.ip[0] = n_rot;
     n->node.ip[1] = mode;
-    for (int k = 0; sections && k < 3; k++) n->node.ip[2 + k] = sections[k];
+    for (int k = 0; sections && k < 3; k++)
+        n->node.ip[2 + k] = sections[k];
     n->node.fp[0] = theta;
     n->node.fp[1] = attn_factor;
     return d;
@@ -411,21 +445,23 @@ omnic__tensor *omnic__g_rope(omnic__graph *g, omnic__tensor *x, omnic__tensor *p
     return rope_node(g, x, pos, n_rot, mode, theta, inv_freq, NULL, NULL, attn_factor);
 }
 
-omnic__tensor *omnic__g_rope_select(omnic__graph *g, omnic__tensor *x, omnic__tensor *pos, int n_rot, int mode,
-                                    float theta, omnic__tensor *inv_freq, omnic__tensor *sel, float attn_factor)
+omnic__tensor *omnic__g_rope_select(omnic__graph *g, omnic__tensor *x, omnic__tensor *pos, int n_rot,
+                                    int mode, float theta, omnic__tensor *inv_freq, omnic__tensor *sel,
+                                    float attn_factor)
 {
     return rope_node(g, x, pos, n_rot, mode, theta, inv_freq, sel, NULL, attn_factor);
 }
 
-omnic__tensor *omnic__g_rope_mrope(omnic__graph *g, omnic__tensor *x, omnic__tensor *pos, int n_rot, float theta,
-                                   omnic__tensor *inv_freq, const int sections[3], float attn_factor)
+omnic__tensor *omnic__g_rope_mrope(omnic__graph *g, omnic__tensor *x, omnic__tensor *pos, int n_rot,
+                                   float theta, omnic__tensor *inv_freq, const int sections[3],
+                                   float attn_factor)
 {
     return rope_node(g, x, pos, n_rot, 0, theta, inv_freq, NULL, sections, attn_factor);
 }
 
 omnic__tensor *omnic__g_attention(omnic__graph *g, omnic__tensor *q, omnic__tensor *k, omnic__tensor *v,
-                                  omnic__tensor *qpos, omnic__tensor *bias, omnic__tensor *kv_begin, float scale,
-                                  bool causal, int window, float softcap)
+                                  omnic__tensor *qpos, omnic__tensor *bias, omnic__tensor *kv_begin,
+                                  float scale, bool causal, int window, float softcap)
 {
     if (!q || !k || !v || !qpos || !need_f32(g, q, "attention")) return NULL;
     if (q->ndim != 3 || k->ndim != 3 || !omnic__tensor_same_shape(k, v))
@@ -433,15 +469,18 @@ omnic__tensor *omnic__g_attention(omnic__graph *g, omnic__tensor *q, omnic__tens
     if (k->dtype != OMNIC_DTYPE_F32 && k->dtype != OMNIC_DTYPE_F16)
         return gfail(g, "attention: K/V dtype %s is not f32 or f16", omnic_dtype_name(k->dtype));
     if (q->dims[2] != k->dims[2] || k->dims[1] < 1 || q->dims[1] % k->dims[1])
-        return gfail(g, "attention: %lld heads of %lld over %lld kv heads of %lld do not group", (long long)q->dims[1],
-                     (long long)q->dims[2], (long long)k->dims[1], (long long)k->dims[2]);
+        return gfail(g, "attention: %lld heads of %lld over %lld kv heads of %lld do not group",
+                     (long long)q->dims[1], (long long)q->dims[2], (long long)k->dims[1],
+                     (long long)k->dims[2]);
     if (qpos->dtype != OMNIC_DTYPE_I32 || qpos->ndim != 1 || qpos->dims[0] != q->dims[0])
         return gfail(g, "attention: qpos %s must be i32 [%lld]", tname(qpos), (long long)q->dims[0]);
     /* bias rows follow q's rows: both fixed, or both the call's n (row t at t * S either way) */
-    if (bias && (bias->dtype != OMNIC_DTYPE_F32 || bias->ndim != 2 || omnic__g_of(g, bias)->var != omnic__g_of(g, q)->var ||
-                 bias->dims[0] != q->dims[0] || bias->dims[1] != k->dims[0]))
+    if (bias && (bias->dtype != OMNIC_DTYPE_F32 || bias->ndim != 2 ||
+                 omnic__g_of(g, bias)->var != omnic__g_of(g, q)->var || bias->dims[0] != q->dims[0] ||
+                 bias->dims[1] != k->dims[0]))
         return gfail(g, "attention: bias %s must be f32 [T, S] with q's row count", tname(bias));
-    if (kv_begin && (kv_begin->dtype != OMNIC_DTYPE_I32 || kv_begin->ndim != 1 || kv_begin->dims[0] != q->dims[0]))
+    if (kv_begin &&
+        (kv_begin->dtype != OMNIC_DTYPE_I32 || kv_begin->ndim != 1 || kv_begin->dims[0] != q->dims[0]))
         return gfail(g, "attention: kv_begin %s must be i32 [%lld]", tname(kv_begin), (long long)q->dims[0]);
     omnic__tensor *d = result(g, q, OMNIC_DTYPE_F32, 3, q->dims);
     omnic__tensor *src[6] = {q, k, v, qpos, bias, kv_begin};
@@ -455,7 +494,8 @@ omnic__tensor *omnic__g_attention(omnic__graph *g, omnic__tensor *q, omnic__tens
 }
 
 omnic__tensor *omnic__g_attention_tiled(omnic__graph *g, omnic__tensor *q, omnic__tensor *k, omnic__tensor *v,
-                                        omnic__tensor *qpos, omnic__tensor *kv_begin, float scale, bool causal)
+                                        omnic__tensor *qpos, omnic__tensor *kv_begin, float scale,
+                                        bool causal)
 {
     omnic__tensor *d = omnic__g_attention(g, q, k, v, qpos, NULL, kv_begin, scale, causal, 0, 0.0f);
     if (d) g->nodes[g->n_nodes - 1].node.ip[2] = 1; /* the node just added */
@@ -471,11 +511,14 @@ omnic__tensor *omnic__g_unary(omnic__graph *g, omnic__op op, omnic__tensor *x)
     return new_node(g, op, d, 1, &x) ? d : NULL;
 }
 
-omnic__tensor *omnic__g_glu(omnic__graph *g, omnic__op op, omnic__tensor *gate, omnic__tensor *up, int variant)
+omnic__tensor *omnic__g_glu(omnic__graph *g, omnic__op op, omnic__tensor *gate, omnic__tensor *up,
+                            int variant)
 {
     if (!gate || !up || !need_f32(g, gate, "glu") || !need_f32(g, up, "glu")) return NULL;
-    if (op != OMNIC_OP_SWIGLU && op != OMNIC_OP_GEGLU) return gfail(g, "%s is not a gated unit", omnic__op_names[op]);
-    if (!omnic__tensor_same_shape(gate, up)) return gfail(g, "glu: %s and %s differ in shape", tname(gate), tname(up));
+    if (op != OMNIC_OP_SWIGLU && op != OMNIC_OP_GEGLU)
+        return gfail(g, "%s is not a gated unit", omnic__op_names[op]);
+    if (!omnic__tensor_same_shape(gate, up))
+        return gfail(g, "glu: %s and %s differ in shape", tname(gate), tname(up));
     omnic__tensor *d = result(g, gate, OMNIC_DTYPE_F32, gate->ndim, gate->dims);
     omnic__tensor *src[2] = {gate, up};
     omnic__gnode *n = new_node(g, op, d, 2, src);
@@ -489,7 +532,8 @@ omnic__tensor *omnic__g_get_rows(omnic__graph *g, omnic__tensor *table, omnic__t
     if (!table || !ids) return NULL;
     if (table->ndim != 2 || !is_table_w(table))
         return gfail(g, "get_rows: %s must be a 2-D float or quantized table", tname(table));
-    if (ids->dtype != OMNIC_DTYPE_I32 || ids->ndim != 1) return gfail(g, "get_rows: ids %s must be i32 [T]", tname(ids));
+    if (ids->dtype != OMNIC_DTYPE_I32 || ids->ndim != 1)
+        return gfail(g, "get_rows: ids %s must be i32 [T]", tname(ids));
     int64_t dims[2] = {ids->dims[0], table->dims[1]};
     omnic__tensor *d = result(g, ids, OMNIC_DTYPE_F32, 2, dims);
     omnic__tensor *src[2] = {table, ids};
@@ -519,9 +563,11 @@ omnic__tensor *omnic__g_concat(omnic__graph *g, omnic__tensor *a, omnic__tensor 
     if (!a || !b) return NULL;
     bool ok = a->dtype == b->dtype && a->ndim == b->ndim && dim >= 0 && dim < a->ndim &&
               omnic__g_of(g, a)->var == OMNIC_VAR_NONE && omnic__g_of(g, b)->var == OMNIC_VAR_NONE;
-    for (int i = 0; ok && i < a->ndim; i++) ok = i == dim || a->dims[i] == b->dims[i];
-    if (!ok) return gfail(g, "concat: %s and %s do not join along dim %d (fixed shapes, same dtype)", tname(a),
-                          tname(b), dim);
+    for (int i = 0; ok && i < a->ndim; i++)
+        ok = i == dim || a->dims[i] == b->dims[i];
+    if (!ok)
+        return gfail(g, "concat: %s and %s do not join along dim %d (fixed shapes, same dtype)", tname(a),
+                     tname(b), dim);
     int64_t dims[OMNIC_MAX_DIMS];
     memcpy(dims, a->dims, sizeof dims);
     dims[dim] = a->dims[dim] + b->dims[dim];
@@ -533,14 +579,16 @@ omnic__tensor *omnic__g_concat(omnic__graph *g, omnic__tensor *a, omnic__tensor 
     return d;
 }
 
-omnic__tensor *omnic__g_patch_embed(omnic__graph *g, omnic__tensor *img, omnic__tensor *w, omnic__tensor *bias)
+omnic__tensor *omnic__g_patch_embed(omnic__graph *g, omnic__tensor *img, omnic__tensor *w,
+                                    omnic__tensor *bias)
 {
     if (!img || !w || !need_f32(g, img, "patch_embed")) return NULL;
     if (img->ndim != 3 || w->ndim != 4 || w->dims[1] != img->dims[0] || w->dims[2] < 1 || w->dims[3] < 1 ||
-        img->dims[1] < w->dims[2] || img->dims[2] < w->dims[3] || omnic__g_of(g, img)->var != OMNIC_VAR_NONE ||
+        img->dims[1] < w->dims[2] || img->dims[2] < w->dims[3] ||
+        omnic__g_of(g, img)->var != OMNIC_VAR_NONE ||
         (w->dtype != OMNIC_DTYPE_F32 && w->dtype != OMNIC_DTYPE_F16 && w->dtype != OMNIC_DTYPE_BF16))
-        return gfail(g, "patch_embed: image %s [C, H, W] and filter %s [O, C, ph, pw] (float) do not fit", tname(img),
-                     tname(w));
+        return gfail(g, "patch_embed: image %s [C, H, W] and filter %s [O, C, ph, pw] (float) do not fit",
+                     tname(img), tname(w));
     if (bias && (bias->dtype != OMNIC_DTYPE_F32 || omnic__tensor_nelem(bias) != w->dims[0]))
         return gfail(g, "patch_embed: bias %s must be f32 [%lld]", tname(bias), (long long)w->dims[0]);
     int64_t dims[2] = {(img->dims[1] / w->dims[2]) * (img->dims[2] / w->dims[3]), w->dims[0]};
@@ -592,8 +640,8 @@ omnic__tensor *omnic__g_set_rows(omnic__graph *g, omnic__tensor *dst, omnic__ten
     if (!need_f32(g, src, "set_rows") || !is_float_w(dst->dtype)) return NULL;
     if (idx->dtype != OMNIC_DTYPE_I32 || idx->ndim != 1 || idx->dims[0] != src->dims[0] ||
         omnic__g_of(g, idx)->var != omnic__g_of(g, src)->var)
-        return gfail(g, "set_rows: idx %s must be i32 [%lld] like %s's rows", tname(idx), (long long)src->dims[0],
-                     tname(src));
+        return gfail(g, "set_rows: idx %s must be i32 [%lld] like %s's rows", tname(idx),
+                     (long long)src->dims[0], tname(src));
     if (omnic__tensor_nelem(src) / src->dims[0] != omnic__tensor_nelem(dst) / dst->dims[0])
         return gfail(g, "set_rows: rows of %s and %s differ in size", tname(src), tname(dst));
     omnic__tensor *s2[2] = {src, idx};

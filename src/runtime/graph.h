@@ -24,47 +24,47 @@ typedef enum omnic__gkind {
     OMNIC_GT_INPUT,            /* module input; planned in the input region, filled per call */
     OMNIC_GT_WEIGHT,           /* borrowed read-only data (mapped checkpoint or owned by the model) */
     OMNIC_GT_VIEW,             /* rows of another tensor; shares its storage */
-    OMNIC_GT_KV_K,             /* a KV pool layer's K / V [n_slots * capacity, n_kv, head_dim], bound per call */
+    OMNIC_GT_KV_K, /* a KV pool layer's K / V [n_slots * capacity, n_kv, head_dim], bound per call */
     OMNIC_GT_KV_V,
-    OMNIC_GT_KV_INDEX,         /* i32 [n]: pool row each call row's K/V goes to; filled per call */
-    OMNIC_GT_KV_BEGIN,         /* i32 [n]: first pool row of each call row's slot; filled per call */
+    OMNIC_GT_KV_INDEX, /* i32 [n]: pool row each call row's K/V goes to; filled per call */
+    OMNIC_GT_KV_BEGIN, /* i32 [n]: first pool row of each call row's slot; filled per call */
 } omnic__gkind;
 
 typedef struct omnic__gtensor {
-    omnic__tensor t;      /* first member: a graph's omnic__tensor * is its gtensor. dims at
-                           * capacity until a call sets the variable dim */
-    int id;               /* index in graph->tensors */
+    omnic__tensor t; /* first member: a graph's omnic__tensor * is its gtensor. dims at
+                      * capacity until a call sets the variable dim */
+    int id;          /* index in graph->tensors */
     omnic__gkind kind;
-    omnic__var var;       /* which call-time length dims[0] follows */
-    int64_t cap_rows;     /* dims[0] at capacity */
-    int64_t var_div;      /* VAR_T: dims[0] = n / var_div at call time (1, or k after
-                           * omnic__g_group_rows) */
-    int base;             /* views: index of the tensor viewed; -1 otherwise */
-    int64_t view_row;     /* views: first row viewed */
-    int layer;            /* KV_K/V: layer index */
+    omnic__var var;   /* which call-time length dims[0] follows */
+    int64_t cap_rows; /* dims[0] at capacity */
+    int64_t var_div;  /* VAR_T: dims[0] = n / var_div at call time (1, or k after
+                       * omnic__g_group_rows) */
+    int base;         /* views: index of the tensor viewed; -1 otherwise */
+    int64_t view_row; /* views: first row viewed */
+    int layer;        /* KV_K/V: layer index */
     bool is_output;
     /* planning */
-    int def, last_use;    /* node indices; -1 when none */
-    size_t offset;        /* byte offset in its region */
+    int def, last_use; /* node indices; -1 when none */
+    size_t offset;     /* byte offset in its region */
 } omnic__gtensor;
 
 typedef struct omnic__gnode {
-    omnic__node node;     /* src/dst point at gtensor.t entries */
+    omnic__node node; /* src/dst point at gtensor.t entries */
     int src[OMNIC_MAX_SRC];
     int dst;
-    bool slice_from_end;  /* SLICE: ip[1] = src rows - dst rows at call time */
+    bool slice_from_end; /* SLICE: ip[1] = src rows - dst rows at call time */
 } omnic__gnode;
 
 typedef struct omnic__graph {
     omnic__gtensor **tensors; /* owned, each separately, so tensor pointers stay valid */
     int n_tensors, cap_tensors;
-    omnic__gnode *nodes;     /* owned */
+    omnic__gnode *nodes; /* owned */
     int n_nodes, cap_nodes;
-    int64_t capacity;        /* rows a call may have at most */
-    bool batch_invariant;    /* matmuls keep every row independent of the others (decode) */
-    int64_t row_multiple;    /* every call's n must be a multiple of this (1 unless a
-                              * variable-length tensor was grouped by omnic__g_group_rows) */
-    omnic_status status;     /* sticky build error */
+    int64_t capacity;     /* rows a call may have at most */
+    bool batch_invariant; /* matmuls keep every row independent of the others (decode) */
+    int64_t row_multiple; /* every call's n must be a multiple of this (1 unless a
+                           * variable-length tensor was grouped by omnic__g_group_rows) */
+    omnic_status status;  /* sticky build error */
     omnic_err err;
 } omnic__graph;
 
@@ -75,8 +75,8 @@ void omnic__graph_deinit(omnic__graph *g);
 omnic_status omnic__graph_status(const omnic__graph *g, omnic_err *err);
 
 /* Leaves. dims are at capacity; var says whether dims[0] varies. Return NULL on error. */
-omnic__tensor *omnic__g_input(omnic__graph *g, const char *name, omnic_dtype dt, int ndim, const int64_t *dims,
-                              omnic__var var);
+omnic__tensor *omnic__g_input(omnic__graph *g, const char *name, omnic_dtype dt, int ndim,
+                              const int64_t *dims, omnic__var var);
 omnic__tensor *omnic__g_weight(omnic__graph *g, const omnic__tensor *w); /* borrows w's data */
 /* KV pool layer (K or V) of pool_rows rows; bound to the call's pool. */
 omnic__tensor *omnic__g_kv_layer(omnic__graph *g, bool is_v, int layer, omnic_dtype dt, int64_t pool_rows,
@@ -103,7 +103,8 @@ omnic__tensor *omnic__g_matmul(omnic__graph *g, omnic__tensor *a, omnic__tensor 
 omnic__tensor *omnic__g_add(omnic__graph *g, omnic__tensor *a, omnic__tensor *b);
 omnic__tensor *omnic__g_mul(omnic__graph *g, omnic__tensor *a, omnic__tensor *b);
 omnic__tensor *omnic__g_scale(omnic__graph *g, omnic__tensor *a, float mul, float add);
-omnic__tensor *omnic__g_rmsnorm(omnic__graph *g, omnic__tensor *x, omnic__tensor *w, float eps, bool one_plus);
+omnic__tensor *omnic__g_rmsnorm(omnic__graph *g, omnic__tensor *x, omnic__tensor *w, float eps,
+                                bool one_plus);
 omnic__tensor *omnic__g_layernorm(omnic__graph *g, omnic__tensor *x, omnic__tensor *w, omnic__tensor *b,
                                   float eps);
 omnic__tensor *omnic__g_softmax(omnic__graph *g, omnic__tensor *x, float scale);
@@ -111,23 +112,27 @@ omnic__tensor *omnic__g_rope(omnic__graph *g, omnic__tensor *x, omnic__tensor *p
                              float theta, omnic__tensor *inv_freq, float attn_factor);
 /* RoPE with two frequency tables inv_freq f32 [2, n_rot/2]: row t uses table row sel[t]
  * (sel i32 [T], values 0 / 1; an input constrained to [0, 2)). */
-omnic__tensor *omnic__g_rope_select(omnic__graph *g, omnic__tensor *x, omnic__tensor *pos, int n_rot, int mode,
-                                    float theta, omnic__tensor *inv_freq, omnic__tensor *sel, float attn_factor);
+omnic__tensor *omnic__g_rope_select(omnic__graph *g, omnic__tensor *x, omnic__tensor *pos, int n_rot,
+                                    int mode, float theta, omnic__tensor *inv_freq, omnic__tensor *sel,
+                                    float attn_factor);
 /* M-RoPE (Qwen2-VL, rotate-half): pos i32 [T, 3] (temporal, height, width coordinates);
  * frequency i < sections[0] rotates by coordinate 0, the next sections[1] by coordinate 1,
  * the rest by coordinate 2; sections sum to n_rot / 2 (HF's chunked mrope_section). */
-omnic__tensor *omnic__g_rope_mrope(omnic__graph *g, omnic__tensor *x, omnic__tensor *pos, int n_rot, float theta,
-                                   omnic__tensor *inv_freq, const int sections[3], float attn_factor);
+omnic__tensor *omnic__g_rope_mrope(omnic__graph *g, omnic__tensor *x, omnic__tensor *pos, int n_rot,
+                                   float theta, omnic__tensor *inv_freq, const int sections[3],
+                                   float attn_factor);
 omnic__tensor *omnic__g_attention(omnic__graph *g, omnic__tensor *q, omnic__tensor *k, omnic__tensor *v,
-                                  omnic__tensor *qpos, omnic__tensor *bias, omnic__tensor *kv_begin, float scale,
-                                  bool causal, int window, float softcap);
+                                  omnic__tensor *qpos, omnic__tensor *bias, omnic__tensor *kv_begin,
+                                  float scale, bool causal, int window, float softcap);
 /* The same attention (no bias, window or softcap) evaluated tiled (backend.h ip[2] = 1): the
  * backend's work memory does not grow with the key count. For long bidirectional ranges
  * (vision towers: thousands of patches per block). */
 omnic__tensor *omnic__g_attention_tiled(omnic__graph *g, omnic__tensor *q, omnic__tensor *k, omnic__tensor *v,
-                                        omnic__tensor *qpos, omnic__tensor *kv_begin, float scale, bool causal);
+                                        omnic__tensor *qpos, omnic__tensor *kv_begin, float scale,
+                                        bool causal);
 omnic__tensor *omnic__g_unary(omnic__graph *g, omnic__op op, omnic__tensor *x); /* SILU, GELU* */
-omnic__tensor *omnic__g_glu(omnic__graph *g, omnic__op op, omnic__tensor *gate, omnic__tensor *up, int variant);
+omnic__tensor *omnic__g_glu(omnic__graph *g, omnic__op op, omnic__tensor *gate, omnic__tensor *up,
+                            int variant);
 omnic__tensor *omnic__g_get_rows(omnic__graph *g, omnic__tensor *table, omnic__tensor *ids);
 omnic__tensor *omnic__g_slice_last_rows(omnic__graph *g, omnic__tensor *x, int64_t n);
 omnic__tensor *omnic__g_argmax(omnic__graph *g, omnic__tensor *x);
@@ -136,7 +141,8 @@ omnic__tensor *omnic__g_concat(omnic__graph *g, omnic__tensor *a, omnic__tensor 
 /* ViT patch embedding (conv with stride = kernel) of a fixed f32 image [C, H, W] by filter
  * w [O, C, ph, pw] (+ bias f32 [O]) -> [(H/ph) * (W/pw), O]; trailing pixels that do not fill
  * a patch are dropped, as a "valid" conv does (both kernels index by floor division). */
-omnic__tensor *omnic__g_patch_embed(omnic__graph *g, omnic__tensor *img, omnic__tensor *w, omnic__tensor *bias);
+omnic__tensor *omnic__g_patch_embed(omnic__graph *g, omnic__tensor *img, omnic__tensor *w,
+                                    omnic__tensor *bias);
 omnic__tensor *omnic__g_softcap(omnic__graph *g, omnic__tensor *x, float cap);
 /* Writes src (converted) into dst, a view; returns dst so later reads order after it. */
 omnic__tensor *omnic__g_cpy(omnic__graph *g, omnic__tensor *src, omnic__tensor *dst);

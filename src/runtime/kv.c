@@ -13,8 +13,8 @@ omnic_status omnic__kv_pool_bytes(int n_layers, int n_slots, int64_t capacity, i
         !omnic_size_mul(&n, n, (size_t)capacity) || !omnic_size_mul(&n, n, (size_t)n_kv) ||
         !omnic_size_mul(&n, n, (size_t)head_dim))
         return OMNIC_FAIL(err, OMNIC_E_TOO_LARGE,
-                          "KV cache of %d layers x %d slots x %lld rows x %lld heads x %lld overflows", n_layers,
-                          n_slots, (long long)capacity, (long long)n_kv, (long long)head_dim);
+                          "KV cache of %d layers x %d slots x %lld rows x %lld heads x %lld overflows",
+                          n_layers, n_slots, (long long)capacity, (long long)n_kv, (long long)head_dim);
     *out = n;
     return OMNIC_OK;
 }
@@ -25,10 +25,11 @@ omnic_status omnic__kv_pool_init(omnic__kv_pool *p, int n_layers, int n_slots, i
     memset(p, 0, sizeof *p);
     size_t total;
     if (dtype != OMNIC_DTYPE_F16 && dtype != OMNIC_DTYPE_F32)
-        return OMNIC_FAIL(err, OMNIC_E_INVALID, "KV cache dtype %s is not f16 or f32", omnic_dtype_name(dtype));
+        return OMNIC_FAIL(err, OMNIC_E_INVALID, "KV cache dtype %s is not f16 or f32",
+                          omnic_dtype_name(dtype));
     if (n_layers < 1 || n_slots < 1 || capacity < 1 || capacity > INT32_MAX / n_slots)
-        return OMNIC_FAIL(err, OMNIC_E_INVALID, "KV pool of %d layers x %d slots x %lld rows is not allowed", n_layers,
-                          n_slots, (long long)capacity);
+        return OMNIC_FAIL(err, OMNIC_E_INVALID, "KV pool of %d layers x %d slots x %lld rows is not allowed",
+                          n_layers, n_slots, (long long)capacity);
     OMNIC_TRY(omnic__kv_pool_bytes(n_layers, n_slots, capacity, n_kv, head_dim, dtype, &total, err));
     p->n_layers = n_layers;
     p->n_slots = n_slots;
@@ -60,8 +61,10 @@ nomem:
 
 void omnic__kv_pool_deinit(omnic__kv_pool *p)
 {
-    for (int l = 0; p->k && l < p->n_layers; l++) omnic_free(p->k[l].data);
-    for (int l = 0; p->v && l < p->n_layers; l++) omnic_free(p->v[l].data);
+    for (int l = 0; p->k && l < p->n_layers; l++)
+        omnic_free(p->k[l].data);
+    for (int l = 0; p->v && l < p->n_layers; l++)
+        omnic_free(p->v[l].data);
     omnic_free(p->k);
     omnic_free(p->v);
     omnic_free(p->len);

@@ -9,11 +9,11 @@
 
 typedef struct omnic__kv_pool {
     int n_layers, n_slots;
-    int64_t capacity;      /* rows per slot (the context length) */
+    int64_t capacity; /* rows per slot (the context length) */
     int64_t n_kv, head_dim;
-    omnic_dtype dtype;     /* f16 or f32 */
-    omnic__tensor *k, *v;  /* owned arrays [n_layers] of owned-data tensors */
-    int64_t *len;          /* owned [n_slots]: rows of history per slot */
+    omnic_dtype dtype;    /* f16 or f32 */
+    omnic__tensor *k, *v; /* owned arrays [n_layers] of owned-data tensors */
+    int64_t *len;         /* owned [n_slots]: rows of history per slot */
 } omnic__kv_pool;
 
 omnic_status omnic__kv_pool_init(omnic__kv_pool *p, int n_layers, int n_slots, int64_t capacity, int64_t n_kv,

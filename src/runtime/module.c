@@ -106,7 +106,8 @@ static omnic_status check_input(const omnic__module *m, const omnic__sig_entry *
     char want[160], got[160];
     if (!x) return OMNIC_FAIL(err, OMNIC_E_INVALID, "%s: input '%s' is missing", m->name, e->name);
     bool ok = x->dtype == e->dtype && x->ndim == e->ndim;
-    for (int d = 0; ok && d < e->ndim; d++) ok = x->dims[d] == (d == 0 && e->var != OMNIC_VAR_NONE ? rows : e->dims[d]);
+    for (int d = 0; ok && d < e->ndim; d++)
+        ok = x->dims[d] == (d == 0 && e->var != OMNIC_VAR_NONE ? rows : e->dims[d]);
     if (!ok) {
         int64_t dims[OMNIC_MAX_DIMS];
         memcpy(dims, e->dims, sizeof dims);
@@ -117,20 +118,23 @@ static omnic_status check_input(const omnic__module *m, const omnic__sig_entry *
                           omnic_dtype_name(e->dtype), want, omnic_dtype_name(x->dtype), got);
     }
     size_t n = (size_t)omnic__tensor_nelem(x);
-    if (n && !x->data) return OMNIC_FAIL(err, OMNIC_E_INVALID, "%s: input '%s' has no data", m->name, e->name);
+    if (n && !x->data)
+        return OMNIC_FAIL(err, OMNIC_E_INVALID, "%s: input '%s' has no data", m->name, e->name);
     if (e->max_value > 0 && (x->dtype == OMNIC_DTYPE_I32 || x->dtype == OMNIC_DTYPE_I64)) {
         for (size_t i = 0; i < n; i++) {
-            int64_t v = x->dtype == OMNIC_DTYPE_I32 ? ((const int32_t *)x->data)[i] : ((const int64_t *)x->data)[i];
+            int64_t v =
+                x->dtype == OMNIC_DTYPE_I32 ? ((const int32_t *)x->data)[i] : ((const int64_t *)x->data)[i];
             if (v < 0 || v >= e->max_value)
-                return OMNIC_FAIL(err, OMNIC_E_INVALID, "%s: input '%s'[%zu] = %lld is outside [0, %lld)", m->name,
-                                  e->name, i, (long long)v, (long long)e->max_value);
+                return OMNIC_FAIL(err, OMNIC_E_INVALID, "%s: input '%s'[%zu] = %lld is outside [0, %lld)",
+                                  m->name, e->name, i, (long long)v, (long long)e->max_value);
         }
     }
     if (e->finite && x->dtype == OMNIC_DTYPE_F32) {
         const float *p = x->data;
         for (size_t i = 0; i < n; i++)
             if (!isfinite(p[i]))
-                return OMNIC_FAIL(err, OMNIC_E_INVALID, "%s: input '%s'[%zu] is not finite", m->name, e->name, i);
+                return OMNIC_FAIL(err, OMNIC_E_INVALID, "%s: input '%s'[%zu] is not finite", m->name, e->name,
+                                  i);
     }
     return OMNIC_OK;
 }
@@ -180,40 +184,45 @@ static omnic_status check_kv(const omnic__module *m, const omnic__call *c, omnic
 {
     const omnic__kv_pool *p = c->kv;
     if (!p) return OMNIC_FAIL(err, OMNIC_E_INVALID, "%s: needs a KV pool", m->name);
-    if (p->n_layers < m->kv_layers || (int64_t)p->n_slots * p->capacity != m->kv_rows || p->dtype != m->kv_dtype ||
-        p->n_kv != m->kv_heads || p->head_dim != m->kv_head_dim)
-        return OMNIC_FAIL(err, OMNIC_E_INVALID,
-                          "%s: KV pool %d layers x %lld rows %s [%lld, %lld] does not match the module's %d x %lld %s "
-                          "[%lld, %lld]",
-                          m->name, p->n_layers, (long long)p->n_slots * p->capacity, omnic_dtype_name(p->dtype),
-                          (long long)p->n_kv, (long long)p->head_dim, m->kv_layers, (long long)m->kv_rows,
-                          omnic_dtype_name(m->kv_dtype), (long long)m->kv_heads, (long long)m->kv_head_dim);
+    if (p->n_layers < m->kv_layers || (int64_t)p->n_slots * p->capacity != m->kv_rows ||
+        p->dtype != m->kv_dtype || p->n_kv != m->kv_heads || p->head_dim != m->kv_head_dim)
+        return OMNIC_FAIL(
+            err, OMNIC_E_INVALID,
+            "%s: KV pool %d layers x %lld rows %s [%lld, %lld] does not match the module's %d x %lld %s "
+            "[%lld, %lld]",
+            m->name, p->n_layers, (long long)p->n_slots * p->capacity, omnic_dtype_name(p->dtype),
+            (long long)p->n_kv, (long long)p->head_dim, m->kv_layers, (long long)m->kv_rows,
+            omnic_dtype_name(m->kv_dtype), (long long)m->kv_heads, (long long)m->kv_head_dim);
     if (!c->row_slots) {
         if (c->slot < 0 || c->slot >= p->n_slots)
-            return OMNIC_FAIL(err, OMNIC_E_INVALID, "%s: slot %d outside 0..%d", m->name, c->slot, p->n_slots - 1);
+            return OMNIC_FAIL(err, OMNIC_E_INVALID, "%s: slot %d outside 0..%d", m->name, c->slot,
+                              p->n_slots - 1);
         int64_t end;
         if (c->kv_start < 0 || c->kv_start > p->len[c->slot])
-            return OMNIC_FAIL(err, OMNIC_E_INVALID, "%s: kv_start %lld is past slot %d's %lld cached rows", m->name,
-                              (long long)c->kv_start, c->slot, (long long)p->len[c->slot]);
+            return OMNIC_FAIL(err, OMNIC_E_INVALID, "%s: kv_start %lld is past slot %d's %lld cached rows",
+                              m->name, (long long)c->kv_start, c->slot, (long long)p->len[c->slot]);
         if (__builtin_add_overflow(c->kv_start, c->n, &end) || end > p->capacity)
-            return OMNIC_FAIL(err, OMNIC_E_CAPACITY, "%s: %lld cached + %lld new rows exceed the capacity of %lld",
-                              m->name, (long long)c->kv_start, (long long)c->n, (long long)p->capacity);
+            return OMNIC_FAIL(err, OMNIC_E_CAPACITY,
+                              "%s: %lld cached + %lld new rows exceed the capacity of %lld", m->name,
+                              (long long)c->kv_start, (long long)c->n, (long long)p->capacity);
         return OMNIC_OK;
     }
     for (int64_t r = 0, run = 0; r < c->n; r++) {
         int32_t s = c->row_slots[r];
         if (s < 0 || s >= p->n_slots)
-            return OMNIC_FAIL(err, OMNIC_E_INVALID, "%s: row %lld names slot %d outside 0..%d", m->name, (long long)r,
-                              s, p->n_slots - 1);
+            return OMNIC_FAIL(err, OMNIC_E_INVALID, "%s: row %lld names slot %d outside 0..%d", m->name,
+                              (long long)r, s, p->n_slots - 1);
         run = r > 0 && c->row_slots[r - 1] == s ? run + 1 : 0;
         if (run == 0)
             for (int64_t q = 0; q < r; q++)
                 if (c->row_slots[q] == s)
-                    return OMNIC_FAIL(err, OMNIC_E_INVALID, "%s: rows %lld and %lld name slot %d but are not adjacent",
-                                      m->name, (long long)q, (long long)r, s);
+                    return OMNIC_FAIL(err, OMNIC_E_INVALID,
+                                      "%s: rows %lld and %lld name slot %d but are not adjacent", m->name,
+                                      (long long)q, (long long)r, s);
         if (p->len[s] + run + 1 > p->capacity)
-            return OMNIC_FAIL(err, OMNIC_E_CAPACITY, "%s: slot %d: %lld cached + %lld new rows exceed the capacity of %lld",
-                              m->name, s, (long long)p->len[s], (long long)(run + 1), (long long)p->capacity);
+            return OMNIC_FAIL(err, OMNIC_E_CAPACITY,
+                              "%s: slot %d: %lld cached + %lld new rows exceed the capacity of %lld", m->name,
+                              s, (long long)p->len[s], (long long)(run + 1), (long long)p->capacity);
     }
     return OMNIC_OK;
 }
@@ -243,15 +252,18 @@ omnic_status omnic__module_call(omnic__module *m, const omnic__call *c, omnic_er
 {
     OMNIC_CHECK(m->finalized);
     if (c->n < 1 || c->n > m->graph.capacity)
-        return OMNIC_FAIL(err, OMNIC_E_CAPACITY, "%s: %lld rows in one call, the module takes 1..%lld", m->name,
-                          (long long)c->n, (long long)m->graph.capacity);
+        return OMNIC_FAIL(err, OMNIC_E_CAPACITY, "%s: %lld rows in one call, the module takes 1..%lld",
+                          m->name, (long long)c->n, (long long)m->graph.capacity);
     if (c->n % m->graph.row_multiple)
-        return OMNIC_FAIL(err, OMNIC_E_INVALID, "%s: %lld rows in one call, the module takes a multiple of %lld",
-                          m->name, (long long)c->n, (long long)m->graph.row_multiple);
+        return OMNIC_FAIL(err, OMNIC_E_INVALID,
+                          "%s: %lld rows in one call, the module takes a multiple of %lld", m->name,
+                          (long long)c->n, (long long)m->graph.row_multiple);
     if (m->kv_layers > 0) OMNIC_TRY(check_kv(m, c, err));
     if (c->n_inputs != m->n_in)
-        return OMNIC_FAIL(err, OMNIC_E_INVALID, "%s: %d inputs given, signature has %d", m->name, c->n_inputs, m->n_in);
-    for (int i = 0; i < m->n_in; i++) OMNIC_TRY(check_input(m, &m->in[i], c->inputs[i], c->n, err));
+        return OMNIC_FAIL(err, OMNIC_E_INVALID, "%s: %d inputs given, signature has %d", m->name, c->n_inputs,
+                          m->n_in);
+    for (int i = 0; i < m->n_in; i++)
+        OMNIC_TRY(check_input(m, &m->in[i], c->inputs[i], c->n, err));
     bind(m, c);
     for (int i = 0; i < m->n_in; i++) {
         omnic__tensor *dst = &m->graph.tensors[m->in[i].tensor]->t;
@@ -261,12 +273,15 @@ omnic_status omnic__module_call(omnic__module *m, const omnic__call *c, omnic_er
     exec_ctx x = {.m = m, .cancel = c->cancel};
     atomic_init(&x.stop, false);
     omnic__barrier_init(&x.barrier, m->nth);
-    if (m->nth > 1) omnic__threadpool_run_n(m->pool, m->nth, exec_task, &x);
-    else exec_task(&x, 0, 1);
+    if (m->nth > 1)
+        omnic__threadpool_run_n(m->pool, m->nth, exec_task, &x);
+    else
+        exec_task(&x, 0, 1);
     if (atomic_load(&x.stop)) return OMNIC_FAIL(err, OMNIC_E_CANCELLED, "%s: cancelled", m->name);
     if (m->kv_layers > 0) {
         if (c->row_slots)
-            for (int64_t r = 0; r < c->n; r++) c->kv->len[c->row_slots[r]]++;
+            for (int64_t r = 0; r < c->n; r++)
+                c->kv->len[c->row_slots[r]]++;
         else
             c->kv->len[c->slot] = c->kv_start + c->n;
     }
@@ -309,14 +324,17 @@ void omnic__module_print(const omnic__module *m, FILE *f)
         print_entry(&m->in[i], f);
         fprintf(f, i + 1 < m->n_in ? "; " : "");
     }
-    if (m->kv_layers) fprintf(f, "; KV pool: %d layers x %lld rows %s", m->kv_layers, (long long)m->kv_rows,
-                              omnic_dtype_name(m->kv_dtype));
+    if (m->kv_layers)
+        fprintf(f, "; KV pool: %d layers x %lld rows %s", m->kv_layers, (long long)m->kv_rows,
+                omnic_dtype_name(m->kv_dtype));
     fprintf(f, "\n    out: ");
     for (int i = 0; i < m->n_out; i++) {
         print_entry(&m->out[i], f);
         fprintf(f, i + 1 < m->n_out ? "; " : "");
     }
-    fprintf(f, "\n    graph: %d nodes, %d tensors; planned %zu bytes (intermediates %zu, reuse saves %zu; inputs %zu; work %zu)\n",
+    fprintf(f,
+            "\n    graph: %d nodes, %d tensors; planned %zu bytes (intermediates %zu, reuse saves %zu; "
+            "inputs %zu; work %zu)\n",
             m->graph.n_nodes, m->graph.n_tensors, m->plan.total_bytes, m->plan.inter_bytes,
             m->plan.naive_bytes - m->plan.inter_bytes, m->plan.input_bytes, m->plan.work_bytes);
 }

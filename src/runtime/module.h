@@ -30,20 +30,20 @@ typedef struct omnic__sig_entry {
 } omnic__sig_entry;
 
 typedef struct omnic__module {
-    char name[48];            /* "text.token_prefill" */
-    char contract[64];        /* contract version, e.g. "omnic.text.token_prefill/1" */
+    char name[48];     /* "text.token_prefill" */
+    char contract[64]; /* contract version, e.g. "omnic.text.token_prefill/1" */
     omnic__graph graph;
     omnic__sig_entry in[OMNIC_MODULE_MAX_IO], out[OMNIC_MODULE_MAX_IO];
     int n_in, n_out;
-    int kv_layers;            /* KV pool layers the module reads/writes; 0: uses no KV */
-    int64_t kv_rows;          /* pool rows (n_slots * capacity) it was built for */
+    int kv_layers;   /* KV pool layers the module reads/writes; 0: uses no KV */
+    int64_t kv_rows; /* pool rows (n_slots * capacity) it was built for */
     omnic_dtype kv_dtype;
     int64_t kv_heads, kv_head_dim;
     const omnic__backend_ops *backend; /* borrowed */
-    omnic__threadpool *pool;  /* borrowed; NULL: one thread */
-    int nth;                  /* threads kernels run with */
+    omnic__threadpool *pool;           /* borrowed; NULL: one thread */
+    int nth;                           /* threads kernels run with */
     omnic__plan plan;
-    uint8_t *mem;             /* owned, plan.total_bytes */
+    uint8_t *mem; /* owned, plan.total_bytes */
     bool finalized;
 } omnic__module;
 
@@ -54,14 +54,14 @@ typedef struct omnic__module {
  *   rows appended to that slot in order: the run's row j goes to position len + j
  *   (batched decode: one row per slot; mixed steps: a prefill run beside decode rows). */
 typedef struct omnic__call {
-    int64_t n;                            /* rows in this call, 1..capacity */
-    const omnic__tensor *const *inputs;   /* [n_in] in signature order; borrowed */
+    int64_t n;                          /* rows in this call, 1..capacity */
+    const omnic__tensor *const *inputs; /* [n_in] in signature order; borrowed */
     int n_inputs;
-    omnic__kv_pool *kv;                   /* required when the module uses KV */
-    int slot;                             /* one-sequence calls */
+    omnic__kv_pool *kv; /* required when the module uses KV */
+    int slot;           /* one-sequence calls */
     int64_t kv_start;
-    const int32_t *row_slots;             /* [n] per-row calls, or NULL */
-    const atomic_bool *cancel;            /* optional: checked between nodes */
+    const int32_t *row_slots;  /* [n] per-row calls, or NULL */
+    const atomic_bool *cancel; /* optional: checked between nodes */
 } omnic__call;
 
 omnic_status omnic__module_init(omnic__module *m, const char *name, const char *contract, int64_t capacity,

@@ -7,7 +7,8 @@
 /* The tensor that owns the storage t lives in (follows views). */
 static omnic__gtensor *storage_of(omnic__graph *g, omnic__gtensor *t)
 {
-    while (t->kind == OMNIC_GT_VIEW) t = g->tensors[t->base];
+    while (t->kind == OMNIC_GT_VIEW)
+        t = g->tensors[t->base];
     return t;
 }
 
@@ -46,7 +47,8 @@ omnic_status omnic__plan_graph(omnic__graph *g, const omnic__backend_ops *b, int
                                omnic_err *err)
 {
     memset(out, 0, sizeof *out);
-    for (int i = 0; i < g->n_tensors; i++) g->tensors[i]->def = g->tensors[i]->last_use = -1;
+    for (int i = 0; i < g->n_tensors; i++)
+        g->tensors[i]->def = g->tensors[i]->last_use = -1;
     /* Liveness on storage owners: a read or write through a view touches its base. */
     for (int n = 0; n < g->n_nodes; n++) {
         omnic__gnode *nd = &g->nodes[n];
@@ -57,8 +59,8 @@ omnic_status omnic__plan_graph(omnic__graph *g, const omnic__backend_ops *b, int
             if (nd->src[s] < 0) continue;
             omnic__gtensor *t = storage_of(g, g->tensors[nd->src[s]]);
             if (t->kind == OMNIC_GT_INTERMEDIATE && t->def < 0)
-                return OMNIC_FAIL(err, OMNIC_E_INTERNAL, "plan: node %d reads %s before any node writes it", n,
-                                  t->t.name);
+                return OMNIC_FAIL(err, OMNIC_E_INTERNAL, "plan: node %d reads %s before any node writes it",
+                                  n, t->t.name);
             if (t->last_use < n) t->last_use = n;
         }
     }
@@ -95,7 +97,8 @@ omnic_status omnic__plan_graph(omnic__graph *g, const omnic__backend_ops *b, int
     size_t in_off = 0;
     for (int i = 0; i < g->n_tensors; i++) {
         omnic__gtensor *t = g->tensors[i];
-        if (t->kind != OMNIC_GT_INPUT && t->kind != OMNIC_GT_KV_INDEX && t->kind != OMNIC_GT_KV_BEGIN) continue;
+        if (t->kind != OMNIC_GT_INPUT && t->kind != OMNIC_GT_KV_INDEX && t->kind != OMNIC_GT_KV_BEGIN)
+            continue;
         size_t bytes;
         if (!omnic__align_up(&bytes, omnic__tensor_bytes(&t->t)))
             return OMNIC_FAIL(err, OMNIC_E_TOO_LARGE, "plan: input %s too large", t->t.name);
@@ -108,7 +111,8 @@ omnic_status omnic__plan_graph(omnic__graph *g, const omnic__backend_ops *b, int
         if (w > out->work_bytes) out->work_bytes = w;
     }
     size_t w_aligned;
-    if (!omnic__align_up(&w_aligned, out->work_bytes) || !omnic_size_add(&out->total_bytes, out->inter_bytes, out->input_bytes) ||
+    if (!omnic__align_up(&w_aligned, out->work_bytes) ||
+        !omnic_size_add(&out->total_bytes, out->inter_bytes, out->input_bytes) ||
         !omnic_size_add(&out->total_bytes, out->total_bytes, w_aligned))
         return OMNIC_FAIL(err, OMNIC_E_TOO_LARGE, "plan: total size overflows");
     out->work_bytes = w_aligned;

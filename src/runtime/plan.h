@@ -7,11 +7,11 @@
 #include "runtime/graph.h"
 
 typedef struct omnic__plan {
-    size_t inter_bytes;  /* intermediates, shared by liveness */
-    size_t input_bytes;  /* module inputs */
-    size_t work_bytes;   /* kernel work buffer */
-    size_t total_bytes;  /* sum of the three (each region 64-byte aligned) */
-    size_t naive_bytes;  /* intermediates without reuse, for reporting the saving */
+    size_t inter_bytes; /* intermediates, shared by liveness */
+    size_t input_bytes; /* module inputs */
+    size_t work_bytes;  /* kernel work buffer */
+    size_t total_bytes; /* sum of the three (each region 64-byte aligned) */
+    size_t naive_bytes; /* intermediates without reuse, for reporting the saving */
 } omnic__plan;
 
 /* Sets def/last_use/offset of every tensor of g and fills *out. nth: threads the

@@ -42,7 +42,10 @@ bool omnic__buf_put(omnic__buf *b, const void *s, size_t n)
     return true;
 }
 
-bool omnic__buf_puts(omnic__buf *b, const char *s) { return omnic__buf_put(b, s, strlen(s)); }
+bool omnic__buf_puts(omnic__buf *b, const char *s)
+{
+    return omnic__buf_put(b, s, strlen(s));
+}
 
 bool omnic__buf_printf(omnic__buf *b, const char *fmt, ...)
 {
@@ -69,10 +72,14 @@ static size_t utf8_seq(const unsigned char *s, size_t n)
     if (c < 0x80) return 1;
     size_t len;
     uint32_t cp;
-    if (c >= 0xC2 && c <= 0xDF) len = 2, cp = c & 0x1Fu;
-    else if (c >= 0xE0 && c <= 0xEF) len = 3, cp = c & 0x0Fu;
-    else if (c >= 0xF0 && c <= 0xF4) len = 4, cp = c & 0x07u;
-    else return 0;
+    if (c >= 0xC2 && c <= 0xDF)
+        len = 2, cp = c & 0x1Fu;
+    else if (c >= 0xE0 && c <= 0xEF)
+        len = 3, cp = c & 0x0Fu;
+    else if (c >= 0xF0 && c <= 0xF4)
+        len = 4, cp = c & 0x07u;
+    else
+        return 0;
     if (len > n) return 0;
     for (size_t i = 1; i < len; i++) {
         if ((s[i] & 0xC0u) != 0x80u) return 0;
@@ -107,13 +114,19 @@ bool omnic__buf_json_str(omnic__buf *b, const char *s, size_t n)
         const char *esc = NULL;
         char tmp[7];
         size_t k = 1;
-        if (c == '"') esc = "\\\"";
-        else if (c == '\\') esc = "\\\\";
-        else if (c == '\n') esc = "\\n";
-        else if (c == '\r') esc = "\\r";
-        else if (c == '\t') esc = "\\t";
+        if (c == '"')
+            esc = "\\\"";
+        else if (c == '\\')
+            esc = "\\\\";
+        else if (c == '\n')
+            esc = "\\n";
+        else if (c == '\r')
+            esc = "\\r";
+        else if (c == '\t')
+            esc = "\\t";
         else if (c < 0x20) {
-            tmp[0] = '\\', tmp[1] = 'u', tmp[2] = '0', tmp[3] = '0', tmp[4] = hex[c >> 4], tmp[5] = hex[c & 15];
+            tmp[0] = '\\', tmp[1] = 'u', tmp[2] = '0', tmp[3] = '0', tmp[4] = hex[c >> 4],
+            tmp[5] = hex[c & 15];
             tmp[6] = '\0';
             esc = tmp;
         } else if (c >= 0x80) {

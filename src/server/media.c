@@ -2,8 +2,8 @@
 #include <arpa/inet.h>
 #include <curl/curl.h>
 #include <errno.h>
-#include <netinet/in.h>
 #include <limits.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,7 +42,8 @@ typedef struct fetch_ctx {
 static curl_socket_t open_socket(void *clientp, curlsocktype purpose, struct curl_sockaddr *addr)
 {
     fetch_ctx *f = clientp;
-    const char *special = purpose != CURLSOCKTYPE_IPCXN ? "not a TCP connection" : omnic__addr_special(&addr->addr);
+    const char *special =
+        purpose != CURLSOCKTYPE_IPCXN ? "not a TCP connection" : omnic__addr_special(&addr->addr);
     if (special && !f->allow_internal) {
         f->refused = special;
         return CURL_SOCKET_BAD;
@@ -60,7 +61,8 @@ static size_t on_data(char *p, size_t size, size_t n, void *userdata)
     }
     if (f->len + k > f->cap) {
         size_t cap = f->cap ? f->cap : 65536;
-        while (cap < f->len + k) cap *= 2;
+        while (cap < f->len + k)
+            cap *= 2;
         if (cap > f->max) cap = f->max;
         uint8_t *nb = omnic_realloc(f->buf, cap);
         if (!nb) return 0;
@@ -76,31 +78,38 @@ static omnic_status fetch_remote(const char *url, size_t len, const omnic__remot
 {
     char u[2048];
     if (len >= sizeof u || memchr(url, '\0', len))
-        return OMNIC_FAIL(err, OMNIC_E_INVALID, "the image URL is over %zu bytes or holds a NUL byte", sizeof u - 1);
+        return OMNIC_FAIL(err, OMNIC_E_INVALID, "the image URL is over %zu bytes or holds a NUL byte",
+                          sizeof u - 1);
     memcpy(u, url, len);
     u[len] = '\0';
     CURLU *h = curl_url();
     char *host = NULL;
     omnic_status s = OMNIC_OK;
-    if (!h || curl_url_set(h, CURLUPART_URL, u, 0) != CURLUE_OK || curl_url_get(h, CURLUPART_HOST, &host, 0) != CURLUE_OK) {
+    if (!h || curl_url_set(h, CURLUPART_URL, u, 0) != CURLUE_OK ||
+        curl_url_get(h, CURLUPART_HOST, &host, 0) != CURLUE_OK) {
         s = OMNIC_FAIL(err, OMNIC_E_INVALID, "the image URL cannot be parsed");
         goto out;
     }
     bool listed = false;
-    for (size_t i = 0; i < r->n_hosts && !listed; i++) listed = !strcasecmp(r->hosts[i], host);
+    for (size_t i = 0; i < r->n_hosts && !listed; i++)
+        listed = !strcasecmp(r->hosts[i], host);
     if (!listed) {
-        s = OMNIC_FAIL(err, OMNIC_E_INVALID, "the image URL's host '%.100s' is not on --allow-remote-media", host);
+        s = OMNIC_FAIL(err, OMNIC_E_INVALID, "the image URL's host '%.100s' is not on --allow-remote-media",
+                       host);
         goto out;
     }
     if (r->n_ports) { /* the port as the URL gives it, or its scheme's default */
         char *port = NULL;
         long pn = -1;
-        if (curl_url_get(h, CURLUPART_PORT, &port, CURLU_DEFAULT_PORT) == CURLUE_OK) pn = strtol(port, NULL, 10);
+        if (curl_url_get(h, CURLUPART_PORT, &port, CURLU_DEFAULT_PORT) == CURLUE_OK)
+            pn = strtol(port, NULL, 10);
         curl_free(port);
         bool ok = false;
-        for (size_t i = 0; i < r->n_ports && !ok; i++) ok = r->ports[i] == pn;
+        for (size_t i = 0; i < r->n_ports && !ok; i++)
+            ok = r->ports[i] == pn;
         if (!ok) {
-            s = OMNIC_FAIL(err, OMNIC_E_INVALID, "the image URL's port %ld is not on --allow-remote-media-port", pn);
+            s = OMNIC_FAIL(err, OMNIC_E_INVALID,
+                           "the image URL's port %ld is not on --allow-remote-media-port", pn);
             goto out;
         }
     }
@@ -111,8 +120,8 @@ static omnic_status fetch_remote(const char *url, size_t len, const omnic__remot
     snprintf(lit, sizeof lit, "%s", bare);
     char *rb = strchr(lit, ']');
     if (rb) *rb = '\0';
-    fetch_ctx f = {.allow_internal = inet_pton(AF_INET, lit, &a4) == 1 || inet_pton(AF_INET6, lit, &a6) == 1 ||
-                                     (r->proxy && r->proxy[0]),
+    fetch_ctx f = {.allow_internal = inet_pton(AF_INET, lit, &a4) == 1 ||
+                                     inet_pton(AF_INET6, lit, &a6) == 1 || (r->proxy && r->proxy[0]),
                    .max = max_bytes};
     CURL *c = curl_easy_init();
     if (!c) {
@@ -139,12 +148,14 @@ static omnic_status fetch_remote(const char *url, size_t len, const omnic__remot
     curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
     curl_easy_cleanup(c);
     if (f.refused)
-        s = OMNIC_FAIL(err, OMNIC_E_INVALID,
-                       "the image URL's host '%.100s' resolves to a special-purpose address: %s (list that address "
-                       "itself in --allow-remote-media to allow it)",
-                       host, f.refused);
+        s = OMNIC_FAIL(
+            err, OMNIC_E_INVALID,
+            "the image URL's host '%.100s' resolves to a special-purpose address: %s (list that address "
+            "itself in --allow-remote-media to allow it)",
+            host, f.refused);
     else if (f.too_large || rc == CURLE_FILESIZE_EXCEEDED)
-        s = OMNIC_FAIL(err, OMNIC_E_TOO_LARGE, "the image at the URL is over the limit of %zu bytes", max_bytes);
+        s = OMNIC_FAIL(err, OMNIC_E_TOO_LARGE, "the image at the URL is over the limit of %zu bytes",
+                       max_bytes);
     else if (rc == CURLE_OPERATION_TIMEDOUT)
         s = OMNIC_FAIL(err, OMNIC_E_IO, "fetching the image URL took over %ld ms", ms);
     else if (rc != CURLE_OK)
@@ -164,20 +175,24 @@ out:
     return s;
 }
 
-omnic_status omnic__media_fetch(const char *url, size_t len, const char *media_dir, const omnic__remote_media *remote,
-                                size_t max_bytes, uint8_t **out, size_t *out_len, omnic_err *err)
+omnic_status omnic__media_fetch(const char *url, size_t len, const char *media_dir,
+                                const omnic__remote_media *remote, size_t max_bytes, uint8_t **out,
+                                size_t *out_len, omnic_err *err)
 {
-    if (omnic__is_data_url(url, len)) return omnic__data_url_decode(url, len, max_bytes, out, out_len, NULL, err);
+    if (omnic__is_data_url(url, len))
+        return omnic__data_url_decode(url, len, max_bytes, out, out_len, NULL, err);
     if (has_prefix(url, len, "http://") || has_prefix(url, len, "https://")) {
         if (remote && remote->n_hosts) return fetch_remote(url, len, remote, max_bytes, out, out_len, err);
-        return OMNIC_FAIL(err, OMNIC_E_UNSUPPORTED,
-                          "remote image URLs are not fetched by this server (no --allow-remote-media); send the image "
-                          "as a data: URL%s",
-                          media_dir ? " or a file path under --media-dir" : "");
+        return OMNIC_FAIL(
+            err, OMNIC_E_UNSUPPORTED,
+            "remote image URLs are not fetched by this server (no --allow-remote-media); send the image "
+            "as a data: URL%s",
+            media_dir ? " or a file path under --media-dir" : "");
     }
     const char *path = url;
     size_t plen = len;
-    if (has_prefix(url, len, "file://")) path += 7, plen -= 7;
+    if (has_prefix(url, len, "file://"))
+        path += 7, plen -= 7;
     else if (memchr(url, ':', len < 16 ? len : 16) && url[0] != '/' && url[0] != '.')
         return OMNIC_FAIL(err, OMNIC_E_INVALID, "the image URL's scheme is not supported (use a data: URL%s)",
                           media_dir ? " or a file path under --media-dir" : "");
@@ -189,7 +204,8 @@ omnic_status omnic__media_fetch(const char *url, size_t len, const char *media_d
     char joined[PATH_MAX], real[PATH_MAX];
     int w = path[0] == '/' ? snprintf(joined, sizeof joined, "%.*s", (int)plen, path)
                            : snprintf(joined, sizeof joined, "%s/%.*s", media_dir, (int)plen, path);
-    if (w < 0 || (size_t)w >= sizeof joined) return OMNIC_FAIL(err, OMNIC_E_INVALID, "the image path is too long");
+    if (w < 0 || (size_t)w >= sizeof joined)
+        return OMNIC_FAIL(err, OMNIC_E_INVALID, "the image path is too long");
     /* one answer whether the path is missing or outside: no probing of what exists elsewhere */
     static const char *const nowhere = "the image path does not exist or is outside --media-dir";
     if (!realpath(joined, real)) return OMNIC_FAIL(err, OMNIC_E_NOT_FOUND, "%s", nowhere);
@@ -201,8 +217,10 @@ omnic_status omnic__media_fetch(const char *url, size_t len, const char *media_d
     char *bytes = NULL;
     omnic_err rerr;
     omnic_status st = omnic__read_file_ex(real, max_bytes, true, &bytes, out_len, &rerr);
-    if (st == OMNIC_E_TOO_LARGE || st == OMNIC_E_NOMEM) return OMNIC_FAIL(err, st, "the image file: %s", rerr.msg + strlen(real) + 2);
-    if (st != OMNIC_OK) return OMNIC_FAIL(err, OMNIC_E_INVALID, "the image path is not a regular file under --media-dir");
+    if (st == OMNIC_E_TOO_LARGE || st == OMNIC_E_NOMEM)
+        return OMNIC_FAIL(err, st, "the image file: %s", rerr.msg + strlen(real) + 2);
+    if (st != OMNIC_OK)
+        return OMNIC_FAIL(err, OMNIC_E_INVALID, "the image path is not a regular file under --media-dir");
     *out = (uint8_t *)bytes;
     return OMNIC_OK;
 }

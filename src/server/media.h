@@ -36,7 +36,8 @@ omnic_status omnic__media_global_init(omnic_err *err);
  * refused address, an HTTP status other than 200: each named), E_UNSUPPORTED (http(s) without
  * an allow-list; a data: URL of another image format), E_TOO_LARGE (names the size and the
  * limit), E_IO (connection, timeout: named), E_NOT_FOUND, E_NOMEM. */
-omnic_status omnic__media_fetch(const char *url, size_t len, const char *media_dir, const omnic__remote_media *remote,
-                                size_t max_bytes, uint8_t **out, size_t *out_len, omnic_err *err);
+omnic_status omnic__media_fetch(const char *url, size_t len, const char *media_dir,
+                                const omnic__remote_media *remote, size_t max_bytes, uint8_t **out,
+                                size_t *out_len, omnic_err *err);
 
 #endif

@@ -9,28 +9,46 @@
 
 /* ---- errors ---- */
 
-omnic_status omnic__api_fail(omnic__api_error *e, int status, const char *type, const char *code, const char *param,
-                             const char *fmt, ...)
+omnic_status omnic__api_fail(omnic__api_error *e, int status, const char *type, const char *code,
+                             const char *param, const char *fmt, ...)
 {
     omnic_status s;
     switch (status) {
-    case 400: s = OMNIC_E_INVALID; break;
-    case 401: s = OMNIC_E_INVALID; break;
-    case 404: s = OMNIC_E_NOT_FOUND; break;
+    case 400:
+        s = OMNIC_E_INVALID;
+        break;
+    case 401:
+        s = OMNIC_E_INVALID;
+        break;
+    case 404:
+        s = OMNIC_E_NOT_FOUND;
+        break;
     case 413:
-    case 429: s = OMNIC_E_TOO_LARGE; break;
-    case 501: s = OMNIC_E_UNSUPPORTED; break;
+    case 429:
+        s = OMNIC_E_TOO_LARGE;
+        break;
+    case 501:
+        s = OMNIC_E_UNSUPPORTED;
+        break;
     case 503:
-    case 504: s = OMNIC_E_CANCELLED; break;
-    default: s = OMNIC_E_INTERNAL; break;
+    case 504:
+        s = OMNIC_E_CANCELLED;
+        break;
+    default:
+        s = OMNIC_E_INTERNAL;
+        break;
     }
     omnic__error_raised(s);
     if (!e) return s;
     if (!type) {
-        if (status == 429) type = "rate_limit_error";
-        else if (status == 504) type = "timeout_error";
-        else if (status >= 500) type = "server_error";
-        else type = "invalid_request_error";
+        if (status == 429)
+            type = "rate_limit_error";
+        else if (status == 504)
+            type = "timeout_error";
+        else if (status >= 500)
+            type = "server_error";
+        else
+            type = "invalid_request_error";
     }
     e->status = status;
     e->type = type;
@@ -50,21 +68,27 @@ bool omnic__api_error_body(omnic__buf *b, const omnic__api_error *e)
     omnic__buf_puts(b, ",\"type\":");
     omnic__buf_json_str(b, e->type ? e->type : "server_error", strlen(e->type ? e->type : "server_error"));
     omnic__buf_puts(b, ",\"param\":");
-    if (e->param[0]) omnic__buf_json_str(b, e->param, strlen(e->param));
-    else omnic__buf_puts(b, "null");
+    if (e->param[0])
+        omnic__buf_json_str(b, e->param, strlen(e->param));
+    else
+        omnic__buf_puts(b, "null");
     omnic__buf_puts(b, ",\"code\":");
-    if (e->code) omnic__buf_json_str(b, e->code, strlen(e->code));
-    else omnic__buf_puts(b, "null");
+    if (e->code)
+        omnic__buf_json_str(b, e->code, strlen(e->code));
+    else
+        omnic__buf_puts(b, "null");
     return omnic__buf_puts(b, "}}");
 }
 
 /* ---- field access ---- */
 
 #define BAD(e, param, ...) omnic__api_fail((e), 400, NULL, "invalid_value", (param), __VA_ARGS__)
-#define BADTYPE(e, param, want, v)                                                                          \
-    omnic__api_fail((e), 400, NULL, "invalid_type", (param), "Invalid type for '%s': expected %s, but got %s", \
-                    (param), (want), omnic__json_type_phrase(v))
-#define UNSUPPORTED(e, param, ...) omnic__api_fail((e), 400, NULL, "unsupported_parameter", (param), __VA_ARGS__)
+#define BADTYPE(e, param, want, v)                                                                           \
+    omnic__api_fail((e), 400, NULL, "invalid_type", (param),                                                 \
+                    "Invalid type for '%s': expected %s, but got %s", (param), (want),                       \
+                    omnic__json_type_phrase(v))
+#define UNSUPPORTED(e, param, ...)                                                                           \
+    omnic__api_fail((e), 400, NULL, "unsupported_parameter", (param), __VA_ARGS__)
 
 /* The value of key, or NULL when absent or JSON null (OpenAI treats null as "not given"). */
 static const json_t *field(const json_t *o, const char *key)
@@ -83,8 +107,8 @@ static omnic_status get_bool(const json_t *o, const char *key, bool *out, omnic_
 }
 
 /* An integer (or a real with an integral value) within [lo, hi]. */
-static omnic_status get_int(const json_t *o, const char *key, int64_t lo, int64_t hi, bool *given, int64_t *out,
-                            omnic__api_error *e)
+static omnic_status get_int(const json_t *o, const char *key, int64_t lo, int64_t hi, bool *given,
+                            int64_t *out, omnic__api_error *e)
 {
     const json_t *v = field(o, key);
     if (given) *given = v != NULL;
@@ -94,8 +118,7 @@ static omnic_status get_int(const json_t *o, const char *key, int64_t lo, int64_
         x = json_integer_value(v);
     } else if (json_is_real(v)) {
         double d = json_real_value(v);
-        if (!(d == floor(d)) || !(d >= -9.2e18 && d <= 9.2e18))
-            return BADTYPE(e, key, "an integer", v);
+        if (!(d == floor(d)) || !(d >= -9.2e18 && d <= 9.2e18)) return BADTYPE(e, key, "an integer", v);
         x = (int64_t)d;
     } else {
         return BADTYPE(e, key, "an integer", v);
@@ -116,8 +139,8 @@ static omnic_status get_num(const json_t *o, const char *key, double lo, double 
     if (!json_is_number(v)) return BADTYPE(e, key, "a number", v);
     double x = json_number_value(v);
     if (!isfinite(x) || x < lo || x > hi || (lo_open && x == lo))
-        return BAD(e, key, "Invalid '%s': %g is outside the allowed range %s%g, %g]", key, x, lo_open ? "(" : "[",
-                   lo, hi);
+        return BAD(e, key, "Invalid '%s': %g is outside the allowed range %s%g, %g]", key, x,
+                   lo_open ? "(" : "[", lo, hi);
     *out = (float)x;
     return OMNIC_OK;
 }
@@ -182,8 +205,9 @@ static omnic_status content_value(const json_t *c, const char *where, json_t **i
             }
             if (b.len) omnic__buf_put(&b, "\n", 1);
             omnic__buf_put(&b, json_string_value(txt), json_string_length(txt));
-            oom = json_array_append_new(parts, json_pack("{s:s, s:s%}", "type", "text", "text", json_string_value(txt),
-                                                         json_string_length(txt))) != 0;
+            oom =
+                json_array_append_new(parts, json_pack("{s:s, s:s%}", "type", "text", "text",
+                                                       json_string_value(txt), json_string_length(txt))) != 0;
             continue;
         }
         if (!strcmp(t, "image_url") || !strcmp(t, "input_image")) {
@@ -191,15 +215,18 @@ static omnic_status content_value(const json_t *c, const char *where, json_t **i
             if ((st = image_part_url(part, p, &url, e)) != OMNIC_OK) break;
             if (!*images && !(*images = json_array())) oom = true;
             if (json_array_size(*images) >= OMNIC_MAX_REQUEST_IMAGES) {
-                st = BAD(e, p, "Invalid '%s': more than %d images in one request", p, OMNIC_MAX_REQUEST_IMAGES);
+                st = BAD(e, p, "Invalid '%s': more than %d images in one request", p,
+                         OMNIC_MAX_REQUEST_IMAGES);
                 break;
             }
-            oom = oom || json_array_append_new(*images, json_pack("{s:O, s:s}", "url", url, "param", p)) != 0 ||
+            oom = oom ||
+                  json_array_append_new(*images, json_pack("{s:O, s:s}", "url", url, "param", p)) != 0 ||
                   json_array_append_new(parts, json_pack("{s:s}", "type", "image")) != 0;
             has_image = true;
             continue;
         }
-        if (!strcmp(t, "input_audio") || !strcmp(t, "audio_url") || !strcmp(t, "video_url") || !strcmp(t, "file")) {
+        if (!strcmp(t, "input_audio") || !strcmp(t, "audio_url") || !strcmp(t, "video_url") ||
+            !strcmp(t, "file")) {
             st = UNSUPPORTED(e, p, "This model does not accept '%s' content (its input modalities: %s)", t,
                              "text and image at most");
             break;
@@ -223,7 +250,8 @@ static omnic_status parse_messages(const json_t *msgs, json_t **out, json_t **im
     size_t n = json_array_size(msgs);
     if (n == 0) return BAD(e, "messages", "Invalid 'messages': empty array. Expected at least 1 message");
     if (n > OMNIC_MAX_MESSAGES)
-        return BAD(e, "messages", "Invalid 'messages': %zu messages is over the limit of %d", n, OMNIC_MAX_MESSAGES);
+        return BAD(e, "messages", "Invalid 'messages': %zu messages is over the limit of %d", n,
+                   OMNIC_MAX_MESSAGES);
     json_t *arr = json_array();
     if (!arr) return omnic__api_fail(e, 503, NULL, NULL, NULL, "out of memory");
     omnic_status s = OMNIC_OK;
@@ -247,11 +275,13 @@ static omnic_status parse_messages(const json_t *msgs, json_t **out, json_t **im
         }
         const char *r = json_string_value(role);
         if (!strcmp(r, "tool") || !strcmp(r, "function")) {
-            s = UNSUPPORTED(e, p, "Invalid '%s': '%s' messages need tools, which are not supported yet", p, r);
+            s = UNSUPPORTED(e, p, "Invalid '%s': '%s' messages need tools, which are not supported yet", p,
+                            r);
             break;
         }
         if (strcmp(r, "system") && strcmp(r, "developer") && strcmp(r, "user") && strcmp(r, "assistant")) {
-            s = BAD(e, p, "Invalid '%s': '%.64s' is not one of 'system', 'developer', 'user', 'assistant'", p, r);
+            s = BAD(e, p, "Invalid '%s': '%.64s' is not one of 'system', 'developer', 'user', 'assistant'", p,
+                    r);
             break;
         }
         if (field(m, "tool_calls") || field(m, "function_call")) {
@@ -282,7 +312,8 @@ static omnic_status parse_messages(const json_t *msgs, json_t **out, json_t **im
             break;
         }
         if (nm && name &&
-            json_object_set_new(nm, "name", json_stringn_nocheck(json_string_value(name), json_string_length(name))))
+            json_object_set_new(nm, "name",
+                                json_stringn_nocheck(json_string_value(name), json_string_length(name))))
             json_decref(nm), nm = NULL;
         if (!nm || json_array_append_new(arr, nm) != 0) {
             s = omnic__api_fail(e, 503, NULL, NULL, NULL, "out of memory");
@@ -334,7 +365,8 @@ static omnic_status parse_prompts(const json_t *p, omnic__api_request *r, omnic_
         return BADTYPE(e, "prompt", "a string, an array of strings or an array of token ids", p);
     }
     if (n > OMNIC_MAX_PROMPTS)
-        return BAD(e, "prompt", "Invalid 'prompt': %zu prompts is over the limit of %d", n, OMNIC_MAX_PROMPTS);
+        return BAD(e, "prompt", "Invalid 'prompt': %zu prompts is over the limit of %d", n,
+                   OMNIC_MAX_PROMPTS);
     r->prompts = omnic_alloc_array(n, sizeof *r->prompts);
     if (!r->prompts) return omnic__api_fail(e, 503, NULL, NULL, NULL, "out of memory");
     r->n_prompts = n;
@@ -343,7 +375,8 @@ static omnic_status parse_prompts(const json_t *p, omnic__api_request *r, omnic_
         r->prompts[0].len = json_string_length(p);
         return OMNIC_OK;
     }
-    if (json_is_integer(json_array_get(p, 0))) return ids_of(p, "prompt", &r->prompts[0].ids, &r->prompts[0].n_ids, e);
+    if (json_is_integer(json_array_get(p, 0)))
+        return ids_of(p, "prompt", &r->prompts[0].ids, &r->prompts[0].n_ids, e);
     for (size_t i = 0; i < n; i++) {
         const json_t *v = json_array_get(p, i);
         char where[48];
@@ -379,8 +412,8 @@ static omnic_status parse_stop(const json_t *body, omnic__api_request *r, omnic_
     }
     if (!json_is_array(v)) return BADTYPE(e, "stop", "a string or an array of strings", v);
     if (json_array_size(v) > OMNIC_MAX_STOPS)
-        return BAD(e, "stop", "Invalid 'stop': %zu stop sequences is over the limit of %d", json_array_size(v),
-                   OMNIC_MAX_STOPS);
+        return BAD(e, "stop", "Invalid 'stop': %zu stop sequences is over the limit of %d",
+                   json_array_size(v), OMNIC_MAX_STOPS);
     for (size_t i = 0; i < json_array_size(v); i++) {
         const json_t *s = json_array_get(v, i);
         char p[32];
@@ -410,7 +443,8 @@ static omnic_status refuse_unsupported(omnic__api_kind kind, const json_t *body,
     if ((v = field(body, "tool_choice")) && !(json_is_string(v) && !strcmp(json_string_value(v), "none")))
         return UNSUPPORTED(e, "tool_choice", "'tool_choice' is not supported yet (only \"none\")");
     if (field(body, "functions")) return UNSUPPORTED(e, "functions", "'functions' is not supported yet");
-    if (field(body, "function_call")) return UNSUPPORTED(e, "function_call", "'function_call' is not supported yet");
+    if (field(body, "function_call"))
+        return UNSUPPORTED(e, "function_call", "'function_call' is not supported yet");
     if ((v = field(body, "response_format"))) {
         const json_t *t = json_is_object(v) ? json_object_get(v, "type") : NULL;
         if (!json_is_string(t) || strcmp(json_string_value(t), "text"))
@@ -425,7 +459,8 @@ static omnic_status refuse_unsupported(omnic__api_kind kind, const json_t *body,
         for (size_t i = 0; i < json_array_size(v); i++) {
             const json_t *m = json_array_get(v, i);
             if (!json_is_string(m) || strcmp(json_string_value(m), "text"))
-                return UNSUPPORTED(e, "modalities", "this model outputs only text ('modalities': [\"text\"])");
+                return UNSUPPORTED(e, "modalities",
+                                   "this model outputs only text ('modalities': [\"text\"])");
         }
     }
     if (field(body, "prediction")) return UNSUPPORTED(e, "prediction", "'prediction' is not supported yet");
@@ -454,12 +489,14 @@ static omnic_status parse_request(omnic__api_kind kind, const json_t *body, int 
     OMNIC_TRY(get_int(body, "n", 1, max_n, NULL, &x, e));
     r->n = (int)(field(body, "n") ? x : 1);
     OMNIC_TRY(refuse_unsupported(kind, body, r->n, e));
-    if (kind == OMNIC_API_CHAT) OMNIC_TRY(parse_messages(field(body, "messages"), &r->messages, &r->images, e));
-    else OMNIC_TRY(parse_prompts(field(body, "prompt"), r, e));
+    if (kind == OMNIC_API_CHAT)
+        OMNIC_TRY(parse_messages(field(body, "messages"), &r->messages, &r->images, e));
+    else
+        OMNIC_TRY(parse_prompts(field(body, "prompt"), r, e));
     size_t n_prompts = kind == OMNIC_API_CHAT ? 1 : r->n_prompts;
     if (n_prompts * (size_t)r->n > OMNIC_MAX_CHOICES)
-        return BAD(e, "n", "Invalid 'n': %zu prompts x n %d = %zu choices is over the limit of %d", n_prompts, r->n,
-                   n_prompts * (size_t)r->n, OMNIC_MAX_CHOICES);
+        return BAD(e, "n", "Invalid 'n': %zu prompts x n %d = %zu choices is over the limit of %d", n_prompts,
+                   r->n, n_prompts * (size_t)r->n, OMNIC_MAX_CHOICES);
     OMNIC_TRY(get_bool(body, "stream", &r->stream, e));
     if ((v = field(body, "stream_options"))) {
         if (!json_is_object(v)) return BADTYPE(e, "stream_options", "an object", v);
@@ -469,7 +506,8 @@ static omnic_status parse_request(omnic__api_kind kind, const json_t *body, int 
         if (u && !json_is_boolean(u)) return BADTYPE(e, "stream_options.include_usage", "a boolean", u);
         r->include_usage = json_is_true(u);
         u = field(v, "continuous_usage_stats");
-        if (u && !json_is_boolean(u)) return BADTYPE(e, "stream_options.continuous_usage_stats", "a boolean", u);
+        if (u && !json_is_boolean(u))
+            return BADTYPE(e, "stream_options.continuous_usage_stats", "a boolean", u);
         r->continuous_usage = json_is_true(u);
     }
     OMNIC_TRY(get_bool(body, "ignore_eos", &r->ignore_eos, e));
@@ -489,22 +527,26 @@ static omnic_status parse_request(omnic__api_kind kind, const json_t *body, int 
     OMNIC_TRY(get_num(body, "temperature", 0, 2, false, &sp->temperature, e));
     float top_p = 1.0f;
     OMNIC_TRY(get_num(body, "top_p", 0, 1, false, &top_p, e));
-    if (top_p == 0.0f) sp->temperature = 0.0f; /* keeps only the most likely token: greedy */
-    else sp->top_p = top_p;
+    if (top_p == 0.0f)
+        sp->temperature = 0.0f; /* keeps only the most likely token: greedy */
+    else
+        sp->top_p = top_p;
     OMNIC_TRY(get_num(body, "presence_penalty", -2, 2, false, &sp->presence_penalty, e));
     OMNIC_TRY(get_num(body, "frequency_penalty", -2, 2, false, &sp->frequency_penalty, e));
     OMNIC_TRY(get_num(body, "min_p", 0, 1, false, &sp->min_p, e));
     OMNIC_TRY(get_num(body, "repetition_penalty", 0, 10, true, &sp->repetition_penalty, e));
     OMNIC_TRY(get_int(body, "top_k", -1, INT32_MAX, &given, &x, e));
     if (given) sp->top_k = x < 0 ? 0 : (int32_t)x;
-    static const struct { const char *key; unsigned bit; } sampling_keys[] = {
-        {"temperature", OMNIC_GEN_TEMPERATURE},
-        {"top_p", OMNIC_GEN_TOP_P},
-        {"top_k", OMNIC_GEN_TOP_K},
-        {"min_p", OMNIC_GEN_MIN_P},
-        {"repetition_penalty", OMNIC_GEN_REPETITION_PENALTY},
-        {"max_tokens", OMNIC_GEN_MAX_TOKENS},
-        {"max_completion_tokens", OMNIC_GEN_MAX_TOKENS}};
+    static const struct {
+        const char *key;
+        unsigned bit;
+    } sampling_keys[] = {{"temperature", OMNIC_GEN_TEMPERATURE},
+                         {"top_p", OMNIC_GEN_TOP_P},
+                         {"top_k", OMNIC_GEN_TOP_K},
+                         {"min_p", OMNIC_GEN_MIN_P},
+                         {"repetition_penalty", OMNIC_GEN_REPETITION_PENALTY},
+                         {"max_tokens", OMNIC_GEN_MAX_TOKENS},
+                         {"max_completion_tokens", OMNIC_GEN_MAX_TOKENS}};
     for (size_t k = 0; k < sizeof sampling_keys / sizeof sampling_keys[0]; k++)
         if (field(body, sampling_keys[k].key)) r->sampling_given |= sampling_keys[k].bit;
     if (top_p == 0.0f) r->sampling_given |= OMNIC_GEN_TEMPERATURE; /* greedy, as asked */
@@ -533,7 +575,8 @@ void omnic__api_request_deinit(omnic__api_request *r)
     if (!r) return;
     json_decref(r->messages);
     json_decref(r->images);
-    for (size_t i = 0; r->prompts && i < r->n_prompts; i++) omnic_free(r->prompts[i].ids);
+    for (size_t i = 0; r->prompts && i < r->n_prompts; i++)
+        omnic_free(r->prompts[i].ids);
     omnic_free(r->prompts);
     memset(r, 0, sizeof *r);
 }
@@ -602,8 +645,8 @@ void omnic__api_detokenize_deinit(omnic__api_detokenize *d)
 
 static void head(omnic__buf *b, const omnic__api_meta *m, bool chunk)
 {
-    const char *obj = m->kind == OMNIC_API_CHAT ? (chunk ? "chat.completion.chunk" : "chat.completion")
-                                                : "text_completion";
+    const char *obj =
+        m->kind == OMNIC_API_CHAT ? (chunk ? "chat.completion.chunk" : "chat.completion") : "text_completion";
     omnic__buf_puts(b, "{\"id\":");
     omnic__buf_json_str(b, m->id, strlen(m->id));
     omnic__buf_printf(b, ",\"object\":\"%s\",\"created\":%lld,\"model\":", obj, (long long)m->created);
@@ -616,13 +659,13 @@ static void head(omnic__buf *b, const omnic__api_meta *m, bool chunk)
 
 static void usage(omnic__buf *b, int64_t prompt, int64_t completion)
 {
-    omnic__buf_printf(b, "{\"prompt_tokens\":%lld,\"completion_tokens\":%lld,\"total_tokens\":%lld}", (long long)prompt,
-                      (long long)completion, (long long)(prompt + completion));
+    omnic__buf_printf(b, "{\"prompt_tokens\":%lld,\"completion_tokens\":%lld,\"total_tokens\":%lld}",
+                      (long long)prompt, (long long)completion, (long long)(prompt + completion));
 }
 
 /* One chunk with one choice: chat deltas carry role and/or content; completions carry text. */
-static bool chunk(omnic__buf *b, const omnic__api_meta *m, int index, const char *role, const char *text, size_t len,
-                  const char *finish, int64_t prompt, int64_t completion)
+static bool chunk(omnic__buf *b, const omnic__api_meta *m, int index, const char *role, const char *text,
+                  size_t len, const char *finish, int64_t prompt, int64_t completion)
 {
     omnic__buf_puts(b, "data: ");
     head(b, m, true);
@@ -641,8 +684,10 @@ static bool chunk(omnic__buf *b, const omnic__api_meta *m, int index, const char
         omnic__buf_printf(b, ",\"index\":%d,", index);
     }
     omnic__buf_puts(b, "\"logprobs\":null,\"finish_reason\":");
-    if (finish) omnic__buf_printf(b, "\"%s\"", finish);
-    else omnic__buf_puts(b, "null");
+    if (finish)
+        omnic__buf_printf(b, "\"%s\"", finish);
+    else
+        omnic__buf_puts(b, "null");
     omnic__buf_puts(b, "}]");
     if (m->continuous_usage) {
         omnic__buf_puts(b, ",\"usage\":");
@@ -671,7 +716,8 @@ bool omnic__api_chunk_finish(omnic__buf *b, const omnic__api_meta *m, int index,
                  completion_tokens);
 }
 
-bool omnic__api_chunk_usage(omnic__buf *b, const omnic__api_meta *m, int64_t prompt_tokens, int64_t completion_tokens)
+bool omnic__api_chunk_usage(omnic__buf *b, const omnic__api_meta *m, int64_t prompt_tokens,
+                            int64_t completion_tokens)
 {
     omnic__buf_puts(b, "data: ");
     head(b, m, true);
@@ -687,10 +733,13 @@ bool omnic__api_sse_error(omnic__buf *b, const omnic__api_error *e)
     return omnic__buf_puts(b, "\n\n");
 }
 
-bool omnic__api_sse_done(omnic__buf *b) { return omnic__buf_puts(b, "data: [DONE]\n\n"); }
+bool omnic__api_sse_done(omnic__buf *b)
+{
+    return omnic__buf_puts(b, "data: [DONE]\n\n");
+}
 
-bool omnic__api_body(omnic__buf *b, const omnic__api_meta *m, const omnic__api_choice_out *choices, int n_choices,
-                     int64_t prompt_tokens, int64_t completion_tokens)
+bool omnic__api_body(omnic__buf *b, const omnic__api_meta *m, const omnic__api_choice_out *choices,
+                     int n_choices, int64_t prompt_tokens, int64_t completion_tokens)
 {
     head(b, m, false);
     omnic__buf_puts(b, ",\"choices\":[");

@@ -34,18 +34,18 @@
 /* ---- errors ---- */
 
 typedef struct omnic__api_error {
-    int status;        /* HTTP status: 400, 401, 404, 405, 413, 429, 500, 501, 503, 504 */
-    const char *type;  /* static: "invalid_request_error", "rate_limit_error", "server_error", ... */
-    const char *code;  /* static or NULL (JSON null): "invalid_value", "model_not_found", ... */
-    char param[96];    /* the offending field ("messages[2].role"), "" for null */
+    int status;       /* HTTP status: 400, 401, 404, 405, 413, 429, 500, 501, 503, 504 */
+    const char *type; /* static: "invalid_request_error", "rate_limit_error", "server_error", ... */
+    const char *code; /* static or NULL (JSON null): "invalid_value", "model_not_found", ... */
+    char param[96];   /* the offending field ("messages[2].role"), "" for null */
     char message[OMNIC_ERR_MSG_MAX];
 } omnic__api_error;
 
 /* Fills *e and returns the omnic_status matching status (400: E_INVALID, 404: E_NOT_FOUND,
  * 413/429: E_TOO_LARGE, 501: E_UNSUPPORTED, 503/504: E_CANCELLED, else E_INTERNAL).
  * type NULL: derived from status. param may be NULL. */
-omnic_status omnic__api_fail(omnic__api_error *e, int status, const char *type, const char *code, const char *param,
-                             const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+omnic_status omnic__api_fail(omnic__api_error *e, int status, const char *type, const char *code,
+                             const char *param, const char *fmt, ...) __attribute__((format(printf, 6, 7)));
 
 /* {"error":{"message":...,"type":...,"param":...,"code":...}} */
 bool omnic__api_error_body(omnic__buf *b, const omnic__api_error *e);
@@ -58,28 +58,28 @@ typedef enum omnic__api_kind { OMNIC_API_CHAT, OMNIC_API_COMPLETION } omnic__api
 typedef struct omnic__api_prompt {
     const char *text; /* NULL when ids are given */
     size_t len;
-    int32_t *ids;     /* owned [n_ids] */
+    int32_t *ids; /* owned [n_ids] */
     size_t n_ids;
 } omnic__api_prompt;
 
 typedef struct omnic__api_request {
     omnic__api_kind kind;
-    const char *model;            /* borrowed from the body; NULL when absent */
-    json_t *messages;             /* CHAT: owned, normalized [{"role", "content"[, "name"]}]: content a
-                                   * string, or (with images) [{"type": "text", "text"} | {"type": "image"}] */
-    json_t *images;               /* CHAT: owned array of the image parts in order, {"url": string,
-                                   * "param": "messages[i].content[j]"}, or NULL */
-    omnic__api_prompt *prompts;   /* COMPLETION: owned [n_prompts] */
+    const char *model;          /* borrowed from the body; NULL when absent */
+    json_t *messages;           /* CHAT: owned, normalized [{"role", "content"[, "name"]}]: content a
+                                 * string, or (with images) [{"type": "text", "text"} | {"type": "image"}] */
+    json_t *images;             /* CHAT: owned array of the image parts in order, {"url": string,
+                                 * "param": "messages[i].content[j]"}, or NULL */
+    omnic__api_prompt *prompts; /* COMPLETION: owned [n_prompts] */
     size_t n_prompts;
     bool stream, include_usage, continuous_usage, ignore_eos;
     int64_t min_pixels, max_pixels; /* mm_processor_kwargs (Qwen2-VL image processors); 0: not given */
-    int64_t max_tokens;           /* -1: not given */
-    int n;                        /* choices per prompt */
+    int64_t max_tokens;             /* -1: not given */
+    int n;                          /* choices per prompt */
     omnic__sampling_params sampling;
-    unsigned sampling_given;      /* OMNIC_GEN_* bits of the values the body set (temperature, top_k,
-                                   * top_p, min_p, repetition_penalty, max_tokens): generation_config.json
-                                   * fills the others */
-    bool has_seed;                /* seed given (else the server draws one per choice) */
+    unsigned sampling_given;            /* OMNIC_GEN_* bits of the values the body set (temperature, top_k,
+                                         * top_p, min_p, repetition_penalty, max_tokens): generation_config.json
+                                         * fills the others */
+    bool has_seed;                      /* seed given (else the server draws one per choice) */
     const char *stops[OMNIC_MAX_STOPS]; /* borrowed from the body */
     size_t n_stops;
 } omnic__api_request;
@@ -98,9 +98,9 @@ void omnic__api_request_deinit(omnic__api_request *r);
 typedef struct omnic__api_tokenize {
     const char *text; /* borrowed; NULL when messages are given */
     size_t len;
-    json_t *messages; /* owned, normalized as in chat requests */
-    bool add_special;            /* default: true for text, false for messages */
-    bool add_generation_prompt;  /* default false */
+    json_t *messages;           /* owned, normalized as in chat requests */
+    bool add_special;           /* default: true for text, false for messages */
+    bool add_generation_prompt; /* default false */
 } omnic__api_tokenize;
 omnic_status omnic__api_parse_tokenize(const json_t *body, omnic__api_tokenize *out, omnic__api_error *e);
 void omnic__api_tokenize_deinit(omnic__api_tokenize *t);
@@ -119,8 +119,8 @@ void omnic__api_detokenize_deinit(omnic__api_detokenize *d);
 /* What every body and chunk of one response repeats. */
 typedef struct omnic__api_meta {
     omnic__api_kind kind;
-    const char *id;          /* "chatcmpl-..." / "cmpl-..." */
-    int64_t created;         /* Unix seconds */
+    const char *id;  /* "chatcmpl-..." / "cmpl-..." */
+    int64_t created; /* Unix seconds */
     const char *model;
     const char *fingerprint; /* system_fingerprint; NULL: omitted */
     bool include_usage;      /* stream_options.include_usage: "usage": null in each chunk */
@@ -131,7 +131,8 @@ typedef struct omnic__api_meta {
 
 /* SSE events, each "data: {...}\n\n". prompt_tokens / completion_tokens: the choice's usage
  * so far, written only with continuous_usage. */
-bool omnic__api_chunk_role(omnic__buf *b, const omnic__api_meta *m, int index, int64_t prompt_tokens); /* chat */
+bool omnic__api_chunk_role(omnic__buf *b, const omnic__api_meta *m, int index,
+                           int64_t prompt_tokens); /* chat */
 bool omnic__api_chunk_text(omnic__buf *b, const omnic__api_meta *m, int index, const char *text, size_t len,
                            int64_t prompt_tokens, int64_t completion_tokens);
 bool omnic__api_chunk_finish(omnic__buf *b, const omnic__api_meta *m, int index, const char *finish_reason,
@@ -149,7 +150,7 @@ typedef struct omnic__api_choice_out {
 } omnic__api_choice_out;
 
 /* The whole chat.completion / text_completion object. */
-bool omnic__api_body(omnic__buf *b, const omnic__api_meta *m, const omnic__api_choice_out *choices, int n_choices,
-                     int64_t prompt_tokens, int64_t completion_tokens);
+bool omnic__api_body(omnic__buf *b, const omnic__api_meta *m, const omnic__api_choice_out *choices,
+                     int n_choices, int64_t prompt_tokens, int64_t completion_tokens);
 
 #endif

@@ -28,8 +28,8 @@
 #include "engine/media.h"
 #include "engine/media_pool.h"
 #include "engine/modality.h"
-#include "server/media.h"
 #include "io/json.h"
+#include "server/media.h"
 #include "server/openai.h"
 #include "server/server.h"
 #include "server/trust.h"
@@ -57,9 +57,9 @@ typedef enum http_reject {
 } http_reject;
 
 static const char *const reject_names[REJ_COUNT] = {
-    "auth",        "body_too_large", "malformed_json", "invalid_request", "unsupported", "not_found",
-    "model_not_found", "method_not_allowed", "queue_full", "capacity", "loading", "shutting_down",
-    "host_not_allowed", "origin_not_allowed", "content_type"};
+    "auth",      "body_too_large",  "malformed_json",     "invalid_request",    "unsupported",
+    "not_found", "model_not_found", "method_not_allowed", "queue_full",         "capacity",
+    "loading",   "shutting_down",   "host_not_allowed",   "origin_not_allowed", "content_type"};
 
 #define STATUS_MIN 100
 #define STATUS_MAX 599
@@ -78,7 +78,7 @@ struct omnic__server {
     omnic__chat *chat;             /* the parsed chat template; NULL: see chat_status */
     omnic_status chat_status;      /* why chat is NULL (E_NOT_FOUND: the model has none) */
     char chat_error[OMNIC_ERR_MSG_MAX];
-    atomic_int state;              /* server_state */
+    atomic_int state; /* server_state */
     bool have_key;
     /* Host header allow-list: --allowed-hosts, else the listen address and localhost names
      * ("*" when listening on every address) */
@@ -101,7 +101,7 @@ struct omnic__server {
     atomic_uint_fast64_t rejected[REJ_COUNT];
     atomic_uint_fast64_t disconnects, slow_clients;
     /* images (when the model takes them) */
-    omnic__media_proc prep;   /* the model's image processor (with --max-image-pixels) */
+    omnic__media_proc prep; /* the model's image processor (with --max-image-pixels) */
     bool images_ok;
     omnic__media_pool *media; /* the media stage's workers (images_ok) */
     char media_dir[PATH_MAX]; /* resolved --media-dir, "" when none */
@@ -117,38 +117,41 @@ static uint64_t rand64(omnic__server *s)
     return z ^ (z >> 31);
 }
 
-static omnic__engine *engine_of(omnic__server *s) { return atomic_load(&s->engine); }
+static omnic__engine *engine_of(omnic__server *s)
+{
+    return atomic_load(&s->engine);
+}
 
 /* ---- the generation channel ---- */
 
 typedef struct choice {
     channel *ch;
-    int index;                 /* choice index in the response */
-    int prompt;                /* prompt it belongs to */
-    uint64_t id;               /* engine request id (0 until submitted) */
+    int index;   /* choice index in the response */
+    int prompt;  /* prompt it belongs to */
+    uint64_t id; /* engine request id (0 until submitted) */
     bool done;
     omnic__finish finish;
     int64_t prompt_tokens, completion_tokens;
-    int64_t tokens;            /* generated so far (TEXT events with a token) */
-    omnic__buf text;           /* engine side: stream backlog, or the whole non-streamed text */
-    char error[256];           /* engine error message (OMNIC_FINISH_ERROR) */
+    int64_t tokens;  /* generated so far (TEXT events with a token) */
+    omnic__buf text; /* engine side: stream backlog, or the whole non-streamed text */
+    char error[256]; /* engine error message (OMNIC_FINISH_ERROR) */
 } choice;
 
 struct channel {
     pthread_mutex_t mu;
-    int refs;                      /* HTTP side + engine requests not yet DONE */
-    omnic__engine *engine;         /* borrowed */
-    size_t max_text;               /* per choice (the server's max_text) */
+    int refs;                        /* HTTP side + engine requests not yet DONE */
+    omnic__engine *engine;           /* borrowed */
+    size_t max_text;                 /* per choice (the server's max_text) */
     atomic_uint_fast64_t *overflows; /* the server's slow-client counter */
-    struct MHD_Connection *conn;   /* NULL once the HTTP side completed */
-    int fd;                        /* the connection's socket (watchdog) */
+    struct MHD_Connection *conn;     /* NULL once the HTTP side completed */
+    int fd;                          /* the connection's socket (watchdog) */
     bool stream;
-    bool suspended;                /* the connection waits for this channel */
-    bool client_gone;              /* the watchdog saw the peer close */
-    bool overflow;                 /* a choice's text passed OMNIC_MAX_CHOICE_TEXT */
+    bool suspended;   /* the connection waits for this channel */
+    bool client_gone; /* the watchdog saw the peer close */
+    bool overflow;    /* a choice's text passed OMNIC_MAX_CHOICE_TEXT */
     int n_choices, n_submitted, n_done;
-    choice *choices;               /* [n_choices] */
-    channel *prev, *next;          /* the server's live list */
+    choice *choices;      /* [n_choices] */
+    channel *prev, *next; /* the server's live list */
 };
 
 static channel *channel_create(omnic__engine *e, int n_choices, bool stream)
@@ -166,13 +169,15 @@ static channel *channel_create(omnic__engine *e, int n_choices, bool stream)
     ch->fd = -1;
     ch->stream = stream;
     ch->n_choices = n_choices;
-    for (int i = 0; i < n_choices; i++) ch->choices[i].ch = ch, ch->choices[i].index = i;
+    for (int i = 0; i < n_choices; i++)
+        ch->choices[i].ch = ch, ch->choices[i].index = i;
     return ch;
 }
 
 static void channel_free(channel *ch)
 {
-    for (int i = 0; i < ch->n_choices; i++) omnic__buf_free(&ch->choices[i].text);
+    for (int i = 0; i < ch->n_choices; i++)
+        omnic__buf_free(&ch->choices[i].text);
     omnic_free(ch->choices);
     pthread_mutex_destroy(&ch->mu);
     omnic_free(ch);
@@ -196,7 +201,8 @@ static void channel_cancel(channel *ch)
     for (int i = 0; i < ch->n_choices && n < OMNIC_MAX_CHOICES; i++)
         if (ch->choices[i].id && !ch->choices[i].done) ids[n++] = ch->choices[i].id;
     pthread_mutex_unlock(&ch->mu);
-    for (int i = 0; i < n; i++) omnic__engine_cancel(ch->engine, ids[i]);
+    for (int i = 0; i < n; i++)
+        omnic__engine_cancel(ch->engine, ids[i]);
 }
 
 /* Engine callback (scheduler thread): buffer, never block. */
@@ -263,22 +269,22 @@ typedef struct conn_state {
     /* generation */
     channel *ch;
     size_t n_prompts;
-    int32_t **ids;      /* [n_prompts] owned prompt token ids */
+    int32_t **ids; /* [n_prompts] owned prompt token ids */
     size_t *n_ids;
     char id[48];
     omnic__api_meta meta;
     /* streaming (HTTP side only) */
-    omnic__buf out;     /* formatted bytes not yet handed to MHD */
+    omnic__buf out; /* formatted bytes not yet handed to MHD */
     size_t out_pos;
     int n_choices;
-    omnic__buf *spare;  /* [n_choices] text swapped out of the channel */
-    int64_t *tokens;    /* [n_choices] tokens generated when the text was taken */
-    bool *final_sent;   /* [n_choices] */
+    omnic__buf *spare; /* [n_choices] text swapped out of the channel */
+    int64_t *tokens;   /* [n_choices] tokens generated when the text was taken */
+    bool *final_sent;  /* [n_choices] */
     bool roles_sent, stream_ended;
     omnic__media_item *media; /* [n_media] owned: the request's preprocessed images */
     size_t n_media;
     const omnic__media_item **media_ptrs; /* [n_media] pointers into media (the engine request's list) */
-    char warning[256];        /* "" or what the response reports (an image resized by a user limit) */
+    char warning[256]; /* "" or what the response reports (an image resized by a user limit) */
 } conn_state;
 
 static void conn_state_free(conn_state *cs)
@@ -286,15 +292,18 @@ static void conn_state_free(conn_state *cs)
     omnic__buf_free(&cs->body);
     json_decref(cs->json);
     omnic__api_request_deinit(&cs->req);
-    for (size_t i = 0; cs->ids && i < cs->n_prompts; i++) omnic_free(cs->ids[i]);
+    for (size_t i = 0; cs->ids && i < cs->n_prompts; i++)
+        omnic_free(cs->ids[i]);
     omnic_free(cs->ids);
     omnic_free(cs->n_ids);
     omnic__buf_free(&cs->out);
-    for (int i = 0; cs->spare && i < cs->n_choices; i++) omnic__buf_free(&cs->spare[i]);
+    for (int i = 0; cs->spare && i < cs->n_choices; i++)
+        omnic__buf_free(&cs->spare[i]);
     omnic_free(cs->spare);
     omnic_free(cs->final_sent);
     omnic_free(cs->tokens);
-    for (size_t i = 0; cs->media && i < cs->n_media; i++) omnic__media_item_deinit(&cs->media[i]);
+    for (size_t i = 0; cs->media && i < cs->n_media; i++)
+        omnic__media_item_deinit(&cs->media[i]);
     omnic_free(cs->media);
     omnic_free(cs->media_ptrs);
     omnic_free(cs);
@@ -320,7 +329,10 @@ static void add_common_headers(conn_state *cs, struct MHD_Response *r)
     }
 }
 
-static void free_buf_cb(void *p) { omnic_free(p); }
+static void free_buf_cb(void *p)
+{
+    omnic_free(p);
+}
 
 /* Queues body (taken) with status. extra_key/value: one more header or NULL. */
 static enum MHD_Result respond(conn_state *cs, unsigned status, const char *ctype, omnic__buf *body,
@@ -330,8 +342,9 @@ static enum MHD_Result respond(conn_state *cs, unsigned status, const char *ctyp
     if (body->oom) {
         omnic__buf_free(body);
         status = 503;
-        omnic__buf_puts(body, "{\"error\":{\"message\":\"out of memory\",\"type\":\"server_error\",\"param\":null,"
-                              "\"code\":null}}");
+        omnic__buf_puts(body,
+                        "{\"error\":{\"message\":\"out of memory\",\"type\":\"server_error\",\"param\":null,"
+                        "\"code\":null}}");
         ctype = "application/json";
         if (body->oom) return MHD_NO;
     }
@@ -374,11 +387,11 @@ static enum MHD_Result respond_error(conn_state *cs, const omnic__api_error *e, 
     return respond(cs, (unsigned)e->status, "application/json", &b, k, v);
 }
 
-#define FAIL_RESPONSE(cs, why, status, code, param, ...)                                                    \
-    do {                                                                                                    \
-        omnic__api_error e_;                                                                                \
-        omnic__api_fail(&e_, (status), NULL, (code), (param), __VA_ARGS__);                                 \
-        return respond_error((cs), &e_, (why));                                                             \
+#define FAIL_RESPONSE(cs, why, status, code, param, ...)                                                     \
+    do {                                                                                                     \
+        omnic__api_error e_;                                                                                 \
+        omnic__api_fail(&e_, (status), NULL, (code), (param), __VA_ARGS__);                                  \
+        return respond_error((cs), &e_, (why));                                                              \
     } while (0)
 
 /* ---- authentication, CORS, routing ---- */
@@ -388,7 +401,8 @@ static bool auth_ok(omnic__server *s, struct MHD_Connection *c)
     const char *h = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
     if (!h || strncasecmp(h, "Bearer ", 7) != 0) return false;
     h += 7;
-    while (*h == ' ') h++;
+    while (*h == ' ')
+        h++;
     uint8_t got[32];
     omnic__sha256 sh;
     omnic__sha256_init(&sh);
@@ -396,7 +410,8 @@ static bool auth_ok(omnic__server *s, struct MHD_Connection *c)
     omnic__sha256_final(&sh, got);
     /* constant time over the digests: the comparison leaks neither position nor length */
     volatile uint8_t diff = 0;
-    for (int i = 0; i < 32; i++) diff = (uint8_t)(diff | (got[i] ^ s->key_hash[i]));
+    for (int i = 0; i < 32; i++)
+        diff = (uint8_t)(diff | (got[i] ^ s->key_hash[i]));
     return diff == 0;
 }
 
@@ -463,7 +478,8 @@ static void model_object(omnic__buf *b, omnic__server *s, const omnic__model *m)
     }
     omnic__buf_puts(b, "],\"output_modalities\":[\"text\"]");
     if (s->images_ok) { /* the largest image the processor makes (0: its fixed size), and any user limit */
-        omnic__buf_printf(b, ",\"max_image_pixels\":%lld", (long long)omnic__media_proc_max_pixels(&s->prep, false));
+        omnic__buf_printf(b, ",\"max_image_pixels\":%lld",
+                          (long long)omnic__media_proc_max_pixels(&s->prep, false));
         if (s->o.max_image_pixels > 0)
             omnic__buf_printf(b, ",\"max_image_pixels_limit\":%lld", (long long)s->o.max_image_pixels);
     }
@@ -507,8 +523,9 @@ static enum MHD_Result do_metrics(conn_state *cs)
                         "# TYPE omnic_http_responses_total counter\n");
     for (int i = 0; i <= STATUS_MAX - STATUS_MIN; i++) {
         uint64_t v = atomic_load(&s->status[i]);
-        if (v) omnic__buf_printf(&b, "omnic_http_responses_total{code=\"%d\"} %llu\n", i + STATUS_MIN,
-                                 (unsigned long long)v);
+        if (v)
+            omnic__buf_printf(&b, "omnic_http_responses_total{code=\"%d\"} %llu\n", i + STATUS_MIN,
+                              (unsigned long long)v);
     }
     omnic__buf_puts(&b, "# HELP omnic_http_rejected_total Requests the server refused, by reason.\n"
                         "# TYPE omnic_http_rejected_total counter\n");
@@ -518,21 +535,21 @@ static enum MHD_Result do_metrics(conn_state *cs)
     pthread_mutex_lock(&s->mu);
     int live = s->n_live;
     pthread_mutex_unlock(&s->mu);
-    omnic__buf_printf(&b,
-                      "# HELP omnic_http_client_disconnects_total Generation requests cancelled because the "
-                      "client went away.\n# TYPE omnic_http_client_disconnects_total counter\n"
-                      "omnic_http_client_disconnects_total %llu\n"
-                      "# HELP omnic_http_slow_client_cancels_total Requests cancelled because the client stopped "
-                      "reading (backlog over %zu bytes).\n# TYPE omnic_http_slow_client_cancels_total counter\n"
-                      "omnic_http_slow_client_cancels_total %llu\n"
-                      "# HELP omnic_http_generation_requests_active Generation requests with a client attached.\n"
-                      "# TYPE omnic_http_generation_requests_active gauge\n"
-                      "omnic_http_generation_requests_active %d\n"
-                      "# HELP omnic_server_ready 1 when the model is loaded and the server takes requests.\n"
-                      "# TYPE omnic_server_ready gauge\nomnic_server_ready %d\n",
-                      (unsigned long long)atomic_load(&s->disconnects), s->max_text,
-                      (unsigned long long)atomic_load(&s->slow_clients), live,
-                      atomic_load(&s->state) == ST_READY ? 1 : 0);
+    omnic__buf_printf(
+        &b,
+        "# HELP omnic_http_client_disconnects_total Generation requests cancelled because the "
+        "client went away.\n# TYPE omnic_http_client_disconnects_total counter\n"
+        "omnic_http_client_disconnects_total %llu\n"
+        "# HELP omnic_http_slow_client_cancels_total Requests cancelled because the client stopped "
+        "reading (backlog over %zu bytes).\n# TYPE omnic_http_slow_client_cancels_total counter\n"
+        "omnic_http_slow_client_cancels_total %llu\n"
+        "# HELP omnic_http_generation_requests_active Generation requests with a client attached.\n"
+        "# TYPE omnic_http_generation_requests_active gauge\n"
+        "omnic_http_generation_requests_active %d\n"
+        "# HELP omnic_server_ready 1 when the model is loaded and the server takes requests.\n"
+        "# TYPE omnic_server_ready gauge\nomnic_server_ready %d\n",
+        (unsigned long long)atomic_load(&s->disconnects), s->max_text,
+        (unsigned long long)atomic_load(&s->slow_clients), live, atomic_load(&s->state) == ST_READY ? 1 : 0);
     return respond(cs, 200, "text/plain; version=0.0.4; charset=utf-8", &b, NULL, NULL);
 }
 
@@ -541,10 +558,12 @@ static bool parse_body(conn_state *cs, enum MHD_Result *res)
 {
     omnic_err err;
     omnic_err_clear(&err);
-    if (omnic__json_parse(cs->body.p ? cs->body.p : "", cs->body.len, "request body", &cs->json, &err) == OMNIC_OK)
+    if (omnic__json_parse(cs->body.p ? cs->body.p : "", cs->body.len, "request body", &cs->json, &err) ==
+        OMNIC_OK)
         return true;
     omnic__api_error e;
-    if (err.code == OMNIC_E_NOMEM) omnic__api_fail(&e, 503, NULL, NULL, NULL, "out of memory parsing the body");
+    if (err.code == OMNIC_E_NOMEM)
+        omnic__api_fail(&e, 503, NULL, NULL, NULL, "out of memory parsing the body");
     else
         omnic__api_fail(&e, 400, NULL, "invalid_json", NULL,
                         "We could not parse the JSON body of your request: %s", err.msg);
@@ -560,30 +579,34 @@ static http_reject reject_of(const omnic__api_error *e)
 }
 
 /* Renders and tokenizes messages with the chat template. */
-static omnic_status chat_ids(omnic__server *s, omnic__engine *eng, const json_t *msgs, bool add_generation_prompt,
-                             int32_t **ids, size_t *n, omnic__api_error *e)
+static omnic_status chat_ids(omnic__server *s, omnic__engine *eng, const json_t *msgs,
+                             bool add_generation_prompt, int32_t **ids, size_t *n, omnic__api_error *e)
 {
     if (!s->chat) {
         if (s->chat_status == OMNIC_E_NOT_FOUND)
             return omnic__api_fail(e, 400, NULL, "no_chat_template", "messages",
                                    "This model has no chat template; use /v1/completions with a prompt");
         /* the checkpoint's template does not parse: the model's fault, not the request's */
-        return omnic__api_fail(e, s->chat_status == OMNIC_E_UNSUPPORTED ? 501 : 500, NULL, "chat_template", NULL,
-                               "The model's chat template cannot be used: %s", s->chat_error);
+        return omnic__api_fail(e, s->chat_status == OMNIC_E_UNSUPPORTED ? 501 : 500, NULL, "chat_template",
+                               NULL, "The model's chat template cannot be used: %s", s->chat_error);
     }
     char *text = NULL;
     omnic_err err;
     omnic_err_clear(&err);
-    omnic_status st =
-        omnic__chat_apply(s->chat, omnic__engine_tokenizer(eng), msgs, add_generation_prompt, NULL, &text, ids, n, &err);
+    omnic_status st = omnic__chat_apply(s->chat, omnic__engine_tokenizer(eng), msgs, add_generation_prompt,
+                                        NULL, &text, ids, n, &err);
     omnic_free(text);
     switch (st) {
-    case OMNIC_OK: return OMNIC_OK;
-    case OMNIC_E_NOMEM: return omnic__api_fail(e, 503, NULL, NULL, NULL, "out of memory applying the chat template");
-    case OMNIC_E_UNSUPPORTED: return omnic__api_fail(e, 501, NULL, "chat_template", "messages", "%s", err.msg);
+    case OMNIC_OK:
+        return OMNIC_OK;
+    case OMNIC_E_NOMEM:
+        return omnic__api_fail(e, 503, NULL, NULL, NULL, "out of memory applying the chat template");
+    case OMNIC_E_UNSUPPORTED:
+        return omnic__api_fail(e, 501, NULL, "chat_template", "messages", "%s", err.msg);
     default:
         /* raise_exception ("roles must alternate"), limits, invalid text: the conversation's fault */
-        return omnic__api_fail(e, 400, NULL, "invalid_value", "messages", "The chat template failed: %s", err.msg);
+        return omnic__api_fail(e, 400, NULL, "invalid_value", "messages", "The chat template failed: %s",
+                               err.msg);
     }
 }
 
@@ -608,8 +631,8 @@ static enum MHD_Result do_tokenize(conn_state *cs)
         }
     } else {
         omnic_err err;
-        omnic_status st = omnic__tokenizer_encode(omnic__engine_tokenizer(eng), t.text, t.len, t.add_special, &ids,
-                                                  &n, &err);
+        omnic_status st = omnic__tokenizer_encode(omnic__engine_tokenizer(eng), t.text, t.len, t.add_special,
+                                                  &ids, &n, &err);
         if (st != OMNIC_OK) {
             omnic__api_tokenize_deinit(&t);
             if (st == OMNIC_E_NOMEM) FAIL_RESPONSE(cs, REJ_NONE, 503, NULL, NULL, "%s", err.msg);
@@ -619,7 +642,8 @@ static enum MHD_Result do_tokenize(conn_state *cs)
     omnic__api_tokenize_deinit(&t);
     omnic__buf b = {0};
     omnic__buf_puts(&b, "{\"tokens\":[");
-    for (size_t i = 0; i < n; i++) omnic__buf_printf(&b, "%s%d", i ? "," : "", ids[i]);
+    for (size_t i = 0; i < n; i++)
+        omnic__buf_printf(&b, "%s%d", i ? "," : "", ids[i]);
     omnic__buf_printf(&b, "],\"count\":%zu,\"max_model_len\":%lld}", n,
                       (long long)omnic__engine_model(eng)->capacity);
     omnic_free(ids);
@@ -633,7 +657,8 @@ static enum MHD_Result do_detokenize(conn_state *cs)
     omnic__engine *eng = engine_of(cs->srv);
     omnic__api_detokenize d;
     omnic__api_error e;
-    if (omnic__api_parse_detokenize(cs->json, &d, &e) != OMNIC_OK) return respond_error(cs, &e, reject_of(&e));
+    if (omnic__api_parse_detokenize(cs->json, &d, &e) != OMNIC_OK)
+        return respond_error(cs, &e, reject_of(&e));
     char *text = NULL;
     size_t len = 0;
     omnic_err err;
@@ -656,7 +681,10 @@ static enum MHD_Result do_detokenize(conn_state *cs)
 
 /* ---- generation ---- */
 
-static const char *finish_reason(omnic__finish f) { return f == OMNIC_FINISH_LENGTH ? "length" : "stop"; }
+static const char *finish_reason(omnic__finish f)
+{
+    return f == OMNIC_FINISH_LENGTH ? "length" : "stop";
+}
 
 /* The error a choice that did not finish normally turns into. */
 static void finish_error(const omnic__server *s, const choice *c, omnic__api_error *e)
@@ -668,15 +696,20 @@ static void finish_error(const omnic__server *s, const choice *c, omnic__api_err
                         s->o.request_timeout_s, (long long)c->completion_tokens);
         break;
     case OMNIC_FINISH_CANCELLED:
-        omnic__api_fail(e, 503, NULL, "shutting_down", NULL, "The request was cancelled: the server is shutting down");
+        omnic__api_fail(e, 503, NULL, "shutting_down", NULL,
+                        "The request was cancelled: the server is shutting down");
         break;
     default:
-        omnic__api_fail(e, 500, NULL, NULL, NULL, "Generation failed: %s", c->error[0] ? c->error : "unknown error");
+        omnic__api_fail(e, 500, NULL, NULL, NULL, "Generation failed: %s",
+                        c->error[0] ? c->error : "unknown error");
         break;
     }
 }
 
-static bool finished_ok(const choice *c) { return c->finish == OMNIC_FINISH_STOP || c->finish == OMNIC_FINISH_LENGTH; }
+static bool finished_ok(const choice *c)
+{
+    return c->finish == OMNIC_FINISH_STOP || c->finish == OMNIC_FINISH_LENGTH;
+}
 
 /* Non-streamed: waits (suspended) until every choice is done, then answers. */
 static enum MHD_Result finish_nonstream(conn_state *cs)
@@ -700,7 +733,8 @@ static enum MHD_Result finish_nonstream(conn_state *cs)
     omnic__api_error e;
     if (overflow) {
         FAIL_RESPONSE(cs, REJ_NONE, 500, NULL, NULL,
-                      "The generated text passed the server's limit of %zu bytes per choice", cs->srv->max_text);
+                      "The generated text passed the server's limit of %zu bytes per choice",
+                      cs->srv->max_text);
     }
     for (int i = 0; i < ch->n_choices; i++)
         if (!finished_ok(&ch->choices[i])) {
@@ -712,7 +746,8 @@ static enum MHD_Result finish_nonstream(conn_state *cs)
     int64_t prompt = 0, completion = 0;
     for (int i = 0; i < ch->n_choices; i++) {
         const choice *c = &ch->choices[i];
-        out[i] = (omnic__api_choice_out){.text = c->text.p, .len = c->text.len, .finish_reason = finish_reason(c->finish)};
+        out[i] = (omnic__api_choice_out){
+            .text = c->text.p, .len = c->text.len, .finish_reason = finish_reason(c->finish)};
         if (i % cs->req.n == 0) prompt += c->prompt_tokens; /* a prompt counts once, whatever n */
         completion += c->completion_tokens;
     }
@@ -723,7 +758,10 @@ static enum MHD_Result finish_nonstream(conn_state *cs)
 }
 
 /* Prompt tokens of choice i (logical, as usage reports them). */
-static int64_t prompt_of(const conn_state *cs, int i) { return (int64_t)cs->n_ids[(size_t)(i / cs->req.n)]; }
+static int64_t prompt_of(const conn_state *cs, int i)
+{
+    return (int64_t)cs->n_ids[(size_t)(i / cs->req.n)];
+}
 
 /* SSE content reader (MHD polling thread): never blocks. */
 static ssize_t stream_reader(void *cls, uint64_t pos, char *buf, size_t max)
@@ -772,15 +810,16 @@ static ssize_t stream_reader(void *cls, uint64_t pos, char *buf, size_t max)
         pthread_mutex_unlock(&ch->mu);
         /* format outside the lock: done choices are no longer written by the engine */
         if (!cs->roles_sent && cs->meta.kind == OMNIC_API_CHAT)
-            for (int i = 0; i < nc; i++) omnic__api_chunk_role(&cs->out, &cs->meta, i, prompt_of(cs, i));
+            for (int i = 0; i < nc; i++)
+                omnic__api_chunk_role(&cs->out, &cs->meta, i, prompt_of(cs, i));
         cs->roles_sent = true;
         omnic__api_error e;
         memset(&e, 0, sizeof e);
         bool failed = false;
         for (int i = 0; i < nc; i++) {
             if (cs->spare[i].len) {
-                omnic__api_chunk_text(&cs->out, &cs->meta, i, cs->spare[i].p, cs->spare[i].len, prompt_of(cs, i),
-                                      cs->tokens[i]);
+                omnic__api_chunk_text(&cs->out, &cs->meta, i, cs->spare[i].p, cs->spare[i].len,
+                                      prompt_of(cs, i), cs->tokens[i]);
                 omnic__buf_clear(&cs->spare[i]);
             }
             if (!done_now[i] || failed) continue;
@@ -800,7 +839,8 @@ static ssize_t stream_reader(void *cls, uint64_t pos, char *buf, size_t max)
             cs->stream_ended = true; /* the completion callback cancels the other choices */
         } else {
             bool all = true;
-            for (int i = 0; i < nc; i++) all &= cs->final_sent[i];
+            for (int i = 0; i < nc; i++)
+                all &= cs->final_sent[i];
             if (all) {
                 if (cs->meta.include_usage) {
                     int64_t prompt = 0, completion = 0;
@@ -825,12 +865,16 @@ static enum MHD_Result submit_failed(conn_state *cs, omnic_status st, const omni
     case OMNIC_E_CAPACITY:
         FAIL_RESPONSE(cs, REJ_CAPACITY, 400, "context_length_exceeded", "max_tokens", "%s", err->msg);
     case OMNIC_E_TOO_LARGE:
-        FAIL_RESPONSE(cs, REJ_QUEUE_FULL, 429, "queue_full", NULL, "The server is busy: %s; retry later", err->msg);
+        FAIL_RESPONSE(cs, REJ_QUEUE_FULL, 429, "queue_full", NULL, "The server is busy: %s; retry later",
+                      err->msg);
     case OMNIC_E_CANCELLED:
         FAIL_RESPONSE(cs, REJ_SHUTTING_DOWN, 503, "shutting_down", NULL, "The server is shutting down");
-    case OMNIC_E_INVALID: FAIL_RESPONSE(cs, REJ_INVALID, 400, "invalid_value", NULL, "%s", err->msg);
-    case OMNIC_E_NOMEM: FAIL_RESPONSE(cs, REJ_NONE, 503, NULL, NULL, "%s", err->msg);
-    default: FAIL_RESPONSE(cs, REJ_NONE, 500, NULL, NULL, "%s", err->msg);
+    case OMNIC_E_INVALID:
+        FAIL_RESPONSE(cs, REJ_INVALID, 400, "invalid_value", NULL, "%s", err->msg);
+    case OMNIC_E_NOMEM:
+        FAIL_RESPONSE(cs, REJ_NONE, 503, NULL, NULL, "%s", err->msg);
+    default:
+        FAIL_RESPONSE(cs, REJ_NONE, 500, NULL, NULL, "%s", err->msg);
     }
 }
 
@@ -853,8 +897,10 @@ static void live_add(omnic__server *s, channel *ch)
 static void live_remove(omnic__server *s, channel *ch)
 {
     pthread_mutex_lock(&s->mu);
-    if (ch->prev) ch->prev->next = ch->next;
-    else s->live = ch->next;
+    if (ch->prev)
+        ch->prev->next = ch->next;
+    else
+        s->live = ch->next;
     if (ch->next) ch->next->prev = ch->prev;
     ch->prev = ch->next = NULL;
     s->n_live--;
@@ -868,7 +914,7 @@ typedef struct image_job {
     conn_state *cs;
     omnic__media_proc prep; /* the server's, with the request's pixel bounds (owned copy) */
     omnic__image_limits lim;
-    size_t failed;         /* the image that failed */
+    size_t failed; /* the image that failed */
     omnic_status st;
     omnic_err err;
 } image_job;
@@ -889,10 +935,12 @@ static void image_job_run(omnic__media_job *base)
         j->failed = i;
         if (atomic_load(&base->cancel)) j->st = OMNIC_FAIL(&j->err, OMNIC_E_CANCELLED, "cancelled");
         if (j->st == OMNIC_OK)
-            j->st = omnic__media_fetch(json_string_value(u), json_string_length(u), s->media_dir[0] ? s->media_dir : NULL,
-                                       &s->o.remote, OMNIC_MAX_MEDIA_BYTES, &bytes, &len, &j->err);
+            j->st = omnic__media_fetch(json_string_value(u), json_string_length(u),
+                                       s->media_dir[0] ? s->media_dir : NULL, &s->o.remote,
+                                       OMNIC_MAX_MEDIA_BYTES, &bytes, &len, &j->err);
         if (j->st == OMNIC_OK)
-            j->st = omnic__media_prepare(&j->prep, bytes, len, &j->lim, &base->cancel, &cs->media[i], &j->err);
+            j->st =
+                omnic__media_prepare(&j->prep, bytes, len, &j->lim, &base->cancel, &cs->media[i], &j->err);
         omnic_free(bytes);
         if (j->st == OMNIC_OK) cs->n_media = i + 1;
     }
@@ -936,7 +984,8 @@ static omnic_status prepare_images(conn_state *cs, omnic__api_error *e)
     omnic_status bst = omnic__media_proc_with(&j.prep, &s->prep, &kw, &berr);
     if (bst == OMNIC_E_NOMEM) return omnic__api_fail(e, 503, NULL, NULL, NULL, "out of memory");
     if (bst != OMNIC_OK)
-        return omnic__api_fail(e, 400, NULL, bst == OMNIC_E_UNSUPPORTED ? "unsupported_parameter" : "invalid_value",
+        return omnic__api_fail(e, 400, NULL,
+                               bst == OMNIC_E_UNSUPPORTED ? "unsupported_parameter" : "invalid_value",
                                "mm_processor_kwargs", "%s", berr.msg);
     omnic_err_clear(&j.err);
     omnic__media_job_init(&j.base, image_job_run);
@@ -966,20 +1015,24 @@ static omnic_status prepare_images(conn_state *cs, omnic__api_error *e)
             const omnic__media_item *it = &cs->media[i];
             cs->media_ptrs[i] = it;
             if (!it->limited || cs->warning[0]) continue; /* the first resized image is reported */
-            snprintf(cs->warning, sizeof cs->warning,
-                     "image %zu was resized from %lldx%lld to %lldx%lld by %s of %lld pixels (the checkpoint's "
-                     "max_pixels is higher)",
-                     i, (long long)it->in_w, (long long)it->in_h, (long long)it->out_w, (long long)it->out_h,
-                     s->o.max_image_pixels > 0 ? "this server's --max-image-pixels limit" : "the encoder's capacity",
-                     (long long)omnic__media_proc_max_pixels(&s->prep, false));
+            snprintf(
+                cs->warning, sizeof cs->warning,
+                "image %zu was resized from %lldx%lld to %lldx%lld by %s of %lld pixels (the checkpoint's "
+                "max_pixels is higher)",
+                i, (long long)it->in_w, (long long)it->in_h, (long long)it->out_w, (long long)it->out_h,
+                s->o.max_image_pixels > 0 ? "this server's --max-image-pixels limit"
+                                          : "the encoder's capacity",
+                (long long)omnic__media_proc_max_pixels(&s->prep, false));
             OMNIC_LOG_W("request: %s", cs->warning);
         }
         return OMNIC_OK;
     }
     const char *param = json_string_value(json_object_get(json_array_get(urls, j.failed), "param"));
     if (j.st == OMNIC_E_CANCELLED) return OMNIC_E_CANCELLED; /* the client is gone: no response */
-    if (j.st == OMNIC_E_NOMEM) return omnic__api_fail(e, 503, NULL, NULL, NULL, "image %zu: %s", j.failed, j.err.msg);
-    return omnic__api_fail(e, 400, NULL, "invalid_image", param, "Invalid image in '%s': %s", param, j.err.msg);
+    if (j.st == OMNIC_E_NOMEM)
+        return omnic__api_fail(e, 503, NULL, NULL, NULL, "image %zu: %s", j.failed, j.err.msg);
+    return omnic__api_fail(e, 400, NULL, "invalid_image", param, "Invalid image in '%s': %s", param,
+                           j.err.msg);
 }
 
 static enum MHD_Result do_generate(conn_state *cs)
@@ -992,13 +1045,15 @@ static enum MHD_Result do_generate(conn_state *cs)
     omnic__api_kind kind = cs->rt == R_CHAT ? OMNIC_API_CHAT : OMNIC_API_COMPLETION;
     omnic__api_error e;
     omnic__api_request *rq = &cs->req;
-    if (omnic__api_parse(kind, cs->json, m->n_slots, rq, &e) != OMNIC_OK) return respond_error(cs, &e, reject_of(&e));
+    if (omnic__api_parse(kind, cs->json, m->n_slots, rq, &e) != OMNIC_OK)
+        return respond_error(cs, &e, reject_of(&e));
     if (rq->model && strcmp(rq->model, s->model_id))
         FAIL_RESPONSE(cs, REJ_MODEL_NOT_FOUND, 404, "model_not_found", "model",
                       "The model '%.128s' does not exist (this server serves '%s')", rq->model, s->model_id);
     /* generation_config.json's defaults for what the body left out (max_tokens: at most what fits) */
     int64_t gen_max_tokens = -1;
-    omnic__gen_defaults_apply(omnic__engine_gen_defaults(eng), rq->sampling_given, &rq->sampling, &gen_max_tokens);
+    omnic__gen_defaults_apply(omnic__engine_gen_defaults(eng), rq->sampling_given, &rq->sampling,
+                              &gen_max_tokens);
     /* prompts -> token ids */
     cs->n_prompts = kind == OMNIC_API_CHAT ? 1 : rq->n_prompts;
     cs->ids = omnic_alloc_array(cs->n_prompts, sizeof *cs->ids);
@@ -1008,7 +1063,8 @@ static enum MHD_Result do_generate(conn_state *cs)
         if (rq->images) { /* before the template: a text-only model says so first */
             omnic_status st = prepare_images(cs, &e);
             if (st == OMNIC_E_CANCELLED) return MHD_NO;
-            if (st != OMNIC_OK) return respond_error(cs, &e, e.status == 429 ? REJ_QUEUE_FULL : reject_of(&e));
+            if (st != OMNIC_OK)
+                return respond_error(cs, &e, e.status == 429 ? REJ_QUEUE_FULL : reject_of(&e));
         }
         if (s->images_ok && omnic__chat_content_parts(rq->messages) != OMNIC_OK)
             FAIL_RESPONSE(cs, REJ_NONE, 503, NULL, NULL, "out of memory");
@@ -1046,7 +1102,8 @@ static enum MHD_Result do_generate(conn_state *cs)
     cs->n_choices = n_choices;
     cs->final_sent = omnic_alloc_array((size_t)n_choices * 2, sizeof *cs->final_sent);
     cs->tokens = omnic_alloc_array((size_t)n_choices, sizeof *cs->tokens);
-    channel *ch = cs->spare && cs->final_sent && cs->tokens ? channel_create(eng, n_choices, rq->stream) : NULL;
+    channel *ch =
+        cs->spare && cs->final_sent && cs->tokens ? channel_create(eng, n_choices, rq->stream) : NULL;
     if (!ch) FAIL_RESPONSE(cs, REJ_NONE, 503, NULL, NULL, "out of memory");
     cs->ch = ch;
     ch->conn = cs->conn;
@@ -1068,8 +1125,8 @@ static enum MHD_Result do_generate(conn_state *cs)
         size_t p = (size_t)(i / rq->n);
         int j = i % rq->n;
         int64_t room = cap - (int64_t)cs->n_ids[p];
-        int64_t max_tokens = rq->max_tokens > 0      ? rq->max_tokens
-                             : gen_max_tokens > 0    ? (room < gen_max_tokens ? room : gen_max_tokens)
+        int64_t max_tokens = rq->max_tokens > 0       ? rq->max_tokens
+                             : gen_max_tokens > 0     ? (room < gen_max_tokens ? room : gen_max_tokens)
                              : kind == OMNIC_API_CHAT ? room
                                                       : (room < 16 ? room : 16);
         omnic__gen_request r = {.prompt = cs->ids[p],
@@ -1109,7 +1166,8 @@ static enum MHD_Result do_generate(conn_state *cs)
         }
     }
     if (!rq->stream) return finish_nonstream(cs);
-    struct MHD_Response *resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16384, stream_reader, cs, NULL);
+    struct MHD_Response *resp =
+        MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16384, stream_reader, cs, NULL);
     if (!resp) {
         channel_cancel(ch);
         return MHD_NO;
@@ -1140,17 +1198,20 @@ static enum MHD_Result first_call(conn_state *cs, const char *url, const char *m
     /* DNS rebinding: a name that is not this server's is refused (but /health, for probes) */
     if (cs->rt != R_HEALTH && !omnic__host_allowed(host, s->hosts, s->n_hosts))
         FAIL_RESPONSE(cs, REJ_HOST, 403, "host_not_allowed", NULL,
-                      "The Host header '%.100s' is not one this server answers to (--allowed-hosts)", host ? host : "");
+                      "The Host header '%.100s' is not one this server answers to (--allowed-hosts)",
+                      host ? host : "");
     /* cross-site requests: a browser names the page's origin; only listed ones, or our own */
     if (origin && !cs->origin && !omnic__origin_is_host(origin, host))
         FAIL_RESPONSE(cs, REJ_ORIGIN, 403, "origin_not_allowed", NULL,
                       "Requests from the origin '%.100s' are not allowed (--cors-origin)", origin);
     if (cs->rt == R_NONE)
-        FAIL_RESPONSE(cs, REJ_NOT_FOUND, 404, "unknown_url", NULL, "Unknown request URL: %.16s %.256s", method, url);
+        FAIL_RESPONSE(cs, REJ_NOT_FOUND, 404, "unknown_url", NULL, "Unknown request URL: %.16s %.256s",
+                      method, url);
     if (!strcmp(method, MHD_HTTP_METHOD_OPTIONS)) {
         const char *allow = post ? "POST, OPTIONS" : "GET, HEAD, OPTIONS";
         cs->ph = PH_DONE;
-        struct MHD_Response *r = MHD_create_response_from_buffer(0, (void *)(uintptr_t) "", MHD_RESPMEM_PERSISTENT);
+        struct MHD_Response *r =
+            MHD_create_response_from_buffer(0, (void *)(uintptr_t) "", MHD_RESPMEM_PERSISTENT);
         if (!r) return MHD_NO;
         MHD_add_response_header(r, "Allow", allow);
         if (cs->origin) {
@@ -1167,8 +1228,8 @@ static enum MHD_Result first_call(conn_state *cs, const char *url, const char *m
     bool method_ok = post ? !strcmp(method, MHD_HTTP_METHOD_POST)
                           : !strcmp(method, MHD_HTTP_METHOD_GET) || !strcmp(method, MHD_HTTP_METHOD_HEAD);
     if (!method_ok)
-        FAIL_RESPONSE(cs, REJ_METHOD, 405, "method_not_allowed", NULL, "Method %.16s is not allowed for %s (use %s)",
-                      method, url, post ? "POST" : "GET");
+        FAIL_RESPONSE(cs, REJ_METHOD, 405, "method_not_allowed", NULL,
+                      "Method %.16s is not allowed for %s (use %s)", method, url, post ? "POST" : "GET");
     if (s->have_key && cs->rt != R_HEALTH && !auth_ok(s, c)) {
         omnic__api_error e;
         omnic__api_fail(&e, 401, NULL, "invalid_api_key", NULL,
@@ -1178,7 +1239,8 @@ static enum MHD_Result first_call(conn_state *cs, const char *url, const char *m
         return respond_error(cs, &e, REJ_AUTH);
     }
     const char *ct = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
-    if (post && ct && !omnic__content_type_json(ct)) /* form and text/plain posts are what browsers send cross-site */
+    if (post && ct &&
+        !omnic__content_type_json(ct)) /* form and text/plain posts are what browsers send cross-site */
         FAIL_RESPONSE(cs, REJ_CONTENT_TYPE, 415, "unsupported_media_type", NULL,
                       "The request body's Content-Type '%.100s' is not JSON: send application/json", ct);
     const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
@@ -1189,7 +1251,8 @@ static enum MHD_Result first_call(conn_state *cs, const char *url, const char *m
         if (!errno && end != cl && v > s->max_body) {
             cs->too_large = true;
             FAIL_RESPONSE(cs, REJ_BODY_TOO_LARGE, 413, "request_too_large", NULL,
-                          "The request body of %s bytes is over the server's limit of %zu bytes", cl, s->max_body);
+                          "The request body of %s bytes is over the server's limit of %zu bytes", cl,
+                          s->max_body);
         }
     }
     return MHD_YES;
@@ -1202,7 +1265,8 @@ static enum MHD_Result dispatch(conn_state *cs, const char *url)
     if (cs->rt == R_METRICS) return do_metrics(cs);
     int st = atomic_load(&s->state);
     if (st == ST_LOADING)
-        FAIL_RESPONSE(cs, REJ_LOADING, 503, "model_loading", NULL, "The model is still loading; retry shortly");
+        FAIL_RESPONSE(cs, REJ_LOADING, 503, "model_loading", NULL,
+                      "The model is still loading; retry shortly");
     bool generate = cs->rt == R_CHAT || cs->rt == R_COMPLETIONS;
     if (st != ST_READY || (generate && !engine_of(s)))
         FAIL_RESPONSE(cs, REJ_SHUTTING_DOWN, 503, "shutting_down", NULL, "The server is shutting down");
@@ -1211,12 +1275,17 @@ static enum MHD_Result dispatch(conn_state *cs, const char *url)
                       "The request body is over the server's limit of %zu bytes", s->max_body);
     switch (cs->rt) {
     case R_MODELS:
-    case R_MODEL_ONE: return do_models(cs, url);
-    case R_TOKENIZE: return do_tokenize(cs);
-    case R_DETOKENIZE: return do_detokenize(cs);
+    case R_MODEL_ONE:
+        return do_models(cs, url);
+    case R_TOKENIZE:
+        return do_tokenize(cs);
+    case R_DETOKENIZE:
+        return do_detokenize(cs);
     case R_CHAT:
-    case R_COMPLETIONS: return do_generate(cs);
-    default: FAIL_RESPONSE(cs, REJ_NOT_FOUND, 404, "unknown_url", NULL, "Unknown request URL: %.256s", url);
+    case R_COMPLETIONS:
+        return do_generate(cs);
+    default:
+        FAIL_RESPONSE(cs, REJ_NOT_FOUND, 404, "unknown_url", NULL, "Unknown request URL: %.256s", url);
     }
 }
 
@@ -1250,12 +1319,15 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
             return MHD_YES;
         }
         return dispatch(cs, url);
-    case PH_WAITING: return finish_nonstream(cs);
-    default: return MHD_YES;
+    case PH_WAITING:
+        return finish_nonstream(cs);
+    default:
+        return MHD_YES;
     }
 }
 
-static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, enum MHD_RequestTerminationCode toe)
+static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
+                         enum MHD_RequestTerminationCode toe)
 {
     omnic__server *s = cls;
     (void)c;
@@ -1341,16 +1413,19 @@ static void mhd_log(void *cls, const char *fmt, va_list ap)
     char msg[512];
     vsnprintf(msg, sizeof msg, fmt, ap);
     size_t n = strlen(msg);
-    while (n && (msg[n - 1] == '\n' || msg[n - 1] == '\r')) msg[--n] = '\0';
+    while (n && (msg[n - 1] == '\n' || msg[n - 1] == '\r'))
+        msg[--n] = '\0';
     OMNIC_LOG_I("http: %s", msg);
 }
 
 static void base_name(const char *dir, char *out, size_t n)
 {
     size_t len = strlen(dir);
-    while (len > 1 && dir[len - 1] == '/') len--;
+    while (len > 1 && dir[len - 1] == '/')
+        len--;
     size_t start = len;
-    while (start > 0 && dir[start - 1] != '/') start--;
+    while (start > 0 && dir[start - 1] != '/')
+        start--;
     snprintf(out, n, "%.*s", (int)(len - start), dir + start);
 }
 
@@ -1368,13 +1443,15 @@ static omnic_status connection_cap(int want, unsigned int *out, omnic_err *err)
         }
         if (rl.rlim_cur != RLIM_INFINITY) {
             if (rl.rlim_cur < OMNIC_RESERVED_FDS + 16)
-                return OMNIC_FAIL(err, OMNIC_E_INVALID,
-                                  "the file-descriptor limit (RLIMIT_NOFILE) is %llu: the server needs at least %d",
-                                  (unsigned long long)rl.rlim_cur, OMNIC_RESERVED_FDS + 16);
+                return OMNIC_FAIL(
+                    err, OMNIC_E_INVALID,
+                    "the file-descriptor limit (RLIMIT_NOFILE) is %llu: the server needs at least %d",
+                    (unsigned long long)rl.rlim_cur, OMNIC_RESERVED_FDS + 16);
             if (cap > rl.rlim_cur - OMNIC_RESERVED_FDS) {
-                OMNIC_LOG_W("connections capped at %llu by the file-descriptor limit of %llu (asked for %llu)",
-                            (unsigned long long)(rl.rlim_cur - OMNIC_RESERVED_FDS), (unsigned long long)rl.rlim_cur,
-                            (unsigned long long)cap);
+                OMNIC_LOG_W(
+                    "connections capped at %llu by the file-descriptor limit of %llu (asked for %llu)",
+                    (unsigned long long)(rl.rlim_cur - OMNIC_RESERVED_FDS), (unsigned long long)rl.rlim_cur,
+                    (unsigned long long)cap);
                 cap = rl.rlim_cur - OMNIC_RESERVED_FDS;
             }
         }
@@ -1386,7 +1463,8 @@ static omnic_status connection_cap(int want, unsigned int *out, omnic_err *err)
 omnic_status omnic__server_create(const omnic__server_opts *o, omnic__server **out, omnic_err *err)
 {
     if (!o->model_dir) return OMNIC_FAIL(err, OMNIC_E_INVALID, "no model directory");
-    if (o->port < 0 || o->port > 65535) return OMNIC_FAIL(err, OMNIC_E_INVALID, "port %d is not in 0..65535", o->port);
+    if (o->port < 0 || o->port > 65535)
+        return OMNIC_FAIL(err, OMNIC_E_INVALID, "port %d is not in 0..65535", o->port);
     if (o->n_cors_origins > OMNIC_MAX_CORS_ORIGINS)
         return OMNIC_FAIL(err, OMNIC_E_INVALID, "%zu CORS origins is over the limit of %d", o->n_cors_origins,
                           OMNIC_MAX_CORS_ORIGINS);
@@ -1411,11 +1489,14 @@ omnic_status omnic__server_create(const omnic__server_opts *o, omnic__server **o
     s->o = *o;
     snprintf(s->media_dir, sizeof s->media_dir, "%s", media_dir);
     s->max_body = o->max_body_bytes && o->max_body_bytes < OMNIC_MAX_BODY_BYTES ? o->max_body_bytes
-                                                                               : OMNIC_MAX_BODY_BYTES;
-    s->max_text = o->max_backlog_bytes && o->max_backlog_bytes < OMNIC_MAX_CHOICE_TEXT ? o->max_backlog_bytes
-                                                                                      : OMNIC_MAX_CHOICE_TEXT;
-    if (o->model_id) snprintf(s->model_id, sizeof s->model_id, "%s", o->model_id);
-    else base_name(o->model_dir, s->model_id, sizeof s->model_id);
+                                                                                : OMNIC_MAX_BODY_BYTES;
+    s->max_text = o->max_backlog_bytes && o->max_backlog_bytes < OMNIC_MAX_CHOICE_TEXT
+                      ? o->max_backlog_bytes
+                      : OMNIC_MAX_CHOICE_TEXT;
+    if (o->model_id)
+        snprintf(s->model_id, sizeof s->model_id, "%s", o->model_id);
+    else
+        base_name(o->model_dir, s->model_id, sizeof s->model_id);
     s->started = (int64_t)time(NULL);
     uint64_t seed;
     if (getrandom(&seed, sizeof seed, GRND_NONBLOCK) != (ssize_t)sizeof seed)
@@ -1434,20 +1515,23 @@ omnic_status omnic__server_create(const omnic__server_opts *o, omnic__server **o
     omnic__cond_init(&s->cv);
     omnic_status st;
     /* resolve the listen address */
-    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE | AI_NUMERICSERV};
+    struct addrinfo hints = {
+        .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE | AI_NUMERICSERV};
     struct addrinfo *ai = NULL;
     char port[16];
     snprintf(port, sizeof port, "%d", o->port);
     const char *host = o->host ? o->host : "127.0.0.1";
     if (o->n_allowed_hosts) {
-        for (size_t i = 0; i < o->n_allowed_hosts; i++) s->hosts[s->n_hosts++] = o->allowed_hosts[i];
+        for (size_t i = 0; i < o->n_allowed_hosts; i++)
+            s->hosts[s->n_hosts++] = o->allowed_hosts[i];
     } else if (!strcmp(host, "0.0.0.0") || !strcmp(host, "::") || !strcmp(host, "[::]") || !host[0]) {
         s->hosts[s->n_hosts++] = "*"; /* every address: any name may reach it */
     } else {
         snprintf(s->listen_host, sizeof s->listen_host, "%s", host);
         static const char *const local[] = {"localhost", "127.0.0.1", "::1"};
         s->hosts[s->n_hosts++] = s->listen_host;
-        for (size_t i = 0; i < 3; i++) s->hosts[s->n_hosts++] = local[i];
+        for (size_t i = 0; i < 3; i++)
+            s->hosts[s->n_hosts++] = local[i];
     }
     int gai = getaddrinfo(host, port, &hints, &ai);
     if (gai != 0 || !ai) {
@@ -1470,10 +1554,11 @@ omnic_status omnic__server_create(const omnic__server_opts *o, omnic__server **o
                 per_ip, idle);
     errno = 0;
     s->d = MHD_start_daemon(flags, (uint16_t)o->port, NULL, NULL, on_request, s, MHD_OPTION_SOCK_ADDR,
-                            (struct sockaddr *)&addr, MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_NOTIFY_CONNECTION, on_connection, s,
-                            MHD_OPTION_THREAD_POOL_SIZE, threads, MHD_OPTION_CONNECTION_LIMIT, conns,
-                            MHD_OPTION_PER_IP_CONNECTION_LIMIT, per_ip, MHD_OPTION_CONNECTION_TIMEOUT, idle,
-                            MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL, MHD_OPTION_END);
+                            (struct sockaddr *)&addr, MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
+                            MHD_OPTION_NOTIFY_CONNECTION, on_connection, s, MHD_OPTION_THREAD_POOL_SIZE,
+                            threads, MHD_OPTION_CONNECTION_LIMIT, conns, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+                            per_ip, MHD_OPTION_CONNECTION_TIMEOUT, idle, MHD_OPTION_EXTERNAL_LOGGER, mhd_log,
+                            NULL, MHD_OPTION_END);
     if (!s->d) {
         st = OMNIC_FAIL(err, OMNIC_E_IO, "cannot listen on %s:%d: %s", host, o->port,
                         errno ? strerror(errno) : "libmicrohttpd failed to start");
@@ -1485,7 +1570,8 @@ omnic_status omnic__server_create(const omnic__server_opts *o, omnic__server **o
     if (di && getsockname(di->listen_fd, (struct sockaddr *)&bound, &bl) == 0)
         s->port = ntohs(bound.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&bound)->sin6_port
                                                     : ((struct sockaddr_in *)&bound)->sin_port);
-    else s->port = o->port;
+    else
+        s->port = o->port;
     if (pthread_create(&s->watchdog, NULL, watchdog_main, s) != 0) {
         st = OMNIC_FAIL(err, OMNIC_E_INTERNAL, "cannot start the watchdog thread");
         goto fail;
@@ -1498,7 +1584,10 @@ fail:
     return st;
 }
 
-int omnic__server_port(const omnic__server *s) { return s->port; }
+int omnic__server_port(const omnic__server *s)
+{
+    return s->port;
+}
 
 omnic_status omnic__server_load(omnic__server *s, omnic_err *err)
 {
@@ -1508,13 +1597,15 @@ omnic_status omnic__server_load(omnic__server *s, omnic_err *err)
     snprintf(s->fingerprint, sizeof s->fingerprint, "fp_%.10s", m->identity);
     omnic_err cerr;
     omnic_err_clear(&cerr);
-    s->chat_status = omnic__chat_create(m->ckpt, omnic__model_accepts(m, OMNIC_MODALITY_IMAGE), &s->chat, &cerr);
+    s->chat_status =
+        omnic__chat_create(m->ckpt, omnic__model_accepts(m, OMNIC_MODALITY_IMAGE), &s->chat, &cerr);
     if (s->chat_status != OMNIC_OK) {
         snprintf(s->chat_error, sizeof s->chat_error, "%s", cerr.msg);
         if (s->chat_status != OMNIC_E_NOT_FOUND) OMNIC_LOG_W("chat completions disabled: %s", cerr.msg);
     }
     if (omnic__model_accepts(m, OMNIC_MODALITY_IMAGE)) {
-        omnic_status st = omnic__media_proc_init(&s->prep, m, OMNIC_MODALITY_IMAGE, s->o.max_image_pixels, err);
+        omnic_status st =
+            omnic__media_proc_init(&s->prep, m, OMNIC_MODALITY_IMAGE, s->o.max_image_pixels, err);
         if (st != OMNIC_OK) {
             omnic__engine_destroy(e);
             return st;
@@ -1574,8 +1665,10 @@ void omnic__server_shutdown(omnic__server *s, double deadline_s)
         }
         if (!c && !busy) break;
         pthread_mutex_unlock(&s->mu);
-        if (c) MHD_resume_connection(c);
-        else nanosleep(&(struct timespec){.tv_nsec = 1000000}, NULL);
+        if (c)
+            MHD_resume_connection(c);
+        else
+            nanosleep(&(struct timespec){.tv_nsec = 1000000}, NULL);
         pthread_mutex_lock(&s->mu);
     }
     s->watchdog_stop = true;

@@ -36,33 +36,34 @@
 typedef struct omnic__server omnic__server;
 
 typedef struct omnic__server_opts {
-    const char *model_dir;           /* required; borrowed for the server's life */
-    const char *model_id;            /* the served model's name; NULL: the directory's base name */
-    const char *host;                /* address to bind; NULL: "127.0.0.1" */
-    int port;                        /* 0: any free port (see omnic__server_port) */
-    omnic__engine_opts engine;       /* slots, ctx, threads, queue, ... */
-    const char *api_key;             /* NULL: no authentication; else "Authorization: Bearer KEY" */
-    const char *const *cors_origins; /* borrowed; an entry "*" allows any origin */
+    const char *model_dir;            /* required; borrowed for the server's life */
+    const char *model_id;             /* the served model's name; NULL: the directory's base name */
+    const char *host;                 /* address to bind; NULL: "127.0.0.1" */
+    int port;                         /* 0: any free port (see omnic__server_port) */
+    omnic__engine_opts engine;        /* slots, ctx, threads, queue, ... */
+    const char *api_key;              /* NULL: no authentication; else "Authorization: Bearer KEY" */
+    const char *const *cors_origins;  /* borrowed; an entry "*" allows any origin */
     const char *const *allowed_hosts; /* Host header names answered (borrowed; "*": any); none: the
                                        * listen address and localhost names, or any when listening
                                        * on every address */
     size_t n_allowed_hosts;
     size_t n_cors_origins;
-    double request_timeout_s;        /* per generation request, submit to finish; 0: none */
-    size_t max_body_bytes;           /* 0: OMNIC_MAX_BODY_BYTES; larger is clamped to it */
-    size_t max_backlog_bytes;        /* text held per choice; 0: OMNIC_MAX_CHOICE_TEXT (also the cap) */
-    int http_threads;                /* polling threads; 0: 4 */
-    int max_connections;             /* open connections; 0: OMNIC_MAX_CONNECTIONS; always kept below
-                                      * the process's file-descriptor limit (RLIMIT_NOFILE) */
-    int max_connections_per_ip;      /* 0: OMNIC_MAX_CONNECTIONS_PER_IP */
-    double idle_timeout_s;           /* a connection with no traffic for this long is closed; 0: 30 s */
-    const char *media_dir;           /* image parts may name files under it; NULL: none */
-    int max_images;                  /* images per request; 0: OMNIC_MAX_REQUEST_IMAGES (also the cap) */
-    int64_t max_decode_pixels;       /* width x height of one decoded image; 0: OMNIC_MAX_IMAGE_PIXELS */
-    int64_t max_image_pixels;        /* > 0: a user limit on the processor's output (pixels) below the
-                                      * checkpoint's own max_pixels; images resized by it are reported */
-    int media_workers;               /* threads decoding and preprocessing images; 0: 2 (queue: 4 per worker) */
-    omnic__remote_media remote;      /* http(s) image URLs: allowed hosts (borrowed) and time limit; none: never fetched */
+    double request_timeout_s;   /* per generation request, submit to finish; 0: none */
+    size_t max_body_bytes;      /* 0: OMNIC_MAX_BODY_BYTES; larger is clamped to it */
+    size_t max_backlog_bytes;   /* text held per choice; 0: OMNIC_MAX_CHOICE_TEXT (also the cap) */
+    int http_threads;           /* polling threads; 0: 4 */
+    int max_connections;        /* open connections; 0: OMNIC_MAX_CONNECTIONS; always kept below
+                                 * the process's file-descriptor limit (RLIMIT_NOFILE) */
+    int max_connections_per_ip; /* 0: OMNIC_MAX_CONNECTIONS_PER_IP */
+    double idle_timeout_s;      /* a connection with no traffic for this long is closed; 0: 30 s */
+    const char *media_dir;      /* image parts may name files under it; NULL: none */
+    int max_images;             /* images per request; 0: OMNIC_MAX_REQUEST_IMAGES (also the cap) */
+    int64_t max_decode_pixels;  /* width x height of one decoded image; 0: OMNIC_MAX_IMAGE_PIXELS */
+    int64_t max_image_pixels;   /* > 0: a user limit on the processor's output (pixels) below the
+                                 * checkpoint's own max_pixels; images resized by it are reported */
+    int media_workers;          /* threads decoding and preprocessing images; 0: 2 (queue: 4 per worker) */
+    omnic__remote_media
+        remote; /* http(s) image URLs: allowed hosts (borrowed) and time limit; none: never fetched */
 } omnic__server_opts;
 
 /* Binds and starts answering (every route but /health gives 503 until the model is

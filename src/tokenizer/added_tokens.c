@@ -43,12 +43,16 @@ struct omnic__added_vocab {
     trie raw, norm;
 };
 
-static void trie_free(trie *t) { omnic_free(t->n); }
+static void trie_free(trie *t)
+{
+    omnic_free(t->n);
+}
 
 static void trie_init(trie *t)
 {
     memset(t, 0, sizeof *t);
-    for (int i = 0; i < 256; i++) t->root[i] = -1;
+    for (int i = 0; i < 256; i++)
+        t->root[i] = -1;
 }
 
 static omnic_status trie_node(trie *t, unsigned char b, int32_t *out, omnic_err *err)
@@ -56,7 +60,8 @@ static omnic_status trie_node(trie *t, unsigned char b, int32_t *out, omnic_err 
     if (t->nn == t->cap) {
         size_t cap = t->cap ? t->cap * 2 : 256;
         tnode *n = omnic_realloc(t->n, cap * sizeof *n);
-        if (!n) return OMNIC_FAIL(err, OMNIC_E_NOMEM, "tokenizer: out of memory building the added-token trie");
+        if (!n)
+            return OMNIC_FAIL(err, OMNIC_E_NOMEM, "tokenizer: out of memory building the added-token trie");
         t->n = n;
         t->cap = cap;
     }
@@ -107,7 +112,8 @@ static int32_t trie_longest(const trie *t, const unsigned char *s, size_t len, s
         }
         if (i >= len) break;
         int32_t c = t->n[node].child;
-        while (c >= 0 && t->n[c].b != s[i]) c = t->n[c].sibling;
+        while (c >= 0 && t->n[c].b != s[i])
+            c = t->n[c].sibling;
         node = c;
         i++;
     }
@@ -128,10 +134,12 @@ void omnic__added_vocab_free(omnic__added_vocab *av)
     omnic_free(av);
 }
 
-static omnic_status parse_entry(const json_t *e, const char *path, omnic__tbuf *pool, ptok *out, omnic_err *err)
+static omnic_status parse_entry(const json_t *e, const char *path, omnic__tbuf *pool, ptok *out,
+                                omnic_err *err)
 {
     if (!json_is_object(e))
-        return OMNIC_FAIL(err, OMNIC_E_INVALID, "%s is %s, expected an object", path, omnic__json_type_phrase(e));
+        return OMNIC_FAIL(err, OMNIC_E_INVALID, "%s is %s, expected an object", path,
+                          omnic__json_type_phrase(e));
     int64_t id;
     OMNIC_TRY(omnic__json_get_i64(e, "id", true, 0, 0, OMNIC_MAX_VOCAB - 1, path, &id, err));
     const char *c;
@@ -166,12 +174,12 @@ static omnic_status eq_adjust(omnic__strmap *eq, const omnic__tbuf *key, int32_t
     return omnic__strmap_put(eq, key->p, key->len, c + delta, NULL, NULL, err);
 }
 
-static omnic_status build(omnic__added_vocab *av, const json_t *arr, const char *path, const omnic__strmap *model_vocab,
-                          size_t model_size, const omnic__normalizer *norm, omnic__tok_scratch *sc, ptok *pt,
-                          size_t cnt, omnic_err *err)
+static omnic_status build(omnic__added_vocab *av, const json_t *arr, const char *path,
+                          const omnic__strmap *model_vocab, size_t model_size, const omnic__normalizer *norm,
+                          omnic__tok_scratch *sc, ptok *pt, size_t cnt, omnic_err *err)
 {
     omnic_status st = OMNIC_OK;
-    omnic__strmap eq = {0};         /* AddedToken (content+flags) -> number of ids mapped to it */
+    omnic__strmap eq = {0}; /* AddedToken (content+flags) -> number of ids mapped to it */
     size_t *special_list = NULL, *added_list = NULL, ns = 0, na = 0;
     omnic__tbuf key = {0}, pat = {0};
     for (size_t i = 0; i < cnt; i++) {
@@ -207,13 +215,15 @@ static omnic_status build(omnic__added_vocab *av, const json_t *arr, const char 
         int32_t same = 0;
         if (omnic__strmap_get(&eq, key.p, key.len, &same) && same > 0) continue;
         int32_t id;
-        if (!omnic__strmap_get(&av->map, c, pt[i].len, &id) && !omnic__strmap_get(model_vocab, c, pt[i].len, &id)) {
-            int64_t next = max_id < 0 ? (int64_t)model_size
-                                      : (max_id >= (int64_t)model_size || model_size == 0 ? max_id + 1
-                                                                                          : (int64_t)model_size);
+        if (!omnic__strmap_get(&av->map, c, pt[i].len, &id) &&
+            !omnic__strmap_get(model_vocab, c, pt[i].len, &id)) {
+            int64_t next =
+                max_id < 0
+                    ? (int64_t)model_size
+                    : (max_id >= (int64_t)model_size || model_size == 0 ? max_id + 1 : (int64_t)model_size);
             if (next >= OMNIC_MAX_VOCAB) {
-                st = OMNIC_FAIL(err, OMNIC_E_TOO_LARGE, "%s[%zu]: assigned id %lld is over the %d limit", path, i,
-                                (long long)next, OMNIC_MAX_VOCAB);
+                st = OMNIC_FAIL(err, OMNIC_E_TOO_LARGE, "%s[%zu]: assigned id %lld is over the %d limit",
+                                path, i, (long long)next, OMNIC_MAX_VOCAB);
                 goto out;
             }
             id = (int32_t)next;
@@ -258,7 +268,8 @@ static omnic_status build(omnic__added_vocab *av, const json_t *arr, const char 
             st = trie_add(&av->raw, c, p->len, id, err);
         } else {
             pat.len = 0;
-            st = norm ? omnic__normalizer_run(norm, c, p->len, &pat, NULL, sc, err) : omnic__tbuf_put(&pat, c, p->len, err);
+            st = norm ? omnic__normalizer_run(norm, c, p->len, &pat, NULL, sc, err)
+                      : omnic__tbuf_put(&pat, c, p->len, err);
             if (st == OMNIC_OK) st = trie_add(&av->norm, pat.p, pat.len, id, err);
         }
         if (st != OMNIC_OK) goto out;
@@ -299,9 +310,15 @@ omnic_status omnic__added_vocab_load(const json_t *arr, const char *path, const 
     return OMNIC_OK;
 }
 
-size_t omnic__added_vocab_count(const omnic__added_vocab *av) { return av->n; }
+size_t omnic__added_vocab_count(const omnic__added_vocab *av)
+{
+    return av->n;
+}
 
-const omnic__added_token *omnic__added_vocab_at(const omnic__added_vocab *av, size_t i) { return &av->ent[i]; }
+const omnic__added_token *omnic__added_vocab_at(const omnic__added_vocab *av, size_t i)
+{
+    return &av->ent[i];
+}
 
 bool omnic__added_vocab_id(const omnic__added_vocab *av, const char *s, size_t n, int32_t *id)
 {
@@ -325,7 +342,8 @@ static bool ends_with_word(const char *t, size_t end)
 {
     if (end == 0) return false;
     size_t k = end - 1;
-    while (k > 0 && ((unsigned char)t[k] & 0xC0) == 0x80) k--;
+    while (k > 0 && ((unsigned char)t[k] & 0xC0) == 0x80)
+        k--;
     size_t cl;
     return omnic__uc_is_word(omnic__utf8_decode(t + k, &cl));
 }
@@ -337,8 +355,9 @@ static bool starts_with_word(const char *t, size_t start, size_t len)
     return omnic__uc_is_word(omnic__utf8_decode(t + start, &cl));
 }
 
-omnic_status omnic__added_vocab_split(const omnic__added_vocab *av, bool normalized, const char *t, size_t len,
-                                      size_t base, uint32_t flags, omnic__tsplits *dst, omnic_err *err)
+omnic_status omnic__added_vocab_split(const omnic__added_vocab *av, bool normalized, const char *t,
+                                      size_t len, size_t base, uint32_t flags, omnic__tsplits *dst,
+                                      omnic_err *err)
 {
     const trie *tr = normalized ? &av->norm : &av->raw;
     const unsigned char *u = (const unsigned char *)t;
@@ -368,7 +387,8 @@ omnic_status omnic__added_vocab_split(const omnic__added_vocab *av, bool normali
                 size_t ns = start;
                 while (ns > 0) {
                     size_t k = ns - 1;
-                    while (k > 0 && (u[k] & 0xC0) == 0x80) k--;
+                    while (k > 0 && (u[k] & 0xC0) == 0x80)
+                        k--;
                     size_t cl;
                     if (!omnic__uc_is_whitespace(omnic__utf8_decode(t + k, &cl))) break;
                     ns = k;
@@ -389,7 +409,7 @@ omnic_status omnic__added_vocab_split(const omnic__added_vocab *av, bool normali
         }
     }
     if (start_offset < len)
-        OMNIC_TRY(omnic__tsplits_push(dst, base + start_offset, len - start_offset, -1, start_offset == 0 ? flags : 0,
-                                      err));
+        OMNIC_TRY(omnic__tsplits_push(dst, base + start_offset, len - start_offset, -1,
+                                      start_offset == 0 ? flags : 0, err));
     return OMNIC_OK;
 }

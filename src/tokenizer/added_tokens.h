@@ -42,7 +42,8 @@ bool omnic__added_vocab_has(const omnic__added_vocab *av, bool normalized);
 /* Splits t[0..len) (valid UTF-8) on the tokens of one set and appends the pieces to dst with offsets
  * base + i: matched tokens carry their id, the text between them id -1 (empty pieces are dropped).
  * The first piece keeps `flags` when it starts at 0. */
-omnic_status omnic__added_vocab_split(const omnic__added_vocab *av, bool normalized, const char *t, size_t len,
-                                      size_t base, uint32_t flags, omnic__tsplits *dst, omnic_err *err);
+omnic_status omnic__added_vocab_split(const omnic__added_vocab *av, bool normalized, const char *t,
+                                      size_t len, size_t base, uint32_t flags, omnic__tsplits *dst,
+                                      omnic_err *err);
 
 #endif

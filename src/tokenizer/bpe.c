@@ -53,7 +53,10 @@ void omnic__bpe_free(omnic__bpe *m)
     omnic_free(m);
 }
 
-const omnic__strmap *omnic__bpe_vocab(const omnic__bpe *m) { return &m->vocab; }
+const omnic__strmap *omnic__bpe_vocab(const omnic__bpe *m)
+{
+    return &m->vocab;
+}
 
 static char *dup_n(const char *s, size_t n)
 {
@@ -66,8 +69,8 @@ static char *dup_n(const char *s, size_t n)
 
 /* Optional string field (null/absent -> *out NULL); an empty string also yields NULL when
  * empty_is_none (a "" prefix or suffix changes nothing). */
-static omnic_status opt_str(const json_t *o, const char *key, const char *what, bool empty_is_none, char **out,
-                            size_t *len, omnic_err *err)
+static omnic_status opt_str(const json_t *o, const char *key, const char *what, bool empty_is_none,
+                            char **out, size_t *len, omnic_err *err)
 {
     const char *s = NULL;
     OMNIC_TRY(omnic__json_get_str(o, key, false, NULL, what, &s, err));
@@ -76,8 +79,8 @@ static omnic_status opt_str(const json_t *o, const char *key, const char *what, 
     if (!s) return OMNIC_OK;
     size_t n = json_string_length(json_object_get(o, key));
     if (n > OMNIC_MAX_TOKEN_BYTES)
-        return OMNIC_FAIL(err, OMNIC_E_TOO_LARGE, "%s: field '%s' is %zu bytes, over the %d byte limit", what, key, n,
-                          OMNIC_MAX_TOKEN_BYTES);
+        return OMNIC_FAIL(err, OMNIC_E_TOO_LARGE, "%s: field '%s' is %zu bytes, over the %d byte limit", what,
+                          key, n, OMNIC_MAX_TOKEN_BYTES);
     if (n == 0 && empty_is_none) return OMNIC_OK;
     *out = dup_n(s, n);
     if (!*out) return OMNIC_FAIL(err, OMNIC_E_NOMEM, "%s: out of memory", what);
@@ -89,48 +92,52 @@ static omnic_status load_vocab(omnic__bpe *m, const json_t *vocab, const char *w
 {
     size_t n = json_object_size(vocab);
     if (n > OMNIC_MAX_VOCAB)
-        return OMNIC_FAIL(err, OMNIC_E_TOO_LARGE, "%s.vocab: %zu entries, over the %d limit", what, n, OMNIC_MAX_VOCAB);
+        return OMNIC_FAIL(err, OMNIC_E_TOO_LARGE, "%s.vocab: %zu entries, over the %d limit", what, n,
+                          OMNIC_MAX_VOCAB);
     const char *key;
     size_t klen;
     json_t *v;
     json_object_keylen_foreach((json_t *)(uintptr_t)vocab, key, klen, v)
     {
         if (!json_is_integer(v))
-            return OMNIC_FAIL(err, OMNIC_E_INVALID, "%s.vocab: the id of token '%.*s' is %s, expected an integer", what,
+            return OMNIC_FAIL(err, OMNIC_E_INVALID,
+                              "%s.vocab: the id of token '%.*s' is %s, expected an integer", what,
                               klen > 64 ? 64 : (int)klen, key, omnic__json_type_phrase(v));
         json_int_t id = json_integer_value(v);
         if (id < 0 || id >= OMNIC_MAX_VOCAB)
             return OMNIC_FAIL(err, OMNIC_E_INVALID, "%s.vocab: token '%.*s' has id %lld, outside 0..%d", what,
                               klen > 64 ? 64 : (int)klen, key, (long long)id, OMNIC_MAX_VOCAB - 1);
         if (klen > OMNIC_MAX_TOKEN_BYTES)
-            return OMNIC_FAIL(err, OMNIC_E_TOO_LARGE, "%s.vocab: token with id %lld is %zu bytes, over the %d limit", what,
+            return OMNIC_FAIL(err, OMNIC_E_TOO_LARGE,
+                              "%s.vocab: token with id %lld is %zu bytes, over the %d limit", what,
                               (long long)id, klen, OMNIC_MAX_TOKEN_BYTES);
         OMNIC_TRY(omnic__strmap_put(&m->vocab, key, klen, (int32_t)id, NULL, NULL, err));
     }
     return OMNIC_OK;
 }
 
-static omnic_status add_merge(omnic__bpe *m, const char *a, size_t al, const char *b, size_t bl, uint32_t rank,
-                              size_t index, const char *what, omnic__tbuf *tmp, omnic_err *err)
+static omnic_status add_merge(omnic__bpe *m, const char *a, size_t al, const char *b, size_t bl,
+                              uint32_t rank, size_t index, const char *what, omnic__tbuf *tmp, omnic_err *err)
 {
     int32_t ia, ib, inew;
     if (!omnic__strmap_get(&m->vocab, a, al, &ia))
-        return OMNIC_FAIL(err, OMNIC_E_INVALID, "%s.merges[%zu]: token '%.*s' is not in the vocabulary", what, index,
-                          al > 64 ? 64 : (int)al, a);
+        return OMNIC_FAIL(err, OMNIC_E_INVALID, "%s.merges[%zu]: token '%.*s' is not in the vocabulary", what,
+                          index, al > 64 ? 64 : (int)al, a);
     if (!omnic__strmap_get(&m->vocab, b, bl, &ib))
-        return OMNIC_FAIL(err, OMNIC_E_INVALID, "%s.merges[%zu]: token '%.*s' is not in the vocabulary", what, index,
-                          bl > 64 ? 64 : (int)bl, b);
+        return OMNIC_FAIL(err, OMNIC_E_INVALID, "%s.merges[%zu]: token '%.*s' is not in the vocabulary", what,
+                          index, bl > 64 ? 64 : (int)bl, b);
     size_t skip = m->prefix_len;
     if (skip > bl)
         return OMNIC_FAIL(err, OMNIC_E_INVALID,
-                          "%s.merges[%zu]: token '%.*s' is shorter than the continuing_subword_prefix", what, index,
-                          bl > 64 ? 64 : (int)bl, b);
+                          "%s.merges[%zu]: token '%.*s' is shorter than the continuing_subword_prefix", what,
+                          index, bl > 64 ? 64 : (int)bl, b);
     tmp->len = 0;
     OMNIC_TRY(omnic__tbuf_put(tmp, a, al, err));
     OMNIC_TRY(omnic__tbuf_put(tmp, b + skip, bl - skip, err));
     if (!omnic__strmap_get(&m->vocab, tmp->p, tmp->len, &inew))
-        return OMNIC_FAIL(err, OMNIC_E_INVALID, "%s.merges[%zu]: merged token '%.*s' is not in the vocabulary", what,
-                          index, tmp->len > 64 ? 64 : (int)tmp->len, tmp->p);
+        return OMNIC_FAIL(err, OMNIC_E_INVALID,
+                          "%s.merges[%zu]: merged token '%.*s' is not in the vocabulary", what, index,
+                          tmp->len > 64 ? 64 : (int)tmp->len, tmp->p);
     uint64_t key = ((uint64_t)(uint32_t)ia << 32) | (uint32_t)ib;
     uint64_t val = ((uint64_t)rank << 32) | (uint32_t)inew;
     return omnic__u64map_put(&m->merges, key, val, err);
@@ -151,8 +158,9 @@ static omnic_status load_merges(omnic__bpe *m, const json_t *merges, const char 
         const json_t *e = json_array_get(merges, i);
         if (legacy) {
             if (!json_is_string(e)) {
-                st = OMNIC_FAIL(err, OMNIC_E_INVALID, "%s.merges[%zu] is %s, expected a string like merges[0]", what, i,
-                                omnic__json_type_phrase(e));
+                st =
+                    OMNIC_FAIL(err, OMNIC_E_INVALID, "%s.merges[%zu] is %s, expected a string like merges[0]",
+                               what, i, omnic__json_type_phrase(e));
                 break;
             }
             const char *s = json_string_value(e);
@@ -160,21 +168,25 @@ static omnic_status load_merges(omnic__bpe *m, const json_t *merges, const char 
             if (sl >= 8 && !memcmp(s, "#version", 8)) continue;
             const char *sp = memchr(s, ' ', sl);
             if (!sp || memchr(sp + 1, ' ', sl - (size_t)(sp + 1 - s))) {
-                st = OMNIC_FAIL(err, OMNIC_E_INVALID, "%s.merges[%zu]: '%.*s' is not two tokens separated by one space",
-                                what, i, sl > 64 ? 64 : (int)sl, s);
+                st = OMNIC_FAIL(err, OMNIC_E_INVALID,
+                                "%s.merges[%zu]: '%.*s' is not two tokens separated by one space", what, i,
+                                sl > 64 ? 64 : (int)sl, s);
                 break;
             }
-            st = add_merge(m, s, (size_t)(sp - s), sp + 1, sl - (size_t)(sp + 1 - s), rank++, i, what, &tmp, err);
+            st = add_merge(m, s, (size_t)(sp - s), sp + 1, sl - (size_t)(sp + 1 - s), rank++, i, what, &tmp,
+                           err);
         } else {
             if (!json_is_array(e) || json_array_size(e) != 2 || !json_is_string(json_array_get(e, 0)) ||
                 !json_is_string(json_array_get(e, 1))) {
-                st = OMNIC_FAIL(err, OMNIC_E_INVALID, "%s.merges[%zu] is %s, expected a pair of strings [\"a\", \"b\"]",
-                                what, i, json_is_array(e) ? "an array that is not two strings" : omnic__json_type_phrase(e));
+                st = OMNIC_FAIL(err, OMNIC_E_INVALID,
+                                "%s.merges[%zu] is %s, expected a pair of strings [\"a\", \"b\"]", what, i,
+                                json_is_array(e) ? "an array that is not two strings"
+                                                 : omnic__json_type_phrase(e));
                 break;
             }
             const json_t *a = json_array_get(e, 0), *b = json_array_get(e, 1);
-            st = add_merge(m, json_string_value(a), json_string_length(a), json_string_value(b), json_string_length(b),
-                           rank++, i, what, &tmp, err);
+            st = add_merge(m, json_string_value(a), json_string_length(a), json_string_value(b),
+                           json_string_length(b), rank++, i, what, &tmp, err);
         }
     }
     omnic__tbuf_free(&tmp);
@@ -198,7 +210,8 @@ omnic_status omnic__bpe_load(const json_t *model, const char *what, omnic__bpe *
         if (st != OMNIC_OK) goto fail;
         if (d != 0) {
             st = OMNIC_FAIL(err, OMNIC_E_UNSUPPORTED,
-                            "%s: dropout %g is not supported (BPE dropout is random; it must be null or 0)", what, d);
+                            "%s: dropout %g is not supported (BPE dropout is random; it must be null or 0)",
+                            what, d);
             goto fail;
         }
     }
@@ -281,7 +294,8 @@ static omnic_status work_reserve(omnic__bpe_work *w, size_t n, omnic_err *err)
 {
     if (n <= w->sym_cap) return OMNIC_OK;
     size_t cap = w->sym_cap ? w->sym_cap : 64;
-    while (cap < n) cap *= 2;
+    while (cap < n)
+        cap *= 2;
     int32_t *a = omnic_realloc(w->sym_id, cap * sizeof *a);
     if (a) w->sym_id = a;
     int32_t *b = a ? omnic_realloc(w->prev, cap * sizeof *b) : NULL;
@@ -332,7 +346,8 @@ static void merge_scan(const omnic__bpe *m, omnic__bpe_work *w, size_t ns)
         sym[bi] = pnew[bi];
         next[bi] = next[j];
         if (next[j] >= 0) prev[next[j]] = bi;
-        if (next[bi] < 0 || !pair_lookup(m, sym[bi], sym[next[bi]], &rank[bi], &pnew[bi])) rank[bi] = NONE_RANK;
+        if (next[bi] < 0 || !pair_lookup(m, sym[bi], sym[next[bi]], &rank[bi], &pnew[bi]))
+            rank[bi] = NONE_RANK;
         int32_t p = prev[bi];
         if (p >= 0 && !pair_lookup(m, sym[p], sym[bi], &rank[p], &pnew[p])) rank[p] = NONE_RANK;
     }
@@ -374,7 +389,9 @@ static omnic_status merge_heap(const omnic__bpe *m, omnic__bpe_work *w, size_t n
     size_t need = 3 * ns;
     if (need > w->heap_cap) {
         uint64_t *h = omnic_realloc(w->heap, need * sizeof *h);
-        if (!h) return OMNIC_FAIL(err, OMNIC_E_NOMEM, "tokenizer: out of memory merging a word of %zu symbols", ns);
+        if (!h)
+            return OMNIC_FAIL(err, OMNIC_E_NOMEM, "tokenizer: out of memory merging a word of %zu symbols",
+                              ns);
         w->heap = h;
         w->heap_cap = need;
     }
@@ -386,7 +403,8 @@ static omnic_status merge_heap(const omnic__bpe *m, omnic__bpe_work *w, size_t n
         next[i] = i + 1 < ns ? (int32_t)(i + 1) : -1;
         uint32_t r;
         int32_t nid;
-        if (i + 1 < ns && pair_lookup(m, sym[i], sym[i + 1], &r, &nid)) heap_push(h, &hn, ((uint64_t)r << 32) | i);
+        if (i + 1 < ns && pair_lookup(m, sym[i], sym[i + 1], &r, &nid))
+            heap_push(h, &hn, ((uint64_t)r << 32) | i);
     }
     /* sym[i] == -1 marks a symbol merged into its left neighbour */
     while (hn) {
@@ -412,13 +430,14 @@ static omnic_status merge_heap(const omnic__bpe *m, omnic__bpe_work *w, size_t n
 
 static omnic_status unk_missing(const omnic__bpe *m, omnic_err *err)
 {
-    return OMNIC_FAIL(err, OMNIC_E_INVALID, "tokenizer: unk_token '%.*s' is needed but is not in the vocabulary",
+    return OMNIC_FAIL(err, OMNIC_E_INVALID,
+                      "tokenizer: unk_token '%.*s' is needed but is not in the vocabulary",
                       m->unk_len > 64 ? 64 : (int)m->unk_len, m->unk);
 }
 
 /* Hugging Face BPE::merge_word up to merge_all: the initial symbols of w. */
-static omnic_status initial_symbols(const omnic__bpe *m, const char *w, size_t n, omnic__bpe_work *wk, size_t *ns_out,
-                                    omnic_err *err)
+static omnic_status initial_symbols(const omnic__bpe *m, const char *w, size_t n, omnic__bpe_work *wk,
+                                    size_t *ns_out, omnic_err *err)
 {
     size_t ns = 0;
     int32_t *sym = wk->sym_id;
@@ -455,14 +474,16 @@ static omnic_status initial_symbols(const omnic__bpe *m, const char *w, size_t n
         }
         if (m->byte_fallback) {
             bool all = true;
-            for (size_t k = 0; k < sl && all; k++) all = m->byte_ids[(unsigned char)s[k]] >= 0;
+            for (size_t k = 0; k < sl && all; k++)
+                all = m->byte_ids[(unsigned char)s[k]] >= 0;
             if (all) {
                 /* Hugging Face adds the bytes without flushing a pending unk first */
                 if (ns + sl + 1 > wk->sym_cap) {
                     OMNIC_TRY(work_reserve(wk, ns + sl + (n - i) + 2, err));
                     sym = wk->sym_id;
                 }
-                for (size_t k = 0; k < sl; k++) sym[ns++] = m->byte_ids[(unsigned char)s[k]];
+                for (size_t k = 0; k < sl; k++)
+                    sym[ns++] = m->byte_ids[(unsigned char)s[k]];
                 continue;
             }
         }
@@ -507,7 +528,8 @@ static bool cache_get(const omnic__bpe_work *w, const char *key, size_t n, uint6
     }
 }
 
-static void cache_put(omnic__bpe_work *w, const char *key, size_t n, uint64_t h, const int32_t *ids, size_t nids)
+static void cache_put(omnic__bpe_work *w, const char *key, size_t n, uint64_t h, const int32_t *ids,
+                      size_t nids)
 {
     if (w->cache_n >= CACHE_MAX_ENTRIES || w->cache_keys.len + n > CACHE_MAX_KEY_BYTES)
         cache_clear(w, w->cache_owner);
@@ -518,7 +540,8 @@ static void cache_put(omnic__bpe_work *w, const char *key, size_t n, uint64_t h,
     if (nids) memcpy(w->cache_ids.v + ioff, ids, nids * sizeof *ids);
     w->cache_ids.n += nids;
     size_t mask = OMNIC__BPE_CACHE_SLOTS - 1, i = (size_t)h & mask;
-    while (w->cache[i].klen) i = (i + 1) & mask;
+    while (w->cache[i].klen)
+        i = (i + 1) & mask;
     w->cache[i] = (struct omnic__bpe_cache_ent){
         .h = h, .koff = (uint32_t)koff, .klen = (uint32_t)n, .ioff = (uint32_t)ioff, .nids = (uint32_t)nids};
     w->cache_n++;
@@ -560,7 +583,8 @@ omnic_status omnic__bpe_tokenize(const omnic__bpe *m, const char *w, size_t n, o
     size_t start = out->n;
     OMNIC_TRY(omnic__ivec_reserve(out, ns, err));
     if (ns <= SCAN_MAX_SYMBOLS && ns >= 2) {
-        for (int32_t i = 0; i >= 0; i = wk->next[i]) out->v[out->n++] = wk->sym_id[i];
+        for (int32_t i = 0; i >= 0; i = wk->next[i])
+            out->v[out->n++] = wk->sym_id[i];
     } else {
         for (size_t i = 0; i < ns; i++)
             if (wk->sym_id[i] >= 0) out->v[out->n++] = wk->sym_id[i];

@@ -16,10 +16,10 @@ typedef struct dstep {
     char rep[4]; /* Metaspace replacement / Strip content, UTF-8 */
     size_t rep_len;
     uint32_t ch;
-    bool never;           /* Metaspace prepend_scheme == never */
-    size_t start, stop;   /* Strip */
-    omnic__tpattern pat;  /* Replace */
-    char *content;        /* Replace (owned) */
+    bool never;          /* Metaspace prepend_scheme == never */
+    size_t start, stop;  /* Strip */
+    omnic__tpattern pat; /* Replace */
+    char *content;       /* Replace (owned) */
     size_t content_len;
 } dstep;
 
@@ -83,10 +83,11 @@ static omnic_status load_into(omnic__decoder *d, const json_t *j, const char *pa
         OMNIC_TRY(omnic__json_get_str(j, "prepend_scheme", false, NULL, path, &scheme, err));
         bool never = false;
         if (scheme) {
-            if (!strcmp(scheme, "never")) never = true;
+            if (!strcmp(scheme, "never"))
+                never = true;
             else if (strcmp(scheme, "always") != 0 && strcmp(scheme, "first") != 0)
-                return OMNIC_FAIL(err, OMNIC_E_INVALID, "%s: prepend_scheme '%s' is not one of always, first, never",
-                                  path, scheme);
+                return OMNIC_FAIL(err, OMNIC_E_INVALID,
+                                  "%s: prepend_scheme '%s' is not one of always, first, never", path, scheme);
         }
         const json_t *aps = json_object_get(j, "add_prefix_space");
         if (aps && !json_is_null(aps)) {
@@ -95,7 +96,8 @@ static omnic_status load_into(omnic__decoder *d, const json_t *j, const char *pa
             if (!a) {
                 if (scheme && !never)
                     return OMNIC_FAIL(err, OMNIC_E_INVALID,
-                                      "%s: add_prefix_space false does not match prepend_scheme '%s'", path, scheme);
+                                      "%s: add_prefix_space false does not match prepend_scheme '%s'", path,
+                                      scheme);
                 never = true;
             }
         }
@@ -127,10 +129,11 @@ static omnic_status load_into(omnic__decoder *d, const json_t *j, const char *pa
         s->content_len = cl;
         return omnic__tpattern_load(j, "pattern", path, &s->pat, err);
     }
-    return OMNIC_FAIL(err, OMNIC_E_UNSUPPORTED,
-                      "%s: decoder type '%s' is not supported (supported: ByteLevel, Metaspace, ByteFallback, Fuse, "
-                      "Strip, Replace, Sequence)",
-                      path, type);
+    return OMNIC_FAIL(
+        err, OMNIC_E_UNSUPPORTED,
+        "%s: decoder type '%s' is not supported (supported: ByteLevel, Metaspace, ByteFallback, Fuse, "
+        "Strip, Replace, Sequence)",
+        path, type);
 }
 
 omnic_status omnic__decoder_load(const json_t *j, const char *path, omnic__decoder **out, omnic_err *err)
@@ -277,10 +280,12 @@ static omnic_status step_bytefallback(omnic__tok_scratch *sc, const omnic__tspli
     return flush_bytes(sc, run, dst, err);
 }
 
-static omnic_status step_fuse(omnic__tok_scratch *sc, const omnic__tsplits *src, omnic__tsplits *dst, omnic_err *err)
+static omnic_status step_fuse(omnic__tok_scratch *sc, const omnic__tsplits *src, omnic__tsplits *dst,
+                              omnic_err *err)
 {
     size_t total = 0;
-    for (size_t i = 0; i < src->n; i++) total += src->v[i].len;
+    for (size_t i = 0; i < src->n; i++)
+        total += src->v[i].len;
     OMNIC_TRY(omnic__tbuf_reserve(&sc->text, total, err));
     size_t off = sc->text.len;
     for (size_t i = 0; i < src->n; i++) {
@@ -302,7 +307,8 @@ static omnic_status step_strip(const dstep *st, omnic__tok_scratch *sc, const om
         }
         for (size_t k = 0; k < st->stop && b > 0; k++) {
             size_t q = b - 1;
-            while (q > 0 && ((unsigned char)t[q] & 0xC0) == 0x80) q--;
+            while (q > 0 && ((unsigned char)t[q] & 0xC0) == 0x80)
+                q--;
             if (b - q != st->rep_len || memcmp(t + q, st->rep, st->rep_len) != 0) break;
             b = q;
         }
@@ -317,8 +323,8 @@ static omnic_status step_replace(const dstep *st, omnic__tok_scratch *sc, const 
 {
     for (size_t i = 0; i < src->n; i++) {
         sc->segs.n = 0;
-        OMNIC_TRY(omnic__tpattern_segments(&st->pat, &sc->rx, sc->text.p + src->v[i].off, src->v[i].len, &sc->segs,
-                                           err));
+        OMNIC_TRY(omnic__tpattern_segments(&st->pat, &sc->rx, sc->text.p + src->v[i].off, src->v[i].len,
+                                           &sc->segs, err));
         /* build into nb[1], then append (the source lives in sc->text) */
         omnic__tbuf *o = &sc->nb[1];
         o->len = 0;

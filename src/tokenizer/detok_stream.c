@@ -58,7 +58,8 @@ static size_t stable_count(const omnic__detok_stream *s)
     const int32_t *w = s->win.v;
     size_t m = s->win.n;
     if (t->dtraits.byte_fallback)
-        while (m > s->ctx && (t->ids[w[m - 1]].flags & OMNIC__TOKID_BYTE)) m--;
+        while (m > s->ctx && (t->ids[w[m - 1]].flags & OMNIC__TOKID_BYTE))
+            m--;
     while (t->dtraits.byte_level && m > s->ctx) {
         /* the last (up to) 4 bytes of win[ctx, m) and which token each came from */
         unsigned char last[4];
@@ -100,9 +101,11 @@ omnic_status omnic__detok_stream_push(omnic__detok_stream *s, int32_t id, const 
     *text = "";
     *len = 0;
     if (id < 0 || (size_t)id >= t->n_ids || !(t->ids[id].flags & OMNIC__TOKID_PRESENT))
-        return OMNIC_FAIL(err, OMNIC_E_INVALID, "tokenizer: token id %lld is not in the vocabulary (vocab size %zu)",
-                          (long long)id, t->n_ids);
-    if (s->skip_special && (t->ids[id].flags & OMNIC__TOKID_SPECIAL)) return OMNIC_OK; /* decodes to nothing */
+        return OMNIC_FAIL(err, OMNIC_E_INVALID,
+                          "tokenizer: token id %lld is not in the vocabulary (vocab size %zu)", (long long)id,
+                          t->n_ids);
+    if (s->skip_special && (t->ids[id].flags & OMNIC__TOKID_SPECIAL))
+        return OMNIC_OK; /* decodes to nothing */
     OMNIC_TRY(omnic__ivec_push(&s->win, id, err));
     size_t m = stable_count(s);
     if (m <= s->ctx) return OMNIC_OK;
@@ -129,7 +132,8 @@ omnic_status omnic__detok_stream_flush(omnic__detok_stream *s, const char **text
         s->dec.len = 0;
         st = omnic__tokenizer_decode_into(s->tok, s->win.v, s->win.n, s->skip_special, &s->dec, s->sc, err);
         if (st == OMNIC_OK) {
-            size_t skip = s->dec.len >= s->prefix.len && (!s->prefix.len || !memcmp(s->dec.p, s->prefix.p, s->prefix.len))
+            size_t skip = s->dec.len >= s->prefix.len &&
+                                  (!s->prefix.len || !memcmp(s->dec.p, s->prefix.p, s->prefix.len))
                               ? s->prefix.len
                               : 0;
             st = set_out(s, s->dec.p + skip, s->dec.len - skip, text, len, err);

@@ -13,8 +13,8 @@
 #ifndef OMNIC_TOKENIZER_DETOK_STREAM_H
 #define OMNIC_TOKENIZER_DETOK_STREAM_H
 
-#include "tokenizer/tokenizer.h"
 #include "tokenizer/tok_util.h"
+#include "tokenizer/tokenizer.h"
 
 typedef struct omnic__tok_scratch omnic__tok_scratch;
 
@@ -22,11 +22,11 @@ typedef struct omnic__tok_scratch omnic__tok_scratch;
 typedef struct omnic__detok_stream {
     const omnic__tokenizer *tok; /* borrowed; must outlive the stream */
     bool skip_special;
-    omnic__ivec win;     /* ids: [0, ctx) already returned (context), [ctx, n) pending */
+    omnic__ivec win; /* ids: [0, ctx) already returned (context), [ctx, n) pending */
     size_t ctx;
-    omnic__tbuf prefix;  /* decode(win[0, ctx)) */
-    omnic__tbuf dec;     /* decode of the window */
-    omnic__tbuf out;     /* text handed back by the last push/flush */
+    omnic__tbuf prefix; /* decode(win[0, ctx)) */
+    omnic__tbuf dec;    /* decode of the window */
+    omnic__tbuf out;    /* text handed back by the last push/flush */
     omnic__tok_scratch *sc;
 } omnic__detok_stream;
 
@@ -43,6 +43,7 @@ omnic_status omnic__detok_stream_push(omnic__detok_stream *s, int32_t id, const 
                                       omnic_err *err);
 
 /* Returns the text still held back and starts over (the next push is the start of a new text). */
-omnic_status omnic__detok_stream_flush(omnic__detok_stream *s, const char **text, size_t *len, omnic_err *err);
+omnic_status omnic__detok_stream_flush(omnic__detok_stream *s, const char **text, size_t *len,
+                                       omnic_err *err);
 
 #endif

@@ -51,7 +51,8 @@ static omnic_status push_step(omnic__normalizer *n, nstep **out, omnic_err *err)
     return OMNIC_OK;
 }
 
-static omnic_status load_into(omnic__normalizer *n, const json_t *j, const char *path, int depth, omnic_err *err)
+static omnic_status load_into(omnic__normalizer *n, const json_t *j, const char *path, int depth,
+                              omnic_err *err)
 {
     if (depth > OMNIC_MAX_TOKENIZER_NESTING)
         return OMNIC_FAIL(err, OMNIC_E_TOO_LARGE, "%s: Sequence nesting deeper than %d", path,
@@ -61,7 +62,8 @@ static omnic_status load_into(omnic__normalizer *n, const json_t *j, const char 
     static const struct {
         const char *name;
         nkind kind;
-    } simple[] = {{"NFC", N_NFC}, {"NFD", N_NFD}, {"NFKC", N_NFKC}, {"NFKD", N_NFKD}, {"Lowercase", N_LOWERCASE}};
+    } simple[] = {
+        {"NFC", N_NFC}, {"NFD", N_NFD}, {"NFKC", N_NFKC}, {"NFKD", N_NFKD}, {"Lowercase", N_LOWERCASE}};
     for (size_t i = 0; i < sizeof simple / sizeof simple[0]; i++)
         if (!strcmp(type, simple[i].name)) {
             nstep *s;
@@ -111,13 +113,15 @@ static omnic_status load_into(omnic__normalizer *n, const json_t *j, const char 
         s->right = r;
         return OMNIC_OK;
     }
-    return OMNIC_FAIL(err, OMNIC_E_UNSUPPORTED,
-                      "%s: normalizer type '%s' is not supported (supported: NFC, NFD, NFKC, NFKD, Lowercase, "
-                      "Replace, Prepend, Strip, Sequence)",
-                      path, type);
+    return OMNIC_FAIL(
+        err, OMNIC_E_UNSUPPORTED,
+        "%s: normalizer type '%s' is not supported (supported: NFC, NFD, NFKC, NFKD, Lowercase, "
+        "Replace, Prepend, Strip, Sequence)",
+        path, type);
 }
 
-omnic_status omnic__normalizer_load(const json_t *j, const char *path, omnic__normalizer **out, omnic_err *err)
+omnic_status omnic__normalizer_load(const json_t *j, const char *path, omnic__normalizer **out,
+                                    omnic_err *err)
 {
     omnic__normalizer *n = omnic_alloc_array(1, sizeof *n);
     if (!n) return OMNIC_FAIL(err, OMNIC_E_NOMEM, "%s: out of memory", path);
@@ -150,8 +154,9 @@ static omnic_status unicode_form(nkind k, const char *s, size_t len, omnic__tbuf
     if (len > (size_t)INT32_MAX)
         return OMNIC_FAIL(err, OMNIC_E_TOO_LARGE, "tokenizer: %zu bytes is too long to normalize", len);
     for (;;) {
-        utf8proc_ssize_t need = utf8proc_decompose_custom((const utf8proc_uint8_t *)s, (utf8proc_ssize_t)len, sc->u32,
-                                                          (utf8proc_ssize_t)sc->u32_cap, opts, NULL, NULL);
+        utf8proc_ssize_t need =
+            utf8proc_decompose_custom((const utf8proc_uint8_t *)s, (utf8proc_ssize_t)len, sc->u32,
+                                      (utf8proc_ssize_t)sc->u32_cap, opts, NULL, NULL);
         if (need < 0)
             return OMNIC_FAIL(err, OMNIC_E_INVALID, "tokenizer: Unicode normalization failed: %s",
                               utf8proc_errmsg(need));
@@ -181,7 +186,8 @@ static omnic_status lowercase(const char *s, size_t len, omnic__tbuf *out, omnic
 {
     /* one character never lowercases to more than 3 bytes per input byte */
     size_t bytes;
-    if (!omnic_size_mul(&bytes, len, 3)) return OMNIC_FAIL(err, OMNIC_E_TOO_LARGE, "tokenizer: text too long");
+    if (!omnic_size_mul(&bytes, len, 3))
+        return OMNIC_FAIL(err, OMNIC_E_TOO_LARGE, "tokenizer: text too long");
     OMNIC_TRY(omnic__tbuf_reserve(out, bytes, err));
     char *o = out->p + out->len;
     for (size_t i = 0; i < len;) {
@@ -219,7 +225,8 @@ static omnic_status strip(const nstep *st, const char *s, size_t len, omnic__tbu
     if (st->right)
         while (b > a) {
             size_t k = b - 1;
-            while (k > a && ((unsigned char)s[k] & 0xC0) == 0x80) k--;
+            while (k > a && ((unsigned char)s[k] & 0xC0) == 0x80)
+                k--;
             size_t cl;
             uint32_t cp = omnic__utf8_decode(s + k, &cl);
             if (!omnic__uc_is_whitespace(cp)) break;

@@ -14,7 +14,8 @@ typedef struct omnic__normalizer omnic__normalizer;
  * ("normalizer"). Returns owned *out (omnic__normalizer_free). Errors: E_INVALID (missing or
  * wrong-typed field, naming the path), E_UNSUPPORTED (an unknown or unsupported type, naming it),
  * E_TOO_LARGE (nesting over OMNIC_MAX_TOKENIZER_NESTING), E_NOMEM. */
-omnic_status omnic__normalizer_load(const json_t *j, const char *path, omnic__normalizer **out, omnic_err *err);
+omnic_status omnic__normalizer_load(const json_t *j, const char *path, omnic__normalizer **out,
+                                    omnic_err *err);
 void omnic__normalizer_free(omnic__normalizer *n);
 
 /* Normalizes s[0..len) (valid UTF-8, borrowed, must not lie in out or in sc's buffers) and appends

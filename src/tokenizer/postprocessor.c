@@ -29,7 +29,8 @@ void omnic__postprocessor_free(omnic__postprocessor *p)
 {
     if (!p) return;
     for (size_t i = 0; i < p->n; i++) {
-        for (size_t k = 0; k < p->steps[i].n; k++) omnic_free(p->steps[i].pieces[k].ids);
+        for (size_t k = 0; k < p->steps[i].n; k++)
+            omnic_free(p->steps[i].pieces[k].ids);
         omnic_free(p->steps[i].pieces);
     }
     omnic_free(p->steps);
@@ -47,7 +48,8 @@ static omnic_status push_step(omnic__postprocessor *p, size_t npieces, pstep **o
     }
     pstep *s = &p->steps[p->n];
     s->pieces = omnic_alloc_array(npieces ? npieces : 1, sizeof *s->pieces);
-    if (!s->pieces) return OMNIC_FAIL(err, OMNIC_E_NOMEM, "tokenizer: out of memory loading a post-processor");
+    if (!s->pieces)
+        return OMNIC_FAIL(err, OMNIC_E_NOMEM, "tokenizer: out of memory loading a post-processor");
     s->n = npieces;
     p->n++;
     *out = s;
@@ -64,13 +66,14 @@ static omnic_status set_ids(piece *pc, const int32_t *ids, size_t n, omnic_err *
 }
 
 /* ["[CLS]", 101] */
-static omnic_status token_pair(const json_t *j, const char *key, const char *path, int32_t *id, omnic_err *err)
+static omnic_status token_pair(const json_t *j, const char *key, const char *path, int32_t *id,
+                               omnic_err *err)
 {
     const json_t *a = json_object_get(j, key);
     if (!json_is_array(a) || json_array_size(a) != 2 || !json_is_string(json_array_get(a, 0)) ||
         !json_is_integer(json_array_get(a, 1)))
-        return OMNIC_FAIL(err, OMNIC_E_INVALID, "%s: field '%s' must be a [token, id] pair, got %s", path, key,
-                          a ? omnic__json_type_phrase(a) : "nothing");
+        return OMNIC_FAIL(err, OMNIC_E_INVALID, "%s: field '%s' must be a [token, id] pair, got %s", path,
+                          key, a ? omnic__json_type_phrase(a) : "nothing");
     json_int_t v = json_integer_value(json_array_get(a, 1));
     if (v < 0 || v >= OMNIC_MAX_VOCAB)
         return OMNIC_FAIL(err, OMNIC_E_INVALID, "%s.%s: id %lld is outside 0..%d", path, key, (long long)v,
@@ -85,8 +88,8 @@ static omnic_status special_ids(const json_t *specials, const char *name, const 
 {
     const json_t *sp = specials ? json_object_get(specials, name) : NULL;
     if (!sp)
-        return OMNIC_FAIL(err, OMNIC_E_INVALID, "%s: the template uses special token '%s' that special_tokens lacks",
-                          path, name);
+        return OMNIC_FAIL(err, OMNIC_E_INVALID,
+                          "%s: the template uses special token '%s' that special_tokens lacks", path, name);
     char where[256];
     snprintf(where, sizeof where, "%s.special_tokens[\"%s\"]", path, name);
     const json_t *ids;
@@ -105,7 +108,8 @@ static omnic_status special_ids(const json_t *specials, const char *name, const 
 }
 
 /* A template piece: {"SpecialToken": {"id": ..}}, {"Sequence": {"id": "A"}} or a string "$A" / "[CLS]". */
-static omnic_status load_piece(const json_t *e, const json_t *specials, const char *path, piece *pc, omnic_err *err)
+static omnic_status load_piece(const json_t *e, const json_t *specials, const char *path, piece *pc,
+                               omnic_err *err)
 {
     char name[256];
     if (json_is_string(e)) {
@@ -128,8 +132,8 @@ static omnic_status load_piece(const json_t *e, const json_t *specials, const ch
         const char *id;
         OMNIC_TRY(omnic__json_get_str(seq, "id", true, NULL, path, &id, err));
         if (strcmp(id, "A") != 0)
-            return OMNIC_FAIL(err, OMNIC_E_INVALID, "%s: the single-sequence template uses sequence '%s', expected A",
-                              path, id);
+            return OMNIC_FAIL(err, OMNIC_E_INVALID,
+                              "%s: the single-sequence template uses sequence '%s', expected A", path, id);
         pc->seq = true;
         return OMNIC_OK;
     }
@@ -138,8 +142,8 @@ static omnic_status load_piece(const json_t *e, const json_t *specials, const ch
         OMNIC_TRY(omnic__json_get_str(st, "id", true, NULL, path, &id, err));
         return special_ids(specials, id, path, pc, err);
     }
-    return OMNIC_FAIL(err, OMNIC_E_INVALID, "%s is %s, expected {\"SpecialToken\": ..} or {\"Sequence\": ..}", path,
-                      omnic__json_type_phrase(e));
+    return OMNIC_FAIL(err, OMNIC_E_INVALID, "%s is %s, expected {\"SpecialToken\": ..} or {\"Sequence\": ..}",
+                      path, omnic__json_type_phrase(e));
 }
 
 static omnic_status load_template(omnic__postprocessor *p, const json_t *j, const char *path, omnic_err *err)
@@ -190,7 +194,8 @@ static omnic_status load_template(omnic__postprocessor *p, const json_t *j, cons
     return OMNIC_OK;
 }
 
-static omnic_status load_into(omnic__postprocessor *p, const json_t *j, const char *path, int depth, omnic_err *err)
+static omnic_status load_into(omnic__postprocessor *p, const json_t *j, const char *path, int depth,
+                              omnic_err *err)
 {
     if (depth > OMNIC_MAX_TOKENIZER_NESTING)
         return OMNIC_FAIL(err, OMNIC_E_TOO_LARGE, "%s: Sequence nesting deeper than %d", path,
@@ -219,10 +224,11 @@ static omnic_status load_into(omnic__postprocessor *p, const json_t *j, const ch
         stp->pieces[1].seq = true;
         return set_ids(&stp->pieces[2], &sep, 1, err);
     }
-    return OMNIC_FAIL(err, OMNIC_E_UNSUPPORTED,
-                      "%s: post-processor type '%s' is not supported (supported: TemplateProcessing, ByteLevel, "
-                      "BertProcessing, RobertaProcessing, Sequence)",
-                      path, type);
+    return OMNIC_FAIL(
+        err, OMNIC_E_UNSUPPORTED,
+        "%s: post-processor type '%s' is not supported (supported: TemplateProcessing, ByteLevel, "
+        "BertProcessing, RobertaProcessing, Sequence)",
+        path, type);
 }
 
 omnic_status omnic__postprocessor_load(const json_t *j, const char *path, omnic__postprocessor **out,

@@ -26,13 +26,13 @@ typedef enum prepend_scheme { PS_ALWAYS, PS_FIRST, PS_NEVER } prepend_scheme;
 typedef struct pstep {
     pkind kind;
     behavior beh;
-    bool invert;          /* Split */
-    omnic__tpattern pat;  /* Split */
-    omnic__regex *re;     /* ByteLevel (GPT-2 regex) and Whitespace */
-    bool add_prefix;      /* ByteLevel */
-    bool individual;      /* Digits */
-    uint32_t ch;          /* Metaspace replacement, CharDelimiterSplit delimiter */
-    char rep[4];          /* Metaspace replacement in UTF-8 */
+    bool invert;         /* Split */
+    omnic__tpattern pat; /* Split */
+    omnic__regex *re;    /* ByteLevel (GPT-2 regex) and Whitespace */
+    bool add_prefix;     /* ByteLevel */
+    bool individual;     /* Digits */
+    uint32_t ch;         /* Metaspace replacement, CharDelimiterSplit delimiter */
+    char rep[4];         /* Metaspace replacement in UTF-8 */
     size_t rep_len;
     prepend_scheme scheme; /* Metaspace */
     bool split;            /* Metaspace */
@@ -45,7 +45,8 @@ struct omnic__pretokenizer {
 };
 
 /* The GPT-2 pattern ByteLevel uses (Oniguruma syntax, as Hugging Face compiles it). */
-static const char GPT2_RE[] = "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+";
+static const char GPT2_RE[] =
+    "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+";
 /* Whitespace: the regex crate's \w+|[^\w\s]+ with \w = Alphabetic, M, Nd, Pc, Join_Control. */
 #define RUST_W "\\p{Alphabetic}\\p{M}\\p{Nd}\\p{Pc}\\x{200C}\\x{200D}"
 static const char WHITESPACE_RE[] = "[" RUST_W "]+|[^" RUST_W "\\s]+";
@@ -98,10 +99,11 @@ static omnic_status get_behavior(const json_t *j, const char *path, bool require
             *b = names[i].b;
             return OMNIC_OK;
         }
-    return OMNIC_FAIL(err, OMNIC_E_INVALID,
-                      "%s: behavior '%s' is not one of Removed, Isolated, MergedWithPrevious, MergedWithNext, "
-                      "Contiguous",
-                      path, s);
+    return OMNIC_FAIL(
+        err, OMNIC_E_INVALID,
+        "%s: behavior '%s' is not one of Removed, Isolated, MergedWithPrevious, MergedWithNext, "
+        "Contiguous",
+        path, s);
 }
 
 static omnic_status load_metaspace(omnic__pretokenizer *p, const json_t *j, const char *path, omnic_err *err)
@@ -112,14 +114,15 @@ static omnic_status load_metaspace(omnic__pretokenizer *p, const json_t *j, cons
     OMNIC_TRY(omnic__json_get_str(j, "prepend_scheme", false, NULL, path, &scheme, err));
     prepend_scheme ps = PS_ALWAYS;
     if (scheme) {
-        if (!strcmp(scheme, "always")) ps = PS_ALWAYS;
+        if (!strcmp(scheme, "always"))
+            ps = PS_ALWAYS;
         else if (!strcmp(scheme, "first"))
             ps = PS_FIRST;
         else if (!strcmp(scheme, "never"))
             ps = PS_NEVER;
         else
-            return OMNIC_FAIL(err, OMNIC_E_INVALID, "%s: prepend_scheme '%s' is not one of always, first, never", path,
-                              scheme);
+            return OMNIC_FAIL(err, OMNIC_E_INVALID,
+                              "%s: prepend_scheme '%s' is not one of always, first, never", path, scheme);
     }
     const json_t *aps = json_object_get(j, "add_prefix_space");
     if (aps && !json_is_null(aps)) {
@@ -128,7 +131,8 @@ static omnic_status load_metaspace(omnic__pretokenizer *p, const json_t *j, cons
         if (!a) {
             if (scheme && ps != PS_NEVER)
                 return OMNIC_FAIL(err, OMNIC_E_INVALID,
-                                  "%s: add_prefix_space false does not match prepend_scheme '%s'", path, scheme);
+                                  "%s: add_prefix_space false does not match prepend_scheme '%s'", path,
+                                  scheme);
             ps = PS_NEVER;
         }
     }
@@ -143,7 +147,8 @@ static omnic_status load_metaspace(omnic__pretokenizer *p, const json_t *j, cons
     return OMNIC_OK;
 }
 
-static omnic_status load_into(omnic__pretokenizer *p, const json_t *j, const char *path, int depth, omnic_err *err)
+static omnic_status load_into(omnic__pretokenizer *p, const json_t *j, const char *path, int depth,
+                              omnic_err *err)
 {
     if (depth > OMNIC_MAX_TOKENIZER_NESTING)
         return OMNIC_FAIL(err, OMNIC_E_TOO_LARGE, "%s: Sequence nesting deeper than %d", path,
@@ -177,7 +182,8 @@ static omnic_status load_into(omnic__pretokenizer *p, const json_t *j, const cha
         OMNIC_TRY(omnic__json_get_bool(j, "use_regex", false, true, path, &use_regex, err));
         OMNIC_TRY(push_step(p, P_BYTELEVEL, &s, err));
         s->add_prefix = aps;
-        if (use_regex) return omnic__regex_compile(GPT2_RE, sizeof GPT2_RE - 1, OMNIC__RX_ONIG, path, &s->re, err);
+        if (use_regex)
+            return omnic__regex_compile(GPT2_RE, sizeof GPT2_RE - 1, OMNIC__RX_ONIG, path, &s->re, err);
         return OMNIC_OK;
     }
     if (!strcmp(type, "Metaspace")) return load_metaspace(p, j, path, err);
@@ -197,7 +203,8 @@ static omnic_status load_into(omnic__pretokenizer *p, const json_t *j, const cha
     }
     if (!strcmp(type, "Whitespace")) {
         OMNIC_TRY(push_step(p, P_WHITESPACE, &s, err));
-        return omnic__regex_compile(WHITESPACE_RE, sizeof WHITESPACE_RE - 1, OMNIC__RX_PCRE, path, &s->re, err);
+        return omnic__regex_compile(WHITESPACE_RE, sizeof WHITESPACE_RE - 1, OMNIC__RX_PCRE, path, &s->re,
+                                    err);
     }
     if (!strcmp(type, "WhitespaceSplit")) return push_step(p, P_WSPLIT, &s, err);
     if (!strcmp(type, "CharDelimiterSplit")) {
@@ -207,10 +214,11 @@ static omnic_status load_into(omnic__pretokenizer *p, const json_t *j, const cha
         s->ch = cp;
         return OMNIC_OK;
     }
-    return OMNIC_FAIL(err, OMNIC_E_UNSUPPORTED,
-                      "%s: pre-tokenizer type '%s' is not supported (supported: ByteLevel, Split, Metaspace, Digits, "
-                      "Punctuation, Whitespace, WhitespaceSplit, CharDelimiterSplit, Sequence)",
-                      path, type);
+    return OMNIC_FAIL(
+        err, OMNIC_E_UNSUPPORTED,
+        "%s: pre-tokenizer type '%s' is not supported (supported: ByteLevel, Split, Metaspace, Digits, "
+        "Punctuation, Whitespace, WhitespaceSplit, CharDelimiterSplit, Sequence)",
+        path, type);
 }
 
 omnic_status omnic__pretokenizer_load(const json_t *j, const char *path, omnic__pretokenizer **out,
@@ -230,7 +238,8 @@ omnic_status omnic__pretokenizer_load(const json_t *j, const char *path, omnic__
 /* ---- running ---- */
 
 /* Segments text by a character predicate: each matching character is its own match. */
-static omnic_status char_segments(const pstep *st, const char *t, size_t len, omnic__tsegs *segs, omnic_err *err)
+static omnic_status char_segments(const pstep *st, const char *t, size_t len, omnic__tsegs *segs,
+                                  omnic_err *err)
 {
     if (len == 0) return omnic__tsegs_push(segs, 0, 0, false, err);
     size_t last = 0;
@@ -272,7 +281,8 @@ static void apply_behavior(omnic__tsegs *segs, behavior b)
     bool prev = false;
     switch (b) {
     case B_ISOLATED:
-        for (size_t i = 0; i < n; i++) v[i].match = false;
+        for (size_t i = 0; i < n; i++)
+            v[i].match = false;
         return;
     case B_REMOVED:
         return;
@@ -420,8 +430,8 @@ static omnic_status run_metaspace(const pstep *st, omnic__tok_scratch *sc, const
     return emit(&sc->segs, &tmp, off, dst, err);
 }
 
-static omnic_status run_step(const pstep *st, omnic__tok_scratch *sc, const omnic__tsplit *sp, omnic__tsplits *dst,
-                             omnic_err *err)
+static omnic_status run_step(const pstep *st, omnic__tok_scratch *sc, const omnic__tsplit *sp,
+                             omnic__tsplits *dst, omnic_err *err)
 {
     switch (st->kind) {
     case P_BYTELEVEL:
@@ -438,12 +448,14 @@ static omnic_status run_step(const pstep *st, omnic__tok_scratch *sc, const omni
     case P_SPLIT:
         OMNIC_TRY(omnic__tpattern_segments(&st->pat, &sc->rx, t, sp->len, &sc->segs, err));
         if (st->invert)
-            for (size_t i = 0; i < sc->segs.n; i++) sc->segs.v[i].match = !sc->segs.v[i].match;
+            for (size_t i = 0; i < sc->segs.n; i++)
+                sc->segs.v[i].match = !sc->segs.v[i].match;
         b = st->beh;
         break;
     case P_WHITESPACE:
         OMNIC_TRY(omnic__regex_segments(st->re, &sc->rx, t, sp->len, &sc->segs, err));
-        for (size_t i = 0; i < sc->segs.n; i++) sc->segs.v[i].match = !sc->segs.v[i].match;
+        for (size_t i = 0; i < sc->segs.n; i++)
+            sc->segs.v[i].match = !sc->segs.v[i].match;
         b = B_REMOVED;
         break;
     case P_DIGITS:

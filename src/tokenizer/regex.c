@@ -40,7 +40,10 @@ static pcre2_general_context *gctx(void)
 /* Oniguruma -> PCRE2 translation (see regex.h). */
 #define ONIG_WORD "\\p{L}\\p{M}\\p{Nd}\\p{Pc}"
 
-static bool is_hex(char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'); }
+static bool is_hex(char c)
+{
+    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+}
 
 static omnic_status translate(const char *p, size_t n, omnic__tbuf *o, omnic_err *err)
 {
@@ -51,7 +54,8 @@ static omnic_status translate(const char *p, size_t n, omnic__tbuf *o, omnic_err
         if (c == '\\' && i + 1 < n) {
             char x = p[i + 1];
             const char *rep = NULL;
-            if (x == 'w') rep = depth ? ONIG_WORD : "[" ONIG_WORD "]";
+            if (x == 'w')
+                rep = depth ? ONIG_WORD : "[" ONIG_WORD "]";
             else if (x == 'W' && !depth)
                 rep = "[^" ONIG_WORD "]";
             else if (x == 'h')
@@ -115,8 +119,8 @@ omnic_status omnic__regex_compile(const char *pat, size_t len, omnic__rx_dialect
                                   omnic__regex **out, omnic_err *err)
 {
     if (len > OMNIC_MAX_TOKENIZER_REGEX)
-        return OMNIC_FAIL(err, OMNIC_E_TOO_LARGE, "%s: regex of %zu bytes is over the %d byte limit", what, len,
-                          OMNIC_MAX_TOKENIZER_REGEX);
+        return OMNIC_FAIL(err, OMNIC_E_TOO_LARGE, "%s: regex of %zu bytes is over the %d byte limit", what,
+                          len, OMNIC_MAX_TOKENIZER_REGEX);
     if (!gctx()) return OMNIC_FAIL(err, OMNIC_E_NOMEM, "%s: out of memory creating the PCRE2 context", what);
     omnic__tbuf t = {0};
     omnic__regex *re = NULL;
@@ -144,8 +148,9 @@ omnic_status omnic__regex_compile(const char *pat, size_t len, omnic__rx_dialect
         PCRE2_UCHAR msg[160];
         pcre2_get_error_message(ec, msg, sizeof msg);
         int shown = len > 200 ? 200 : (int)len;
-        st = OMNIC_FAIL(err, ec == PCRE2_ERROR_HEAP_FAILED ? OMNIC_E_NOMEM : OMNIC_E_INVALID, "%s: regex '%.*s'%s does not compile (at offset %zu: %s)", what,
-                        shown, pat, len > 200 ? "..." : "", (size_t)eo, (const char *)msg);
+        st = OMNIC_FAIL(err, ec == PCRE2_ERROR_HEAP_FAILED ? OMNIC_E_NOMEM : OMNIC_E_INVALID,
+                        "%s: regex '%.*s'%s does not compile (at offset %zu: %s)", what, shown, pat,
+                        len > 200 ? "..." : "", (size_t)eo, (const char *)msg);
         goto fail;
     }
     re->jit = pcre2_jit_compile(re->code, PCRE2_JIT_COMPLETE) == 0;
@@ -202,8 +207,8 @@ static int search(const omnic__regex *re, omnic__rx_scratch *s, const char *text
     if (rc < 0) {
         PCRE2_UCHAR msg[160];
         pcre2_get_error_message(rc, msg, sizeof msg);
-        *st = OMNIC_FAIL(err, rc == PCRE2_ERROR_NOMEMORY ? OMNIC_E_NOMEM : OMNIC_E_INVALID, "tokenizer: regex match failed on %zu bytes of text: %s", len,
-                         (const char *)msg);
+        *st = OMNIC_FAIL(err, rc == PCRE2_ERROR_NOMEMORY ? OMNIC_E_NOMEM : OMNIC_E_INVALID,
+                         "tokenizer: regex match failed on %zu bytes of text: %s", len, (const char *)msg);
         return -1;
     }
     PCRE2_SIZE *ov = pcre2_get_ovector_pointer(md);

@@ -7,15 +7,15 @@
 #include "tokenizer/regex.h"
 
 typedef struct omnic__tok_scratch {
-    omnic__rx_scratch rx;  /* PCRE2 match state */
-    omnic__tsegs segs;     /* pattern segments */
-    omnic__tbuf nb[2];     /* normalizer steps (ping-pong) */
-    int32_t *u32;          /* [u32_cap] code points for Unicode normalization */
+    omnic__rx_scratch rx; /* PCRE2 match state */
+    omnic__tsegs segs;    /* pattern segments */
+    omnic__tbuf nb[2];    /* normalizer steps (ping-pong) */
+    int32_t *u32;         /* [u32_cap] code points for Unicode normalization */
     size_t u32_cap;
-    omnic__tbuf text;      /* encode: every text of one call (input, normalized, pre-tokenized) */
-    omnic__tsplits sp[2];  /* encode: split lists (ping-pong between stages) */
-    omnic__tbuf piece;     /* encode: one piece being normalized */
-    omnic__bpe_work bpe;   /* BPE merge state and word cache */
+    omnic__tbuf text;     /* encode: every text of one call (input, normalized, pre-tokenized) */
+    omnic__tsplits sp[2]; /* encode: split lists (ping-pong between stages) */
+    omnic__tbuf piece;    /* encode: one piece being normalized */
+    omnic__bpe_work bpe;  /* BPE merge state and word cache */
 } omnic__tok_scratch;
 
 /* Creates the regex state; the rest grows on demand. */

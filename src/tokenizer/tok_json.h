@@ -32,7 +32,7 @@ omnic_status omnic__tpattern_load(const json_t *o, const char *key, const char *
                                   omnic_err *err);
 void omnic__tpattern_deinit(omnic__tpattern *p);
 /* Segments text by the pattern (see omnic__regex_segments). */
-omnic_status omnic__tpattern_segments(const omnic__tpattern *p, omnic__rx_scratch *rx, const char *text, size_t len,
-                                      omnic__tsegs *segs, omnic_err *err);
+omnic_status omnic__tpattern_segments(const omnic__tpattern *p, omnic__rx_scratch *rx, const char *text,
+                                      size_t len, omnic__tsegs *segs, omnic_err *err);
 
 #endif

@@ -33,10 +33,13 @@ omnic_status omnic__tbuf_reserve(omnic__tbuf *b, size_t extra, omnic_err *err)
         cap *= 2;
     }
     if (cap > OMNIC_MAX_ALLOC)
-        return OMNIC_FAIL(err, OMNIC_E_TOO_LARGE, "tokenizer: text buffer of %zu bytes is over the %zu byte limit",
-                          need, (size_t)OMNIC_MAX_ALLOC);
+        return OMNIC_FAIL(err, OMNIC_E_TOO_LARGE,
+                          "tokenizer: text buffer of %zu bytes is over the %zu byte limit", need,
+                          (size_t)OMNIC_MAX_ALLOC);
     char *p = omnic_realloc(b->p, cap);
-    if (!p) return OMNIC_FAIL(err, OMNIC_E_NOMEM, "tokenizer: out of memory growing a text buffer to %zu bytes", cap);
+    if (!p)
+        return OMNIC_FAIL(err, OMNIC_E_NOMEM, "tokenizer: out of memory growing a text buffer to %zu bytes",
+                          cap);
     b->p = p;
     b->cap = cap;
     return OMNIC_OK;
@@ -74,7 +77,8 @@ static omnic_status grow(void **v, size_t *cap, size_t elem, omnic_err *err)
     if (!omnic_size_mul(&bytes, ncap, elem))
         return OMNIC_FAIL(err, OMNIC_E_TOO_LARGE, "tokenizer: list of %zu entries overflows", ncap);
     void *p = omnic_realloc(*v, bytes);
-    if (!p) return OMNIC_FAIL(err, OMNIC_E_NOMEM, "tokenizer: out of memory growing a list to %zu bytes", bytes);
+    if (!p)
+        return OMNIC_FAIL(err, OMNIC_E_NOMEM, "tokenizer: out of memory growing a list to %zu bytes", bytes);
     *v = p;
     *cap = ncap;
     return OMNIC_OK;
@@ -123,10 +127,12 @@ omnic_status omnic__ivec_reserve(omnic__ivec *v, size_t extra, omnic_err *err)
 {
     size_t need;
     if (!omnic_size_add(&need, v->n, extra))
-        return OMNIC_FAIL(err, OMNIC_E_TOO_LARGE, "tokenizer: id list of %zu + %zu entries overflows", v->n, extra);
+        return OMNIC_FAIL(err, OMNIC_E_TOO_LARGE, "tokenizer: id list of %zu + %zu entries overflows", v->n,
+                          extra);
     if (need <= v->cap) return OMNIC_OK;
     size_t cap = v->cap ? v->cap : 64;
-    while (cap < need) cap = cap > SIZE_MAX / 2 ? need : cap * 2;
+    while (cap < need)
+        cap = cap > SIZE_MAX / 2 ? need : cap * 2;
     size_t bytes;
     if (!omnic_size_mul(&bytes, cap, sizeof *v->v))
         return OMNIC_FAIL(err, OMNIC_E_TOO_LARGE, "tokenizer: id list of %zu entries overflows", cap);
@@ -291,8 +297,8 @@ bool omnic__uc_is_word(uint32_t cp)
         return (cp >= 'a' && cp <= 'z') || (cp >= 'A' && cp <= 'Z') || (cp >= '0' && cp <= '9') || cp == '_';
     if (cp == 0x200C || cp == 0x200D) return true;
     /* Other_Alphabetic symbols: circled and squared Latin letters */
-    if ((cp >= 0x24B6 && cp <= 0x24E9) || (cp >= 0x1F130 && cp <= 0x1F149) || (cp >= 0x1F150 && cp <= 0x1F169) ||
-        (cp >= 0x1F170 && cp <= 0x1F189))
+    if ((cp >= 0x24B6 && cp <= 0x24E9) || (cp >= 0x1F130 && cp <= 0x1F149) ||
+        (cp >= 0x1F150 && cp <= 0x1F169) || (cp >= 0x1F170 && cp <= 0x1F189))
         return true;
     utf8proc_category_t c = utf8proc_category((utf8proc_int32_t)cp);
     return (c >= UTF8PROC_CATEGORY_LU && c <= UTF8PROC_CATEGORY_ND) || c == UTF8PROC_CATEGORY_NL ||
@@ -301,7 +307,10 @@ bool omnic__uc_is_word(uint32_t cp)
 
 /* ---- byte-level alphabet ---- */
 
-static bool bl_printable(unsigned b) { return (b >= 0x21 && b <= 0x7E) || (b >= 0xA1 && b <= 0xAC) || b >= 0xAE; }
+static bool bl_printable(unsigned b)
+{
+    return (b >= 0x21 && b <= 0x7E) || (b >= 0xA1 && b <= 0xAC) || b >= 0xAE;
+}
 
 uint32_t omnic__bytelevel_char(unsigned char b)
 {

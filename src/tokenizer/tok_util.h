@@ -102,8 +102,8 @@ static inline uint32_t omnic__utf8_decode(const char *s, size_t *n)
         return ((uint32_t)(u[0] & 0x0F) << 12) | ((uint32_t)(u[1] & 0x3F) << 6) | (uint32_t)(u[2] & 0x3F);
     }
     *n = 4;
-    return ((uint32_t)(u[0] & 0x07) << 18) | ((uint32_t)(u[1] & 0x3F) << 12) | ((uint32_t)(u[2] & 0x3F) << 6) |
-           (uint32_t)(u[3] & 0x3F);
+    return ((uint32_t)(u[0] & 0x07) << 18) | ((uint32_t)(u[1] & 0x3F) << 12) |
+           ((uint32_t)(u[2] & 0x3F) << 6) | (uint32_t)(u[3] & 0x3F);
 }
 /* Length of the UTF-8 sequence that starts with byte b (1 for continuation/invalid bytes). */
 static inline size_t omnic__utf8_len(unsigned char b)

@@ -99,7 +99,8 @@ static omnic_status load_model(omnic__tokenizer *t, const json_t *root, const ch
         if (!json_object_get(model, "merges"))
             return OMNIC_FAIL(err, OMNIC_E_INVALID, "%s: missing field 'type'", path);
     } else if (strcmp(type, "BPE") != 0) {
-        return OMNIC_FAIL(err, OMNIC_E_UNSUPPORTED, "%s: model type '%s' is not supported (only BPE is)", path, type);
+        return OMNIC_FAIL(err, OMNIC_E_UNSUPPORTED, "%s: model type '%s' is not supported (only BPE is)",
+                          path, type);
     }
     return omnic__bpe_load(model, path, &t->bpe, err);
 }
@@ -159,13 +160,15 @@ static omnic_status config_token(const json_t *cfg, const char *key, const char 
     if (!v || json_is_null(v)) return OMNIC_OK;
     if (json_is_object(v)) v = json_object_get(v, "content");
     if (!json_is_string(v))
-        return OMNIC_FAIL(err, OMNIC_E_INVALID, "%s: field '%s' is %s, expected a string or {\"content\": ...}", what,
-                          key, omnic__json_type_phrase(v));
+        return OMNIC_FAIL(err, OMNIC_E_INVALID,
+                          "%s: field '%s' is %s, expected a string or {\"content\": ...}", what, key,
+                          omnic__json_type_phrase(v));
     *have = true;
     return put_pool(names, json_string_value(v), json_string_length(v), off, err);
 }
 
-static omnic_status load_config(omnic__tokenizer *t, const char *buf, size_t len, const char *what, omnic_err *err)
+static omnic_status load_config(omnic__tokenizer *t, const char *buf, size_t len, const char *what,
+                                omnic_err *err)
 {
     omnic__tokenizer_specials *sp = &t->specials;
     sp->bos_id = sp->eos_id = sp->pad_id = sp->unk_id = -1;
@@ -178,8 +181,10 @@ static omnic_status load_config(omnic__tokenizer *t, const char *buf, size_t len
     bool have[4];
     for (int i = 0; i < 4 && st == OMNIC_OK; i++)
         st = config_token(cfg, keys[i], what, &t->special_names, &off[i], &have[i], err);
-    if (st == OMNIC_OK) st = omnic__json_get_bool(cfg, "add_bos_token", false, false, what, &sp->add_bos, err);
-    if (st == OMNIC_OK) st = omnic__json_get_bool(cfg, "add_eos_token", false, false, what, &sp->add_eos, err);
+    if (st == OMNIC_OK)
+        st = omnic__json_get_bool(cfg, "add_bos_token", false, false, what, &sp->add_bos, err);
+    if (st == OMNIC_OK)
+        st = omnic__json_get_bool(cfg, "add_eos_token", false, false, what, &sp->add_eos, err);
     json_decref(cfg);
     if (st != OMNIC_OK) return st;
     const char **names[4] = {&sp->bos_token, &sp->eos_token, &sp->pad_token, &sp->unk_token};
@@ -298,7 +303,10 @@ out:
 
 /* ---- lookups ---- */
 
-size_t omnic__tokenizer_vocab_size(const omnic__tokenizer *t) { return t->n_ids; }
+size_t omnic__tokenizer_vocab_size(const omnic__tokenizer *t)
+{
+    return t->n_ids;
+}
 
 bool omnic__tokenizer_token_to_id(const omnic__tokenizer *t, const char *s, size_t n, int32_t *id)
 {
@@ -318,18 +326,22 @@ bool omnic__tokenizer_is_special(const omnic__tokenizer *t, int32_t id)
     return id >= 0 && (size_t)id < t->n_ids && (t->ids[id].flags & OMNIC__TOKID_SPECIAL);
 }
 
-const omnic__tokenizer_specials *omnic__tokenizer_get_specials(const omnic__tokenizer *t) { return &t->specials; }
+const omnic__tokenizer_specials *omnic__tokenizer_get_specials(const omnic__tokenizer *t)
+{
+    return &t->specials;
+}
 
 /* ---- encoding ---- */
 
-static omnic_status encode_with(const omnic__tokenizer *t, omnic__tok_scratch *sc, const char *text, size_t len,
-                                bool add_special, omnic__ivec *ids, omnic_err *err)
+static omnic_status encode_with(const omnic__tokenizer *t, omnic__tok_scratch *sc, const char *text,
+                                size_t len, bool add_special, omnic__ivec *ids, omnic_err *err)
 {
     sc->text.len = 0;
     sc->sp[0].n = sc->sp[1].n = 0;
     OMNIC_TRY(omnic__tbuf_put(&sc->text, text, len, err));
     /* 1. added tokens matched on the raw input */
-    OMNIC_TRY(omnic__added_vocab_split(t->added, false, sc->text.p, len, 0, OMNIC__SPLIT_AT_START, &sc->sp[1], err));
+    OMNIC_TRY(omnic__added_vocab_split(t->added, false, sc->text.p, len, 0, OMNIC__SPLIT_AT_START, &sc->sp[1],
+                                       err));
     /* 2. normalize each remaining piece, then match the normalized added tokens */
     bool have_norm_tokens = omnic__added_vocab_has(t->added, true);
     for (size_t i = 0; i < sc->sp[1].n; i++) {
@@ -342,14 +354,16 @@ static omnic_status encode_with(const omnic__tokenizer *t, omnic__tok_scratch *s
         if (t->norm) {
             bool moved = false;
             sc->piece.len = 0;
-            OMNIC_TRY(omnic__normalizer_run(t->norm, sc->text.p + sp.off, sp.len, &sc->piece, &moved, sc, err));
+            OMNIC_TRY(
+                omnic__normalizer_run(t->norm, sc->text.p + sp.off, sp.len, &sc->piece, &moved, sc, err));
             if (moved) sp.flags &= ~OMNIC__SPLIT_AT_START;
             off = sc->text.len;
             n = sc->piece.len;
             OMNIC_TRY(omnic__tbuf_put(&sc->text, sc->piece.p ? sc->piece.p : "", n, err));
         }
         if (have_norm_tokens)
-            OMNIC_TRY(omnic__added_vocab_split(t->added, true, sc->text.p + off, n, off, sp.flags, &sc->sp[0], err));
+            OMNIC_TRY(omnic__added_vocab_split(t->added, true, sc->text.p + off, n, off, sp.flags, &sc->sp[0],
+                                               err));
         else if (n)
             OMNIC_TRY(omnic__tsplits_push(&sc->sp[0], off, n, -1, sp.flags, err));
     }
@@ -370,17 +384,18 @@ static omnic_status encode_with(const omnic__tokenizer *t, omnic__tok_scratch *s
     return OMNIC_OK;
 }
 
-omnic_status omnic__tokenizer_encode(const omnic__tokenizer *t, const char *text, size_t len, bool add_special,
-                                     int32_t **ids, size_t *n, omnic_err *err)
+omnic_status omnic__tokenizer_encode(const omnic__tokenizer *t, const char *text, size_t len,
+                                     bool add_special, int32_t **ids, size_t *n, omnic_err *err)
 {
     if (len > OMNIC_MAX_ENCODE_BYTES)
-        return OMNIC_FAIL(err, OMNIC_E_TOO_LARGE, "tokenizer: text of %zu bytes is over the %zu byte limit", len,
-                          (size_t)OMNIC_MAX_ENCODE_BYTES);
+        return OMNIC_FAIL(err, OMNIC_E_TOO_LARGE, "tokenizer: text of %zu bytes is over the %zu byte limit",
+                          len, (size_t)OMNIC_MAX_ENCODE_BYTES);
     if (!text && len) return OMNIC_FAIL(err, OMNIC_E_INVALID, "tokenizer: text is NULL with length %zu", len);
     if (!text) text = "";
     size_t bad = omnic__utf8_validate(text, len);
     if (bad != len)
-        return OMNIC_FAIL(err, OMNIC_E_INVALID, "tokenizer: text is not valid UTF-8: byte 0x%02X at offset %zu",
+        return OMNIC_FAIL(err, OMNIC_E_INVALID,
+                          "tokenizer: text is not valid UTF-8: byte 0x%02X at offset %zu",
                           (unsigned)(unsigned char)text[bad], bad);
     omnic__tok_scratch *sc;
     OMNIC_TRY(omnic__tok_scratch_get(t, &sc, err));
@@ -399,8 +414,9 @@ omnic_status omnic__tokenizer_encode(const omnic__tokenizer *t, const char *text
 
 /* ---- decoding ---- */
 
-omnic_status omnic__tokenizer_decode_into(const omnic__tokenizer *t, const int32_t *ids, size_t n, bool skip_special,
-                                          omnic__tbuf *out, omnic__tok_scratch *sc, omnic_err *err)
+omnic_status omnic__tokenizer_decode_into(const omnic__tokenizer *t, const int32_t *ids, size_t n,
+                                          bool skip_special, omnic__tbuf *out, omnic__tok_scratch *sc,
+                                          omnic_err *err)
 {
     sc->text.len = 0;
     sc->sp[0].n = sc->sp[1].n = 0;
@@ -414,15 +430,16 @@ omnic_status omnic__tokenizer_decode_into(const omnic__tokenizer *t, const int32
     return omnic__decoder_run(t->dec, sc, 0, out, err);
 }
 
-omnic_status omnic__tokenizer_decode(const omnic__tokenizer *t, const int32_t *ids, size_t n, bool skip_special,
-                                     char **out, size_t *len, omnic_err *err)
+omnic_status omnic__tokenizer_decode(const omnic__tokenizer *t, const int32_t *ids, size_t n,
+                                     bool skip_special, char **out, size_t *len, omnic_err *err)
 {
     if (n > OMNIC_MAX_DECODE_IDS)
         return OMNIC_FAIL(err, OMNIC_E_TOO_LARGE, "tokenizer: %zu ids to decode, over the %zu limit", n,
                           (size_t)OMNIC_MAX_DECODE_IDS);
     for (size_t i = 0; i < n; i++)
         if (ids[i] < 0 || (size_t)ids[i] >= t->n_ids || !(t->ids[ids[i]].flags & OMNIC__TOKID_PRESENT))
-            return OMNIC_FAIL(err, OMNIC_E_INVALID, "tokenizer: token id %lld (at index %zu) is not in the vocabulary "
+            return OMNIC_FAIL(err, OMNIC_E_INVALID,
+                              "tokenizer: token id %lld (at index %zu) is not in the vocabulary "
                               "(vocab size %zu)",
                               (long long)ids[i], i, t->n_ids);
     omnic__tok_scratch *sc;

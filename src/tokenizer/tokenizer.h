@@ -29,8 +29,8 @@ typedef struct omnic__tokenizer_specials {
     int32_t eos_id;
     int32_t pad_id;
     int32_t unk_id;
-    bool add_bos; /* add_bos_token (false when absent) */
-    bool add_eos; /* add_eos_token (false when absent) */
+    bool add_bos;          /* add_bos_token (false when absent) */
+    bool add_eos;          /* add_eos_token (false when absent) */
     const char *bos_token; /* borrowed from the tokenizer; NULL when absent */
     const char *eos_token;
     const char *pad_token;
@@ -60,16 +60,16 @@ void omnic__tokenizer_free(omnic__tokenizer *t);
  * even when *n is 0). On failure *ids and *n are unchanged.
  * Errors: E_INVALID (invalid UTF-8: names the byte offset; the unk_token is needed but missing from
  * the vocabulary; a regex match limit), E_TOO_LARGE (len over OMNIC_MAX_ENCODE_BYTES), E_NOMEM. */
-omnic_status omnic__tokenizer_encode(const omnic__tokenizer *t, const char *text, size_t len, bool add_special,
-                                     int32_t **ids, size_t *n, omnic_err *err);
+omnic_status omnic__tokenizer_encode(const omnic__tokenizer *t, const char *text, size_t len,
+                                     bool add_special, int32_t **ids, size_t *n, omnic_err *err);
 
 /* Decodes ids[0..n) (borrowed). skip_special drops special tokens (added tokens marked special).
  * Returns owned *out (omnic_free), NUL-terminated, *len bytes of UTF-8 (invalid byte sequences in
  * the tokens come out as U+FFFD, as in Hugging Face). On failure *out and *len are unchanged.
  * Errors: E_INVALID (an id outside 0..vocab_size-1 or without a token: names the id, its index and
  * the vocabulary size), E_TOO_LARGE (n over OMNIC_MAX_DECODE_IDS), E_NOMEM. */
-omnic_status omnic__tokenizer_decode(const omnic__tokenizer *t, const int32_t *ids, size_t n, bool skip_special,
-                                     char **out, size_t *len, omnic_err *err);
+omnic_status omnic__tokenizer_decode(const omnic__tokenizer *t, const int32_t *ids, size_t n,
+                                     bool skip_special, char **out, size_t *len, omnic_err *err);
 
 /* One more than the largest token id (model vocabulary and added tokens). */
 size_t omnic__tokenizer_vocab_size(const omnic__tokenizer *t);

@@ -34,10 +34,10 @@ typedef struct omnic__tok_pool {
 
 struct omnic__tokenizer {
     omnic__bpe *bpe;
-    omnic__normalizer *norm;   /* NULL: none */
-    omnic__pretokenizer *pre;  /* NULL: none */
+    omnic__normalizer *norm;    /* NULL: none */
+    omnic__pretokenizer *pre;   /* NULL: none */
     omnic__postprocessor *post; /* NULL: none */
-    omnic__decoder *dec;       /* NULL: join with spaces */
+    omnic__decoder *dec;        /* NULL: join with spaces */
     omnic__decoder_traits dtraits;
     omnic__added_vocab *added;
     omnic__tokid *ids; /* owned, [n_ids]: id -> token string (added tokens first, then the model) */
@@ -53,7 +53,8 @@ omnic_status omnic__tok_scratch_get(const omnic__tokenizer *t, omnic__tok_scratc
 void omnic__tok_scratch_put(const omnic__tokenizer *t, omnic__tok_scratch *s);
 
 /* Decodes ids without range checks into out (appends); ids must all be present. */
-omnic_status omnic__tokenizer_decode_into(const omnic__tokenizer *t, const int32_t *ids, size_t n, bool skip_special,
-                                          omnic__tbuf *out, omnic__tok_scratch *sc, omnic_err *err);
+omnic_status omnic__tokenizer_decode_into(const omnic__tokenizer *t, const int32_t *ids, size_t n,
+                                          bool skip_special, omnic__tbuf *out, omnic__tok_scratch *sc,
+                                          omnic_err *err);
 
 #endif

@@ -5,10 +5,10 @@
  *
  * Rows (query position t, head h) are split contiguously across threads in a fixed order:
  * blocks of TB positions, inside a block by kv group, then position, then head, so a
- * thread's range falls into chunks of up to ATT_QB (tiled: ATT_QB_TILED) rows that share one kv head and nearly
- * the same key range (rows of different slots, or far-apart windows, never share). A chunk
- * reads each K/V row once for all its rows (widened from f16 in blocks of ATT_KB keys),
- * and evaluates them one of two ways:
+ * thread's range falls into chunks of up to ATT_QB (tiled: ATT_QB_TILED) rows that share one kv head and
+ * nearly the same key range (rows of different slots, or far-apart windows, never share). A chunk reads each
+ * K/V row once for all its rows (widened from f16 in blocks of ATT_KB keys), and evaluates them one of two
+ * ways:
  *  - two-pass (ip[2] = 0): scores of the chunk's whole key span by a blocked dot product,
  *    then per row a softmax over its own visible keys (scale -> softcap -> + bias, max, exp,
  *    sum), then the blocked weighted sum of V. Work buffer per thread: scores
@@ -45,7 +45,11 @@ typedef struct att_geom {
 static att_geom geometry(const omnic__node *n)
 {
     const omnic__tensor *q = n->src[0], *k = n->src[1], *v = n->src[2];
-    att_geom g = {.T = q->dims[0], .H = q->dims[1], .D = q->dims[2], .S = k->dims[0], .Hkv = k->dims[1],
+    att_geom g = {.T = q->dims[0],
+                  .H = q->dims[1],
+                  .D = q->dims[2],
+                  .S = k->dims[0],
+                  .Hkv = k->dims[1],
                   .Dv = v->dims[2]};
     g.G = g.Hkv > 0 ? g.H / g.Hkv : 1;
     g.QB = n->ip[2] ? ATT_QB_TILED : ATT_QB;
@@ -58,7 +62,8 @@ static att_geom geometry(const omnic__node *n)
 static size_t part_floats(const omnic__node *n, const att_geom *g)
 {
     int64_t span = n->ip[2] ? ATT_KB : g->S; /* scores per row */
-    return (size_t)(g->QB * span + g->QB * g->Dv + ATT_KB * (g->D + g->Dv) + (n->ip[2] ? g->D + g->QB * g->D : 0));
+    return (size_t)(g->QB * span + g->QB * g->Dv + ATT_KB * (g->D + g->Dv) +
+                    (n->ip[2] ? g->D + g->QB * g->D : 0));
 }
 
 size_t omnic__cpu_attention_wsize(const omnic__node *n, int nth)
@@ -79,8 +84,8 @@ static void row_of(const att_geom *g, int64_t r, int64_t *t, int64_t *h, int64_t
 }
 
 /* Keys [j0, j0 + nk) of kv head grp as f32 rows: in place (f32, stride Hkv*D) or widened into buf. */
-static const float *kv_block(const omnic__tensor *t, int64_t j0, int64_t nk, int64_t grp, int64_t Hkv, int64_t D,
-                             float *buf, int64_t *ld)
+static const float *kv_block(const omnic__tensor *t, int64_t j0, int64_t nk, int64_t grp, int64_t Hkv,
+                             int64_t D, float *buf, int64_t *ld)
 {
     if (t->dtype == OMNIC_DTYPE_F32) {
         *ld = Hkv * D;
@@ -93,22 +98,24 @@ static const float *kv_block(const omnic__tensor *t, int64_t j0, int64_t nk, int
 }
 
 /* Rows [j0, j0 + nk) of kv head grp as f32 rows [nk, D] in buf (widened when f16 / bf16). */
-static const float *kv_tile(const omnic__tensor *t, int64_t j0, int64_t nk, int64_t grp, int64_t Hkv, int64_t D,
-                            float *buf)
+static const float *kv_tile(const omnic__tensor *t, int64_t j0, int64_t nk, int64_t grp, int64_t Hkv,
+                            int64_t D, float *buf)
 {
     for (int64_t j = 0; j < nk; j++) {
         if (t->dtype == OMNIC_DTYPE_F32)
-            memcpy(buf + j * D, (const float *)t->data + ((j0 + j) * Hkv + grp) * D, (size_t)D * sizeof(float));
+            memcpy(buf + j * D, (const float *)t->data + ((j0 + j) * Hkv + grp) * D,
+                   (size_t)D * sizeof(float));
         else
-            omnic__cpu_to_f32(t->dtype, (const uint16_t *)t->data + ((j0 + j) * Hkv + grp) * D, buf + j * D, D);
+            omnic__cpu_to_f32(t->dtype, (const uint16_t *)t->data + ((j0 + j) * Hkv + grp) * D, buf + j * D,
+                              D);
     }
     return buf;
 }
 
 /* Keys [j0, j0 + nk) of kv head grp transposed into kt [D, ATT_KB] (key j = column j - j0),
  * widened through row [D] when the cache is f16 / bf16. */
-static void k_tile_t(const omnic__tensor *t, int64_t j0, int64_t nk, int64_t grp, int64_t Hkv, int64_t D, float *row,
-                     float *kt)
+static void k_tile_t(const omnic__tensor *t, int64_t j0, int64_t nk, int64_t grp, int64_t Hkv, int64_t D,
+                     float *row, float *kt)
 {
     for (int64_t j = 0; j < nk; j++) {
         const float *src = (const float *)t->data + ((j0 + j) * Hkv + grp) * D;
@@ -116,7 +123,8 @@ static void k_tile_t(const omnic__tensor *t, int64_t j0, int64_t nk, int64_t grp
             omnic__cpu_to_f32(t->dtype, (const uint16_t *)t->data + ((j0 + j) * Hkv + grp) * D, row, D);
             src = row;
         }
-        for (int64_t d = 0; d < D; d++) kt[d * ATT_KB + j] = src[d];
+        for (int64_t d = 0; d < D; d++)
+            kt[d * ATT_KB + j] = src[d];
     }
 }
 
@@ -132,7 +140,8 @@ typedef struct att_chunk {
 static int64_t gather_chunk(const omnic__node *n, const att_geom *g, int64_t r, int64_t r1, att_chunk *c)
 {
     const int32_t *qpos = n->src[3]->data;
-    const int32_t *kv_begin = n->src[5] ? (const int32_t *)n->src[5]->data : NULL; /* [T]: first visible row */
+    const int32_t *kv_begin =
+        n->src[5] ? (const int32_t *)n->src[5]->data : NULL; /* [T]: first visible row */
     const bool causal = n->ip[0] != 0;
     const int64_t win = n->ip[1];
     /* tiled: every row pays for the chunk's whole span, so adjacent 64-row windows stay apart */
@@ -167,8 +176,8 @@ static int64_t gather_chunk(const omnic__node *n, const att_geom *g, int64_t r, 
 }
 
 /* Scores s[0, cnt) of row u for keys from j: scale -> softcap -> + bias; returns their max. */
-static float adjust_scores(const omnic__cpu_vec *v, const omnic__node *n, const att_geom *g, int64_t t, int64_t j,
-                           float *s, int64_t cnt)
+static float adjust_scores(const omnic__cpu_vec *v, const omnic__node *n, const att_geom *g, int64_t t,
+                           int64_t j, float *s, int64_t cnt)
 {
     const float *bias = n->src[4] ? (const float *)n->src[4]->data : NULL;
     v->mul1(s, n->fp[0], s, cnt);
@@ -177,8 +186,8 @@ static float adjust_scores(const omnic__cpu_vec *v, const omnic__node *n, const 
     return v->max(s, cnt);
 }
 
-static void two_pass(const omnic__cpu_vec *v, const omnic__node *n, const att_geom *g, const att_chunk *c, float *sc,
-                     float *acc, float *kbuf, float *vbuf)
+static void two_pass(const omnic__cpu_vec *v, const omnic__node *n, const att_geom *g, const att_chunk *c,
+                     float *sc, float *acc, float *kbuf, float *vbuf)
 {
     const int64_t nq = c->nq, J0 = c->J0, J1 = c->J1, nv = J1 - J0;
     float inv_sum[ATT_QB_TILED];
@@ -194,8 +203,10 @@ static void two_pass(const omnic__cpu_vec *v, const omnic__node *n, const att_ge
         if (cnt > 0) {
             float *s = row + a;
             float m = adjust_scores(v, n, g, c->tq[u], c->jlo[u], s, cnt);
-            if (m == -INFINITY) memset(s, 0, (size_t)cnt * sizeof(float)); /* bias masked every key */
-            else inv_sum[u] = 1.0f / v->exp_sum(s, m, s, cnt);
+            if (m == -INFINITY)
+                memset(s, 0, (size_t)cnt * sizeof(float)); /* bias masked every key */
+            else
+                inv_sum[u] = 1.0f / v->exp_sum(s, m, s, cnt);
         } else {
             a = b = 0;
         }
@@ -209,12 +220,13 @@ static void two_pass(const omnic__cpu_vec *v, const omnic__node *n, const att_ge
         const float *vb = kv_block(n->src[2], j0, nk, c->grp, g->Hkv, g->Dv, vbuf, &ldv);
         v->pv_rows(sc + (j0 - J0), nv, nq, vb, ldv, nk, g->Dv, acc, g->Dv);
     }
-    for (int64_t u = 0; u < nq; u++) v->mul1(acc + u * g->Dv, inv_sum[u], c->orow[u], g->Dv);
+    for (int64_t u = 0; u < nq; u++)
+        v->mul1(acc + u * g->Dv, inv_sum[u], c->orow[u], g->Dv);
 }
 
 /* Online softmax over key tiles [j0, j0 + ATT_KB) at multiples of ATT_KB, clipped to [J0, J1). */
-static void tiled(const omnic__cpu_vec *v, const omnic__node *n, const att_geom *g, const att_chunk *c, float *sc,
-                  float *acc, float *kbuf, float *vbuf, float *qbuf)
+static void tiled(const omnic__cpu_vec *v, const omnic__node *n, const att_geom *g, const att_chunk *c,
+                  float *sc, float *acc, float *kbuf, float *vbuf, float *qbuf)
 {
     const int64_t nq = c->nq;
     const float *qrow[ATT_QB_TILED]; /* the chunk's q rows packed: read once per tile, they stay cached */
@@ -223,10 +235,12 @@ static void tiled(const omnic__cpu_vec *v, const omnic__node *n, const att_geom 
         qrow[u] = qbuf + u * g->D;
     }
     float m[ATT_QB_TILED], l[ATT_QB_TILED]; /* running max and sum of exp(s - m) per row */
-    for (int64_t u = 0; u < nq; u++) m[u] = -INFINITY, l[u] = 0.0f;
+    for (int64_t u = 0; u < nq; u++)
+        m[u] = -INFINITY, l[u] = 0.0f;
     memset(acc, 0, (size_t)(nq * g->Dv) * sizeof(float));
     for (int64_t t0 = c->J0 / ATT_KB * ATT_KB; t0 < c->J1; t0 += ATT_KB) {
-        const int64_t b0 = t0 > c->J0 ? t0 : c->J0, b1 = t0 + ATT_KB < c->J1 ? t0 + ATT_KB : c->J1, nk = b1 - b0;
+        const int64_t b0 = t0 > c->J0 ? t0 : c->J0, b1 = t0 + ATT_KB < c->J1 ? t0 + ATT_KB : c->J1,
+                      nk = b1 - b0;
         k_tile_t(n->src[1], b0, nk, c->grp, g->Hkv, g->D, vbuf + ATT_KB * g->Dv, kbuf);
         v->dot_rows_t(qrow, nq, kbuf, ATT_KB, nk, g->D, sc, ATT_KB);
         bool any = false;
@@ -258,7 +272,8 @@ static void tiled(const omnic__cpu_vec *v, const omnic__node *n, const att_geom 
         const float *vb = kv_tile(n->src[2], b0, nk, c->grp, g->Hkv, g->Dv, vbuf);
         v->pv_rows(sc, ATT_KB, nq, vb, g->Dv, nk, g->Dv, acc, g->Dv);
     }
-    for (int64_t u = 0; u < nq; u++) v->mul1(acc + u * g->Dv, l[u] > 0.0f ? 1.0f / l[u] : 0.0f, c->orow[u], g->Dv);
+    for (int64_t u = 0; u < nq; u++)
+        v->mul1(acc + u * g->Dv, l[u] > 0.0f ? 1.0f / l[u] : 0.0f, c->orow[u], g->Dv);
 }
 
 void omnic__cpu_attention(const omnic__node *n, int ith, int nth, void *wdata)
@@ -274,10 +289,13 @@ void omnic__cpu_attention(const omnic__node *n, int ith, int nth, void *wdata)
     for (int64_t r = r0; r < r1;) {
         r = gather_chunk(n, &g, r, r1, &c);
         if (c.J1 <= c.J0) { /* no row of the chunk sees any key */
-            for (int64_t u = 0; u < c.nq; u++) memset(c.orow[u], 0, (size_t)g.Dv * sizeof(float));
+            for (int64_t u = 0; u < c.nq; u++)
+                memset(c.orow[u], 0, (size_t)g.Dv * sizeof(float));
             continue;
         }
-        if (n->ip[2]) tiled(v, n, &g, &c, sc, acc, kbuf, vbuf, vbuf + ATT_KB * g.Dv + g.D);
-        else two_pass(v, n, &g, &c, sc, acc, kbuf, vbuf);
+        if (n->ip[2])
+            tiled(v, n, &g, &c, sc, acc, kbuf, vbuf, vbuf + ATT_KB * g.Dv + g.D);
+        else
+            two_pass(v, n, &g, &c, sc, acc, kbuf, vbuf);
     }
 }

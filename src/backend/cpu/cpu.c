@@ -76,7 +76,8 @@ static unsigned detect_features(void)
     bool amx = (d & (1u << 24)) && (d & (1u << 25)); /* AMX-TILE, AMX-INT8 */
     const char *env = getenv("OMNIC_CPU_AMX");
     if (amx && (f & OMNIC_CPU_VNNI) && (f & OMNIC_CPU_VBMI) && !(env && !strcmp(env, "0")) &&
-        syscall(SYS_arch_prctl, ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA) == 0 && (xgetbv0() & 0x60000) == 0x60000)
+        syscall(SYS_arch_prctl, ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA) == 0 &&
+        (xgetbv0() & 0x60000) == 0x60000)
         f |= OMNIC_CPU_AMX;
     return f;
 }
@@ -89,9 +90,12 @@ static void init_once(void)
         int want = -1;
         for (int i = 0; i < OMNIC_CPU_ISA_COUNT; i++)
             if (!strcmp(cap, isa_names[i])) want = i;
-        if (want < 0) OMNIC_LOG_W("OMNIC_CPU_ISA=%s is not scalar, avx2 or avx512; using %s", cap, isa_names[best]);
-        else if (want > (int)best) OMNIC_LOG_W("OMNIC_CPU_ISA=%s is not supported by this CPU; using %s", cap, isa_names[best]);
-        else isa = (omnic__cpu_isa)want;
+        if (want < 0)
+            OMNIC_LOG_W("OMNIC_CPU_ISA=%s is not scalar, avx2 or avx512; using %s", cap, isa_names[best]);
+        else if (want > (int)best)
+            OMNIC_LOG_W("OMNIC_CPU_ISA=%s is not supported by this CPU; using %s", cap, isa_names[best]);
+        else
+            isa = (omnic__cpu_isa)want;
     }
     g_isa = isa;
     g_features = isa == OMNIC_CPU_ISA_AVX512 ? detect_features() : 0;
@@ -114,9 +118,15 @@ unsigned omnic__cpu_features(void)
     return g_features;
 }
 
-const omnic__cpu_vec *omnic__cpu_vec_get(void) { return vec_tables[omnic__cpu_isa_level()]; }
+const omnic__cpu_vec *omnic__cpu_vec_get(void)
+{
+    return vec_tables[omnic__cpu_isa_level()];
+}
 
-static void cpu_init(void) { (void)omnic__cpu_isa_level(); }
+static void cpu_init(void)
+{
+    (void)omnic__cpu_isa_level();
+}
 
 _Static_assert(OMNIC_OP_COUNT == OMNIC_OP_SET_ROWS + 1, "new op: add its cpu kernel below");
 
@@ -162,4 +172,7 @@ static const omnic__backend_ops cpu_ops = {
     .weight_dtype = omnic__cpu_weight_dtype,
 };
 
-const omnic__backend_ops *omnic__backend_cpu(void) { return &cpu_ops; }
+const omnic__backend_ops *omnic__backend_cpu(void)
+{
+    return &cpu_ops;
+}

@@ -49,8 +49,10 @@ static void binary(const omnic__node *n, int ith, int nth, bool is_mul)
         int64_t brow = bR == 1 ? 0 : row;
         if (bC == 1) {
             float s = elem_f32(B, brow);
-            if (is_mul) v->mul1(a + e, s, y + e, len);
-            else v->add1(a + e, s, y + e, len);
+            if (is_mul)
+                v->mul1(a + e, s, y + e, len);
+            else
+                v->add1(a + e, s, y + e, len);
         } else {
             int64_t bi = brow * bC + c;
             const float *bp;
@@ -60,8 +62,10 @@ static void binary(const omnic__node *n, int ith, int nth, bool is_mul)
                 omnic__cpu_to_f32(B->dtype, (const char *)B->data + (size_t)bi * bes, tmp, len);
                 bp = tmp;
             }
-            if (is_mul) v->mul(a + e, bp, y + e, len);
-            else v->add(a + e, bp, y + e, len);
+            if (is_mul)
+                v->mul(a + e, bp, y + e, len);
+            else
+                v->add(a + e, bp, y + e, len);
         }
         e += len;
     }
@@ -89,7 +93,10 @@ void omnic__cpu_scale(const omnic__node *n, int ith, int nth, void *wdata)
     if (lo < hi) omnic__cpu_vec_get()->scale(x + lo, n->fp[0], n->fp[1], y + lo, hi - lo);
 }
 
-static float gelu_erf(float x) { return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f)); }
+static float gelu_erf(float x)
+{
+    return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f));
+}
 
 void omnic__cpu_unary(const omnic__node *n, int ith, int nth, void *wdata)
 {
@@ -104,14 +111,24 @@ void omnic__cpu_unary(const omnic__node *n, int ith, int nth, void *wdata)
     y += lo;
     int64_t len = hi - lo;
     switch (n->op) {
-    case OMNIC_OP_SILU: v->silu(x, y, len); break;
-    case OMNIC_OP_GELU_TANH: v->gelu_tanh(x, y, len); break;
-    case OMNIC_OP_GELU_QUICK: v->gelu_quick(x, y, len); break;
-    case OMNIC_OP_SOFTCAP: v->softcap(x, n->fp[0], y, len); break;
-    case OMNIC_OP_GELU:
-        for (int64_t i = 0; i < len; i++) y[i] = gelu_erf(x[i]);
+    case OMNIC_OP_SILU:
+        v->silu(x, y, len);
         break;
-    default: break;
+    case OMNIC_OP_GELU_TANH:
+        v->gelu_tanh(x, y, len);
+        break;
+    case OMNIC_OP_GELU_QUICK:
+        v->gelu_quick(x, y, len);
+        break;
+    case OMNIC_OP_SOFTCAP:
+        v->softcap(x, n->fp[0], y, len);
+        break;
+    case OMNIC_OP_GELU:
+        for (int64_t i = 0; i < len; i++)
+            y[i] = gelu_erf(x[i]);
+        break;
+    default:
+        break;
     }
 }
 
@@ -130,6 +147,7 @@ void omnic__cpu_gated(const omnic__node *n, int ith, int nth, void *wdata)
     } else if (n->ip[0] == 1) {
         v->geglu_tanh(g + lo, u + lo, y + lo, len);
     } else {
-        for (int64_t i = lo; i < hi; i++) y[i] = gelu_erf(g[i]) * u[i];
+        for (int64_t i = lo; i < hi; i++)
+            y[i] = gelu_erf(g[i]) * u[i];
     }
 }

@@ -3,8 +3,8 @@
 #include <string.h>
 
 #include "backend/cpu/ops.h"
-#include "core/threadpool.h"
 #include "backend/cpu/vec.h"
+#include "core/threadpool.h"
 
 void omnic__cpu_set_rows(const omnic__node *n, int ith, int nth, void *wdata)
 {
@@ -20,8 +20,11 @@ void omnic__cpu_set_rows(const omnic__node *n, int ith, int nth, void *wdata)
     for (int64_t t = lo; t < hi; t++) {
         const float *row = (const float *)src->data + t * C;
         void *out = (char *)dst->data + (size_t)idx[t] * (size_t)C * des;
-        if (dst->dtype == OMNIC_DTYPE_F32) memcpy(out, row, (size_t)C * sizeof(float));
-        else if (dst->dtype == OMNIC_DTYPE_F16) v->f32_to_f16(row, out, C);
-        else v->f32_to_bf16(row, out, C);
+        if (dst->dtype == OMNIC_DTYPE_F32)
+            memcpy(out, row, (size_t)C * sizeof(float));
+        else if (dst->dtype == OMNIC_DTYPE_F16)
+            v->f32_to_f16(row, out, C);
+        else
+            v->f32_to_bf16(row, out, C);
     }
 }

@@ -35,25 +35,29 @@ void omnic__cpu_get_rows(const omnic__node *n, int ith, int nth, void *wdata)
     omnic__split_rows(omnic__tensor_nelem(n->src[1]), ith, nth, &r0, &r1);
     for (int64_t t = r0; t < r1; t++) {
         float *out = (float *)n->dst->data + t * H;
-        if (omnic__dtype_table[tab->dtype].is_quant) omnic__dequantize_weight_row(tab->dtype, tab->data, ids[t], H, out); /* exact */
-        else omnic__cpu_to_f32(tab->dtype, (const char *)tab->data + (size_t)ids[t] * row_bytes, out, H);
+        if (omnic__dtype_table[tab->dtype].is_quant)
+            omnic__dequantize_weight_row(tab->dtype, tab->data, ids[t], H, out); /* exact */
+        else
+            omnic__cpu_to_f32(tab->dtype, (const char *)tab->data + (size_t)ids[t] * row_bytes, out, H);
     }
 }
 
 static int64_t prod(const int64_t *dims, int from, int to)
 {
     int64_t p = 1;
-    for (int i = from; i < to; i++) p *= dims[i];
+    for (int i = from; i < to; i++)
+        p *= dims[i];
     return p;
 }
 
 /* Copies bytes [lo, hi) of a destination made of rows, each the concatenation of nparts
  * parts: part k of row o is the len[k] bytes at src[k] + o * stride[k]. */
-static void gather_rows(char *dst, size_t lo, size_t hi, int nparts, const char *const *src, const size_t *len,
-                        const size_t *stride)
+static void gather_rows(char *dst, size_t lo, size_t hi, int nparts, const char *const *src,
+                        const size_t *len, const size_t *stride)
 {
     size_t row = 0;
-    for (int k = 0; k < nparts; k++) row += len[k];
+    for (int k = 0; k < nparts; k++)
+        row += len[k];
     if (row == 0) return;
     size_t o = lo / row, in = lo % row;
     while (lo < hi) {
@@ -120,7 +124,8 @@ void omnic__cpu_permute(const omnic__node *n, int ith, int nth, void *wdata)
         sst[i] = st;
         st *= s->dims[i];
     }
-    for (int k = 0; k < nd; k++) dstr[k] = sst[n->ip[k]];
+    for (int k = 0; k < nd; k++)
+        dstr[k] = sst[n->ip[k]];
     int64_t cols = d->dims[nd - 1], cstride = dstr[nd - 1], r0, r1;
     omnic__split_rows(prod(d->dims, 0, nd - 1), ith, nth, &r0, &r1);
     for (int64_t r = r0; r < r1; r++) {
@@ -133,13 +138,16 @@ void omnic__cpu_permute(const omnic__node *n, int ith, int nth, void *wdata)
         const char *in = (const char *)s->data + (size_t)off * es;
         switch (es) {
         case 4:
-            for (int64_t c = 0; c < cols; c++) ((uint32_t *)out)[c] = ((const uint32_t *)in)[c * cstride];
+            for (int64_t c = 0; c < cols; c++)
+                ((uint32_t *)out)[c] = ((const uint32_t *)in)[c * cstride];
             break;
         case 2:
-            for (int64_t c = 0; c < cols; c++) ((uint16_t *)out)[c] = ((const uint16_t *)in)[c * cstride];
+            for (int64_t c = 0; c < cols; c++)
+                ((uint16_t *)out)[c] = ((const uint16_t *)in)[c * cstride];
             break;
         default:
-            for (int64_t c = 0; c < cols; c++) memcpy(out + (size_t)c * es, in + (size_t)(c * cstride) * es, es);
+            for (int64_t c = 0; c < cols; c++)
+                memcpy(out + (size_t)c * es, in + (size_t)(c * cstride) * es, es);
             break;
         }
     }
@@ -189,7 +197,9 @@ void omnic__cpu_cpy(const omnic__node *n, int ith, int nth, void *wdata)
         void *out = (char *)d->data + (size_t)e * des;
         float *f = d->dtype == OMNIC_DTYPE_F32 ? out : tmp;
         omnic__cpu_to_f32(s->dtype, in, f, len);
-        if (d->dtype == OMNIC_DTYPE_F16) v->f32_to_f16(f, out, len);
-        else if (d->dtype == OMNIC_DTYPE_BF16) v->f32_to_bf16(f, out, len);
+        if (d->dtype == OMNIC_DTYPE_F16)
+            v->f32_to_f16(f, out, len);
+        else if (d->dtype == OMNIC_DTYPE_BF16)
+            v->f32_to_bf16(f, out, len);
     }
 }

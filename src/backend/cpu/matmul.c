@@ -45,14 +45,20 @@
 
 enum { DT_F32, DT_F16, DT_BF16 };
 
-static int wkind(omnic_dtype t) { return t == OMNIC_DTYPE_F32 ? DT_F32 : t == OMNIC_DTYPE_F16 ? DT_F16 : DT_BF16; }
+static int wkind(omnic_dtype t)
+{
+    return t == OMNIC_DTYPE_F32 ? DT_F32 : t == OMNIC_DTYPE_F16 ? DT_F16 : DT_BF16;
+}
 
 void omnic__cpu_to_f32(omnic_dtype dt, const void *src, float *dst, int64_t n)
 {
     const omnic__cpu_vec *v = omnic__cpu_vec_get();
-    if (dt == OMNIC_DTYPE_F32) memcpy(dst, src, (size_t)n * sizeof(float));
-    else if (dt == OMNIC_DTYPE_F16) v->f16_to_f32(src, dst, n);
-    else v->bf16_to_f32(src, dst, n);
+    if (dt == OMNIC_DTYPE_F32)
+        memcpy(dst, src, (size_t)n * sizeof(float));
+    else if (dt == OMNIC_DTYPE_F16)
+        v->f16_to_f32(src, dst, n);
+    else
+        v->bf16_to_f32(src, dst, n);
 }
 
 /* ------------------------------------------------------------------------------------------
@@ -84,14 +90,16 @@ OMNIC_INLINE OMNIC_AVX512 void tile16(const float *a, int64_t K, const char *w, 
     __m512 acc[4][MV_NR];
     const char *wr[MV_NR];
     OMNIC_UNROLL for (int j = 0; j < nr; j++) wr[j] = w + (size_t)j * ldw;
-    OMNIC_UNROLL for (int i = 0; i < mr; i++) OMNIC_UNROLL for (int j = 0; j < nr; j++) acc[i][j] = _mm512_setzero_ps();
+    OMNIC_UNROLL for (int i = 0; i < mr; i++) OMNIC_UNROLL for (int j = 0; j < nr; j++) acc[i][j] =
+        _mm512_setzero_ps();
     int64_t k = 0;
     size_t es = dt == DT_F32 ? 4 : 2, pf = (size_t)nr * ldw; /* same row of the next tile */
     for (; k + 16 <= K; k += 16) {
         __m512 wv[MV_NR];
         OMNIC_UNROLL for (int j = 0; j < nr; j++) _mm_prefetch(wr[j] + pf + (size_t)k * es, _MM_HINT_T0);
         OMNIC_UNROLL for (int j = 0; j < nr; j++) wv[j] = ldw16(wr[j], k, dt);
-        OMNIC_UNROLL for (int i = 0; i < mr; i++) {
+        OMNIC_UNROLL for (int i = 0; i < mr; i++)
+        {
             __m512 av = _mm512_loadu_ps(a + i * K + k);
             OMNIC_UNROLL for (int j = 0; j < nr; j++) acc[i][j] = _mm512_fmadd_ps(av, wv[j], acc[i][j]);
         }
@@ -100,49 +108,61 @@ OMNIC_INLINE OMNIC_AVX512 void tile16(const float *a, int64_t K, const char *w, 
         __mmask16 m = omnic__mask16(K - k);
         __m512 wv[MV_NR];
         OMNIC_UNROLL for (int j = 0; j < nr; j++) wv[j] = ldw16_m(wr[j], k, m, dt);
-        OMNIC_UNROLL for (int i = 0; i < mr; i++) {
+        OMNIC_UNROLL for (int i = 0; i < mr; i++)
+        {
             __m512 av = _mm512_maskz_loadu_ps(m, a + i * K + k);
             OMNIC_UNROLL for (int j = 0; j < nr; j++) acc[i][j] = _mm512_fmadd_ps(av, wv[j], acc[i][j]);
         }
     }
-    OMNIC_UNROLL for (int i = 0; i < mr; i++) OMNIC_UNROLL for (int j = 0; j < nr; j++) out[i * ldo + j] = _mm512_reduce_add_ps(acc[i][j]);
+    OMNIC_UNROLL for (int i = 0; i < mr; i++) OMNIC_UNROLL for (int j = 0; j < nr; j++) out[i * ldo + j] =
+        _mm512_reduce_add_ps(acc[i][j]);
 }
 
-OMNIC_INLINE OMNIC_AVX512 void mv16(const float *a, int64_t M, int64_t K, const void *w, int64_t n0, int64_t n1,
-                                    float *dst, int64_t N, int dt)
+OMNIC_INLINE OMNIC_AVX512 void mv16(const float *a, int64_t M, int64_t K, const void *w, int64_t n0,
+                                    int64_t n1, float *dst, int64_t N, int dt)
 {
     size_t ldw = (size_t)K * (dt == DT_F32 ? 4 : 2);
     const char *wb = w;
     int64_t n = n0;
     for (; n + MV_NR <= n1; n += MV_NR) {
         int64_t i = 0;
-        for (; i + 4 <= M; i += 4) tile16(a + i * K, K, wb + n * ldw, ldw, dst + i * N + n, N, 4, MV_NR, dt);
+        for (; i + 4 <= M; i += 4)
+            tile16(a + i * K, K, wb + n * ldw, ldw, dst + i * N + n, N, 4, MV_NR, dt);
         switch (M - i) {
-        case 3: tile16(a + i * K, K, wb + n * ldw, ldw, dst + i * N + n, N, 3, MV_NR, dt); break;
-        case 2: tile16(a + i * K, K, wb + n * ldw, ldw, dst + i * N + n, N, 2, MV_NR, dt); break;
-        case 1: tile16(a + i * K, K, wb + n * ldw, ldw, dst + i * N + n, N, 1, MV_NR, dt); break;
-        default: break;
+        case 3:
+            tile16(a + i * K, K, wb + n * ldw, ldw, dst + i * N + n, N, 3, MV_NR, dt);
+            break;
+        case 2:
+            tile16(a + i * K, K, wb + n * ldw, ldw, dst + i * N + n, N, 2, MV_NR, dt);
+            break;
+        case 1:
+            tile16(a + i * K, K, wb + n * ldw, ldw, dst + i * N + n, N, 1, MV_NR, dt);
+            break;
+        default:
+            break;
         }
     }
     for (; n < n1; n++) {
         int64_t i = 0;
-        for (; i + 4 <= M; i += 4) tile16(a + i * K, K, wb + n * ldw, ldw, dst + i * N + n, N, 4, 1, dt);
-        for (; i < M; i++) tile16(a + i * K, K, wb + n * ldw, ldw, dst + i * N + n, N, 1, 1, dt);
+        for (; i + 4 <= M; i += 4)
+            tile16(a + i * K, K, wb + n * ldw, ldw, dst + i * N + n, N, 4, 1, dt);
+        for (; i < M; i++)
+            tile16(a + i * K, K, wb + n * ldw, ldw, dst + i * N + n, N, 1, 1, dt);
     }
 }
 
-static OMNIC_AVX512 void mv_avx512_f32(const float *a, int64_t M, int64_t K, const void *w, int64_t n0, int64_t n1,
-                                       float *dst, int64_t N)
+static OMNIC_AVX512 void mv_avx512_f32(const float *a, int64_t M, int64_t K, const void *w, int64_t n0,
+                                       int64_t n1, float *dst, int64_t N)
 {
     mv16(a, M, K, w, n0, n1, dst, N, DT_F32);
 }
-static OMNIC_AVX512 void mv_avx512_f16(const float *a, int64_t M, int64_t K, const void *w, int64_t n0, int64_t n1,
-                                       float *dst, int64_t N)
+static OMNIC_AVX512 void mv_avx512_f16(const float *a, int64_t M, int64_t K, const void *w, int64_t n0,
+                                       int64_t n1, float *dst, int64_t N)
 {
     mv16(a, M, K, w, n0, n1, dst, N, DT_F16);
 }
-static OMNIC_AVX512 void mv_avx512_bf16(const float *a, int64_t M, int64_t K, const void *w, int64_t n0, int64_t n1,
-                                        float *dst, int64_t N)
+static OMNIC_AVX512 void mv_avx512_bf16(const float *a, int64_t M, int64_t K, const void *w, int64_t n0,
+                                        int64_t n1, float *dst, int64_t N)
 {
     mv16(a, M, K, w, n0, n1, dst, N, DT_BF16);
 }
@@ -166,20 +186,22 @@ OMNIC_INLINE OMNIC_AVX2 __m256 ldw8_tail(const void *w, int64_t k, int64_t r, in
     return dt == DT_F16 ? omnic__ld_f16x8(t) : omnic__ld_bf16x8(t);
 }
 
-OMNIC_INLINE OMNIC_AVX2 void tile8(const float *a, int64_t K, const char *w, size_t ldw, float *out, int64_t ldo,
-                                   int mr, int nr, int dt)
+OMNIC_INLINE OMNIC_AVX2 void tile8(const float *a, int64_t K, const char *w, size_t ldw, float *out,
+                                   int64_t ldo, int mr, int nr, int dt)
 {
     __m256 acc[2][MV_NR];
     const char *wr[MV_NR];
     OMNIC_UNROLL for (int j = 0; j < nr; j++) wr[j] = w + (size_t)j * ldw;
-    OMNIC_UNROLL for (int i = 0; i < mr; i++) OMNIC_UNROLL for (int j = 0; j < nr; j++) acc[i][j] = _mm256_setzero_ps();
+    OMNIC_UNROLL for (int i = 0; i < mr; i++) OMNIC_UNROLL for (int j = 0; j < nr; j++) acc[i][j] =
+        _mm256_setzero_ps();
     int64_t k = 0;
     size_t es = dt == DT_F32 ? 4 : 2, pf = (size_t)nr * ldw; /* same row of the next tile */
     for (; k + 8 <= K; k += 8) {
         __m256 wv[MV_NR];
         OMNIC_UNROLL for (int j = 0; j < nr; j++) _mm_prefetch(wr[j] + pf + (size_t)k * es, _MM_HINT_T0);
         OMNIC_UNROLL for (int j = 0; j < nr; j++) wv[j] = ldw8(wr[j], k, dt);
-        OMNIC_UNROLL for (int i = 0; i < mr; i++) {
+        OMNIC_UNROLL for (int i = 0; i < mr; i++)
+        {
             __m256 av = _mm256_loadu_ps(a + i * K + k);
             OMNIC_UNROLL for (int j = 0; j < nr; j++) acc[i][j] = _mm256_fmadd_ps(av, wv[j], acc[i][j]);
         }
@@ -188,12 +210,14 @@ OMNIC_INLINE OMNIC_AVX2 void tile8(const float *a, int64_t K, const char *w, siz
         __m256i m = tail8(K - k);
         __m256 wv[MV_NR];
         OMNIC_UNROLL for (int j = 0; j < nr; j++) wv[j] = ldw8_tail(wr[j], k, K - k, dt);
-        OMNIC_UNROLL for (int i = 0; i < mr; i++) {
+        OMNIC_UNROLL for (int i = 0; i < mr; i++)
+        {
             __m256 av = _mm256_maskload_ps(a + i * K + k, m);
             OMNIC_UNROLL for (int j = 0; j < nr; j++) acc[i][j] = _mm256_fmadd_ps(av, wv[j], acc[i][j]);
         }
     }
-    OMNIC_UNROLL for (int i = 0; i < mr; i++) OMNIC_UNROLL for (int j = 0; j < nr; j++) out[i * ldo + j] = omnic__hsum256(acc[i][j]);
+    OMNIC_UNROLL for (int i = 0; i < mr; i++) OMNIC_UNROLL for (int j = 0; j < nr; j++) out[i * ldo + j] =
+        omnic__hsum256(acc[i][j]);
 }
 
 OMNIC_INLINE OMNIC_AVX2 void mv8(const float *a, int64_t M, int64_t K, const void *w, int64_t n0, int64_t n1,
@@ -204,28 +228,30 @@ OMNIC_INLINE OMNIC_AVX2 void mv8(const float *a, int64_t M, int64_t K, const voi
     int64_t n = n0;
     for (; n + MV_NR <= n1; n += MV_NR) {
         int64_t i = 0;
-        for (; i + 2 <= M; i += 2) tile8(a + i * K, K, wb + n * ldw, ldw, dst + i * N + n, N, 2, MV_NR, dt);
+        for (; i + 2 <= M; i += 2)
+            tile8(a + i * K, K, wb + n * ldw, ldw, dst + i * N + n, N, 2, MV_NR, dt);
         if (i < M) tile8(a + i * K, K, wb + n * ldw, ldw, dst + i * N + n, N, 1, MV_NR, dt);
     }
     for (; n < n1; n++) {
         int64_t i = 0;
-        for (; i + 2 <= M; i += 2) tile8(a + i * K, K, wb + n * ldw, ldw, dst + i * N + n, N, 2, 1, dt);
+        for (; i + 2 <= M; i += 2)
+            tile8(a + i * K, K, wb + n * ldw, ldw, dst + i * N + n, N, 2, 1, dt);
         if (i < M) tile8(a + i * K, K, wb + n * ldw, ldw, dst + i * N + n, N, 1, 1, dt);
     }
 }
 
-static OMNIC_AVX2 void mv_avx2_f32(const float *a, int64_t M, int64_t K, const void *w, int64_t n0, int64_t n1,
-                                   float *dst, int64_t N)
+static OMNIC_AVX2 void mv_avx2_f32(const float *a, int64_t M, int64_t K, const void *w, int64_t n0,
+                                   int64_t n1, float *dst, int64_t N)
 {
     mv8(a, M, K, w, n0, n1, dst, N, DT_F32);
 }
-static OMNIC_AVX2 void mv_avx2_f16(const float *a, int64_t M, int64_t K, const void *w, int64_t n0, int64_t n1,
-                                   float *dst, int64_t N)
+static OMNIC_AVX2 void mv_avx2_f16(const float *a, int64_t M, int64_t K, const void *w, int64_t n0,
+                                   int64_t n1, float *dst, int64_t N)
 {
     mv8(a, M, K, w, n0, n1, dst, N, DT_F16);
 }
-static OMNIC_AVX2 void mv_avx2_bf16(const float *a, int64_t M, int64_t K, const void *w, int64_t n0, int64_t n1,
-                                    float *dst, int64_t N)
+static OMNIC_AVX2 void mv_avx2_bf16(const float *a, int64_t M, int64_t K, const void *w, int64_t n0,
+                                    int64_t n1, float *dst, int64_t N)
 {
     mv8(a, M, K, w, n0, n1, dst, N, DT_BF16);
 }
@@ -243,12 +269,16 @@ static void mv_scalar(const float *a, int64_t M, int64_t K, const void *w, int64
         memset(acc, 0, sizeof acc);
         for (int64_t k0 = 0; k0 < K; k0 += MV_SCALAR_CHUNK) {
             int64_t kn = K - k0 < MV_SCALAR_CHUNK ? K - k0 : MV_SCALAR_CHUNK;
-            if (dt == DT_F32) memcpy(wf, (const float *)wr + k0, (size_t)kn * 4);
-            else if (dt == DT_F16) omnic__f16_to_f32_row((const uint16_t *)wr + k0, wf, (size_t)kn);
-            else omnic__bf16_to_f32_row((const uint16_t *)wr + k0, wf, (size_t)kn);
+            if (dt == DT_F32)
+                memcpy(wf, (const float *)wr + k0, (size_t)kn * 4);
+            else if (dt == DT_F16)
+                omnic__f16_to_f32_row((const uint16_t *)wr + k0, wf, (size_t)kn);
+            else
+                omnic__bf16_to_f32_row((const uint16_t *)wr + k0, wf, (size_t)kn);
             for (int64_t i = 0; i < M; i++) {
                 const float *ar = a + i * K + k0;
-                for (int64_t k = 0; k < kn; k++) acc[i][k & 7] += ar[k] * wf[k];
+                for (int64_t k = 0; k < kn; k++)
+                    acc[i][k & 7] += ar[k] * wf[k];
             }
         }
         for (int64_t i = 0; i < M; i++) {
@@ -257,18 +287,18 @@ static void mv_scalar(const float *a, int64_t M, int64_t K, const void *w, int64
         }
     }
 }
-static void mv_scalar_f32(const float *a, int64_t M, int64_t K, const void *w, int64_t n0, int64_t n1, float *dst,
-                          int64_t N)
+static void mv_scalar_f32(const float *a, int64_t M, int64_t K, const void *w, int64_t n0, int64_t n1,
+                          float *dst, int64_t N)
 {
     mv_scalar(a, M, K, w, n0, n1, dst, N, DT_F32);
 }
-static void mv_scalar_f16(const float *a, int64_t M, int64_t K, const void *w, int64_t n0, int64_t n1, float *dst,
-                          int64_t N)
+static void mv_scalar_f16(const float *a, int64_t M, int64_t K, const void *w, int64_t n0, int64_t n1,
+                          float *dst, int64_t N)
 {
     mv_scalar(a, M, K, w, n0, n1, dst, N, DT_F16);
 }
-static void mv_scalar_bf16(const float *a, int64_t M, int64_t K, const void *w, int64_t n0, int64_t n1, float *dst,
-                           int64_t N)
+static void mv_scalar_bf16(const float *a, int64_t M, int64_t K, const void *w, int64_t n0, int64_t n1,
+                           float *dst, int64_t N)
 {
     mv_scalar(a, M, K, w, n0, n1, dst, N, DT_BF16);
 }
@@ -291,7 +321,10 @@ typedef struct gemm_plan {
     int64_t mb, cm; /* row block height and count */
 } gemm_plan;
 
-static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+static int64_t cdiv(int64_t a, int64_t b)
+{
+    return (a + b - 1) / b;
+}
 
 /* Depends only on (M, N, weight kind): the grid every thread count shares. */
 static gemm_plan plan_gemm(int64_t M, int64_t N, int dt)
@@ -315,15 +348,16 @@ static gemm_plan plan_gemm(int64_t M, int64_t N, int dt)
 void omnic__cpu_add_bias(const float *bias, float *dst, int64_t ldd, int64_t rows, int64_t cols)
 {
     const omnic__cpu_vec *v = omnic__cpu_vec_get();
-    for (int64_t i = 0; i < rows; i++) v->add(dst + i * ldd, bias, dst + i * ldd, cols);
+    for (int64_t i = 0; i < rows; i++)
+        v->add(dst + i * ldd, bias, dst + i * ldd, cols);
 }
 
 /* dst[mr, nc] (leading dim ldd) = a[mr, K] . wf[nc, K]^T (+ bias[nc]). */
-void omnic__cpu_sgemm(const float *a, int64_t K, int64_t mr, const float *wf, int64_t nc, float *dst, int64_t ldd,
-                      const float *bias)
+void omnic__cpu_sgemm(const float *a, int64_t K, int64_t mr, const float *wf, int64_t nc, float *dst,
+                      int64_t ldd, const float *bias)
 {
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)mr, (int)nc, (int)K, 1.0f, a, (int)K, wf, (int)K, 0.0f,
-                dst, (int)ldd);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)mr, (int)nc, (int)K, 1.0f, a, (int)K, wf,
+                (int)K, 0.0f, dst, (int)ldd);
     if (bias) omnic__cpu_add_bias(bias, dst, ldd, mr, nc);
 }
 
@@ -375,8 +409,8 @@ void omnic__cpu_matmul(const omnic__node *n, int ith, int nth, void *wdata)
     if (n->ip[0] && M > OMNIC_CPU_MV_MAX_M) { /* batch-invariant: decode kernel, blocks of rows */
         for (int64_t i0 = 0; i0 < M; i0 += OMNIC_CPU_MV_MAX_M) {
             int64_t mb = M - i0 < OMNIC_CPU_MV_MAX_M ? M - i0 : OMNIC_CPU_MV_MAX_M;
-            gemm_mt((const float *)a->data + i0 * K, mb, K, w->data, w->dtype, N, bias, (float *)n->dst->data + i0 * N,
-                    ith, nth, NULL);
+            gemm_mt((const float *)a->data + i0 * K, mb, K, w->data, w->dtype, N, bias,
+                    (float *)n->dst->data + i0 * N, ith, nth, NULL);
         }
         return;
     }
@@ -424,8 +458,9 @@ size_t omnic__cpu_patch_embed_wsize(const omnic__node *n, int nth)
 {
     patch_geom g = patch_geometry(n);
     size_t col = omnic__cpu_walign((size_t)PATCH_BLOCK * (size_t)g.K * sizeof(float));
-    size_t wb = n->src[1]->dtype == OMNIC_DTYPE_F32 ? 0
-                                                     : omnic__cpu_walign((size_t)GEMM_NC_HALF * (size_t)g.K * sizeof(float));
+    size_t wb = n->src[1]->dtype == OMNIC_DTYPE_F32
+                    ? 0
+                    : omnic__cpu_walign((size_t)GEMM_NC_HALF * (size_t)g.K * sizeof(float));
     return (col + wb) * (size_t)nth;
 }
 
@@ -437,7 +472,8 @@ void omnic__cpu_patch_embed(const omnic__node *n, int ith, int nth, void *wdata)
     patch_geom g = patch_geometry(n);
     size_t part = omnic__cpu_patch_embed_wsize(n, nth) / (size_t)nth;
     float *col = omnic__cpu_wpart(wdata, part, ith);
-    float *wbuf = (float *)((char *)col + omnic__cpu_walign((size_t)PATCH_BLOCK * (size_t)g.K * sizeof(float)));
+    float *wbuf =
+        (float *)((char *)col + omnic__cpu_walign((size_t)PATCH_BLOCK * (size_t)g.K * sizeof(float)));
     int64_t b0, b1;
     omnic__split_rows(cdiv(g.P, PATCH_BLOCK), ith, nth, &b0, &b1);
     for (int64_t blk = b0; blk < b1; blk++) {

@@ -271,10 +271,13 @@ static OMNIC_AMX void tile_pair(uint8_t *part, const amx_part *P, int64_t K, int
                                 __m512 acc[16])
 {
     const int64_t nb = K / OMNIC_QK;
-    const amx_scales sc = {.row = (const float *)(part + P->dws) + t * 16 * nb, .bstep = 1, .rstride = nb,
-                           .lanes = part + P->dav + (size_t)(mt * nb * 16) * sizeof(float), .lstep = 64};
-    tile_blocks((const int8_t *)(part + P->ws) + t * 16 * K, part + P->bt + (size_t)mt * (size_t)nb * 512, 512, nb,
-                &sc, (int32_t *)(part + P->cbuf), acc);
+    const amx_scales sc = {.row = (const float *)(part + P->dws) + t * 16 * nb,
+                           .bstep = 1,
+                           .rstride = nb,
+                           .lanes = part + P->dav + (size_t)(mt * nb * 16) * sizeof(float),
+                           .lstep = 64};
+    tile_blocks((const int8_t *)(part + P->ws) + t * 16 * K, part + P->bt + (size_t)mt * (size_t)nb * 512,
+                512, nb, &sc, (int32_t *)(part + P->cbuf), acc);
 }
 
 /* ---- q4_0x16 weights ---- */
@@ -324,17 +327,26 @@ static OMNIC_AMX void tile_x16(uint8_t *part, const amx_part *P, int64_t K, int6
     int32_t *cbuf = (int32_t *)(part + P->cbuf);
     const float *row = (const float *)(part + P->dav) + mt * nb * 16;
     if (q8) {
-        const amx_scales sc = {.row = row, .bstep = 16, .rstride = 1, .lanes = grp + 512,
-                               .lstep = OMNIC_Q8X16_BLOCK, .lanes_f16 = true};
+        const amx_scales sc = {.row = row,
+                               .bstep = 16,
+                               .rstride = 1,
+                               .lanes = grp + 512,
+                               .lstep = OMNIC_Q8X16_BLOCK,
+                               .lanes_f16 = true};
         tile_blocks(a, grp, OMNIC_Q8X16_BLOCK, nb, &sc, cbuf, acc);
     } else {
-        const amx_scales sc = {.row = row, .bstep = 16, .rstride = 1, .lanes = grp + 256,
-                               .lstep = OMNIC_Q4X16_BLOCK, .lanes_f16 = true};
+        const amx_scales sc = {.row = row,
+                               .bstep = 16,
+                               .rstride = 1,
+                               .lanes = grp + 256,
+                               .lstep = OMNIC_Q4X16_BLOCK,
+                               .lanes_f16 = true};
         tile_blocks(a, bst, 512, nb, &sc, cbuf, acc);
     }
 }
 
-static OMNIC_AMX void matmul_x16(const omnic__node *n, int64_t c0, int64_t c1, uint8_t *part, const amx_part *P)
+static OMNIC_AMX void matmul_x16(const omnic__node *n, int64_t c0, int64_t c1, uint8_t *part,
+                                 const amx_part *P)
 {
     const omnic__tensor *a = n->src[0], *w = n->src[1], *b = n->src[2];
     const int64_t M = omnic__tensor_rows(a), K = omnic__tensor_cols(a), N = w->dims[0], nb = K / OMNIC_QK;
@@ -357,7 +369,8 @@ static OMNIC_AMX void matmul_x16(const omnic__node *n, int64_t c0, int64_t c1, u
                     __m512 acc[16];
                     tile_x16(part, P, K, mt, bst, grp, q8, acc);
                     for (int64_t r = 0; r < 16 && mt * 16 + r < M; r++)
-                        _mm512_storeu_ps(dst + (mt * 16 + r) * N + g, bias ? _mm512_add_ps(acc[r], bv) : acc[r]);
+                        _mm512_storeu_ps(dst + (mt * 16 + r) * N + g,
+                                         bias ? _mm512_add_ps(acc[r], bv) : acc[r]);
                 }
             }
         }

@@ -622,13 +622,13 @@ static void mq_x16_scalar(const uint8_t *act, const omnic__mq_layout *L, int64_t
     }
 }
 
-static void mq_x16_scalar_q4(const uint8_t *act, const omnic__mq_layout *L, int64_t M, int64_t K, const void *w,
-                             int64_t n0, int64_t n1, float *dst, int64_t N)
+static void mq_x16_scalar_q4(const uint8_t *act, const omnic__mq_layout *L, int64_t M, int64_t K,
+                             const void *w, int64_t n0, int64_t n1, float *dst, int64_t N)
 {
     mq_x16_scalar(act, L, M, K, w, n0, n1, dst, N, false);
 }
-static void mq_x16_scalar_q8(const uint8_t *act, const omnic__mq_layout *L, int64_t M, int64_t K, const void *w,
-                             int64_t n0, int64_t n1, float *dst, int64_t N)
+static void mq_x16_scalar_q8(const uint8_t *act, const omnic__mq_layout *L, int64_t M, int64_t K,
+                             const void *w, int64_t n0, int64_t n1, float *dst, int64_t N)
 {
     mq_x16_scalar(act, L, M, K, w, n0, n1, dst, N, true);
 }
@@ -636,19 +636,18 @@ static void mq_x16_scalar_q8(const uint8_t *act, const omnic__mq_layout *L, int6
 /* Prefetch distances of the VNNI tile (bytes ahead in the group's one stream). */
 #define X16_PF_L1 1024
 #define X16_PF_L2 MQ_PF_L2 /* 512 to 2048 and 16 to 64 KB measured alike (Qwen2-1.5B, tg64 x1, x4) */
-#define X16_MR 8 /* activation rows per tile: 8 accumulators + 8 weight vectors in registers */
+#define X16_MR 8           /* activation rows per tile: 8 accumulators + 8 weight vectors in registers */
 
 /* VNNI: a q4_0x16 block's 256 nibble bytes are four 64-byte loads (its 16 scales follow them);
  * their low and high nibbles are eight u8 vectors v[c] whose lane r holds elements 4c..4c+3 of
- * weight row r (q8_0x16: eight loads of q, xor 0x80 makes them u8 = q + 128). For each activation row, eight vpdpbusd with its broadcast dwords (elements 4c..4c+3),
- * in two chains started from the block's correction (-8 sum q) and from 0, leave the 16 rows'
- * exact block dots in 16 lanes; acc = fma(f32(dot), d_w * d_a, acc) with the 16 scales
- * converted at once. One stream per group (scales beside their nibbles) measured 8% faster at
- * M = 1 than the scales in a separate run; two chains beat one (latency) and four (more adds)
- * at 4 rows by 8% and 5%. An output's operations are the same whatever mr, M
- * or the split of groups over threads. */
-OMNIC_INLINE OMNIC_VNNI void tile_x16(const uint8_t *act, const omnic__mq_layout *L, int mr, const uint8_t *grp,
-                                      int64_t nb, float *out, int64_t ldo, bool q8)
+ * weight row r (q8_0x16: eight loads of q, xor 0x80 makes them u8 = q + 128). For each activation row, eight
+ * vpdpbusd with its broadcast dwords (elements 4c..4c+3), in two chains started from the block's correction
+ * (-8 sum q) and from 0, leave the 16 rows' exact block dots in 16 lanes; acc = fma(f32(dot), d_w * d_a, acc)
+ * with the 16 scales converted at once. One stream per group (scales beside their nibbles) measured 8% faster
+ * at M = 1 than the scales in a separate run; two chains beat one (latency) and four (more adds) at 4 rows by
+ * 8% and 5%. An output's operations are the same whatever mr, M or the split of groups over threads. */
+OMNIC_INLINE OMNIC_VNNI void tile_x16(const uint8_t *act, const omnic__mq_layout *L, int mr,
+                                      const uint8_t *grp, int64_t nb, float *out, int64_t ldo, bool q8)
 {
     const __m512i low4 = _mm512_set1_epi8(0x0f), bias = _mm512_set1_epi8((char)0x80);
     const size_t bsz = q8 ? OMNIC_Q8X16_BLOCK : OMNIC_Q4X16_BLOCK, soff = q8 ? 512 : 256;
@@ -664,7 +663,8 @@ OMNIC_INLINE OMNIC_VNNI void tile_x16(const uint8_t *act, const omnic__mq_layout
         }
         __m512i v[8];
         if (q8) {
-            OMNIC_UNROLL for (int c = 0; c < 8; c++) v[c] = _mm512_xor_si512(_mm512_loadu_si512(p + 64 * c), bias);
+            OMNIC_UNROLL for (int c = 0; c < 8; c++) v[c] =
+                _mm512_xor_si512(_mm512_loadu_si512(p + 64 * c), bias);
         } else {
             OMNIC_UNROLL for (int c = 0; c < 4; c++)
             {
@@ -697,7 +697,8 @@ OMNIC_INLINE OMNIC_VNNI void tile_x16(const uint8_t *act, const omnic__mq_layout
 
 /* Weight rows [n0, n1) (whole groups) x all M activation rows, X16_MR rows per tile. */
 OMNIC_INLINE OMNIC_VNNI void mq_x16_vnni(const uint8_t *act, const omnic__mq_layout *L, int64_t M, int64_t K,
-                                         const void *w, int64_t n0, int64_t n1, float *dst, int64_t N, bool q8)
+                                         const void *w, int64_t n0, int64_t n1, float *dst, int64_t N,
+                                         bool q8)
 {
     const int64_t nb = K / OMNIC_QK;
     const size_t ldw = (size_t)nb * (q8 ? sizeof(omnic__block_q8_0) : sizeof(omnic__block_q4_0));
@@ -844,7 +845,7 @@ void omnic__cpu_matmul_q(const omnic__node *n, int ith, int nth, void *wdata)
     const bool x16 = omnic__x16_plain(w->dtype) != OMNIC_DTYPE_COUNT; /* threads take whole groups */
     const bool q8x = w->dtype == OMNIC_DTYPE_Q8_0X16;
     const int64_t unit = x16 ? OMNIC_X16_ROWS : 1;
-    const mq_fn fn = !x16                   ? mq_table[kind][w->dtype == OMNIC_DTYPE_Q4_0]
+    const mq_fn fn = !x16                    ? mq_table[kind][w->dtype == OMNIC_DTYPE_Q4_0]
                      : kind == OMNIC_MQ_VNNI ? (q8x ? mq_x16_vnni_q8 : mq_x16_vnni_q4)
                                              : (q8x ? mq_x16_scalar_q8 : mq_x16_scalar_q4);
     int64_t n0, n1;

@@ -19,8 +19,10 @@ static void apply_w(const omnic__cpu_vec *v, const omnic__tensor *w, float off, 
         int64_t len = n - c < NORM_CHUNK ? n - c : NORM_CHUNK;
         omnic__cpu_to_f32(w->dtype, (const char *)w->data + (size_t)c * es, tmp, len);
         if (off != 0.0f) v->add1(tmp, off, tmp, len);
-        if (mul) v->mul(y + c, tmp, y + c, len);
-        else v->add(y + c, tmp, y + c, len);
+        if (mul)
+            v->mul(y + c, tmp, y + c, len);
+        else
+            v->add(y + c, tmp, y + c, len);
     }
 }
 
@@ -76,7 +78,8 @@ void omnic__cpu_softmax(const omnic__node *n, int ith, int nth, void *wdata)
         v->mul1(x, n->fp[0], y, cols);
         float m = v->max(y, cols);
         if (m == -INFINITY) { /* every entry masked: no mass anywhere */
-            for (int64_t i = 0; i < cols; i++) y[i] = 0.0f;
+            for (int64_t i = 0; i < cols; i++)
+                y[i] = 0.0f;
             continue;
         }
         float s = v->exp_sum(y, m, y, cols);

@@ -13,8 +13,8 @@ size_t omnic__cpu_matmul_wsize(const omnic__node *n, int nth);
 void omnic__cpu_patch_embed(const omnic__node *n, int ith, int nth, void *wdata);
 size_t omnic__cpu_patch_embed_wsize(const omnic__node *n, int nth);
 /* dst[mr, nc] (leading dim ldd) = a[mr, K] . wf[nc, K]^T (+ bias[nc]) through OpenBLAS. */
-void omnic__cpu_sgemm(const float *a, int64_t K, int64_t mr, const float *wf, int64_t nc, float *dst, int64_t ldd,
-                      const float *bias);
+void omnic__cpu_sgemm(const float *a, int64_t K, int64_t mr, const float *wf, int64_t nc, float *dst,
+                      int64_t ldd, const float *bias);
 /* dst[rows, cols] (leading dim ldd) += bias[cols] on every row. */
 void omnic__cpu_add_bias(const float *bias, float *dst, int64_t ldd, int64_t rows, int64_t cols);
 

@@ -33,9 +33,11 @@ unsigned omnic__cpu_features(void);
 
 #define OMNIC_AVX2 __attribute__((target("avx2,fma,f16c")))
 #define OMNIC_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,f16c")))
-#define OMNIC_VNNI __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx512vbmi,avx2,fma,f16c")))
-#define OMNIC_AMX                                                                                           \
-    __attribute__((target("amx-tile,amx-int8,avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx512vbmi,avx2,fma,f16c")))
+#define OMNIC_VNNI                                                                                           \
+    __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx512vbmi,avx2,fma,f16c")))
+#define OMNIC_AMX                                                                                            \
+    __attribute__((                                                                                          \
+        target("amx-tile,amx-int8,avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx512vbmi,avx2,fma,f16c")))
 #define OMNIC_INLINE static inline __attribute__((always_inline))
 /* Fully unrolls a short loop with a constant trip count (register tiles stay in registers). */
 #if defined(__clang__)
@@ -47,9 +49,9 @@ unsigned omnic__cpu_features(void);
 /* ---- exp ----
  * Cephes expf: exp(x) = 2^n e^r with n = round(x log2 e), r = x - n ln2 (ln2 split in two),
  * e^r by a degree-6 polynomial on |r| <= ln2/2. Max error 1 ulp against the correctly
- * rounded result (every 61st float of [-87, 88] checked, both forms). exp(-inf) = 0, exp(+inf) = inf, NaN stays
- * NaN. The AVX-512 form is 0 below x = -103.97 (subnormals kept above); the AVX2 form
- * flushes results below about 2^-125 to 0. */
+ * rounded result (every 61st float of [-87, 88] checked, both forms). exp(-inf) = 0, exp(+inf) = inf, NaN
+ * stays NaN. The AVX-512 form is 0 below x = -103.97 (subnormals kept above); the AVX2 form flushes results
+ * below about 2^-125 to 0. */
 #define OMNIC_EXP_HI 88.7228394f
 #define OMNIC_EXP_LO (-103.972084f)
 #define OMNIC_EXP_LO_AVX2 (-87.3365479f)
@@ -130,8 +132,9 @@ OMNIC_INLINE OMNIC_AVX512 __m512 omnic__tanh512(__m512 x)
     __m512 big = _mm512_sub_ps(_mm512_set1_ps(1.0f),
                                _mm512_div_ps(_mm512_set1_ps(2.0f), _mm512_add_ps(e, _mm512_set1_ps(1.0f))));
     /* copy x's sign onto big */
-    big = _mm512_castsi512_ps(_mm512_or_si512(
-        _mm512_castps_si512(big), _mm512_and_si512(_mm512_castps_si512(x), _mm512_set1_epi32((int)0x80000000u))));
+    big = _mm512_castsi512_ps(
+        _mm512_or_si512(_mm512_castps_si512(big),
+                        _mm512_and_si512(_mm512_castps_si512(x), _mm512_set1_epi32((int)0x80000000u))));
     __mmask16 is_small = _mm512_cmp_ps_mask(ax, _mm512_set1_ps(0.625f), _CMP_LT_OQ);
     return _mm512_mask_blend_ps(is_small, big, small);
 }
@@ -158,7 +161,8 @@ OMNIC_INLINE OMNIC_AVX2 __m256 omnic__tanh256(__m256 x)
 /* ---- widening loads: 16 (AVX-512) or 8 (AVX2) elements to f32; m = lane mask ---- */
 OMNIC_INLINE OMNIC_AVX512 __m512 omnic__ld_bf16x16(const uint16_t *p)
 {
-    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)p)), 16));
+    return _mm512_castsi512_ps(
+        _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)p)), 16));
 }
 OMNIC_INLINE OMNIC_AVX512 __m512 omnic__ld_bf16x16_m(const uint16_t *p, __mmask16 m)
 {
@@ -172,11 +176,15 @@ OMNIC_INLINE OMNIC_AVX512 __m512 omnic__ld_f16x16_m(const uint16_t *p, __mmask16
 {
     return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, p));
 }
-OMNIC_INLINE OMNIC_AVX512 __mmask16 omnic__mask16(int64_t n) { return (__mmask16)((1u << n) - 1u); }
+OMNIC_INLINE OMNIC_AVX512 __mmask16 omnic__mask16(int64_t n)
+{
+    return (__mmask16)((1u << n) - 1u);
+}
 
 OMNIC_INLINE OMNIC_AVX2 __m256 omnic__ld_bf16x8(const uint16_t *p)
 {
-    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)p)), 16));
+    return _mm256_castsi256_ps(
+        _mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)p)), 16));
 }
 OMNIC_INLINE OMNIC_AVX2 __m256 omnic__ld_f16x8(const uint16_t *p)
 {
@@ -188,8 +196,9 @@ OMNIC_INLINE OMNIC_AVX2 __m256 omnic__ld_f16x8(const uint16_t *p)
 OMNIC_INLINE OMNIC_AVX512 __m256i omnic__cvt_bf16x16(__m512 x)
 {
     __m512i u = _mm512_castps_si512(x);
-    __m512i r = _mm512_add_epi32(u, _mm512_add_epi32(_mm512_set1_epi32(0x7fff),
-                                                     _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1))));
+    __m512i r = _mm512_add_epi32(
+        u, _mm512_add_epi32(_mm512_set1_epi32(0x7fff),
+                            _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1))));
     r = _mm512_srli_epi32(r, 16);
     __mmask16 nan = _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q);
     r = _mm512_mask_mov_epi32(r, nan, _mm512_or_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(0x40)));
@@ -198,8 +207,9 @@ OMNIC_INLINE OMNIC_AVX512 __m256i omnic__cvt_bf16x16(__m512 x)
 OMNIC_INLINE OMNIC_AVX2 __m128i omnic__cvt_bf16x8(__m256 x)
 {
     __m256i u = _mm256_castps_si256(x);
-    __m256i r = _mm256_add_epi32(u, _mm256_add_epi32(_mm256_set1_epi32(0x7fff),
-                                                     _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1))));
+    __m256i r = _mm256_add_epi32(
+        u, _mm256_add_epi32(_mm256_set1_epi32(0x7fff),
+                            _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1))));
     r = _mm256_srli_epi32(r, 16);
     __m256i nanv = _mm256_or_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(0x40));
     __m256i nan = _mm256_castps_si256(_mm256_cmp_ps(x, x, _CMP_UNORD_Q));

@@ -7,39 +7,45 @@
 #include "core/dtype.h"
 
 /* y[i] = EXPR, with v = x[i] (16 lanes). */
-#define MAP1(NAME, EXPR, ...)                                                                               \
-    static OMNIC_AVX512 void NAME(const float *x, __VA_ARGS__ float *y, int64_t n)                        \
-    {                                                                                                       \
-        int64_t i = 0;                                                                                      \
-        for (; i + 16 <= n; i += 16) {                                                                      \
-            __m512 v = _mm512_loadu_ps(x + i);                                                              \
-            _mm512_storeu_ps(y + i, (EXPR));                                                                \
-        }                                                                                                   \
-        if (i < n) {                                                                                        \
-            __mmask16 m = omnic__mask16(n - i);                                                             \
-            __m512 v = _mm512_maskz_loadu_ps(m, x + i);                                                     \
-            _mm512_mask_storeu_ps(y + i, m, (EXPR));                                                        \
-        }                                                                                                   \
+#define MAP1(NAME, EXPR, ...)                                                                                \
+    static OMNIC_AVX512 void NAME(const float *x, __VA_ARGS__ float *y, int64_t n)                           \
+    {                                                                                                        \
+        int64_t i = 0;                                                                                       \
+        for (; i + 16 <= n; i += 16) {                                                                       \
+            __m512 v = _mm512_loadu_ps(x + i);                                                               \
+            _mm512_storeu_ps(y + i, (EXPR));                                                                 \
+        }                                                                                                    \
+        if (i < n) {                                                                                         \
+            __mmask16 m = omnic__mask16(n - i);                                                              \
+            __m512 v = _mm512_maskz_loadu_ps(m, x + i);                                                      \
+            _mm512_mask_storeu_ps(y + i, m, (EXPR));                                                         \
+        }                                                                                                    \
     }
 
 /* y[i] = EXPR, with va = a[i], vb = b[i]. */
-#define MAP2(NAME, EXPR)                                                                                    \
-    static OMNIC_AVX512 void NAME(const float *a, const float *b, float *y, int64_t n)                    \
-    {                                                                                                       \
-        int64_t i = 0;                                                                                      \
-        for (; i + 16 <= n; i += 16) {                                                                      \
-            __m512 va = _mm512_loadu_ps(a + i), vb = _mm512_loadu_ps(b + i);                                \
-            _mm512_storeu_ps(y + i, (EXPR));                                                                \
-        }                                                                                                   \
-        if (i < n) {                                                                                        \
-            __mmask16 m = omnic__mask16(n - i);                                                             \
-            __m512 va = _mm512_maskz_loadu_ps(m, a + i), vb = _mm512_maskz_loadu_ps(m, b + i);              \
-            _mm512_mask_storeu_ps(y + i, m, (EXPR));                                                        \
-        }                                                                                                   \
+#define MAP2(NAME, EXPR)                                                                                     \
+    static OMNIC_AVX512 void NAME(const float *a, const float *b, float *y, int64_t n)                       \
+    {                                                                                                        \
+        int64_t i = 0;                                                                                       \
+        for (; i + 16 <= n; i += 16) {                                                                       \
+            __m512 va = _mm512_loadu_ps(a + i), vb = _mm512_loadu_ps(b + i);                                 \
+            _mm512_storeu_ps(y + i, (EXPR));                                                                 \
+        }                                                                                                    \
+        if (i < n) {                                                                                         \
+            __mmask16 m = omnic__mask16(n - i);                                                              \
+            __m512 va = _mm512_maskz_loadu_ps(m, a + i), vb = _mm512_maskz_loadu_ps(m, b + i);               \
+            _mm512_mask_storeu_ps(y + i, m, (EXPR));                                                         \
+        }                                                                                                    \
     }
 
-OMNIC_INLINE OMNIC_AVX512 __m512 neg16(__m512 v) { return _mm512_castsi512_ps(_mm512_xor_si512(_mm512_castps_si512(v), _mm512_set1_epi32((int)0x80000000u))); }
-OMNIC_INLINE OMNIC_AVX512 __m512 one16(void) { return _mm512_set1_ps(1.0f); }
+OMNIC_INLINE OMNIC_AVX512 __m512 neg16(__m512 v)
+{
+    return _mm512_castsi512_ps(_mm512_xor_si512(_mm512_castps_si512(v), _mm512_set1_epi32((int)0x80000000u)));
+}
+OMNIC_INLINE OMNIC_AVX512 __m512 one16(void)
+{
+    return _mm512_set1_ps(1.0f);
+}
 
 OMNIC_INLINE OMNIC_AVX512 __m512 silu16(__m512 v)
 {
@@ -66,22 +72,26 @@ MAP1(scale_v, _mm512_add_ps(_mm512_mul_ps(v, _mm512_set1_ps(s)), _mm512_set1_ps(
 MAP1(silu_v, silu16(v), )
 MAP1(gelu_tanh_v, gelu_tanh16(v), )
 MAP1(gelu_quick_v, gelu_quick16(v), )
-MAP1(softcap_v, _mm512_mul_ps(omnic__tanh512(_mm512_div_ps(v, _mm512_set1_ps(c))), _mm512_set1_ps(c)), float c, )
+MAP1(softcap_v, _mm512_mul_ps(omnic__tanh512(_mm512_div_ps(v, _mm512_set1_ps(c))), _mm512_set1_ps(c)),
+     float c, )
 
 static OMNIC_AVX512 void axpy_v(float a, const float *x, float *y, int64_t n)
 {
     __m512 va = _mm512_set1_ps(a);
     int64_t i = 0;
-    for (; i + 16 <= n; i += 16) _mm512_storeu_ps(y + i, _mm512_fmadd_ps(va, _mm512_loadu_ps(x + i), _mm512_loadu_ps(y + i)));
+    for (; i + 16 <= n; i += 16)
+        _mm512_storeu_ps(y + i, _mm512_fmadd_ps(va, _mm512_loadu_ps(x + i), _mm512_loadu_ps(y + i)));
     if (i < n) {
         __mmask16 m = omnic__mask16(n - i);
-        _mm512_mask_storeu_ps(y + i, m, _mm512_fmadd_ps(va, _mm512_maskz_loadu_ps(m, x + i), _mm512_maskz_loadu_ps(m, y + i)));
+        _mm512_mask_storeu_ps(
+            y + i, m, _mm512_fmadd_ps(va, _mm512_maskz_loadu_ps(m, x + i), _mm512_maskz_loadu_ps(m, y + i)));
     }
 }
 
 static OMNIC_AVX512 float dot_v(const float *a, const float *b, int64_t n)
 {
-    __m512 s0 = _mm512_setzero_ps(), s1 = _mm512_setzero_ps(), s2 = _mm512_setzero_ps(), s3 = _mm512_setzero_ps();
+    __m512 s0 = _mm512_setzero_ps(), s1 = _mm512_setzero_ps(), s2 = _mm512_setzero_ps(),
+           s3 = _mm512_setzero_ps();
     int64_t i = 0;
     for (; i + 64 <= n; i += 64) {
         s0 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i), _mm512_loadu_ps(b + i), s0);
@@ -89,7 +99,8 @@ static OMNIC_AVX512 float dot_v(const float *a, const float *b, int64_t n)
         s2 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i + 32), _mm512_loadu_ps(b + i + 32), s2);
         s3 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i + 48), _mm512_loadu_ps(b + i + 48), s3);
     }
-    for (; i + 16 <= n; i += 16) s0 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i), _mm512_loadu_ps(b + i), s0);
+    for (; i + 16 <= n; i += 16)
+        s0 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i), _mm512_loadu_ps(b + i), s0);
     if (i < n) {
         __mmask16 m = omnic__mask16(n - i);
         s0 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, a + i), _mm512_maskz_loadu_ps(m, b + i), s0);
@@ -105,33 +116,42 @@ static OMNIC_AVX512 float sum_v(const float *x, int64_t n)
         s0 = _mm512_add_ps(s0, _mm512_loadu_ps(x + i));
         s1 = _mm512_add_ps(s1, _mm512_loadu_ps(x + i + 16));
     }
-    for (; i + 16 <= n; i += 16) s0 = _mm512_add_ps(s0, _mm512_loadu_ps(x + i));
+    for (; i + 16 <= n; i += 16)
+        s0 = _mm512_add_ps(s0, _mm512_loadu_ps(x + i));
     if (i < n) s0 = _mm512_add_ps(s0, _mm512_maskz_loadu_ps(omnic__mask16(n - i), x + i));
     return _mm512_reduce_add_ps(_mm512_add_ps(s0, s1));
 }
 
-static OMNIC_AVX512 float sumsq_v(const float *x, int64_t n) { return dot_v(x, x, n); }
+static OMNIC_AVX512 float sumsq_v(const float *x, int64_t n)
+{
+    return dot_v(x, x, n);
+}
 
 static OMNIC_AVX512 float max_v(const float *x, int64_t n)
 {
     __m512 mx = _mm512_set1_ps(-INFINITY);
     int64_t i = 0;
-    for (; i + 16 <= n; i += 16) mx = _mm512_max_ps(mx, _mm512_loadu_ps(x + i));
-    if (i < n) mx = _mm512_mask_max_ps(mx, omnic__mask16(n - i), mx, _mm512_maskz_loadu_ps(omnic__mask16(n - i), x + i));
+    for (; i + 16 <= n; i += 16)
+        mx = _mm512_max_ps(mx, _mm512_loadu_ps(x + i));
+    if (i < n)
+        mx = _mm512_mask_max_ps(mx, omnic__mask16(n - i), mx,
+                                _mm512_maskz_loadu_ps(omnic__mask16(n - i), x + i));
     return _mm512_reduce_max_ps(mx);
 }
 
 /* s[u*lds + j] = q[u] . k_j for u < mr, j < nr (<= 4 each); one 16-lane chain per pair. */
-OMNIC_INLINE OMNIC_AVX512 void dot_tile(const float *const *q, const float *k, int64_t ldk, int64_t D, float *s,
-                                        int64_t lds, int mr, int nr)
+OMNIC_INLINE OMNIC_AVX512 void dot_tile(const float *const *q, const float *k, int64_t ldk, int64_t D,
+                                        float *s, int64_t lds, int mr, int nr)
 {
     __m512 acc[4][4];
-    OMNIC_UNROLL for (int u = 0; u < mr; u++) OMNIC_UNROLL for (int j = 0; j < nr; j++) acc[u][j] = _mm512_setzero_ps();
+    OMNIC_UNROLL for (int u = 0; u < mr; u++) OMNIC_UNROLL for (int j = 0; j < nr; j++) acc[u][j] =
+        _mm512_setzero_ps();
     int64_t d = 0;
     for (; d + 16 <= D; d += 16) {
         __m512 kv[4];
         OMNIC_UNROLL for (int j = 0; j < nr; j++) kv[j] = _mm512_loadu_ps(k + j * ldk + d);
-        OMNIC_UNROLL for (int u = 0; u < mr; u++) {
+        OMNIC_UNROLL for (int u = 0; u < mr; u++)
+        {
             __m512 qv = _mm512_loadu_ps(q[u] + d);
             OMNIC_UNROLL for (int j = 0; j < nr; j++) acc[u][j] = _mm512_fmadd_ps(qv, kv[j], acc[u][j]);
         }
@@ -140,23 +160,27 @@ OMNIC_INLINE OMNIC_AVX512 void dot_tile(const float *const *q, const float *k, i
         __mmask16 m = omnic__mask16(D - d);
         __m512 kv[4];
         OMNIC_UNROLL for (int j = 0; j < nr; j++) kv[j] = _mm512_maskz_loadu_ps(m, k + j * ldk + d);
-        OMNIC_UNROLL for (int u = 0; u < mr; u++) {
+        OMNIC_UNROLL for (int u = 0; u < mr; u++)
+        {
             __m512 qv = _mm512_maskz_loadu_ps(m, q[u] + d);
             OMNIC_UNROLL for (int j = 0; j < nr; j++) acc[u][j] = _mm512_fmadd_ps(qv, kv[j], acc[u][j]);
         }
     }
-    OMNIC_UNROLL for (int u = 0; u < mr; u++) OMNIC_UNROLL for (int j = 0; j < nr; j++) s[u * lds + j] = _mm512_reduce_add_ps(acc[u][j]);
+    OMNIC_UNROLL for (int u = 0; u < mr; u++) OMNIC_UNROLL for (int j = 0; j < nr; j++) s[u * lds + j] =
+        _mm512_reduce_add_ps(acc[u][j]);
 }
 
-#define DOT_TILE_CASES(q, k, mr)                                                                            \
-    do {                                                                                                    \
-        int64_t j = 0;                                                                                      \
-        for (; j + 4 <= nk; j += 4) dot_tile(q, k + j * ldk, ldk, D, s + j, lds, mr, 4);                   \
-        for (; j < nk; j++) dot_tile(q, k + j * ldk, ldk, D, s + j, lds, mr, 1);                           \
+#define DOT_TILE_CASES(q, k, mr)                                                                             \
+    do {                                                                                                     \
+        int64_t j = 0;                                                                                       \
+        for (; j + 4 <= nk; j += 4)                                                                          \
+            dot_tile(q, k + j * ldk, ldk, D, s + j, lds, mr, 4);                                             \
+        for (; j < nk; j++)                                                                                  \
+            dot_tile(q, k + j * ldk, ldk, D, s + j, lds, mr, 1);                                             \
     } while (0)
 
-static OMNIC_AVX512 void dot_rows_v(const float *const *q, int64_t nq, const float *k, int64_t ldk, int64_t nk,
-                                    int64_t D, float *s0, int64_t lds)
+static OMNIC_AVX512 void dot_rows_v(const float *const *q, int64_t nq, const float *k, int64_t ldk,
+                                    int64_t nk, int64_t D, float *s0, int64_t lds)
 {
     int64_t u = 0;
     for (; u + 4 <= nq; u += 4) {
@@ -175,12 +199,13 @@ OMNIC_INLINE OMNIC_AVX512 void pv_tile(const float *p, int64_t ldp, const float 
                                        float *acc, int64_t lda, const __mmask16 *m, int nv, int mr)
 {
     __m512 a[4][5];
-    OMNIC_UNROLL for (int u = 0; u < mr; u++) OMNIC_UNROLL for (int c = 0; c < nv; c++)
-        a[u][c] = _mm512_maskz_loadu_ps(m[c], acc + u * lda + 16 * c);
+    OMNIC_UNROLL for (int u = 0; u < mr; u++) OMNIC_UNROLL for (int c = 0; c < nv; c++) a[u][c] =
+        _mm512_maskz_loadu_ps(m[c], acc + u * lda + 16 * c);
     for (int64_t j = 0; j < nk; j++) {
         __m512 vv[5];
         OMNIC_UNROLL for (int c = 0; c < nv; c++) vv[c] = _mm512_maskz_loadu_ps(m[c], v + j * ldv + 16 * c);
-        OMNIC_UNROLL for (int u = 0; u < mr; u++) {
+        OMNIC_UNROLL for (int u = 0; u < mr; u++)
+        {
             __m512 pb = _mm512_set1_ps(p[u * ldp + j]);
             OMNIC_UNROLL for (int c = 0; c < nv; c++) a[u][c] = _mm512_fmadd_ps(pb, vv[c], a[u][c]);
         }
@@ -189,17 +214,19 @@ OMNIC_INLINE OMNIC_AVX512 void pv_tile(const float *p, int64_t ldp, const float 
         _mm512_mask_storeu_ps(acc + u * lda + 16 * c, m[c], a[u][c]);
 }
 
-#define PV_TILE_ROWS(NV)                                                                                    \
-    do {                                                                                                    \
-        int64_t u = 0;                                                                                      \
-        for (; u + 4 <= nq; u += 4) pv_tile(p + u * ldp, ldp, v + d, ldv, nk, acc + u * lda + d, lda, m, NV, 4); \
-        for (; u < nq; u++) pv_tile(p + u * ldp, ldp, v + d, ldv, nk, acc + u * lda + d, lda, m, NV, 1);   \
+#define PV_TILE_ROWS(NV)                                                                                     \
+    do {                                                                                                     \
+        int64_t u = 0;                                                                                       \
+        for (; u + 4 <= nq; u += 4)                                                                          \
+            pv_tile(p + u * ldp, ldp, v + d, ldv, nk, acc + u * lda + d, lda, m, NV, 4);                     \
+        for (; u < nq; u++)                                                                                  \
+            pv_tile(p + u * ldp, ldp, v + d, ldv, nk, acc + u * lda + d, lda, m, NV, 1);                     \
     } while (0)
 
 /* Columns in passes of up to 5 vectors (80 floats), the vectors spread evenly over the passes
  * (Dv 80: one pass of 5; 128: two of 4), so each V row is loaded once per pass. */
-static OMNIC_AVX512 void pv_rows_v(const float *p, int64_t ldp, int64_t nq, const float *v, int64_t ldv, int64_t nk,
-                                   int64_t Dv, float *acc, int64_t lda)
+static OMNIC_AVX512 void pv_rows_v(const float *p, int64_t ldp, int64_t nq, const float *v, int64_t ldv,
+                                   int64_t nk, int64_t Dv, float *acc, int64_t lda)
 {
     const int64_t nvec = (Dv + 15) / 16, passes = (nvec + 4) / 5;
     for (int64_t d = 0, left = nvec, pass = 0; d < Dv; pass++) {
@@ -210,11 +237,21 @@ static OMNIC_AVX512 void pv_rows_v(const float *p, int64_t ldp, int64_t nq, cons
             m[c] = c >= nv || r <= 0 ? 0 : r >= 16 ? (__mmask16)0xffff : omnic__mask16(r);
         }
         switch (nv) {
-        case 1: PV_TILE_ROWS(1); break;
-        case 2: PV_TILE_ROWS(2); break;
-        case 3: PV_TILE_ROWS(3); break;
-        case 4: PV_TILE_ROWS(4); break;
-        default: PV_TILE_ROWS(5); break;
+        case 1:
+            PV_TILE_ROWS(1);
+            break;
+        case 2:
+            PV_TILE_ROWS(2);
+            break;
+        case 3:
+            PV_TILE_ROWS(3);
+            break;
+        case 4:
+            PV_TILE_ROWS(4);
+            break;
+        default:
+            PV_TILE_ROWS(5);
+            break;
         }
         d += 16 * nv;
         left -= nv;
@@ -222,15 +259,17 @@ static OMNIC_AVX512 void pv_rows_v(const float *p, int64_t ldp, int64_t nq, cons
 }
 
 /* s rows u < mr (<= 4), keys [0, 64) under masks m[0..3]: += q[u][d] * kt[d][j], d ascending. */
-OMNIC_INLINE OMNIC_AVX512 void dot_t_tile(const float *const *q, const float *kt, int64_t ldk, int64_t D, float *s,
-                                          int64_t lds, const __mmask16 *m, int mr)
+OMNIC_INLINE OMNIC_AVX512 void dot_t_tile(const float *const *q, const float *kt, int64_t ldk, int64_t D,
+                                          float *s, int64_t lds, const __mmask16 *m, int mr)
 {
     __m512 acc[4][4];
-    OMNIC_UNROLL for (int u = 0; u < mr; u++) OMNIC_UNROLL for (int c = 0; c < 4; c++) acc[u][c] = _mm512_setzero_ps();
+    OMNIC_UNROLL for (int u = 0; u < mr; u++) OMNIC_UNROLL for (int c = 0; c < 4; c++) acc[u][c] =
+        _mm512_setzero_ps();
     for (int64_t d = 0; d < D; d++) {
         __m512 kv[4];
         OMNIC_UNROLL for (int c = 0; c < 4; c++) kv[c] = _mm512_maskz_loadu_ps(m[c], kt + d * ldk + 16 * c);
-        OMNIC_UNROLL for (int u = 0; u < mr; u++) {
+        OMNIC_UNROLL for (int u = 0; u < mr; u++)
+        {
             __m512 qb = _mm512_set1_ps(q[u][d]);
             OMNIC_UNROLL for (int c = 0; c < 4; c++) acc[u][c] = _mm512_fmadd_ps(qb, kv[c], acc[u][c]);
         }
@@ -239,8 +278,8 @@ OMNIC_INLINE OMNIC_AVX512 void dot_t_tile(const float *const *q, const float *kt
         _mm512_mask_storeu_ps(s + u * lds + 16 * c, m[c], acc[u][c]);
 }
 
-static OMNIC_AVX512 void dot_rows_t_v(const float *const *q, int64_t nq, const float *kt, int64_t ldk, int64_t nk,
-                                      int64_t D, float *s, int64_t lds)
+static OMNIC_AVX512 void dot_rows_t_v(const float *const *q, int64_t nq, const float *kt, int64_t ldk,
+                                      int64_t nk, int64_t D, float *s, int64_t lds)
 {
     for (int64_t j = 0; j < nk; j += 64) {
         __mmask16 m[4];
@@ -249,8 +288,10 @@ static OMNIC_AVX512 void dot_rows_t_v(const float *const *q, int64_t nq, const f
             m[c] = r >= 16 ? (__mmask16)0xffff : r > 0 ? omnic__mask16(r) : 0;
         }
         int64_t u = 0;
-        for (; u + 4 <= nq; u += 4) dot_t_tile(q + u, kt + j, ldk, D, s + u * lds + j, lds, m, 4);
-        for (; u < nq; u++) dot_t_tile(q + u, kt + j, ldk, D, s + u * lds + j, lds, m, 1);
+        for (; u + 4 <= nq; u += 4)
+            dot_t_tile(q + u, kt + j, ldk, D, s + u * lds + j, lds, m, 4);
+        for (; u < nq; u++)
+            dot_t_tile(q + u, kt + j, ldk, D, s + u * lds + j, lds, m, 1);
     }
 }
 
@@ -275,29 +316,36 @@ static OMNIC_AVX512 float exp_sum_v(const float *x, float mval, float *y, int64_
 static OMNIC_AVX512 void f16_to_f32_v(const uint16_t *x, float *y, int64_t n)
 {
     int64_t i = 0;
-    for (; i + 16 <= n; i += 16) _mm512_storeu_ps(y + i, omnic__ld_f16x16(x + i));
-    if (i < n) _mm512_mask_storeu_ps(y + i, omnic__mask16(n - i), omnic__ld_f16x16_m(x + i, omnic__mask16(n - i)));
+    for (; i + 16 <= n; i += 16)
+        _mm512_storeu_ps(y + i, omnic__ld_f16x16(x + i));
+    if (i < n)
+        _mm512_mask_storeu_ps(y + i, omnic__mask16(n - i), omnic__ld_f16x16_m(x + i, omnic__mask16(n - i)));
 }
 static OMNIC_AVX512 void bf16_to_f32_v(const uint16_t *x, float *y, int64_t n)
 {
     int64_t i = 0;
-    for (; i + 16 <= n; i += 16) _mm512_storeu_ps(y + i, omnic__ld_bf16x16(x + i));
-    if (i < n) _mm512_mask_storeu_ps(y + i, omnic__mask16(n - i), omnic__ld_bf16x16_m(x + i, omnic__mask16(n - i)));
+    for (; i + 16 <= n; i += 16)
+        _mm512_storeu_ps(y + i, omnic__ld_bf16x16(x + i));
+    if (i < n)
+        _mm512_mask_storeu_ps(y + i, omnic__mask16(n - i), omnic__ld_bf16x16_m(x + i, omnic__mask16(n - i)));
 }
 static OMNIC_AVX512 void f32_to_f16_v(const float *x, uint16_t *y, int64_t n)
 {
     int64_t i = 0;
     for (; i + 16 <= n; i += 16)
-        _mm256_storeu_si256((__m256i *)(y + i), _mm512_cvtps_ph(_mm512_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT));
+        _mm256_storeu_si256((__m256i *)(y + i),
+                            _mm512_cvtps_ph(_mm512_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT));
     if (i < n) {
         __mmask16 m = omnic__mask16(n - i);
-        _mm256_mask_storeu_epi16(y + i, m, _mm512_cvtps_ph(_mm512_maskz_loadu_ps(m, x + i), _MM_FROUND_TO_NEAREST_INT));
+        _mm256_mask_storeu_epi16(y + i, m,
+                                 _mm512_cvtps_ph(_mm512_maskz_loadu_ps(m, x + i), _MM_FROUND_TO_NEAREST_INT));
     }
 }
 static OMNIC_AVX512 void f32_to_bf16_v(const float *x, uint16_t *y, int64_t n)
 {
     int64_t i = 0;
-    for (; i + 16 <= n; i += 16) _mm256_storeu_si256((__m256i *)(y + i), omnic__cvt_bf16x16(_mm512_loadu_ps(x + i)));
+    for (; i + 16 <= n; i += 16)
+        _mm256_storeu_si256((__m256i *)(y + i), omnic__cvt_bf16x16(_mm512_loadu_ps(x + i)));
     if (i < n) {
         __mmask16 m = omnic__mask16(n - i);
         _mm256_mask_storeu_epi16(y + i, m, omnic__cvt_bf16x16(_mm512_maskz_loadu_ps(m, x + i)));

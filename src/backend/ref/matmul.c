@@ -4,7 +4,8 @@
 
 static bool is_quant(omnic_dtype t)
 {
-    return t == OMNIC_DTYPE_Q8_0 || t == OMNIC_DTYPE_Q4_0 || t == OMNIC_DTYPE_Q4_0X16 || t == OMNIC_DTYPE_Q8_0X16;
+    return t == OMNIC_DTYPE_Q8_0 || t == OMNIC_DTYPE_Q4_0 || t == OMNIC_DTYPE_Q4_0X16 ||
+           t == OMNIC_DTYPE_Q8_0X16;
 }
 
 /* Bytes of one quantized activation row: K int8 quants, then K / 32 f32 scales. */

@@ -45,7 +45,8 @@ static inline double omnic__ref_ld_rc(const omnic__tensor *w, int64_t n, int64_t
     const int64_t K = w->dims[1];
     const int64_t nb = K / OMNIC_QK, r = n % OMNIC_X16_ROWS, b = k / OMNIC_QK, j = k % OMNIC_QK;
     if (w->dtype == OMNIC_DTYPE_Q8_0X16) {
-        const uint8_t *gb = (const uint8_t *)w->data + (size_t)(n - r) * (size_t)nb * sizeof(omnic__block_q8_0) +
+        const uint8_t *gb = (const uint8_t *)w->data +
+                            (size_t)(n - r) * (size_t)nb * sizeof(omnic__block_q8_0) +
                             (size_t)b * OMNIC_Q8X16_BLOCK;
         uint16_t d;
         memcpy(&d, gb + 512 + 2 * r, 2);

@@ -25,9 +25,9 @@ static float rope_inv_freq(float base, int64_t i, int64_t n_rot)
 
 /* dst [T, H, D] = x rotated by position pos[t]; x f32 [T, H, D] (src[0]), pos i32 [T]
  * (src[1]) or M-RoPE coordinates i32 [T, 3] with sections ip[2..4], optional inv_freq f32
- * [n_rot/2] (src[2]), or [2, n_rot/2] with a per-row table selector i32 [T] (src[3]). ip[0] = n_rot, ip[1] = mode
- * (0 rotate-half: pairs (i, i + n_rot/2); 1 interleaved: pairs (2i, 2i+1)).
- * fp[0] = theta base, fp[1] = attention factor. Rows are (t, h) pairs. */
+ * [n_rot/2] (src[2]), or [2, n_rot/2] with a per-row table selector i32 [T] (src[3]). ip[0] = n_rot, ip[1] =
+ * mode (0 rotate-half: pairs (i, i + n_rot/2); 1 interleaved: pairs (2i, 2i+1)). fp[0] = theta base, fp[1] =
+ * attention factor. Rows are (t, h) pairs. */
 void omnic__ref_rope(const omnic__node *n, int ith, int nth, void *wdata)
 {
     (void)wdata;
