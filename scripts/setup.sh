@@ -19,7 +19,7 @@ PACKAGES=(
   libpcre2-dev libutf8proc-dev
   libmicrohttpd-dev curl libcurl4-openssl-dev
   libjpeg62-turbo-dev libpng-dev libwebp-dev
-  python3 python3-numpy python3-pil
+  python3 python3-numpy python3-pil time
   clang libclang-rt-14-dev clang-format
 )
 # Node.js: any install that provides node and npm will do (some images ship a nodejs

@@ -83,6 +83,11 @@
  * header before any pixel memory is allocated; Pillow's decompression-bomb error threshold
  * (2 x Image.MAX_IMAGE_PIXELS) is 178956970. */
 #define OMNIC_MAX_IMAGE_PIXELS 89478485
+/* Working memory of the JPEG decoder for one image: a progressive JPEG buffers every DCT
+ * coefficient (2 bytes per sample per component) before the first row comes out, so a
+ * 705-byte file claiming 9000x9000 CMYK asks for 648 MB. 512 MB takes a 16000x12000 4:2:0
+ * progressive photo; baseline files need only a few rows. */
+#define OMNIC_MAX_JPEG_DECODER_BYTES ((int64_t)512 << 20)
 /* Width or height of one decoded image (JPEG's own limit is 65500). */
 #define OMNIC_MAX_IMAGE_SIDE 32768
 /* Encoded bytes of one media item (a data: URL's decoded payload, an image file). */

@@ -50,8 +50,10 @@ const char *omnic__image_format_mime(omnic__image_format f);
 
 /* Bounds a decode checks against the file's header before any pixel memory is allocated. */
 typedef struct omnic__image_limits {
-    int64_t max_pixels; /* width * height; <= 0 means OMNIC_MAX_IMAGE_PIXELS */
-    int64_t max_side;   /* width and height each; <= 0 means OMNIC_MAX_IMAGE_SIDE */
+    int64_t max_pixels;        /* width * height; <= 0 means OMNIC_MAX_IMAGE_PIXELS */
+    int64_t max_side;          /* width and height each; <= 0 means OMNIC_MAX_IMAGE_SIDE */
+    int64_t max_decoder_bytes; /* the JPEG decoder's working memory (a progressive file's coefficient
+                                * buffers); <= 0 means OMNIC_MAX_JPEG_DECODER_BYTES */
 } omnic__image_limits;
 
 /* Decodes len bytes of buf (borrows) into *out (RGB8, returns owned data) as Hugging Face's

@@ -136,8 +136,9 @@ typedef struct jpeg_ctx {
     struct jpeg_error_mgr jerr;
     struct jpeg_progress_mgr progress;
     jmp_buf jmp;
-    char msg[JMSG_LENGTH_MAX];
+    char msg[200]; /* libjpeg's message (JMSG_LENGTH_MAX), or ours */
     bool too_many_scans;
+    bool too_large; /* over the decoder's working-memory limit */
     bool created;
     int orientation;  /* EXIF orientation 1..8 of the first APP1 "Exif" segment */
     uint8_t *row;     /* [width * components] one scanline, owned */
@@ -147,7 +148,16 @@ typedef struct jpeg_ctx {
 static void jpeg_error_exit(j_common_ptr cinfo)
 {
     jpeg_ctx *c = (jpeg_ctx *)cinfo->client_data;
-    (*cinfo->err->format_message)(cinfo, c->msg);
+    if (cinfo->err->msg_code == JERR_NO_BACKING_STORE) { /* over max_memory_to_use */
+        c->too_large = true;
+        snprintf(c->msg, sizeof c->msg,
+                 "decoding needs more than %ld bytes of working memory (a progressive %ux%u image; the "
+                 "limit is OMNIC_MAX_JPEG_DECODER_BYTES)",
+                 cinfo->mem->max_memory_to_use, ((j_decompress_ptr)cinfo)->image_width,
+                 ((j_decompress_ptr)cinfo)->image_height);
+    } else {
+        (*cinfo->err->format_message)(cinfo, c->msg);
+    }
     longjmp(c->jmp, 1);
 }
 
@@ -177,9 +187,14 @@ static omnic_status jpeg_run(jpeg_ctx *c, const uint8_t *buf, size_t len, const 
     c->jerr.error_exit = jpeg_error_exit;
     c->jerr.emit_message = jpeg_emit;
     c->cinfo.client_data = c;
-    if (setjmp(c->jmp)) return OMNIC_FAIL(err, OMNIC_E_CORRUPT, "JPEG: %s", c->msg);
+    if (setjmp(c->jmp))
+        return OMNIC_FAIL(err, c->too_large ? OMNIC_E_TOO_LARGE : OMNIC_E_CORRUPT, "JPEG: %s", c->msg);
     jpeg_create_decompress(&c->cinfo);
     c->created = true;
+    /* libjpeg-turbo (no backing store) refuses a file whose buffers would pass this, at
+     * jpeg_start_decompress, before decoding anything */
+    c->cinfo.mem->max_memory_to_use =
+        (long)(lim && lim->max_decoder_bytes > 0 ? lim->max_decoder_bytes : OMNIC_MAX_JPEG_DECODER_BYTES);
     c->progress.progress_monitor = jpeg_progress;
     c->cinfo.progress = &c->progress;
     jpeg_mem_src(&c->cinfo, buf, (unsigned long)len);
@@ -331,7 +346,7 @@ static omnic_status png_run(png_ctx *c, const omnic__image_limits *lim, omnic_er
      * and XMP come from mm/exif.c's own walk over the file. */
     static const png_byte skipped[] = "tEXt\0zTXt\0iTXt\0eXIf\0iCCP\0sPLT\0pCAL\0sCAL";
     png_set_chunk_malloc_max(c->png, (png_alloc_size_t)8 << 20);
-    png_set_chunk_cache_max(c->png, 1000);
+    png_set_chunk_cache_max(c->png, 128);
     png_set_keep_unknown_chunks(c->png, PNG_HANDLE_CHUNK_NEVER, NULL, 0);
     png_set_keep_unknown_chunks(c->png, PNG_HANDLE_CHUNK_NEVER, skipped, (int)(sizeof skipped / 5));
     png_read_info(c->png, c->info);
