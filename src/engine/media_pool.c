@@ -9,6 +9,7 @@ struct omnic__media_pool {
     pthread_t *threads; /* owned [n_threads] */
     int n_threads, max_queue, queued, running;
     omnic__media_job *head, *tail;
+    omnic__media_job *active; /* running jobs, linked through next (at most n_threads) */
     pthread_mutex_t mu;
     pthread_cond_t wake;
     bool stopping;
@@ -63,11 +64,20 @@ static void *worker_main(void *arg)
         if (!p->head) p->tail = NULL;
         p->queued--;
         p->running++;
+        job->next = p->active;
+        p->active = job;
         pthread_mutex_unlock(&p->mu);
         job->run(job);
+        pthread_mutex_lock(&p->mu);
+        for (omnic__media_job **a = &p->active; *a; a = &(*a)->next) /* off the list before done: */
+            if (*a == job) {                                         /* the submitter may free it */
+                *a = job->next;
+                break;
+            }
+        p->running--;
+        pthread_mutex_unlock(&p->mu);
         job_finish(job);
         pthread_mutex_lock(&p->mu);
-        p->running--;
     }
     pthread_mutex_unlock(&p->mu);
     return NULL;
@@ -128,7 +138,7 @@ int omnic__media_pool_pending(omnic__media_pool *p)
     return n;
 }
 
-void omnic__media_pool_destroy(omnic__media_pool *p)
+void omnic__media_pool_cancel(omnic__media_pool *p)
 {
     if (!p) return;
     pthread_mutex_lock(&p->mu);
@@ -136,6 +146,8 @@ void omnic__media_pool_destroy(omnic__media_pool *p)
     omnic__media_job *q = p->head; /* never started: done without running */
     p->head = p->tail = NULL;
     p->queued = 0;
+    for (omnic__media_job *a = p->active; a; a = a->next)
+        atomic_store(&a->cancel, true);
     pthread_cond_broadcast(&p->wake);
     pthread_mutex_unlock(&p->mu);
     for (; q;) {
@@ -144,6 +156,12 @@ void omnic__media_pool_destroy(omnic__media_pool *p)
         job_finish(q);
         q = next;
     }
+}
+
+void omnic__media_pool_destroy(omnic__media_pool *p)
+{
+    if (!p) return;
+    omnic__media_pool_cancel(p);
     for (int i = 0; i < p->n_threads; i++)
         pthread_join(p->threads[i], NULL);
     pthread_mutex_destroy(&p->mu);

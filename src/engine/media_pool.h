@@ -36,7 +36,10 @@ omnic_status omnic__media_pool_create(int workers, int max_queue, omnic__media_p
 omnic_status omnic__media_pool_submit(omnic__media_pool *p, omnic__media_job *job, omnic_err *err);
 /* Jobs queued or running (for metrics). */
 int omnic__media_pool_pending(omnic__media_pool *p);
-/* Cancels queued jobs (marked done without running), waits for running ones, joins. NULL ok. */
+/* Shutdown: refuses new jobs, marks queued ones done without running them and sets cancel on
+ * the running ones (they stop at their next stage). Returns at once. NULL ok. */
+void omnic__media_pool_cancel(omnic__media_pool *p);
+/* Cancels as above, waits for running jobs, joins the workers, frees. NULL ok. */
 void omnic__media_pool_destroy(omnic__media_pool *p);
 
 #endif

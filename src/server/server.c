@@ -1028,6 +1028,8 @@ static omnic_status prepare_images(conn_state *cs, omnic__api_error *e)
         return OMNIC_OK;
     }
     const char *param = json_string_value(json_object_get(json_array_get(urls, j.failed), "param"));
+    if (j.st == OMNIC_E_CANCELLED && atomic_load(&s->state) != ST_READY)
+        return omnic__api_fail(e, 503, NULL, "shutting_down", NULL, "The server is shutting down");
     if (j.st == OMNIC_E_CANCELLED) return OMNIC_E_CANCELLED; /* the client is gone: no response */
     if (j.st == OMNIC_E_NOMEM)
         return omnic__api_fail(e, 503, NULL, NULL, NULL, "image %zu: %s", j.failed, j.err.msg);
@@ -1635,6 +1637,9 @@ void omnic__server_shutdown(omnic__server *s, double deadline_s)
 {
     if (!s || atomic_load(&s->state) == ST_STOPPED) return;
     atomic_store(&s->state, ST_DRAINING);
+    /* media jobs are not in flight in the engine yet: cancel them now (their requests get an
+     * error), so the drain is bounded by its deadline, not by queued decodes */
+    omnic__media_pool_cancel(s->media);
     omnic__engine *e = engine_of(s);
     if (e) omnic__engine_drain(e, deadline_s > 0 ? deadline_s : 0);
     /* every engine request is done: let the responses go out (bounded) */

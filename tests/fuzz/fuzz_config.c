@@ -36,7 +36,7 @@ static void parse_family(const json_t *cfg)
         omnic__vision_config v;
         check(fam->parse_vision(cfg, "config.json", &text, &v, &err), &err);
     }
-    if (fam->qwen_vision) {
+    if (fam->media[OMNIC_MODALITY_IMAGE] == &omnic__media_qwen2vl_image) {
         omnic__qvit_config q;
         check(omnic__qvit_config_parse(cfg, "config.json", text.hidden, &q, &err), &err);
     }
