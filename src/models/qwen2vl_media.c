@@ -4,9 +4,9 @@
 
 #include "core/limits.h"
 #include "io/json.h"
-#include "mm/qwen2vl_processor.h"
 #include "models/model.h"
 #include "models/qwen2vl_media.h"
+#include "models/qwen2vl_processor.h"
 #include "models/qwen2vl_processor_config.h"
 
 static omnic__qwen2vl_media *state(const omnic__model *m)

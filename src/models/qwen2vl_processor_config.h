@@ -1,4 +1,4 @@
-/* preprocessor_config.json -> Qwen2-VL image processor parameters (mm/qwen2vl_processor.h) for
+/* preprocessor_config.json -> Qwen2-VL image processor parameters (models/qwen2vl_processor.h) for
  * Qwen2VLImageProcessor and Qwen2VLImageProcessorFast (Qwen2-VL, Qwen2.5-VL, Qwen3-VL), with
  * Hugging Face's class defaults for absent fields. */
 #ifndef OMNIC_MODELS_QWEN2VL_PROCESSOR_CONFIG_H
@@ -6,7 +6,7 @@
 
 #include <jansson.h>
 
-#include "mm/qwen2vl_processor.h"
+#include "models/qwen2vl_processor.h"
 
 /* True when cfg (borrowed JSON object) names a Qwen2-VL image processor in image_processor_type
  * (else feature_extractor_type, "XFeatureExtractor" read as "XImageProcessor"). */

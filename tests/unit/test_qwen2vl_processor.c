@@ -19,7 +19,7 @@
 #include "core/alloc.h"
 #include "core/limits.h"
 #include "io/json.h"
-#include "mm/qwen2vl_processor.h"
+#include "models/qwen2vl_processor.h"
 #include "models/qwen2vl_processor_config.h"
 
 /* CHECK_ERR(rc, &err, code, substrings...): io_testutil.h's check, with err as a pointer. */

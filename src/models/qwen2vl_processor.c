@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "core/limits.h"
-#include "mm/qwen2vl_processor.h"
+#include "models/qwen2vl_processor.h"
 
 /* smart_resize must round exactly as Python's float arithmetic: no fused multiply-add. GCC does
  * not contract in ISO C mode; clang needs to be told. */

@@ -6,8 +6,8 @@
  * Qwen2VLImageProcessorFast, smart_resize of image_processing_qwen2_vl.py); numerics of its
  * torchvision ("fast") path by default, which is what HF runs for these checkpoints
  * (reference/families-qwen-llava.md 2.4, 5.2). */
-#ifndef OMNIC_MM_QWEN2VL_PROCESSOR_H
-#define OMNIC_MM_QWEN2VL_PROCESSOR_H
+#ifndef OMNIC_MODELS_QWEN2VL_PROCESSOR_H
+#define OMNIC_MODELS_QWEN2VL_PROCESSOR_H
 
 #include "core/tensor.h"
 #include "mm/image.h"
