@@ -14,18 +14,19 @@ extern "C" {
 #define OMNIC_VERSION "0.1.0"
 
 /* ---- status: one X-macro table gives the enum, names and messages ---- */
-#define OMNIC_STATUS_MAP(XX)                                                                                \
-    XX(OK, 0, "ok")                                                                                         \
-    XX(E_INVALID, -1, "invalid argument")                                                                   \
-    XX(E_CORRUPT, -2, "corrupt input")                                                                      \
-    XX(E_TOO_LARGE, -3, "over a limit")                                                                     \
-    XX(E_NOMEM, -4, "out of memory")                                                                        \
-    XX(E_IO, -5, "i/o error")                                                                               \
-    XX(E_NOT_FOUND, -6, "not found")                                                                        \
-    XX(E_UNSUPPORTED, -7, "not supported")                                                                  \
-    XX(E_CAPACITY, -8, "over capacity")                                                                     \
-    XX(E_CANCELLED, -9, "cancelled")                                                                        \
-    XX(E_INTERNAL, -10, "internal error")
+#define OMNIC_STATUS_MAP(XX)                                                                                 \
+    XX(OK, 0, "ok")                                                                                          \
+    XX(E_INVALID, -1, "invalid argument")                                                                    \
+    XX(E_CORRUPT, -2, "corrupt input")                                                                       \
+    XX(E_TOO_LARGE, -3, "over a limit")                                                                      \
+    XX(E_NOMEM, -4, "out of memory")                                                                         \
+    XX(E_IO, -5, "i/o error")                                                                                \
+    XX(E_NOT_FOUND, -6, "not found")                                                                         \
+    XX(E_UNSUPPORTED, -7, "not supported")                                                                   \
+    XX(E_CAPACITY, -8, "over capacity")                                                                      \
+    XX(E_CANCELLED, -9, "cancelled")                                                                         \
+    XX(E_INTERNAL, -10, "internal error")                                                                    \
+    XX(E_TIMEOUT, -11, "deadline passed")
 
 typedef enum omnic_status {
 #define OMNIC_XX_(name, value, msg) OMNIC_##name = value,
@@ -84,13 +85,15 @@ size_t omnic_dtype_size(omnic_dtype t);
 size_t omnic_dtype_block_size(omnic_dtype t);
 
 /* ---- checked size arithmetic: return false on overflow, *out unchanged ---- */
-static inline bool omnic_size_mul(size_t *out, size_t a, size_t b) {
+static inline bool omnic_size_mul(size_t *out, size_t a, size_t b)
+{
     size_t r;
     if (__builtin_mul_overflow(a, b, &r)) return false;
     *out = r;
     return true;
 }
-static inline bool omnic_size_add(size_t *out, size_t a, size_t b) {
+static inline bool omnic_size_add(size_t *out, size_t a, size_t b)
+{
     size_t r;
     if (__builtin_add_overflow(a, b, &r)) return false;
     *out = r;

@@ -29,7 +29,10 @@ static void usage(FILE *f)
         "                   [--max-image-pixels N] [--max-decode-pixels N] [--media-workers N]\n"
         "                   [--allow-remote-media HOST]...\n"
         "                   [--allow-remote-media-port N]... [--media-proxy URL] [--remote-media-timeout S]\n"
-        "                   [--generation-config auto|ignore]\n"
+        "                   [--generation-config auto|ignore] [--read-timeout S] [--max-inflight-body "
+        "BYTES]\n"
+        "                   [--request-workers N] [--max-json-memory BYTES] [--max-template-steps N]\n"
+        "                   [--max-template-bytes BYTES] [--max-jpeg-memory BYTES] [--cancel-on-half-close]\n"
         "  OpenAI-compatible HTTP server: POST /v1/chat/completions, POST /v1/completions,\n"
         "  GET /v1/models, GET /health, GET /metrics, POST /tokenize, POST /detokenize.\n"
         "  --parallel N       sequences decoded together (slots; default 4); n may go up to N\n"
@@ -41,8 +44,24 @@ static void usage(FILE *f)
         "                     by those rows instead of a whole --chunk; every prompt row then takes the\n"
         "                     batch-invariant kernels (slower prefill, outputs still independent of the\n"
         "                     batch). Default 0: one --chunk of prefill per step.\n"
-        "  --max-queue Q      requests waiting for a slot before 429 (default 64)\n"
-        "  --request-timeout S  cancel a generation after S seconds (default: none)\n"
+        "  --max-queue Q      requests waiting for a slot before 429 (default 64)\n");
+    fprintf(
+        f,
+        "  --request-timeout S  a request's wall time, from its first byte to its last token: upload,\n"
+        "                     queues, images, template and generation (default 600; 0: none); 504\n"
+        "  --read-timeout S   a request's headers and body must arrive within S s of the connection's\n"
+        "                     start or its previous request's end (default 30; slow clients are cut off)\n"
+        "  --max-inflight-body BYTES  request bodies all connections may hold at once; more get 503\n"
+        "                     (default 64 MiB)\n"
+        "  --request-workers N  threads that parse bodies, render chat templates and tokenize (default\n"
+        "                     2; at most 8 x N requests wait for them, more get 429)\n"
+        "  --max-json-memory BYTES  memory one request body may take parsed (default 128 MiB)\n"
+        "  --max-template-steps N  chat template loop iterations, macro calls and filter items per\n"
+        "                     request (default 200000)\n"
+        "  --max-template-bytes BYTES  bytes a chat template may build per request (default 256 MiB)\n"
+        "  --max-jpeg-memory BYTES  a JPEG decoder's working memory (default 256 MiB)\n"
+        "  --cancel-on-half-close  treat a client that shuts its sending side as gone (for proxies that\n"
+        "                     never half-close; default: a half-close is not a disconnect)\n"
         "  --api-key K        require 'Authorization: Bearer K' (all routes but /health)\n"
         "  --cors-origin O    allow browser requests from origin O ('*': any); repeatable. Requests\n"
         "                     naming another Origin (not this server's own) get 403\n"
@@ -70,7 +89,7 @@ static void usage(FILE *f)
            "  --max-image-pixels N  resize images to at most N pixels before the encoder, below the\n"
            "                     checkpoint's own max_pixels (default: the checkpoint's, as Hugging Face);\n"
            "                     responses whose image it resized say so in a Warning header\n"
-           "  --max-decode-pixels N  width x height of one decoded image (default and cap: 89478485)\n"
+           "  --max-decode-pixels N  width x height of one decoded image (default 40000000, cap 89478485)\n"
            "  --allow-remote-media HOST  fetch http(s) image URLs of HOST (exact name; repeatable; none by\n"
            "                     default); an address in a special-purpose range (loopback, private,\n"
            "                     link-local, NAT64 / 6to4 / IPv4-compatible, documentation, ...) is refused\n"
@@ -143,6 +162,7 @@ int omnic__cli_serve(int argc, char **argv)
     static loader ld; /* static: the loader thread may outlive this function on an interrupted load */
     omnic__server_opts o = {
         .host = "127.0.0.1", .port = 8080, .engine = {.model = {.kv_dtype = OMNIC_DTYPE_F16, .slots = 4}}};
+    o.request_timeout_s = OMNIC_SERVER_REQUEST_TIMEOUT_S;
     const char *key_file = NULL;
     double shutdown_s = 30;
     for (int i = 1; i < argc; i++) {
@@ -187,10 +207,28 @@ int omnic__cli_serve(int argc, char **argv)
         INT_OPT(NULL, "--media-workers", 1, 64, o.media_workers = (int)x)
         INT_OPT(NULL, "--max-image-pixels", 1, OMNIC_MAX_IMAGE_PIXELS, o.max_image_pixels = x)
         INT_OPT(NULL, "--max-decode-pixels", 1, OMNIC_MAX_IMAGE_PIXELS, o.max_decode_pixels = x)
+        INT_OPT(NULL, "--max-inflight-body", 1, (int64_t)1 << 40, o.max_inflight_body = (size_t)x)
+        INT_OPT(NULL, "--request-workers", 1, 256, o.request_workers = (int)x)
+        INT_OPT(NULL, "--max-json-memory", 4096, (int64_t)OMNIC_MAX_JSON_BYTES,
+                o.budget.json_bytes = (size_t)x)
+        INT_OPT(NULL, "--max-template-steps", 1, OMNIC_MAX_TEMPLATE_ITERATIONS,
+                o.budget.template_steps = (uint64_t)x)
+        INT_OPT(NULL, "--max-template-bytes", 4096, (int64_t)OMNIC_MAX_TEMPLATE_WORK_BYTES,
+                o.budget.template_work = (size_t)x)
+        INT_OPT(NULL, "--max-jpeg-memory", 1 << 20, OMNIC_MAX_JPEG_DECODER_BYTES,
+                o.budget.jpeg_decoder_bytes = x)
 #undef STR_OPT
 #undef INT_OPT
         if ((r = omnic__arg_str(argc, argv, &i, NULL, "--idle-timeout", &v)) != 0) {
             if (r < 0 || parse_seconds("--idle-timeout", v, &o.idle_timeout_s) < 0) return 2;
+            continue;
+        }
+        if (!strcmp(a, "--cancel-on-half-close")) {
+            o.cancel_on_half_close = true;
+            continue;
+        }
+        if ((r = omnic__arg_str(argc, argv, &i, NULL, "--read-timeout", &v)) != 0) {
+            if (r < 0 || parse_seconds("--read-timeout", v, &o.read_timeout_s) < 0) return 2;
             continue;
         }
         if ((r = omnic__arg_str(argc, argv, &i, NULL, "--request-timeout", &v)) != 0) {

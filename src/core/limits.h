@@ -140,5 +140,31 @@
 #define OMNIC_MAX_API_KEY_BYTES 4096
 /* --cors-origin values. */
 #define OMNIC_MAX_CORS_ORIGINS 32
+/* The server's per-request budgets (core/budget.h, docs/server.md): stricter than the
+ * library caps above, each raised or lowered by an `omnic serve` flag up to that cap. */
+#define OMNIC_SERVER_BODY_BYTES OMNIC_MAX_BODY_BYTES
+/* Heap one parse of a request body may allocate: 16 x the largest body (jansson expands
+ * `[1,1,...]` about 20x). */
+#define OMNIC_SERVER_JSON_BYTES ((size_t)128 << 20)
+#define OMNIC_MAX_JSON_BYTES ((size_t)1 << 30)
+#define OMNIC_SERVER_IMAGE_PIXELS 40000000
+#define OMNIC_SERVER_JPEG_DECODER_BYTES ((int64_t)256 << 20)
+#define OMNIC_SERVER_TEMPLATE_STEPS 200000
+#define OMNIC_SERVER_TEMPLATE_WORK_BYTES ((size_t)256 << 20)
+#define OMNIC_SERVER_TEMPLATE_OUTPUT ((size_t)16 << 20)
+/* Wall time of one request, from its first byte to its last token (--request-timeout). */
+#define OMNIC_SERVER_REQUEST_TIMEOUT_S 600.0
+/* From a connection's (or a keep-alive request's) start until its request body is complete
+ * (--read-timeout): a slow-loris client is cut off here, however steadily it trickles. */
+#define OMNIC_SERVER_READ_TIMEOUT_S 30.0
+/* Request bodies all connections may hold at once (--max-inflight-body). */
+#define OMNIC_SERVER_INFLIGHT_BODY_BYTES ((size_t)64 << 20)
+/* Threads that parse request bodies, render chat templates and tokenize (--request-workers),
+ * and the jobs that may wait for them (8 per worker) before new requests get 429. */
+#define OMNIC_SERVER_REQUEST_WORKERS 2
+#define OMNIC_SERVER_REQUEST_QUEUE_PER_WORKER 8
+/* Stack of each worker pool thread (core/job_pool.h): the template interpreter at its depth
+ * limits needs about 2 MB. */
+#define OMNIC_JOB_STACK_BYTES ((size_t)16 << 20)
 
 #endif

@@ -3,6 +3,13 @@
 
 #include "core/sync.h"
 
+double omnic__now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
 int omnic__cond_init(pthread_cond_t *c)
 {
     pthread_condattr_t a;

@@ -8,6 +8,9 @@
 #include <stdbool.h>
 #include <time.h>
 
+/* CLOCK_MONOTONIC now, in seconds: the clock of every deadline. */
+double omnic__now(void);
+
 /* pthread_cond_init with a CLOCK_MONOTONIC clock attribute; 0 or an errno value. */
 int omnic__cond_init(pthread_cond_t *c);
 

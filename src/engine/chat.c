@@ -48,15 +48,21 @@ bool omnic__chat_adds_special(const omnic__chat *c, const omnic__tokenizer *tok,
 }
 
 omnic_status omnic__chat_apply(const omnic__chat *c, const omnic__tokenizer *tok, const json_t *messages,
-                               bool add_generation_prompt, const json_t *extra, char **text, int32_t **ids,
-                               size_t *n, omnic_err *err)
+                               bool add_generation_prompt, const json_t *extra, const omnic__budget *budget,
+                               char **text, int32_t **ids, size_t *n, omnic_err *err)
 {
     json_t *vars = NULL;
     char *t = NULL;
     size_t len = 0;
     OMNIC_TRY(omnic__template_chat_vars(c->ck->tokenizer_config, messages, extra, add_generation_prompt,
                                         &vars, err));
-    omnic_status s = omnic__template_render(c->tmpl, vars, NULL, &t, &len, err);
+    omnic__template_opts o = {0};
+    if (budget)
+        o = (omnic__template_opts){.max_iterations = budget->template_steps,
+                                   .max_work = budget->template_work,
+                                   .max_output = budget->template_output,
+                                   .deadline = budget->deadline};
+    omnic_status s = omnic__template_render(c->tmpl, vars, &o, &t, &len, err);
     json_decref(vars);
     if (s != OMNIC_OK) return s;
     if ((s = omnic__tokenizer_encode(tok, t, len, omnic__chat_adds_special(c, tok, t, len), ids, n, err)) !=
@@ -74,7 +80,8 @@ omnic_status omnic__chat_encode(const omnic__checkpoint *ck, bool processor, con
 {
     omnic__chat *c = NULL;
     OMNIC_TRY(omnic__chat_create(ck, processor, &c, err));
-    omnic_status s = omnic__chat_apply(c, tok, messages, add_generation_prompt, extra, text, ids, n, err);
+    omnic_status s =
+        omnic__chat_apply(c, tok, messages, add_generation_prompt, extra, NULL, text, ids, n, err);
     omnic__chat_destroy(c);
     return s;
 }

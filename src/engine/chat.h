@@ -13,6 +13,7 @@
 
 #include <jansson.h>
 
+#include "core/budget.h"
 #include "io/checkpoint.h"
 #include "tokenizer/tokenizer.h"
 
@@ -33,11 +34,13 @@ void omnic__chat_destroy(omnic__chat *c);
 /* Renders messages (a JSON array of {role, content}; borrowed) with extra template
  * variables (a JSON object or NULL; borrowed) into owned *text, and encodes it into owned
  * *ids / *n (special tokens as above: omnic__chat_adds_special). Outputs are unchanged on
- * failure. Errors: template render errors (E_INVALID "line L: ..." or raise_exception's
- * message, E_TOO_LARGE naming the limit), tokenizer errors, E_NOMEM. */
+ * failure. budget (NULL: the library caps) bounds the render (template_steps, template_work,
+ * template_output, deadline). Errors: template render errors (E_INVALID "line L: ..." or
+ * raise_exception's message, E_TOO_LARGE naming the limit, E_TIMEOUT), tokenizer errors,
+ * E_NOMEM. */
 omnic_status omnic__chat_apply(const omnic__chat *c, const omnic__tokenizer *tok, const json_t *messages,
-                               bool add_generation_prompt, const json_t *extra, char **text, int32_t **ids,
-                               size_t *n, omnic_err *err);
+                               bool add_generation_prompt, const json_t *extra, const omnic__budget *budget,
+                               char **text, int32_t **ids, size_t *n, omnic_err *err);
 
 /* Whether the rendered text[0..len) is tokenized with the post-processor's special tokens. */
 bool omnic__chat_adds_special(const omnic__chat *c, const omnic__tokenizer *tok, const char *text,

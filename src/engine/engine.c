@@ -22,7 +22,7 @@ typedef struct request {
     int64_t max_tokens;
     char **stops; /* owned [n_stops] */
     size_t n_stops;
-    double timeout_s, t_submit;
+    double timeout_s, t_submit, t_start; /* t_start: what timeout_s counts from */
     bool skip_special, ignore_eos;
     omnic__event_cb cb;
     void *cb_ctx;
@@ -539,6 +539,43 @@ static void start_slot(omnic__engine *e, int si)
     }
 }
 
+/* Queued requests that were cancelled or ran out of time finish without a slot. */
+static void expire_queued(omnic__engine *e, double now)
+{
+    request *gone[2] = {NULL, NULL}; /* [0] cancelled, [1] timed out */
+    pthread_mutex_lock(&e->mu);
+    for (request **p = &e->q_head, *prev = NULL; *p;) {
+        request *r = *p;
+        bool timeout = r->timeout_s > 0 && now - r->t_start > r->timeout_s;
+        if (!timeout && !atomic_load(&r->cancel)) {
+            prev = r;
+            p = &r->next;
+            continue;
+        }
+        *p = r->next;
+        if (e->q_tail == r) e->q_tail = prev;
+        e->q_len--;
+        r->next = gone[timeout];
+        gone[timeout] = r;
+    }
+    omnic__metrics_gauges(&e->metrics, e->busy, e->q_len);
+    pthread_cond_broadcast(&e->idle);
+    pthread_mutex_unlock(&e->mu);
+    for (int k = 0; k < 2; k++)
+        for (request *r = gone[k], *next; r; r = next) {
+            next = r->next;
+            omnic__finish why = k ? OMNIC_FINISH_TIMEOUT : OMNIC_FINISH_CANCELLED;
+            omnic__gen_event ev = {.kind = OMNIC_EV_DONE,
+                                   .id = r->id,
+                                   .token = -1,
+                                   .finish = why,
+                                   .prompt_tokens = (int64_t)r->n_prompt};
+            omnic__metrics_finish(&e->metrics, why, (int64_t)r->n_prompt, 0);
+            r->cb(r->cb_ctx, &ev);
+            request_free(r);
+        }
+}
+
 static void *scheduler_main(void *arg)
 {
     omnic__engine *e = arg;
@@ -555,12 +592,13 @@ static void *scheduler_main(void *arg)
             start_slot(e, admitted[i]);
         /* cancellations and timeouts first: they free slots this very step */
         double now = now_s();
+        if (!stopping) expire_queued(e, now);
         for (int si = 0; si < e->n_slots; si++) {
             slot *s = &e->slots[si];
             if (s->phase == SLOT_FREE) continue;
             if (stopping || atomic_load(&s->req->cancel))
                 finish(e, si, OMNIC_FINISH_CANCELLED, NULL);
-            else if (s->req->timeout_s > 0 && now - s->req->t_submit > s->req->timeout_s)
+            else if (s->req->timeout_s > 0 && now - s->req->t_start > s->req->timeout_s)
                 finish(e, si, OMNIC_FINISH_TIMEOUT, NULL);
         }
         if (stopping) {
@@ -814,6 +852,7 @@ omnic_status omnic__engine_submit(omnic__engine *e, const omnic__gen_request *r,
     q->on_prefill = r->on_prefill;
     q->on_encode = r->on_encode;
     q->t_submit = now_s();
+    q->t_start = r->started_s > 0 && r->started_s <= q->t_submit ? r->started_s : q->t_submit;
     atomic_init(&q->cancel, false);
     pthread_mutex_lock(&e->mu);
     if (e->draining || e->stopping) {

@@ -84,7 +84,8 @@ typedef struct omnic__gen_request {
     int64_t max_tokens;       /* >= 1 */
     const char *const *stops; /* borrowed for the call; copied */
     size_t n_stops;
-    double timeout_s;   /* 0: none */
+    double timeout_s;   /* 0: none; counted from started_s, queued time included */
+    double started_s;   /* omnic__now() when the request began (a server: its first byte); 0: at submit */
     bool skip_special;  /* detokenize without special tokens (the usual) */
     bool ignore_eos;    /* generate past EOS (benchmarks) */
     omnic__event_cb cb; /* required */

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "core/budget.h"
 #include "io/file.h"
 #include "io/json.h"
 
@@ -95,6 +96,10 @@ static _Thread_local bool json_oom; /* an allocation inside jansson failed on th
 
 static void *json_alloc(size_t n)
 {
+    if (!omnic__budget_heap_charge(n)) { /* the caller's budget (core/budget.h) */
+        json_oom = true;
+        return NULL;
+    }
     void *p = omnic_malloc(n);
     if (!p) json_oom = true;
     return p;

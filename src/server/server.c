@@ -2,6 +2,7 @@
  * libmicrohttpd and the engine, SSE streaming, the disconnect watchdog, metrics and
  * shutdown. See server.h for the threading and lifetime design. */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <math.h>
 #include <netdb.h>
@@ -9,6 +10,7 @@
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,12 +23,13 @@
 
 #include <microhttpd.h>
 
+#include "core/budget.h"
+#include "core/job_pool.h"
 #include "core/log.h"
 #include "core/sha256.h"
 #include "core/sync.h"
 #include "engine/chat.h"
 #include "engine/media.h"
-#include "engine/media_pool.h"
 #include "engine/modality.h"
 #include "io/json.h"
 #include "server/media.h"
@@ -53,13 +56,16 @@ typedef enum http_reject {
     REJ_HOST,
     REJ_ORIGIN,
     REJ_CONTENT_TYPE,
+    REJ_BODY_BUDGET,
+    REJ_TIMEOUT,
     REJ_COUNT
 } http_reject;
 
 static const char *const reject_names[REJ_COUNT] = {
-    "auth",      "body_too_large",  "malformed_json",     "invalid_request",    "unsupported",
-    "not_found", "model_not_found", "method_not_allowed", "queue_full",         "capacity",
-    "loading",   "shutting_down",   "host_not_allowed",   "origin_not_allowed", "content_type"};
+    "auth",        "body_too_large",  "malformed_json",     "invalid_request",    "unsupported",
+    "not_found",   "model_not_found", "method_not_allowed", "queue_full",         "capacity",
+    "loading",     "shutting_down",   "host_not_allowed",   "origin_not_allowed", "content_type",
+    "body_budget", "timeout"};
 
 #define STATUS_MIN 100
 #define STATUS_MAX 599
@@ -99,15 +105,24 @@ struct omnic__server {
     /* counters */
     atomic_uint_fast64_t status[STATUS_MAX - STATUS_MIN + 1];
     atomic_uint_fast64_t rejected[REJ_COUNT];
-    atomic_uint_fast64_t disconnects, slow_clients;
+    atomic_uint_fast64_t disconnects, slow_clients, read_timeouts, half_closes;
+    /* budgets: the per-request one (deadline 0: set per request), and the bytes of request
+     * bodies all connections hold */
+    omnic__budget budget;
+    size_t inflight_max;
+    atomic_size_t inflight;
+    double read_timeout_s;
+    /* connections' read deadlines (conn_watch), under wmu */
+    pthread_mutex_t wmu;
+    struct conn_watch *watches;
+    /* the request pool: body parse, templates, tokenization, submission */
+    omnic__job_pool *requests;
     /* images (when the model takes them) */
     omnic__media_proc prep; /* the model's image processor (with --max-image-pixels) */
     bool images_ok;
-    omnic__media_pool *media; /* the media stage's workers (images_ok) */
+    omnic__job_pool *media;   /* the media stage's workers (images_ok) */
     char media_dir[PATH_MAX]; /* resolved --media-dir, "" when none */
 };
-
-static double now_s(void);
 
 static uint64_t rand64(omnic__server *s)
 {
@@ -124,6 +139,8 @@ static omnic__engine *engine_of(omnic__server *s)
 
 /* ---- the generation channel ---- */
 
+typedef struct work work;
+
 typedef struct choice {
     channel *ch;
     int index;   /* choice index in the response */
@@ -137,41 +154,57 @@ typedef struct choice {
     char error[256]; /* engine error message (OMNIC_FINISH_ERROR) */
 } choice;
 
+/* What the HTTP side, the request's preparation (workers) and its engine requests share. */
 struct channel {
     pthread_mutex_t mu;
-    int refs;                        /* HTTP side + engine requests not yet DONE */
+    int refs;                        /* HTTP side + the preparation + engine requests not yet DONE */
     omnic__engine *engine;           /* borrowed */
     size_t max_text;                 /* per choice (the server's max_text) */
     atomic_uint_fast64_t *overflows; /* the server's slow-client counter */
     struct MHD_Connection *conn;     /* NULL once the HTTP side completed */
     int fd;                          /* the connection's socket (watchdog) */
-    bool stream;
-    bool suspended;   /* the connection waits for this channel */
-    bool client_gone; /* the watchdog saw the peer close */
-    bool overflow;    /* a choice's text passed OMNIC_MAX_CHOICE_TEXT */
+    atomic_bool cancel;              /* the HTTP side is gone or the server stops: stop preparing */
+    bool prepared;                   /* the preparation finished: w's results are the HTTP side's to read */
+    bool stream;                     /* set by the preparation */
+    bool suspended;                  /* the connection waits for this channel */
+    bool client_gone;                /* the watchdog saw the peer reset or close both ways */
+    bool half_closed;                /* the peer shut its sending side (not a disconnect: see the watchdog) */
+    bool probe;      /* the stream writes an SSE comment next (a half-closed peer's liveness) */
+    double probe_at; /* when the last probe was asked for */
+    bool overflow;   /* a choice's text passed OMNIC_MAX_CHOICE_TEXT */
     int n_choices, n_submitted, n_done;
-    choice *choices;      /* [n_choices] */
+    choice *choices;      /* [n_choices], set by the preparation under mu */
+    work *w;              /* owned: the request's preparation and its results */
     channel *prev, *next; /* the server's live list */
 };
 
-static channel *channel_create(omnic__engine *e, int n_choices, bool stream)
+static void work_free(work *w);
+
+static channel *channel_create(omnic__engine *e)
 {
     channel *ch = omnic_alloc_array(1, sizeof *ch);
     if (!ch) return NULL;
-    ch->choices = omnic_alloc_array((size_t)n_choices, sizeof *ch->choices);
-    if (!ch->choices) {
-        omnic_free(ch);
-        return NULL;
-    }
     pthread_mutex_init(&ch->mu, NULL);
     ch->refs = 1;
     ch->engine = e;
     ch->fd = -1;
-    ch->stream = stream;
-    ch->n_choices = n_choices;
-    for (int i = 0; i < n_choices; i++)
-        ch->choices[i].ch = ch, ch->choices[i].index = i;
+    atomic_init(&ch->cancel, false);
     return ch;
+}
+
+/* The choices (preparation, before any is submitted). false: out of memory. */
+static bool channel_set_choices(channel *ch, int n_choices, bool stream)
+{
+    choice *c = omnic_alloc_array((size_t)n_choices, sizeof *c);
+    if (!c) return false;
+    for (int i = 0; i < n_choices; i++)
+        c[i].ch = ch, c[i].index = i;
+    pthread_mutex_lock(&ch->mu);
+    ch->choices = c;
+    ch->n_choices = n_choices;
+    ch->stream = stream;
+    pthread_mutex_unlock(&ch->mu);
+    return true;
 }
 
 static void channel_free(channel *ch)
@@ -179,6 +212,7 @@ static void channel_free(channel *ch)
     for (int i = 0; i < ch->n_choices; i++)
         omnic__buf_free(&ch->choices[i].text);
     omnic_free(ch->choices);
+    work_free(ch->w);
     pthread_mutex_destroy(&ch->mu);
     omnic_free(ch);
 }
@@ -192,12 +226,16 @@ static void channel_release(channel *ch)
     if (last) channel_free(ch);
 }
 
-/* Cancels every submitted choice that has not finished. */
+static void work_cancel(work *w);
+
+/* Stops the preparation and cancels every submitted choice that has not finished. */
 static void channel_cancel(channel *ch)
 {
     uint64_t ids[OMNIC_MAX_CHOICES];
     int n = 0;
+    atomic_store(&ch->cancel, true); /* before reading ids: a choice submitted after sees it */
     pthread_mutex_lock(&ch->mu);
+    if (ch->w && !ch->prepared) work_cancel(ch->w);
     for (int i = 0; i < ch->n_choices && n < OMNIC_MAX_CHOICES; i++)
         if (ch->choices[i].id && !ch->choices[i].done) ids[n++] = ch->choices[i].id;
     pthread_mutex_unlock(&ch->mu);
@@ -254,7 +292,58 @@ typedef enum route {
     R_DETOKENIZE,
 } route;
 
-typedef enum phase { PH_RECEIVING, PH_WAITING, PH_STREAMING, PH_DONE } phase;
+typedef enum phase { PH_RECEIVING, PH_PREPARING, PH_WAITING, PH_STREAMING, PH_DONE } phase;
+
+/* A connection's read deadline (slow-loris): from its start, or the end of its previous
+ * request, until its request body is complete. fd is a dup of the socket, ours until the
+ * connection closes, so the watchdog can shut it down without racing libmicrohttpd's close. */
+typedef struct conn_watch {
+    int fd;
+    double t0;
+    bool receiving;
+    struct conn_watch *prev, *next;
+} conn_watch;
+
+/* A request's preparation, off the HTTP threads: body parse, validation, media (on the media
+ * pool), chat template and tokenization (on the request pool), engine submission. Written
+ * by the workers until the channel is marked prepared, read by the HTTP side afterwards. */
+struct work {
+    omnic__job job;       /* on the request pool */
+    omnic__job media_job; /* the request's images, on the media pool */
+    omnic__server *srv;
+    channel *ch; /* holds a channel reference until the preparation finishes */
+    route rt;
+    omnic__buf body;   /* owned until parsed */
+    size_t reserved;   /* bytes of the server's in-flight body budget held for body */
+    omnic__budget bud; /* the request's budget (its deadline: started + --request-timeout) */
+    double started;    /* omnic__now() at the request's first byte */
+    atomic_int parts;  /* stages still running (text, media) */
+    json_t *json;
+    omnic__api_request req;
+    int64_t gen_max_tokens;
+    size_t n_prompts;
+    int32_t **ids; /* [n_prompts] owned prompt token ids */
+    size_t *n_ids;
+    omnic__media_item *media; /* [n_media] owned: the request's preprocessed images */
+    size_t n_media, n_images;
+    const omnic__media_item **media_ptrs; /* [n_media] pointers into media */
+    omnic__media_proc proc;               /* the server's processor with the request's kwargs (owned) */
+    bool have_proc;
+    omnic__image_limits lim;
+    size_t failed; /* the image that failed */
+    omnic_status img_st;
+    omnic_err img_err;
+    /* results */
+    bool failed_text; /* err holds the text stage's error */
+    bool generating;  /* choices were submitted: the HTTP side streams or waits */
+    omnic__api_error err;
+    http_reject why;
+    unsigned status; /* a ready answer (tokenize, detokenize): status and resp */
+    omnic__buf resp;
+    char id[48];
+    omnic__api_meta meta;
+    char warning[256]; /* "" or what the response reports (an image resized by a user limit) */
+};
 
 typedef struct conn_state {
     omnic__server *srv;
@@ -262,51 +351,69 @@ typedef struct conn_state {
     route rt;
     phase ph;
     const char *origin; /* CORS: the Access-Control-Allow-Origin value, or NULL */
+    double started;     /* omnic__now() at the first handler call */
     omnic__buf body;
-    bool too_large;
-    json_t *json;
-    omnic__api_request req;
-    /* generation */
-    channel *ch;
-    size_t n_prompts;
-    int32_t **ids; /* [n_prompts] owned prompt token ids */
-    size_t *n_ids;
-    char id[48];
-    omnic__api_meta meta;
+    size_t reserved; /* bytes of the in-flight body budget this request holds */
+    bool too_large, over_budget;
+    channel *ch; /* a request with a preparation (generation, tokenize, detokenize) */
     /* streaming (HTTP side only) */
     omnic__buf out; /* formatted bytes not yet handed to MHD */
     size_t out_pos;
     int n_choices;
     omnic__buf *spare; /* [n_choices] text swapped out of the channel */
     int64_t *tokens;   /* [n_choices] tokens generated when the text was taken */
-    bool *final_sent;  /* [n_choices] */
+    bool *final_sent;  /* [n_choices] x 2 */
     bool roles_sent, stream_ended;
-    omnic__media_item *media; /* [n_media] owned: the request's preprocessed images */
-    size_t n_media;
-    const omnic__media_item **media_ptrs; /* [n_media] pointers into media (the engine request's list) */
-    char warning[256]; /* "" or what the response reports (an image resized by a user limit) */
+    char warning[256]; /* copied from the preparation */
 } conn_state;
+
+static void inflight_release(omnic__server *s, size_t *reserved);
 
 static void conn_state_free(conn_state *cs)
 {
     omnic__buf_free(&cs->body);
-    json_decref(cs->json);
-    omnic__api_request_deinit(&cs->req);
-    for (size_t i = 0; cs->ids && i < cs->n_prompts; i++)
-        omnic_free(cs->ids[i]);
-    omnic_free(cs->ids);
-    omnic_free(cs->n_ids);
+    inflight_release(cs->srv, &cs->reserved);
     omnic__buf_free(&cs->out);
     for (int i = 0; cs->spare && i < cs->n_choices; i++)
         omnic__buf_free(&cs->spare[i]);
     omnic_free(cs->spare);
     omnic_free(cs->final_sent);
     omnic_free(cs->tokens);
-    for (size_t i = 0; cs->media && i < cs->n_media; i++)
-        omnic__media_item_deinit(&cs->media[i]);
-    omnic_free(cs->media);
-    omnic_free(cs->media_ptrs);
     omnic_free(cs);
+}
+
+static void work_free(work *w)
+{
+    if (!w) return;
+    omnic__buf_free(&w->body);
+    inflight_release(w->srv, &w->reserved);
+    json_decref(w->json);
+    omnic__api_request_deinit(&w->req);
+    for (size_t i = 0; w->ids && i < w->n_prompts; i++)
+        omnic_free(w->ids[i]);
+    omnic_free(w->ids);
+    omnic_free(w->n_ids);
+    for (size_t i = 0; w->media && i < w->n_images; i++)
+        omnic__media_item_deinit(&w->media[i]);
+    omnic_free(w->media);
+    omnic_free(w->media_ptrs);
+    if (w->have_proc) omnic__media_proc_deinit(&w->proc);
+    omnic__buf_free(&w->resp);
+    omnic__job_deinit(&w->job);
+    omnic__job_deinit(&w->media_job);
+    omnic_free(w);
+}
+
+/* Called with ch->mu held. */
+static void work_cancel(work *w)
+{
+    atomic_store(&w->job.cancel, true);
+    atomic_store(&w->media_job.cancel, true);
+}
+
+static bool work_cancelled(const work *w)
+{
+    return atomic_load(&w->ch->cancel) || atomic_load(&w->job.cancel) || atomic_load(&w->media_job.cancel);
 }
 
 /* ---- responses ---- */
@@ -553,35 +660,69 @@ static enum MHD_Result do_metrics(conn_state *cs)
     return respond(cs, 200, "text/plain; version=0.0.4; charset=utf-8", &b, NULL, NULL);
 }
 
-/* Parses the body as a JSON object into cs->json; on failure responds 400 and returns false. */
-static bool parse_body(conn_state *cs, enum MHD_Result *res)
+/* ---- the preparation: text stage (request pool) ---- */
+
+static void work_error(work *w, const omnic__api_error *e, http_reject why)
 {
-    omnic_err err;
-    omnic_err_clear(&err);
-    if (omnic__json_parse(cs->body.p ? cs->body.p : "", cs->body.len, "request body", &cs->json, &err) ==
-        OMNIC_OK)
-        return true;
-    omnic__api_error e;
-    if (err.code == OMNIC_E_NOMEM)
-        omnic__api_fail(&e, 503, NULL, NULL, NULL, "out of memory parsing the body");
-    else
-        omnic__api_fail(&e, 400, NULL, "invalid_json", NULL,
-                        "We could not parse the JSON body of your request: %s", err.msg);
-    *res = respond_error(cs, &e, REJ_MALFORMED_JSON);
-    return false;
+    w->err = *e;
+    w->why = why;
+    w->failed_text = true;
 }
+
+/* Records an error (the arguments of omnic__api_fail after the error). */
+#define WORK_FAIL(w, why_, ...)                                                                              \
+    do {                                                                                                     \
+        omnic__api_error e_;                                                                                 \
+        omnic__api_fail(&e_, __VA_ARGS__);                                                                   \
+        work_error((w), &e_, (why_));                                                                        \
+    } while (0)
 
 static http_reject reject_of(const omnic__api_error *e)
 {
     if (e->status == 404) return REJ_MODEL_NOT_FOUND;
+    if (e->status == 504) return REJ_TIMEOUT;
     if (e->status >= 500) return REJ_NONE;
     return e->code && !strcmp(e->code, "unsupported_parameter") ? REJ_UNSUPPORTED : REJ_INVALID;
 }
 
-/* Renders and tokenizes messages with the chat template. */
-static omnic_status chat_ids(omnic__server *s, omnic__engine *eng, const json_t *msgs,
-                             bool add_generation_prompt, int32_t **ids, size_t *n, omnic__api_error *e)
+static void fail_timeout(work *w, const omnic_err *err)
 {
+    WORK_FAIL(w, REJ_TIMEOUT, 504, "timeout_error", "request_timeout", NULL,
+              "The request ran past the server's --request-timeout of %g s: %s", w->srv->o.request_timeout_s,
+              err->msg);
+}
+
+/* Parses the body (within the JSON memory budget) into w->json and frees it. */
+static bool work_parse(work *w)
+{
+    omnic_err err;
+    omnic_err_clear(&err);
+    size_t len = w->body.len;
+    omnic__budget_heap_begin(w->bud.json_bytes);
+    omnic_status st = omnic__json_parse(w->body.p ? w->body.p : "", len, "request body", &w->json, &err);
+    bool over = false;
+    omnic__budget_heap_end(&over);
+    omnic__buf_free(&w->body);
+    inflight_release(w->srv, &w->reserved);
+    if (st == OMNIC_OK) return true;
+    if (over)
+        WORK_FAIL(w, REJ_BODY_TOO_LARGE, 413, NULL, "request_too_large", NULL,
+                  "The request body of %zu bytes needs more than %zu bytes of memory to parse "
+                  "(--max-json-memory)",
+                  len, w->bud.json_bytes);
+    else if (st == OMNIC_E_NOMEM)
+        WORK_FAIL(w, REJ_NONE, 503, NULL, NULL, NULL, "out of memory parsing the body");
+    else
+        WORK_FAIL(w, REJ_MALFORMED_JSON, 400, NULL, "invalid_json", NULL,
+                  "We could not parse the JSON body of your request: %s", err.msg);
+    return false;
+}
+
+/* Renders and tokenizes messages with the chat template, within the request's budget. */
+static omnic_status chat_ids(work *w, const json_t *msgs, bool add_generation_prompt, int32_t **ids,
+                             size_t *n, omnic__api_error *e)
+{
+    omnic__server *s = w->srv;
     if (!s->chat) {
         if (s->chat_status == OMNIC_E_NOT_FOUND)
             return omnic__api_fail(e, 400, NULL, "no_chat_template", "messages",
@@ -593,8 +734,8 @@ static omnic_status chat_ids(omnic__server *s, omnic__engine *eng, const json_t 
     char *text = NULL;
     omnic_err err;
     omnic_err_clear(&err);
-    omnic_status st = omnic__chat_apply(s->chat, omnic__engine_tokenizer(eng), msgs, add_generation_prompt,
-                                        NULL, &text, ids, n, &err);
+    omnic_status st = omnic__chat_apply(s->chat, omnic__engine_tokenizer(engine_of(s)), msgs,
+                                        add_generation_prompt, NULL, &w->bud, &text, ids, n, &err);
     omnic_free(text);
     switch (st) {
     case OMNIC_OK:
@@ -603,31 +744,41 @@ static omnic_status chat_ids(omnic__server *s, omnic__engine *eng, const json_t 
         return omnic__api_fail(e, 503, NULL, NULL, NULL, "out of memory applying the chat template");
     case OMNIC_E_UNSUPPORTED:
         return omnic__api_fail(e, 501, NULL, "chat_template", "messages", "%s", err.msg);
+    case OMNIC_E_TIMEOUT:
+        return omnic__api_fail(e, 504, "timeout_error", "request_timeout", NULL,
+                               "The request ran past the server's --request-timeout of %g s in the chat "
+                               "template: %s",
+                               s->o.request_timeout_s, err.msg);
     default:
-        /* raise_exception ("roles must alternate"), limits, invalid text: the conversation's fault */
+        /* raise_exception ("roles must alternate"), budgets, invalid text: the conversation's fault */
         return omnic__api_fail(e, 400, NULL, "invalid_value", "messages", "The chat template failed: %s",
                                err.msg);
     }
 }
 
-static enum MHD_Result do_tokenize(conn_state *cs)
+static void work_tokenize(work *w)
 {
-    enum MHD_Result res;
-    if (!parse_body(cs, &res)) return res;
-    omnic__engine *eng = engine_of(cs->srv);
+    if (!work_parse(w)) return;
+    omnic__server *s = w->srv;
+    omnic__engine *eng = engine_of(s);
     omnic__api_tokenize t;
     omnic__api_error e;
-    if (omnic__api_parse_tokenize(cs->json, &t, &e) != OMNIC_OK) return respond_error(cs, &e, reject_of(&e));
+    if (omnic__api_parse_tokenize(w->json, &t, &e) != OMNIC_OK) {
+        work_error(w, &e, reject_of(&e));
+        return;
+    }
     int32_t *ids = NULL;
     size_t n = 0;
     if (t.messages) { /* the ids a chat completion of these messages would run on */
-        if (cs->srv->images_ok && omnic__chat_content_parts(t.messages) != OMNIC_OK) {
+        if (s->images_ok && omnic__chat_content_parts(t.messages) != OMNIC_OK) {
             omnic__api_tokenize_deinit(&t);
-            FAIL_RESPONSE(cs, REJ_NONE, 503, NULL, NULL, "out of memory");
+            WORK_FAIL(w, REJ_NONE, 503, NULL, NULL, NULL, "out of memory");
+            return;
         }
-        if (chat_ids(cs->srv, eng, t.messages, t.add_generation_prompt, &ids, &n, &e) != OMNIC_OK) {
+        if (chat_ids(w, t.messages, t.add_generation_prompt, &ids, &n, &e) != OMNIC_OK) {
             omnic__api_tokenize_deinit(&t);
-            return respond_error(cs, &e, reject_of(&e));
+            work_error(w, &e, reject_of(&e));
+            return;
         }
     } else {
         omnic_err err;
@@ -635,30 +786,34 @@ static enum MHD_Result do_tokenize(conn_state *cs)
                                                   &ids, &n, &err);
         if (st != OMNIC_OK) {
             omnic__api_tokenize_deinit(&t);
-            if (st == OMNIC_E_NOMEM) FAIL_RESPONSE(cs, REJ_NONE, 503, NULL, NULL, "%s", err.msg);
-            FAIL_RESPONSE(cs, REJ_INVALID, 400, "invalid_value", "content", "%s", err.msg);
+            if (st == OMNIC_E_NOMEM)
+                WORK_FAIL(w, REJ_NONE, 503, NULL, NULL, NULL, "%s", err.msg);
+            else
+                WORK_FAIL(w, REJ_INVALID, 400, NULL, "invalid_value", "content", "%s", err.msg);
+            return;
         }
     }
     omnic__api_tokenize_deinit(&t);
-    omnic__buf b = {0};
-    omnic__buf_puts(&b, "{\"tokens\":[");
+    omnic__buf *b = &w->resp;
+    omnic__buf_puts(b, "{\"tokens\":[");
     for (size_t i = 0; i < n; i++)
-        omnic__buf_printf(&b, "%s%d", i ? "," : "", ids[i]);
-    omnic__buf_printf(&b, "],\"count\":%zu,\"max_model_len\":%lld}", n,
+        omnic__buf_printf(b, "%s%d", i ? "," : "", ids[i]);
+    omnic__buf_printf(b, "],\"count\":%zu,\"max_model_len\":%lld}", n,
                       (long long)omnic__engine_model(eng)->capacity);
     omnic_free(ids);
-    return respond_json(cs, 200, &b);
+    w->status = 200;
 }
 
-static enum MHD_Result do_detokenize(conn_state *cs)
+static void work_detokenize(work *w)
 {
-    enum MHD_Result res;
-    if (!parse_body(cs, &res)) return res;
-    omnic__engine *eng = engine_of(cs->srv);
+    if (!work_parse(w)) return;
+    omnic__engine *eng = engine_of(w->srv);
     omnic__api_detokenize d;
     omnic__api_error e;
-    if (omnic__api_parse_detokenize(cs->json, &d, &e) != OMNIC_OK)
-        return respond_error(cs, &e, reject_of(&e));
+    if (omnic__api_parse_detokenize(w->json, &d, &e) != OMNIC_OK) {
+        work_error(w, &e, reject_of(&e));
+        return;
+    }
     char *text = NULL;
     size_t len = 0;
     omnic_err err;
@@ -666,20 +821,26 @@ static enum MHD_Result do_detokenize(conn_state *cs)
     omnic_status st = omnic__tokenizer_decode(omnic__engine_tokenizer(eng), d.ids ? d.ids : none, d.n,
                                               d.skip_special, &text, &len, &err);
     omnic__api_detokenize_deinit(&d);
-    if (st == OMNIC_E_NOMEM) FAIL_RESPONSE(cs, REJ_NONE, 503, NULL, NULL, "%s", err.msg);
-    if (st != OMNIC_OK) FAIL_RESPONSE(cs, REJ_INVALID, 400, "invalid_value", "tokens", "%s", err.msg);
-    omnic__buf b = {0};
+    if (st == OMNIC_E_NOMEM) {
+        WORK_FAIL(w, REJ_NONE, 503, NULL, NULL, NULL, "%s", err.msg);
+        return;
+    }
+    if (st != OMNIC_OK) {
+        WORK_FAIL(w, REJ_INVALID, 400, NULL, "invalid_value", "tokens", "%s", err.msg);
+        return;
+    }
+    omnic__buf *b = &w->resp;
     /* "prompt" as vLLM answers, "content" as llama.cpp does */
-    omnic__buf_puts(&b, "{\"prompt\":");
-    omnic__buf_json_str(&b, text, len);
-    omnic__buf_puts(&b, ",\"content\":");
-    omnic__buf_json_str(&b, text, len);
-    omnic__buf_puts(&b, "}");
+    omnic__buf_puts(b, "{\"prompt\":");
+    omnic__buf_json_str(b, text, len);
+    omnic__buf_puts(b, ",\"content\":");
+    omnic__buf_json_str(b, text, len);
+    omnic__buf_puts(b, "}");
     omnic_free(text);
-    return respond_json(cs, 200, &b);
+    w->status = 200;
 }
 
-/* ---- generation ---- */
+/* ---- generation: the HTTP side ---- */
 
 static const char *finish_reason(omnic__finish f)
 {
@@ -715,6 +876,7 @@ static bool finished_ok(const choice *c)
 static enum MHD_Result finish_nonstream(conn_state *cs)
 {
     channel *ch = cs->ch;
+    const work *w = ch->w;
     pthread_mutex_lock(&ch->mu);
     if (ch->client_gone) {
         pthread_mutex_unlock(&ch->mu);
@@ -748,26 +910,31 @@ static enum MHD_Result finish_nonstream(conn_state *cs)
         const choice *c = &ch->choices[i];
         out[i] = (omnic__api_choice_out){
             .text = c->text.p, .len = c->text.len, .finish_reason = finish_reason(c->finish)};
-        if (i % cs->req.n == 0) prompt += c->prompt_tokens; /* a prompt counts once, whatever n */
+        if (i % w->req.n == 0) prompt += c->prompt_tokens; /* a prompt counts once, whatever n */
         completion += c->completion_tokens;
     }
     omnic__buf b = {0};
-    omnic__api_body(&b, &cs->meta, out, ch->n_choices, prompt, completion);
+    omnic__api_body(&b, &w->meta, out, ch->n_choices, prompt, completion);
     omnic_free(out);
     return respond_json(cs, 200, &b);
 }
 
 /* Prompt tokens of choice i (logical, as usage reports them). */
-static int64_t prompt_of(const conn_state *cs, int i)
+static int64_t prompt_of(const work *w, int i)
 {
-    return (int64_t)cs->n_ids[(size_t)(i / cs->req.n)];
+    return (int64_t)w->n_ids[(size_t)(i / w->req.n)];
 }
+
+/* An SSE comment: clients ignore it; a peer that closed (not just half-closed) answers it
+ * with a reset, which the watchdog then sees. */
+static const char probe_comment[] = ": keep-alive\n\n";
 
 /* SSE content reader (MHD polling thread): never blocks. */
 static ssize_t stream_reader(void *cls, uint64_t pos, char *buf, size_t max)
 {
     conn_state *cs = cls;
     channel *ch = cs->ch;
+    const work *w = ch->w;
     (void)pos;
     for (;;) {
         if (cs->out_pos < cs->out.len) {
@@ -782,7 +949,7 @@ static ssize_t stream_reader(void *cls, uint64_t pos, char *buf, size_t max)
         if (cs->stream_ended) return MHD_CONTENT_READER_END_OF_STREAM;
         int nc = ch->n_choices;
         bool *done_now = cs->final_sent + nc; /* scratch: second half of the allocation */
-        bool any = !cs->roles_sent && cs->meta.kind == OMNIC_API_CHAT, overflow;
+        bool any = !cs->roles_sent && w->meta.kind == OMNIC_API_CHAT, overflow, probe;
         pthread_mutex_lock(&ch->mu);
         if (ch->client_gone) {
             pthread_mutex_unlock(&ch->mu);
@@ -801,32 +968,35 @@ static ssize_t stream_reader(void *cls, uint64_t pos, char *buf, size_t max)
             any |= done_now[i];
         }
         overflow = ch->overflow;
-        if (!any && !overflow) {
+        probe = ch->probe;
+        ch->probe = false;
+        if (!any && !overflow && !probe) {
             ch->suspended = true;
             MHD_suspend_connection(cs->conn);
             pthread_mutex_unlock(&ch->mu);
             return 0;
         }
         pthread_mutex_unlock(&ch->mu);
+        if (probe) omnic__buf_puts(&cs->out, probe_comment);
         /* format outside the lock: done choices are no longer written by the engine */
-        if (!cs->roles_sent && cs->meta.kind == OMNIC_API_CHAT)
+        if (!cs->roles_sent && w->meta.kind == OMNIC_API_CHAT)
             for (int i = 0; i < nc; i++)
-                omnic__api_chunk_role(&cs->out, &cs->meta, i, prompt_of(cs, i));
+                omnic__api_chunk_role(&cs->out, &w->meta, i, prompt_of(w, i));
         cs->roles_sent = true;
         omnic__api_error e;
         memset(&e, 0, sizeof e);
         bool failed = false;
         for (int i = 0; i < nc; i++) {
             if (cs->spare[i].len) {
-                omnic__api_chunk_text(&cs->out, &cs->meta, i, cs->spare[i].p, cs->spare[i].len,
-                                      prompt_of(cs, i), cs->tokens[i]);
+                omnic__api_chunk_text(&cs->out, &w->meta, i, cs->spare[i].p, cs->spare[i].len,
+                                      prompt_of(w, i), cs->tokens[i]);
                 omnic__buf_clear(&cs->spare[i]);
             }
             if (!done_now[i] || failed) continue;
             cs->final_sent[i] = true;
             const choice *c = &ch->choices[i];
             if (finished_ok(c)) {
-                omnic__api_chunk_finish(&cs->out, &cs->meta, i, finish_reason(c->finish), prompt_of(cs, i),
+                omnic__api_chunk_finish(&cs->out, &w->meta, i, finish_reason(c->finish), prompt_of(w, i),
                                         cs->tokens[i]);
             } else {
                 finish_error(cs->srv, c, &e);
@@ -842,39 +1012,19 @@ static ssize_t stream_reader(void *cls, uint64_t pos, char *buf, size_t max)
             for (int i = 0; i < nc; i++)
                 all &= cs->final_sent[i];
             if (all) {
-                if (cs->meta.include_usage) {
+                if (w->meta.include_usage) {
                     int64_t prompt = 0, completion = 0;
                     for (int i = 0; i < nc; i++) {
-                        if (i % cs->req.n == 0) prompt += ch->choices[i].prompt_tokens;
+                        if (i % w->req.n == 0) prompt += ch->choices[i].prompt_tokens;
                         completion += ch->choices[i].completion_tokens;
                     }
-                    omnic__api_chunk_usage(&cs->out, &cs->meta, prompt, completion);
+                    omnic__api_chunk_usage(&cs->out, &w->meta, prompt, completion);
                 }
                 omnic__api_sse_done(&cs->out);
                 cs->stream_ended = true;
             }
         }
         if (cs->out.oom) return MHD_CONTENT_READER_END_WITH_ERROR;
-    }
-}
-
-/* Maps an engine submit failure to an HTTP error. */
-static enum MHD_Result submit_failed(conn_state *cs, omnic_status st, const omnic_err *err)
-{
-    switch (st) {
-    case OMNIC_E_CAPACITY:
-        FAIL_RESPONSE(cs, REJ_CAPACITY, 400, "context_length_exceeded", "max_tokens", "%s", err->msg);
-    case OMNIC_E_TOO_LARGE:
-        FAIL_RESPONSE(cs, REJ_QUEUE_FULL, 429, "queue_full", NULL, "The server is busy: %s; retry later",
-                      err->msg);
-    case OMNIC_E_CANCELLED:
-        FAIL_RESPONSE(cs, REJ_SHUTTING_DOWN, 503, "shutting_down", NULL, "The server is shutting down");
-    case OMNIC_E_INVALID:
-        FAIL_RESPONSE(cs, REJ_INVALID, 400, "invalid_value", NULL, "%s", err->msg);
-    case OMNIC_E_NOMEM:
-        FAIL_RESPONSE(cs, REJ_NONE, 503, NULL, NULL, "%s", err->msg);
-    default:
-        FAIL_RESPONSE(cs, REJ_NONE, 500, NULL, NULL, "%s", err->msg);
     }
 }
 
@@ -908,242 +1058,295 @@ static void live_remove(omnic__server *s, channel *ch)
     pthread_mutex_unlock(&s->mu);
 }
 
-/* A request's images, prepared on the media pool. */
-typedef struct image_job {
-    omnic__media_job base; /* first: the pool hands this back */
-    conn_state *cs;
-    omnic__media_proc prep; /* the server's, with the request's pixel bounds (owned copy) */
-    omnic__image_limits lim;
-    size_t failed; /* the image that failed */
-    omnic_status st;
-    omnic_err err;
-} image_job;
+/* ---- the preparation: media stage (media pool) ---- */
 
 /* On a media worker: fetch, decode and preprocess each image in order (stops at the first
- * failure or when cancelled). */
-static void image_job_run(omnic__media_job *base)
+ * failure, when cancelled or when the request's time runs out). */
+static void media_run(omnic__job *job)
 {
-    image_job *j = (image_job *)base;
-    conn_state *cs = j->cs;
-    omnic__server *s = cs->srv;
-    const json_t *urls = cs->req.images;
-    double t0 = now_s();
-    for (size_t i = 0; i < json_array_size(urls) && j->st == OMNIC_OK; i++) {
+    work *w = (work *)((char *)job - offsetof(work, media_job));
+    omnic__server *s = w->srv;
+    const json_t *urls = w->req.images;
+    double t0 = omnic__now();
+    for (size_t i = 0; i < w->n_images && w->img_st == OMNIC_OK; i++) {
         const json_t *u = json_object_get(json_array_get(urls, i), "url");
         uint8_t *bytes = NULL;
         size_t len = 0;
-        j->failed = i;
-        if (atomic_load(&base->cancel)) j->st = OMNIC_FAIL(&j->err, OMNIC_E_CANCELLED, "cancelled");
-        if (j->st == OMNIC_OK)
-            j->st = omnic__media_fetch(json_string_value(u), json_string_length(u),
-                                       s->media_dir[0] ? s->media_dir : NULL, &s->o.remote,
-                                       OMNIC_MAX_MEDIA_BYTES, &bytes, &len, &j->err);
-        if (j->st == OMNIC_OK)
-            j->st =
-                omnic__media_prepare(&j->prep, bytes, len, &j->lim, &base->cancel, &cs->media[i], &j->err);
+        w->failed = i;
+        if (work_cancelled(w)) w->img_st = OMNIC_FAIL(&w->img_err, OMNIC_E_CANCELLED, "cancelled");
+        if (w->img_st == OMNIC_OK) w->img_st = omnic__budget_time(&w->bud, "image preparation", &w->img_err);
+        if (w->img_st == OMNIC_OK)
+            w->img_st = omnic__media_fetch(json_string_value(u), json_string_length(u),
+                                           s->media_dir[0] ? s->media_dir : NULL, &s->o.remote,
+                                           OMNIC_MAX_MEDIA_BYTES, &bytes, &len, &w->img_err);
+        if (w->img_st == OMNIC_OK)
+            w->img_st = omnic__media_prepare(&w->proc, bytes, len, &w->lim, &w->media_job.cancel,
+                                             &w->media[i], &w->img_err);
         omnic_free(bytes);
-        if (j->st == OMNIC_OK) cs->n_media = i + 1;
+        if (w->img_st == OMNIC_OK) w->n_media = i + 1;
     }
-    omnic__metrics_observe(omnic__engine_metrics(engine_of(s)), OMNIC_H_MEDIA, now_s() - t0);
+    omnic__metrics_observe(omnic__engine_metrics(engine_of(s)), OMNIC_H_MEDIA, omnic__now() - t0);
 }
 
-/* True when the client behind fd hung up (the socket is ours until we return to MHD). */
-static bool client_gone(int fd)
+static void part_done(work *w);
+
+static void media_done(omnic__job *job)
 {
-    struct pollfd p = {.fd = fd, .events = POLLRDHUP};
-    return fd >= 0 && poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR));
+    work *w = (work *)((char *)job - offsetof(work, media_job));
+    if (!job->ran) w->img_st = OMNIC_FAIL(&w->img_err, OMNIC_E_CANCELLED, "cancelled");
+    part_done(w);
 }
 
-/* The request's image parts -> pixel_values on the bounded media pool (never the scheduler
- * thread): fetched (data: URL or a file under --media-dir), decoded with the per-request
- * pixel limit and run through the model's processor. This HTTP thread waits, and cancels
- * the job if the client hangs up meanwhile. Errors name the image part and the problem;
- * a full media queue is a 429. E_CANCELLED (e untouched): the client hung up. */
-static omnic_status prepare_images(conn_state *cs, omnic__api_error *e)
+/* Validates the request's image parts and queues them on the media pool (they are prepared
+ * while the chat template runs). false: w's error is set. */
+static bool media_start(work *w)
 {
-    omnic__server *s = cs->srv;
-    const json_t *urls = cs->req.images;
+    omnic__server *s = w->srv;
+    const json_t *urls = w->req.images;
     size_t n = json_array_size(urls);
     const char *param0 = json_string_value(json_object_get(json_array_get(urls, 0), "param"));
-    if (!s->images_ok)
-        return omnic__api_fail(e, 400, NULL, "unsupported_parameter", param0,
-                               "This model does not accept 'image_url' content (its input modalities: text)");
+    if (!s->images_ok) {
+        WORK_FAIL(w, REJ_UNSUPPORTED, 400, NULL, "unsupported_parameter", param0,
+                  "This model does not accept 'image_url' content (its input modalities: text)");
+        return false;
+    }
     int max = s->o.max_images > 0 && s->o.max_images < OMNIC_MAX_REQUEST_IMAGES ? s->o.max_images
                                                                                 : OMNIC_MAX_REQUEST_IMAGES;
-    if (n > (size_t)max)
-        return omnic__api_fail(e, 400, NULL, "invalid_value", "messages",
-                               "The request has %zu images, over the limit of %d per request", n, max);
-    cs->media = omnic_alloc_array(n, sizeof *cs->media);
-    cs->media_ptrs = omnic_alloc_array(n, sizeof *cs->media_ptrs);
-    if (!cs->media || !cs->media_ptrs) return omnic__api_fail(e, 503, NULL, NULL, NULL, "out of memory");
-    image_job j = {.cs = cs, .lim = {.max_pixels = s->o.max_decode_pixels}};
-    const omnic__api_request *rq = &cs->req;
-    /* a request's min_pixels / max_pixels, within what the server's processor allows */
-    const omnic__media_kwargs kw = {.min_pixels = rq->min_pixels, .max_pixels = rq->max_pixels};
-    omnic_err berr;
-    omnic_status bst = omnic__media_proc_with(&j.prep, &s->prep, &kw, &berr);
-    if (bst == OMNIC_E_NOMEM) return omnic__api_fail(e, 503, NULL, NULL, NULL, "out of memory");
-    if (bst != OMNIC_OK)
-        return omnic__api_fail(e, 400, NULL,
-                               bst == OMNIC_E_UNSUPPORTED ? "unsupported_parameter" : "invalid_value",
-                               "mm_processor_kwargs", "%s", berr.msg);
-    omnic_err_clear(&j.err);
-    omnic__media_job_init(&j.base, image_job_run);
-    omnic_err err;
-    omnic_status st = omnic__media_pool_submit(s->media, &j.base, &err);
-    if (st != OMNIC_OK) {
-        omnic__media_job_deinit(&j.base);
-        omnic__media_proc_deinit(&j.prep);
-        if (st == OMNIC_E_TOO_LARGE)
-            return omnic__api_fail(e, 429, "rate_limit_error", "media_queue_full", NULL,
-                                   "The server is busy preparing images (%s); retry later", err.msg);
-        return omnic__api_fail(e, 503, NULL, "shutting_down", NULL, "The server is shutting down");
+    if (n > (size_t)max) {
+        WORK_FAIL(w, REJ_INVALID, 400, NULL, "invalid_value", "messages",
+                  "The request has %zu images, over the limit of %d per request", n, max);
+        return false;
     }
-    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(cs->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
-    int fd = ci ? ci->connect_fd : -1;
-    while (!omnic__media_job_wait(&j.base, 0.05))
-        if (!atomic_load(&j.base.cancel) && client_gone(fd)) {
-            atomic_store(&j.base.cancel, true);
-            atomic_fetch_add(&s->disconnects, 1);
-        }
-    omnic__media_job_deinit(&j.base);
-    omnic__media_proc_deinit(&j.prep);
-    if (atomic_load(&j.base.cancel) && j.st == OMNIC_OK && cs->n_media < n)
-        j.st = OMNIC_FAIL(&j.err, OMNIC_E_CANCELLED, "cancelled"); /* the pool stopped before running it */
-    if (j.st == OMNIC_OK) {
-        for (size_t i = 0; i < cs->n_media; i++) {
-            const omnic__media_item *it = &cs->media[i];
-            cs->media_ptrs[i] = it;
-            if (!it->limited || cs->warning[0]) continue; /* the first resized image is reported */
+    w->media = omnic_alloc_array(n, sizeof *w->media);
+    w->media_ptrs = omnic_alloc_array(n, sizeof *w->media_ptrs);
+    if (!w->media || !w->media_ptrs) {
+        WORK_FAIL(w, REJ_NONE, 503, NULL, NULL, NULL, "out of memory");
+        return false;
+    }
+    w->n_images = n;
+    w->lim = (omnic__image_limits){.max_pixels = w->bud.image_pixels,
+                                   .max_decoder_bytes = w->bud.jpeg_decoder_bytes};
+    /* a request's min_pixels / max_pixels, within what the server's processor allows */
+    const omnic__media_kwargs kw = {.min_pixels = w->req.min_pixels, .max_pixels = w->req.max_pixels};
+    omnic_err err;
+    omnic_status st = omnic__media_proc_with(&w->proc, &s->prep, &kw, &err);
+    if (st != OMNIC_OK) {
+        if (st == OMNIC_E_NOMEM)
+            WORK_FAIL(w, REJ_NONE, 503, NULL, NULL, NULL, "out of memory");
+        else
+            WORK_FAIL(w, st == OMNIC_E_UNSUPPORTED ? REJ_UNSUPPORTED : REJ_INVALID, 400, NULL,
+                      st == OMNIC_E_UNSUPPORTED ? "unsupported_parameter" : "invalid_value",
+                      "mm_processor_kwargs", "%s", err.msg);
+        return false;
+    }
+    w->have_proc = true;
+    atomic_fetch_add(&w->parts, 1);
+    st = omnic__job_pool_submit(s->media, &w->media_job, &err);
+    if (st != OMNIC_OK) {
+        atomic_fetch_sub(&w->parts, 1); /* the text stage still holds one: never the last */
+        if (st == OMNIC_E_TOO_LARGE)
+            WORK_FAIL(w, REJ_QUEUE_FULL, 429, "rate_limit_error", "media_queue_full", NULL,
+                      "The server is busy preparing images (%s); retry later", err.msg);
+        else
+            WORK_FAIL(w, REJ_SHUTTING_DOWN, 503, NULL, "shutting_down", NULL, "The server is shutting down");
+        return false;
+    }
+    return true;
+}
+
+/* After the media stage: the item list and the warning, or the error of the image that failed. */
+static bool media_result(work *w)
+{
+    omnic__server *s = w->srv;
+    if (w->img_st == OMNIC_OK) {
+        for (size_t i = 0; i < w->n_media; i++) {
+            const omnic__media_item *it = &w->media[i];
+            w->media_ptrs[i] = it;
+            if (!it->limited || w->warning[0]) continue; /* the first resized image is reported */
             snprintf(
-                cs->warning, sizeof cs->warning,
+                w->warning, sizeof w->warning,
                 "image %zu was resized from %lldx%lld to %lldx%lld by %s of %lld pixels (the checkpoint's "
                 "max_pixels is higher)",
                 i, (long long)it->in_w, (long long)it->in_h, (long long)it->out_w, (long long)it->out_h,
                 s->o.max_image_pixels > 0 ? "this server's --max-image-pixels limit"
                                           : "the encoder's capacity",
                 (long long)omnic__media_proc_max_pixels(&s->prep, false));
-            OMNIC_LOG_W("request: %s", cs->warning);
+            OMNIC_LOG_W("request: %s", w->warning);
         }
-        return OMNIC_OK;
+        return true;
     }
-    const char *param = json_string_value(json_object_get(json_array_get(urls, j.failed), "param"));
-    if (j.st == OMNIC_E_CANCELLED && atomic_load(&s->state) != ST_READY)
-        return omnic__api_fail(e, 503, NULL, "shutting_down", NULL, "The server is shutting down");
-    if (j.st == OMNIC_E_CANCELLED) return OMNIC_E_CANCELLED; /* the client is gone: no response */
-    if (j.st == OMNIC_E_NOMEM)
-        return omnic__api_fail(e, 503, NULL, NULL, NULL, "image %zu: %s", j.failed, j.err.msg);
-    return omnic__api_fail(e, 400, NULL, "invalid_image", param, "Invalid image in '%s': %s", param,
-                           j.err.msg);
+    const char *param = json_string_value(json_object_get(json_array_get(w->req.images, w->failed), "param"));
+    if (w->img_st == OMNIC_E_CANCELLED)
+        WORK_FAIL(w, REJ_SHUTTING_DOWN, 503, NULL, "shutting_down", NULL,
+                  atomic_load(&s->state) != ST_READY ? "The server is shutting down"
+                                                     : "The request was cancelled");
+    else if (w->img_st == OMNIC_E_TIMEOUT)
+        fail_timeout(w, &w->img_err);
+    else if (w->img_st == OMNIC_E_NOMEM)
+        WORK_FAIL(w, REJ_NONE, 503, NULL, NULL, NULL, "image %zu: %s", w->failed, w->img_err.msg);
+    else
+        WORK_FAIL(w, REJ_INVALID, 400, NULL, "invalid_image", param, "Invalid image in '%s': %s", param,
+                  w->img_err.msg);
+    return false;
 }
 
-static enum MHD_Result do_generate(conn_state *cs)
+/* ---- the preparation: generation requests ---- */
+
+static void work_generate(work *w)
 {
-    omnic__server *s = cs->srv;
-    enum MHD_Result res;
-    if (!parse_body(cs, &res)) return res;
+    if (!work_parse(w)) return;
+    omnic__server *s = w->srv;
     omnic__engine *eng = engine_of(s);
     const omnic__model *m = omnic__engine_model(eng);
-    omnic__api_kind kind = cs->rt == R_CHAT ? OMNIC_API_CHAT : OMNIC_API_COMPLETION;
+    omnic__api_kind kind = w->rt == R_CHAT ? OMNIC_API_CHAT : OMNIC_API_COMPLETION;
     omnic__api_error e;
-    omnic__api_request *rq = &cs->req;
-    if (omnic__api_parse(kind, cs->json, m->n_slots, rq, &e) != OMNIC_OK)
-        return respond_error(cs, &e, reject_of(&e));
-    if (rq->model && strcmp(rq->model, s->model_id))
-        FAIL_RESPONSE(cs, REJ_MODEL_NOT_FOUND, 404, "model_not_found", "model",
-                      "The model '%.128s' does not exist (this server serves '%s')", rq->model, s->model_id);
+    omnic__api_request *rq = &w->req;
+    if (omnic__api_parse(kind, w->json, m->n_slots, rq, &e) != OMNIC_OK) {
+        work_error(w, &e, reject_of(&e));
+        return;
+    }
+    if (rq->model && strcmp(rq->model, s->model_id)) {
+        WORK_FAIL(w, REJ_MODEL_NOT_FOUND, 404, NULL, "model_not_found", "model",
+                  "The model '%.128s' does not exist (this server serves '%s')", rq->model, s->model_id);
+        return;
+    }
     /* generation_config.json's defaults for what the body left out (max_tokens: at most what fits) */
-    int64_t gen_max_tokens = -1;
+    w->gen_max_tokens = -1;
     omnic__gen_defaults_apply(omnic__engine_gen_defaults(eng), rq->sampling_given, &rq->sampling,
-                              &gen_max_tokens);
+                              &w->gen_max_tokens);
     /* prompts -> token ids */
-    cs->n_prompts = kind == OMNIC_API_CHAT ? 1 : rq->n_prompts;
-    cs->ids = omnic_alloc_array(cs->n_prompts, sizeof *cs->ids);
-    cs->n_ids = omnic_alloc_array(cs->n_prompts, sizeof *cs->n_ids);
-    if (!cs->ids || !cs->n_ids) FAIL_RESPONSE(cs, REJ_NONE, 503, NULL, NULL, "out of memory");
+    w->n_prompts = kind == OMNIC_API_CHAT ? 1 : rq->n_prompts;
+    w->ids = omnic_alloc_array(w->n_prompts, sizeof *w->ids);
+    w->n_ids = omnic_alloc_array(w->n_prompts, sizeof *w->n_ids);
+    if (!w->ids || !w->n_ids) {
+        WORK_FAIL(w, REJ_NONE, 503, NULL, NULL, NULL, "out of memory");
+        return;
+    }
     if (kind == OMNIC_API_CHAT) {
-        if (rq->images) { /* before the template: a text-only model says so first */
-            omnic_status st = prepare_images(cs, &e);
-            if (st == OMNIC_E_CANCELLED) return MHD_NO;
-            if (st != OMNIC_OK)
-                return respond_error(cs, &e, e.status == 429 ? REJ_QUEUE_FULL : reject_of(&e));
+        /* images before the template: a text-only model says so first; they are prepared on the
+         * media pool while the template runs here */
+        if (rq->images && !media_start(w)) return;
+        if (s->images_ok && omnic__chat_content_parts(rq->messages) != OMNIC_OK) {
+            WORK_FAIL(w, REJ_NONE, 503, NULL, NULL, NULL, "out of memory");
+            return;
         }
-        if (s->images_ok && omnic__chat_content_parts(rq->messages) != OMNIC_OK)
-            FAIL_RESPONSE(cs, REJ_NONE, 503, NULL, NULL, "out of memory");
-        if (chat_ids(s, eng, rq->messages, true, &cs->ids[0], &cs->n_ids[0], &e) != OMNIC_OK)
-            return respond_error(cs, &e, reject_of(&e));
-    } else {
-        for (size_t p = 0; p < cs->n_prompts; p++) {
-            const omnic__api_prompt *pr = &rq->prompts[p];
-            if (pr->ids) {
-                cs->ids[p] = omnic_alloc_array(pr->n_ids, sizeof *cs->ids[p]);
-                if (!cs->ids[p]) FAIL_RESPONSE(cs, REJ_NONE, 503, NULL, NULL, "out of memory");
-                memcpy(cs->ids[p], pr->ids, pr->n_ids * sizeof *pr->ids);
-                cs->n_ids[p] = pr->n_ids;
-                continue;
+        if (chat_ids(w, rq->messages, true, &w->ids[0], &w->n_ids[0], &e) != OMNIC_OK) {
+            work_error(w, &e, reject_of(&e));
+            return;
+        }
+        return;
+    }
+    for (size_t p = 0; p < w->n_prompts; p++) {
+        const omnic__api_prompt *pr = &rq->prompts[p];
+        if (pr->ids) {
+            w->ids[p] = omnic_alloc_array(pr->n_ids, sizeof *w->ids[p]);
+            if (!w->ids[p]) {
+                WORK_FAIL(w, REJ_NONE, 503, NULL, NULL, NULL, "out of memory");
+                return;
             }
-            omnic_err err;
-            omnic_status st = omnic__tokenizer_encode(omnic__engine_tokenizer(eng), pr->text, pr->len, true,
-                                                      &cs->ids[p], &cs->n_ids[p], &err);
-            if (st == OMNIC_E_NOMEM) FAIL_RESPONSE(cs, REJ_NONE, 503, NULL, NULL, "%s", err.msg);
-            if (st != OMNIC_OK) FAIL_RESPONSE(cs, REJ_INVALID, 400, "invalid_value", "prompt", "%s", err.msg);
+            memcpy(w->ids[p], pr->ids, pr->n_ids * sizeof *pr->ids);
+            w->n_ids[p] = pr->n_ids;
+            continue;
         }
+        omnic_err err;
+        omnic_status st = omnic__tokenizer_encode(omnic__engine_tokenizer(eng), pr->text, pr->len, true,
+                                                  &w->ids[p], &w->n_ids[p], &err);
+        if (st != OMNIC_OK) {
+            if (st == OMNIC_E_NOMEM)
+                WORK_FAIL(w, REJ_NONE, 503, NULL, NULL, NULL, "%s", err.msg);
+            else
+                WORK_FAIL(w, REJ_INVALID, 400, NULL, "invalid_value", "prompt", "%s", err.msg);
+            return;
+        }
+    }
+}
+
+/* Maps an engine submit failure to the request's error. */
+static void submit_failed(work *w, omnic_status st, const omnic_err *err)
+{
+    switch (st) {
+    case OMNIC_E_CAPACITY:
+        WORK_FAIL(w, REJ_CAPACITY, 400, NULL, "context_length_exceeded", "max_tokens", "%s", err->msg);
+        break;
+    case OMNIC_E_TOO_LARGE:
+        WORK_FAIL(w, REJ_QUEUE_FULL, 429, "rate_limit_error", "queue_full", NULL,
+                  "The server is busy: %s; retry later", err->msg);
+        break;
+    case OMNIC_E_CANCELLED:
+        WORK_FAIL(w, REJ_SHUTTING_DOWN, 503, NULL, "shutting_down", NULL, "The server is shutting down");
+        break;
+    case OMNIC_E_INVALID:
+        WORK_FAIL(w, REJ_INVALID, 400, NULL, "invalid_value", NULL, "%s", err->msg);
+        break;
+    case OMNIC_E_NOMEM:
+        WORK_FAIL(w, REJ_NONE, 503, NULL, NULL, NULL, "%s", err->msg);
+        break;
+    default:
+        WORK_FAIL(w, REJ_NONE, 500, NULL, NULL, NULL, "%s", err->msg);
+        break;
+    }
+}
+
+/* Every stage is done and succeeded: one engine request per choice. */
+static void work_submit(work *w)
+{
+    omnic__server *s = w->srv;
+    channel *ch = w->ch;
+    omnic__engine *eng = engine_of(s);
+    const omnic__model *m = omnic__engine_model(eng);
+    const omnic__api_request *rq = &w->req;
+    omnic__api_kind kind = w->rt == R_CHAT ? OMNIC_API_CHAT : OMNIC_API_COMPLETION;
+    omnic_err terr;
+    if (omnic__budget_time(&w->bud, "the request's preparation", &terr) != OMNIC_OK) {
+        fail_timeout(w, &terr);
+        return;
     }
     /* max_tokens: as given (the engine checks it against the context), else what fits
      * (chat) or OpenAI's legacy default of 16 (completions) */
     const int64_t cap = m->capacity;
-    for (size_t p = 0; p < cs->n_prompts; p++) {
-        if (rq->max_tokens < 0 && (int64_t)cs->n_ids[p] >= cap)
-            FAIL_RESPONSE(cs, REJ_CAPACITY, 400, "context_length_exceeded", "messages",
-                          "The prompt of %zu tokens leaves no room to generate in the context of %lld tokens",
-                          cs->n_ids[p], (long long)cap);
+    for (size_t p = 0; p < w->n_prompts; p++)
+        if (rq->max_tokens < 0 && (int64_t)w->n_ids[p] >= cap) {
+            WORK_FAIL(w, REJ_CAPACITY, 400, NULL, "context_length_exceeded", "messages",
+                      "The prompt of %zu tokens leaves no room to generate in the context of %lld tokens",
+                      w->n_ids[p], (long long)cap);
+            return;
+        }
+    int n_choices = (int)w->n_prompts * rq->n;
+    if (!channel_set_choices(ch, n_choices, rq->stream)) {
+        WORK_FAIL(w, REJ_NONE, 503, NULL, NULL, NULL, "out of memory");
+        return;
     }
-    /* the channel, then one engine request per choice */
-    int n_choices = (int)cs->n_prompts * rq->n;
-    cs->spare = omnic_alloc_array((size_t)n_choices, sizeof *cs->spare);
-    cs->n_choices = n_choices;
-    cs->final_sent = omnic_alloc_array((size_t)n_choices * 2, sizeof *cs->final_sent);
-    cs->tokens = omnic_alloc_array((size_t)n_choices, sizeof *cs->tokens);
-    channel *ch =
-        cs->spare && cs->final_sent && cs->tokens ? channel_create(eng, n_choices, rq->stream) : NULL;
-    if (!ch) FAIL_RESPONSE(cs, REJ_NONE, 503, NULL, NULL, "out of memory");
-    cs->ch = ch;
-    ch->conn = cs->conn;
-    ch->max_text = s->max_text;
-    ch->overflows = &s->slow_clients;
-    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(cs->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
-    ch->fd = ci ? ci->connect_fd : -1;
-    live_add(s, ch);
-    make_id(s, cs->id, sizeof cs->id, kind == OMNIC_API_CHAT ? "chatcmpl-" : "cmpl-");
-    cs->meta = (omnic__api_meta){.kind = kind,
-                                 .id = cs->id,
-                                 .created = (int64_t)time(NULL),
-                                 .model = s->model_id,
-                                 .fingerprint = s->fingerprint,
-                                 .include_usage = rq->include_usage,
-                                 .continuous_usage = rq->continuous_usage,
-                                 .warning = cs->warning};
+    make_id(s, w->id, sizeof w->id, kind == OMNIC_API_CHAT ? "chatcmpl-" : "cmpl-");
+    w->meta = (omnic__api_meta){.kind = kind,
+                                .id = w->id,
+                                .created = (int64_t)time(NULL),
+                                .model = s->model_id,
+                                .fingerprint = s->fingerprint,
+                                .include_usage = rq->include_usage,
+                                .continuous_usage = rq->continuous_usage,
+                                .warning = w->warning};
     for (int i = 0; i < n_choices; i++) {
         size_t p = (size_t)(i / rq->n);
         int j = i % rq->n;
-        int64_t room = cap - (int64_t)cs->n_ids[p];
+        int64_t room = cap - (int64_t)w->n_ids[p];
         int64_t max_tokens = rq->max_tokens > 0       ? rq->max_tokens
-                             : gen_max_tokens > 0     ? (room < gen_max_tokens ? room : gen_max_tokens)
+                             : w->gen_max_tokens > 0  ? (room < w->gen_max_tokens ? room : w->gen_max_tokens)
                              : kind == OMNIC_API_CHAT ? room
                                                       : (room < 16 ? room : 16);
-        omnic__gen_request r = {.prompt = cs->ids[p],
-                                .n_prompt = cs->n_ids[p],
+        omnic__gen_request r = {.prompt = w->ids[p],
+                                .n_prompt = w->n_ids[p],
                                 .sampling = rq->sampling,
                                 .max_tokens = max_tokens,
                                 .stops = rq->stops,
                                 .n_stops = rq->n_stops,
                                 .timeout_s = s->o.request_timeout_s,
+                                .started_s = w->started,
                                 .skip_special = true,
                                 .ignore_eos = rq->ignore_eos,
                                 .cb = on_engine_event,
                                 .cb_ctx = &ch->choices[i],
-                                .media = cs->media_ptrs,
-                                .n_media = cs->n_media};
+                                .media = w->media_ptrs,
+                                .n_media = w->n_media};
         /* n > 1: choice j samples with seed + j (reproducible), or a fresh random seed */
         r.sampling.seed = rq->has_seed ? rq->sampling.seed + (uint64_t)j : rand64(s);
         ch->choices[i].prompt = (int)p;
@@ -1164,10 +1367,97 @@ static enum MHD_Result do_generate(conn_state *cs)
         pthread_mutex_unlock(&ch->mu);
         if (st != OMNIC_OK) {
             channel_cancel(ch); /* the ones already queued */
-            return submit_failed(cs, st, &err);
+            submit_failed(w, st, &err);
+            return;
         }
+        /* the HTTP side left meanwhile: channel_cancel may have missed this id */
+        if (atomic_load(&ch->cancel)) omnic__engine_cancel(eng, id);
     }
-    if (!rq->stream) return finish_nonstream(cs);
+    w->generating = true;
+}
+
+/* The last stage to finish: combine the stages' results, submit, and hand the request back
+ * to its connection. */
+static void work_finish(work *w)
+{
+    channel *ch = w->ch;
+    bool generation = w->rt == R_CHAT || w->rt == R_COMPLETIONS;
+    bool media_failed = w->n_images && w->img_st != OMNIC_OK;
+    /* an image's own error comes first (as when images were prepared before the template);
+     * images the text stage's failure cancelled say nothing */
+    if (media_failed && !(w->failed_text && w->img_st == OMNIC_E_CANCELLED))
+        media_result(w);
+    else if (generation && !w->failed_text && media_result(w) && !work_cancelled(w))
+        work_submit(w);
+    struct MHD_Connection *resume = NULL;
+    pthread_mutex_lock(&ch->mu);
+    ch->prepared = true;
+    if (ch->suspended && ch->conn) {
+        ch->suspended = false;
+        resume = ch->conn;
+    }
+    pthread_mutex_unlock(&ch->mu);
+    if (resume) MHD_resume_connection(resume);
+    channel_release(ch); /* the preparation's reference */
+}
+
+static void part_done(work *w)
+{
+    if (atomic_fetch_sub(&w->parts, 1) == 1) work_finish(w);
+}
+
+/* The text stage, on a request worker. */
+static void work_run(omnic__job *job)
+{
+    work *w = (work *)job;
+    omnic_err err;
+    if (work_cancelled(w)) {
+        WORK_FAIL(w, REJ_NONE, 503, NULL, "shutting_down", NULL, "The request was cancelled");
+        return;
+    }
+    if (omnic__budget_time(&w->bud, "the wait for a request worker", &err) != OMNIC_OK) {
+        fail_timeout(w, &err);
+        return;
+    }
+    if (w->rt == R_TOKENIZE)
+        work_tokenize(w);
+    else if (w->rt == R_DETOKENIZE)
+        work_detokenize(w);
+    else
+        work_generate(w);
+    if (w->failed_text) atomic_store(&w->media_job.cancel, true); /* images no one will use */
+}
+
+static void work_done(omnic__job *job)
+{
+    work *w = (work *)job;
+    if (!job->ran) /* the pool stopped first */
+        WORK_FAIL(w, REJ_SHUTTING_DOWN, 503, NULL, "shutting_down", NULL, "The server is shutting down");
+    part_done(w);
+}
+
+/* ---- generation and token routes: the HTTP side ---- */
+
+/* The preparation is done: its answer, or the start of the generation's response. */
+static enum MHD_Result answer_prepared(conn_state *cs)
+{
+    channel *ch = cs->ch;
+    work *w = ch->w;
+    snprintf(cs->warning, sizeof cs->warning, "%s", w->warning);
+    if (!w->generating) {
+        if (!w->failed_text) return respond(cs, w->status, "application/json", &w->resp, NULL, NULL);
+        return respond_error(cs, &w->err, w->why);
+    }
+    int n = ch->n_choices;
+    cs->n_choices = n;
+    cs->spare = omnic_alloc_array((size_t)n, sizeof *cs->spare);
+    cs->final_sent = omnic_alloc_array((size_t)n * 2, sizeof *cs->final_sent);
+    cs->tokens = omnic_alloc_array((size_t)n, sizeof *cs->tokens);
+    if (!cs->spare || !cs->final_sent || !cs->tokens) {
+        channel_cancel(ch);
+        FAIL_RESPONSE(cs, REJ_NONE, 503, NULL, NULL, "out of memory");
+    }
+    if (!w->req.stream) return finish_nonstream(cs);
     struct MHD_Response *resp =
         MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16384, stream_reader, cs, NULL);
     if (!resp) {
@@ -1178,11 +1468,115 @@ static enum MHD_Result do_generate(conn_state *cs)
     MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
     MHD_add_response_header(resp, "X-Accel-Buffering", "no");
     add_common_headers(cs, resp);
-    count_status(s, 200);
+    count_status(cs->srv, 200);
     cs->ph = PH_STREAMING;
     enum MHD_Result ok = MHD_queue_response(cs->conn, 200, resp);
     MHD_destroy_response(resp);
     return ok;
+}
+
+/* Suspends until the preparation is done (its completion resumes the connection). */
+static enum MHD_Result wait_prepared(conn_state *cs)
+{
+    channel *ch = cs->ch;
+    pthread_mutex_lock(&ch->mu);
+    if (ch->client_gone) {
+        pthread_mutex_unlock(&ch->mu);
+        return MHD_NO;
+    }
+    if (!ch->prepared) {
+        ch->suspended = true;
+        MHD_suspend_connection(cs->conn);
+        pthread_mutex_unlock(&ch->mu);
+        cs->ph = PH_PREPARING;
+        return MHD_YES;
+    }
+    pthread_mutex_unlock(&ch->mu);
+    return answer_prepared(cs);
+}
+
+/* The body is complete: hand the request to the request pool (a full queue is a 429). */
+static enum MHD_Result start_work(conn_state *cs)
+{
+    omnic__server *s = cs->srv;
+    channel *ch = channel_create(engine_of(s));
+    work *w = ch ? omnic_alloc_array(1, sizeof *w) : NULL;
+    if (!w) {
+        omnic_free(ch);
+        FAIL_RESPONSE(cs, REJ_NONE, 503, NULL, NULL, "out of memory");
+    }
+    w->srv = s;
+    w->ch = ch;
+    w->rt = cs->rt;
+    w->started = cs->started;
+    w->body = cs->body;
+    memset(&cs->body, 0, sizeof cs->body);
+    w->reserved = cs->reserved;
+    cs->reserved = 0;
+    w->bud = s->budget;
+    if (s->o.request_timeout_s > 0) w->bud.deadline = cs->started + s->o.request_timeout_s;
+    atomic_init(&w->parts, 1);
+    omnic__job_init(&w->job, work_run, work_done);
+    omnic__job_init(&w->media_job, media_run, media_done);
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(cs->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+    ch->w = w;
+    ch->conn = cs->conn;
+    ch->fd = ci ? ci->connect_fd : -1;
+    ch->max_text = s->max_text;
+    ch->overflows = &s->slow_clients;
+    ch->refs++; /* the preparation's */
+    cs->ch = ch;
+    live_add(s, ch);
+    omnic_err err;
+    omnic_status st = omnic__job_pool_submit(s->requests, &w->job, &err);
+    if (st != OMNIC_OK) {
+        pthread_mutex_lock(&ch->mu);
+        ch->refs--;
+        ch->prepared = true; /* nothing runs: the HTTP side answers */
+        pthread_mutex_unlock(&ch->mu);
+        if (st == OMNIC_E_TOO_LARGE)
+            FAIL_RESPONSE(cs, REJ_QUEUE_FULL, 429, "request_queue_full", NULL,
+                          "The server is busy (%s); retry later", err.msg);
+        FAIL_RESPONSE(cs, REJ_SHUTTING_DOWN, 503, "shutting_down", NULL, "The server is shutting down");
+    }
+    return wait_prepared(cs);
+}
+
+/* ---- the in-flight body budget and read deadlines ---- */
+
+/* Takes n more bytes of the server's in-flight body budget into *reserved; false when they
+ * do not fit. */
+static bool inflight_take(omnic__server *s, size_t n, size_t *reserved)
+{
+    size_t cur = atomic_load(&s->inflight);
+    do {
+        if (n > s->inflight_max || cur > s->inflight_max - n) return false;
+    } while (!atomic_compare_exchange_weak(&s->inflight, &cur, cur + n));
+    *reserved += n;
+    return true;
+}
+
+static void inflight_release(omnic__server *s, size_t *reserved)
+{
+    if (*reserved) atomic_fetch_sub(&s->inflight, *reserved);
+    *reserved = 0;
+}
+
+static conn_watch *watch_of(struct MHD_Connection *c)
+{
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    return ci ? ci->socket_context : NULL;
+}
+
+/* The connection's request is read (receiving false) or a new one may start (true). */
+static void watch_mark(omnic__server *s, struct MHD_Connection *c, bool receiving)
+{
+    conn_watch *wt = watch_of(c);
+    if (!wt) return;
+    pthread_mutex_lock(&s->wmu);
+    wt->receiving = receiving;
+    wt->t0 = omnic__now();
+    pthread_mutex_unlock(&s->wmu);
 }
 
 /* ---- libmicrohttpd callbacks ---- */
@@ -1256,6 +1650,12 @@ static enum MHD_Result first_call(conn_state *cs, const char *url, const char *m
                           "The request body of %s bytes is over the server's limit of %zu bytes", cl,
                           s->max_body);
         }
+        /* the declared body is reserved up front: a full budget is refused before reading it */
+        if (!errno && end != cl && v > 0 && !inflight_take(s, (size_t)v, &cs->reserved))
+            FAIL_RESPONSE(cs, REJ_BODY_BUDGET, 503, "server_busy", NULL,
+                          "The server holds its limit of %zu bytes of request bodies in flight "
+                          "(--max-inflight-body); retry later",
+                          s->inflight_max);
     }
     return MHD_YES;
 }
@@ -1275,17 +1675,20 @@ static enum MHD_Result dispatch(conn_state *cs, const char *url)
     if (cs->too_large)
         FAIL_RESPONSE(cs, REJ_BODY_TOO_LARGE, 413, "request_too_large", NULL,
                       "The request body is over the server's limit of %zu bytes", s->max_body);
+    if (cs->over_budget)
+        FAIL_RESPONSE(cs, REJ_BODY_BUDGET, 503, "server_busy", NULL,
+                      "The server holds its limit of %zu bytes of request bodies in flight "
+                      "(--max-inflight-body); retry later",
+                      s->inflight_max);
     switch (cs->rt) {
     case R_MODELS:
     case R_MODEL_ONE:
         return do_models(cs, url);
     case R_TOKENIZE:
-        return do_tokenize(cs);
     case R_DETOKENIZE:
-        return do_detokenize(cs);
     case R_CHAT:
     case R_COMPLETIONS:
-        return do_generate(cs);
+        return start_work(cs);
     default:
         FAIL_RESPONSE(cs, REJ_NOT_FOUND, 404, "unknown_url", NULL, "Unknown request URL: %.256s", url);
     }
@@ -1303,6 +1706,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         if (!cs) return MHD_NO;
         cs->srv = s;
         cs->conn = c;
+        cs->started = omnic__now();
         *con_cls = cs;
         return first_call(cs, url, method);
     }
@@ -1311,16 +1715,28 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         if (*upload_data_size) {
             size_t n = *upload_data_size;
             *upload_data_size = 0;
-            if (cs->too_large) return MHD_YES; /* discard; 413 once the upload ends */
+            if (cs->too_large || cs->over_budget)
+                return MHD_YES; /* discard; the error once the upload ends */
             if (cs->body.len + n > s->max_body) {
                 cs->too_large = true;
                 omnic__buf_free(&cs->body);
+                inflight_release(s, &cs->reserved);
+                return MHD_YES;
+            }
+            size_t need = cs->body.len + n > cs->reserved ? cs->body.len + n - cs->reserved : 0;
+            if (need && !inflight_take(s, need, &cs->reserved)) { /* an undeclared (chunked) body */
+                cs->over_budget = true;
+                omnic__buf_free(&cs->body);
+                inflight_release(s, &cs->reserved);
                 return MHD_YES;
             }
             if (!omnic__buf_put(&cs->body, upload_data, n)) return MHD_NO;
             return MHD_YES;
         }
+        watch_mark(s, c, false);
         return dispatch(cs, url);
+    case PH_PREPARING:
+        return wait_prepared(cs);
     case PH_WAITING:
         return finish_nonstream(cs);
     default:
@@ -1332,17 +1748,17 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
                          enum MHD_RequestTerminationCode toe)
 {
     omnic__server *s = cls;
-    (void)c;
     conn_state *cs = *con_cls;
     if (!cs) return;
     *con_cls = NULL;
+    watch_mark(s, c, true); /* a keep-alive connection's next request starts its read deadline */
     channel *ch = cs->ch;
     if (ch) {
         live_remove(s, ch);
         pthread_mutex_lock(&ch->mu);
         ch->conn = NULL;
         ch->suspended = false;
-        bool unfinished = ch->n_done < ch->n_submitted, gone = ch->client_gone;
+        bool unfinished = !ch->prepared || ch->n_done < ch->n_submitted, gone = ch->client_gone;
         pthread_mutex_unlock(&ch->mu);
         if (unfinished || gone) {
             if (toe != MHD_REQUEST_TERMINATED_COMPLETED_OK || gone) atomic_fetch_add(&s->disconnects, 1);
@@ -1354,19 +1770,69 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
     conn_state_free(cs);
 }
 
-/* A new connection: bound the kernel's send buffer (OMNIC_HTTP_SNDBUF). */
+/* A new connection: bound the kernel's send buffer (OMNIC_HTTP_SNDBUF) and start its read
+ * deadline; a closed one stops it. */
 static void on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
                           enum MHD_ConnectionNotificationCode code)
 {
-    (void)cls, (void)socket_context;
-    if (code != MHD_CONNECTION_NOTIFY_STARTED) return;
+    omnic__server *s = cls;
+    if (code == MHD_CONNECTION_NOTIFY_CLOSED) {
+        conn_watch *wt = *socket_context;
+        if (!wt) return;
+        pthread_mutex_lock(&s->wmu);
+        if (wt->prev)
+            wt->prev->next = wt->next;
+        else
+            s->watches = wt->next;
+        if (wt->next) wt->next->prev = wt->prev;
+        pthread_mutex_unlock(&s->wmu);
+        close(wt->fd);
+        omnic_free(wt);
+        *socket_context = NULL;
+        return;
+    }
     const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+    if (!ci) return;
     int v = OMNIC_HTTP_SNDBUF;
-    if (ci) setsockopt(ci->connect_fd, SOL_SOCKET, SO_SNDBUF, &v, sizeof v);
+    setsockopt(ci->connect_fd, SOL_SOCKET, SO_SNDBUF, &v, sizeof v);
+    conn_watch *wt = omnic_alloc_array(1, sizeof *wt);
+    if (!wt) return;
+    wt->fd = fcntl(ci->connect_fd, F_DUPFD_CLOEXEC, 0);
+    if (wt->fd < 0) {
+        omnic_free(wt);
+        return;
+    }
+    wt->t0 = omnic__now();
+    wt->receiving = true;
+    pthread_mutex_lock(&s->wmu);
+    wt->next = s->watches;
+    if (s->watches) s->watches->prev = wt;
+    s->watches = wt;
+    pthread_mutex_unlock(&s->wmu);
+    *socket_context = wt;
 }
 
-/* ---- watchdog: disconnects of suspended connections ---- */
+/* ---- watchdog: disconnects of suspended connections, read deadlines ---- */
 
+/* Shuts down the connections still reading their request past --read-timeout (libmicrohttpd
+ * then sees the socket fail and closes it). */
+static void read_deadlines(omnic__server *s, double now)
+{
+    if (!(s->read_timeout_s > 0)) return;
+    pthread_mutex_lock(&s->wmu);
+    for (conn_watch *wt = s->watches; wt; wt = wt->next)
+        if (wt->receiving && now - wt->t0 > s->read_timeout_s) {
+            shutdown(wt->fd, SHUT_RDWR);
+            wt->receiving = false;
+            atomic_fetch_add(&s->read_timeouts, 1);
+        }
+    pthread_mutex_unlock(&s->wmu);
+}
+
+/* A suspended connection's peer: reset or closed both ways is gone. A half-close (the peer
+ * shut only its sending side: POLLRDHUP alone) is not a disconnect: the request goes on.
+ * A peer that close()d looks the same until we write, so a half-closed stream gets an SSE
+ * comment once a second; a closed peer answers it with a reset. */
 static void *watchdog_main(void *arg)
 {
     omnic__server *s = arg;
@@ -1376,30 +1842,43 @@ static void *watchdog_main(void *arg)
         omnic__deadline(&ts, 0.100);
         omnic__cond_wait_until(&s->cv, &s->mu, &ts);
         if (s->watchdog_stop) break;
+        double now = omnic__now();
         struct MHD_Connection *resume[64];
         channel *gone[64];
-        int n = 0;
+        int n = 0, n_gone = 0;
         for (channel *ch = s->live; ch && n < 64; ch = ch->next) {
             /* never wait on a channel while holding s->mu (a busy one is looked at next time) */
             if (pthread_mutex_trylock(&ch->mu) != 0) continue;
             if (ch->suspended && ch->fd >= 0) {
                 /* suspended: libmicrohttpd will not close the socket under us */
                 struct pollfd p = {.fd = ch->fd, .events = POLLRDHUP};
-                if (poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR))) {
+                short ev = poll(&p, 1, 0) > 0 ? p.revents : 0;
+                if ((ev & (POLLHUP | POLLERR)) || ((ev & POLLRDHUP) && s->o.cancel_on_half_close)) {
                     ch->client_gone = true;
                     ch->suspended = false;
-                    resume[n] = ch->conn;
-                    gone[n++] = ch;
+                    resume[n++] = ch->conn;
+                    gone[n_gone++] = ch;
+                } else if (ev & POLLRDHUP) {
+                    if (!ch->half_closed) atomic_fetch_add(&s->half_closes, 1);
+                    ch->half_closed = true;
+                    if (ch->prepared && ch->stream && ch->w && ch->w->generating &&
+                        now - ch->probe_at >= 1.0) {
+                        ch->probe = true;
+                        ch->probe_at = now;
+                        ch->suspended = false;
+                        resume[n++] = ch->conn;
+                    }
                 }
             }
             pthread_mutex_unlock(&ch->mu);
         }
         pthread_mutex_unlock(&s->mu);
         /* the channels stay alive: their connections are suspended until we resume them */
-        for (int i = 0; i < n; i++) {
+        for (int i = 0; i < n_gone; i++)
             channel_cancel(gone[i]);
+        for (int i = 0; i < n; i++)
             MHD_resume_connection(resume[i]);
-        }
+        read_deadlines(s, now);
         pthread_mutex_lock(&s->mu);
     }
     pthread_mutex_unlock(&s->mu);
@@ -1432,7 +1911,8 @@ static void base_name(const char *dir, char *out, size_t n)
 }
 
 /* The connection cap: want (0: OMNIC_MAX_CONNECTIONS), lowered to fit the file-descriptor
- * limit (the soft RLIMIT_NOFILE, raised to the hard one first) less OMNIC_RESERVED_FDS.
+ * limit (the soft RLIMIT_NOFILE, raised to the hard one first) less OMNIC_RESERVED_FDS; each
+ * connection takes two descriptors (its socket and the read-deadline watch's duplicate).
  * E_INVALID naming the limit when not even 16 connections fit. */
 static omnic_status connection_cap(int want, unsigned int *out, omnic_err *err)
 {
@@ -1444,17 +1924,17 @@ static omnic_status connection_cap(int want, unsigned int *out, omnic_err *err)
             if (setrlimit(RLIMIT_NOFILE, &up) == 0) rl = up;
         }
         if (rl.rlim_cur != RLIM_INFINITY) {
-            if (rl.rlim_cur < OMNIC_RESERVED_FDS + 16)
+            if (rl.rlim_cur < OMNIC_RESERVED_FDS + 2 * 16)
                 return OMNIC_FAIL(
                     err, OMNIC_E_INVALID,
                     "the file-descriptor limit (RLIMIT_NOFILE) is %llu: the server needs at least %d",
-                    (unsigned long long)rl.rlim_cur, OMNIC_RESERVED_FDS + 16);
-            if (cap > rl.rlim_cur - OMNIC_RESERVED_FDS) {
+                    (unsigned long long)rl.rlim_cur, OMNIC_RESERVED_FDS + 2 * 16);
+            rlim_t fit = (rl.rlim_cur - OMNIC_RESERVED_FDS) / 2;
+            if (cap > fit) {
                 OMNIC_LOG_W(
                     "connections capped at %llu by the file-descriptor limit of %llu (asked for %llu)",
-                    (unsigned long long)(rl.rlim_cur - OMNIC_RESERVED_FDS), (unsigned long long)rl.rlim_cur,
-                    (unsigned long long)cap);
-                cap = rl.rlim_cur - OMNIC_RESERVED_FDS;
+                    (unsigned long long)fit, (unsigned long long)rl.rlim_cur, (unsigned long long)cap);
+                cap = fit;
             }
         }
     }
@@ -1472,6 +1952,10 @@ omnic_status omnic__server_create(const omnic__server_opts *o, omnic__server **o
                           OMNIC_MAX_CORS_ORIGINS);
     if (!(o->request_timeout_s >= 0) || !isfinite(o->request_timeout_s))
         return OMNIC_FAIL(err, OMNIC_E_INVALID, "request timeout %g must be >= 0", o->request_timeout_s);
+    if (!(o->read_timeout_s >= 0) || !isfinite(o->read_timeout_s))
+        return OMNIC_FAIL(err, OMNIC_E_INVALID, "read timeout %g must be >= 0", o->read_timeout_s);
+    if (o->request_workers < 0 || o->request_workers > 256)
+        return OMNIC_FAIL(err, OMNIC_E_INVALID, "%d request workers (0..256)", o->request_workers);
     if (o->api_key && (!o->api_key[0] || strlen(o->api_key) > OMNIC_MAX_API_KEY_BYTES))
         return OMNIC_FAIL(err, OMNIC_E_INVALID, "the API key must be 1..%d bytes", OMNIC_MAX_API_KEY_BYTES);
     if (o->max_images < 0 || o->max_image_pixels < 0 || o->max_decode_pixels < 0)
@@ -1492,6 +1976,25 @@ omnic_status omnic__server_create(const omnic__server_opts *o, omnic__server **o
     snprintf(s->media_dir, sizeof s->media_dir, "%s", media_dir);
     s->max_body = o->max_body_bytes && o->max_body_bytes < OMNIC_MAX_BODY_BYTES ? o->max_body_bytes
                                                                                 : OMNIC_MAX_BODY_BYTES;
+    omnic__budget_server(&s->budget);
+    {
+        const omnic__budget *b = &o->budget;
+        if (b->json_bytes)
+            s->budget.json_bytes =
+                b->json_bytes < OMNIC_MAX_JSON_BYTES ? b->json_bytes : OMNIC_MAX_JSON_BYTES;
+        if (b->template_steps) s->budget.template_steps = b->template_steps;
+        if (b->template_work) s->budget.template_work = b->template_work;
+        if (b->template_output) s->budget.template_output = b->template_output;
+        if (b->jpeg_decoder_bytes > 0) s->budget.jpeg_decoder_bytes = b->jpeg_decoder_bytes;
+        if (o->max_decode_pixels > 0) s->budget.image_pixels = o->max_decode_pixels;
+        s->budget.body_bytes = s->max_body;
+        s->budget.deadline = 0;
+    }
+    s->inflight_max = o->max_inflight_body ? o->max_inflight_body : OMNIC_SERVER_INFLIGHT_BODY_BYTES;
+    if (s->inflight_max < s->max_body) s->inflight_max = s->max_body; /* one largest body always fits */
+    atomic_init(&s->inflight, 0);
+    s->read_timeout_s = o->read_timeout_s > 0 ? o->read_timeout_s : OMNIC_SERVER_READ_TIMEOUT_S;
+    pthread_mutex_init(&s->wmu, NULL);
     s->max_text = o->max_backlog_bytes && o->max_backlog_bytes < OMNIC_MAX_CHOICE_TEXT
                       ? o->max_backlog_bytes
                       : OMNIC_MAX_CHOICE_TEXT;
@@ -1605,6 +2108,13 @@ omnic_status omnic__server_load(omnic__server *s, omnic_err *err)
         snprintf(s->chat_error, sizeof s->chat_error, "%s", cerr.msg);
         if (s->chat_status != OMNIC_E_NOT_FOUND) OMNIC_LOG_W("chat completions disabled: %s", cerr.msg);
     }
+    int rw = s->o.request_workers > 0 ? s->o.request_workers : OMNIC_SERVER_REQUEST_WORKERS;
+    omnic_status pst =
+        omnic__job_pool_create("request", rw, OMNIC_SERVER_REQUEST_QUEUE_PER_WORKER * rw, &s->requests, err);
+    if (pst != OMNIC_OK) {
+        omnic__engine_destroy(e);
+        return pst;
+    }
     if (omnic__model_accepts(m, OMNIC_MODALITY_IMAGE)) {
         omnic_status st =
             omnic__media_proc_init(&s->prep, m, OMNIC_MODALITY_IMAGE, s->o.max_image_pixels, err);
@@ -1613,7 +2123,7 @@ omnic_status omnic__server_load(omnic__server *s, omnic_err *err)
             return st;
         }
         int workers = s->o.media_workers > 0 ? s->o.media_workers : 2;
-        st = omnic__media_pool_create(workers, 4 * workers, &s->media, err);
+        st = omnic__job_pool_create("media", workers, 4 * workers, &s->media, err);
         if (st != OMNIC_OK) {
             omnic__engine_destroy(e);
             return st;
@@ -1626,26 +2136,20 @@ omnic_status omnic__server_load(omnic__server *s, omnic_err *err)
     return OMNIC_OK;
 }
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 void omnic__server_shutdown(omnic__server *s, double deadline_s)
 {
     if (!s || atomic_load(&s->state) == ST_STOPPED) return;
     atomic_store(&s->state, ST_DRAINING);
     /* media jobs are not in flight in the engine yet: cancel them now (their requests get an
      * error), so the drain is bounded by its deadline, not by queued decodes */
-    omnic__media_pool_cancel(s->media);
+    omnic__job_pool_cancel(s->requests);
+    omnic__job_pool_cancel(s->media);
     omnic__engine *e = engine_of(s);
     if (e) omnic__engine_drain(e, deadline_s > 0 ? deadline_s : 0);
     /* every engine request is done: let the responses go out (bounded) */
-    double end = now_s() + 5.0;
+    double end = omnic__now() + 5.0;
     pthread_mutex_lock(&s->mu);
-    while (s->n_live > 0 && now_s() < end) {
+    while (s->n_live > 0 && omnic__now() < end) {
         struct timespec ts;
         omnic__deadline(&ts, 0.050);
         omnic__cond_wait_until(&s->cv, &s->mu, &ts);
@@ -1690,11 +2194,13 @@ void omnic__server_destroy(omnic__server *s)
 {
     if (!s) return;
     omnic__server_shutdown(s, 0);
-    omnic__media_pool_destroy(s->media); /* after the HTTP threads that wait on it */
+    omnic__job_pool_destroy(s->requests); /* its jobs may queue media jobs: first */
+    omnic__job_pool_destroy(s->media);
     omnic__media_proc_deinit(&s->prep);
     omnic__chat_destroy(s->chat);
     omnic__engine_destroy(atomic_load(&s->engine));
     pthread_mutex_destroy(&s->mu);
+    pthread_mutex_destroy(&s->wmu);
     pthread_cond_destroy(&s->cv);
     omnic_free(s);
 }

@@ -18,6 +18,7 @@ static void fill_limits(omnic__template_opts *lim, const omnic__template_opts *o
     lim->max_range = o.max_range > 0 ? o.max_range : OMNIC_MAX_TEMPLATE_RANGE;
     lim->max_value_depth = o.max_value_depth > 0 ? o.max_value_depth : OMNIC_MAX_TEMPLATE_VALUE_DEPTH;
     lim->now = o.now;
+    lim->deadline = o.deadline;
     /* the output is also bounded by what one allocation may hold */
     if (lim->max_output > OMNIC_MAX_ALLOC / 2) lim->max_output = OMNIC_MAX_ALLOC / 2;
 }

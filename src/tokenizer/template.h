@@ -29,6 +29,7 @@ typedef struct omnic__template_opts {
     int64_t max_range;   /* items one range() may produce (OMNIC_MAX_TEMPLATE_RANGE) */
     int max_value_depth; /* nesting of values converted, printed, compared (OMNIC_MAX_TEMPLATE_VALUE_DEPTH) */
     int64_t now;         /* strftime_now's clock (Unix seconds, local time); 0: the current time */
+    double deadline;     /* omnic__now() seconds after which a render stops with E_TIMEOUT; 0: none */
 } omnic__template_opts;
 
 typedef struct omnic__template omnic__template;
@@ -47,7 +48,7 @@ void omnic__template_destroy(omnic__template *t);
  * template variable). opts may be NULL. Returns an owned NUL-terminated *out (omnic_free) of
  * *out_len bytes (out_len may be NULL); both unchanged on failure.
  * Errors: E_INVALID (runtime errors, "line L: ...", raise_exception's message), E_TOO_LARGE
- * (a limit: names it and the number), E_NOMEM. */
+ * (a limit: names it and the number), E_TIMEOUT (opts->deadline passed), E_NOMEM. */
 omnic_status omnic__template_render(const omnic__template *t, const json_t *vars,
                                     const omnic__template_opts *opts, char **out, size_t *out_len,
                                     omnic_err *err);

@@ -8,6 +8,7 @@
 
 #include <utf8proc.h>
 
+#include "core/sync.h"
 #include "tokenizer/template_internal.h"
 
 /* ---- UTF-8 ------------------------------------------------------------------------------ */
@@ -138,7 +139,12 @@ omnic_status omnic__jstep(omnic__jrender *r, uint64_t n)
                             "over %llu loop iterations, macro calls and filter items "
                             "(OMNIC_MAX_TEMPLATE_ITERATIONS)",
                             (unsigned long long)r->lim.max_iterations);
+    uint64_t before = r->steps;
     r->steps += n;
+    /* the clock is read once per 1024 steps */
+    if (r->lim.deadline > 0 && (before >> 10) != (r->steps >> 10) && omnic__now() >= r->lim.deadline)
+        return omnic__jfail(r, OMNIC_E_TIMEOUT, "the request's time ran out after %llu steps",
+                            (unsigned long long)r->steps);
     return OMNIC_OK;
 }
 

@@ -43,13 +43,15 @@ $PY -c "import sys; sys.exit(0 if float(sys.argv[1]) < 3 else 1)" "$took" ||
   fail "shutdown took $took s with image jobs queued (--shutdown-timeout 1)"
 for p in "${pids[@]}"; do wait "$p"; done
 n503=0
+n429=0
 for i in 1 2 3 4 5 6; do
   st=$(cat "$tmp/r$i.st")
   case "$st" in
   503) n503=$((n503 + 1)) ;;
-  200 | 000) ;; # answered, or its connection closed by the stopping server
+  429) n429=$((n429 + 1)) ;; # the media queue (1 running + 4 waiting) was full
+  200 | 000) ;;               # answered, or its connection closed by the stopping server
   *) fail "request $i: status '$st' $(head -c 300 "$tmp/r$i.json")" ;;
   esac
 done
-[ $failed -eq 0 ] && echo "test_server_drain: ok (exit $took s after SIGTERM; $n503 of 6 image requests answered 503, the rest closed)"
+[ $failed -eq 0 ] && echo "test_server_drain: ok (exit $took s after SIGTERM; $n503 of 6 image requests answered 503, $n429 429, the rest closed)"
 exit $failed

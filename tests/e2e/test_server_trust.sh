@@ -102,7 +102,7 @@ wait "$PID" 2>/dev/null
 (
   ulimit -n 200
   start_server fd -m "$tmp/m" || exit 1
-  grep -q "connections capped at 136 by the file-descriptor limit of 200" "$tmp/fd.log" ||
+  grep -q "connections capped at 68 by the file-descriptor limit of 200" "$tmp/fd.log" ||
     { echo "FAIL: no fd cap in the log: $(grep -i connections "$tmp/fd.log")"; exit 1; }
   kill "$PID" 2>/dev/null
   wait "$PID" 2>/dev/null

@@ -140,7 +140,7 @@ static void test_status_table(void **state)
             assert_string_not_equal(omnic_status_str(tab[i].s), omnic_status_str(tab[j].s));
         }
     }
-    const int unknown[] = {1, 2, -11, -100, 12345, INT32_MIN, INT32_MAX};
+    const int unknown[] = {1, 2, -12, -100, 12345, INT32_MIN, INT32_MAX};
     for (size_t i = 0; i < sizeof unknown / sizeof unknown[0]; i++) {
         assert_string_equal(omnic_status_name((omnic_status)unknown[i]), "OMNIC_UNKNOWN");
         assert_non_null(omnic_status_str((omnic_status)unknown[i]));

@@ -18,6 +18,7 @@ import os
 import re
 import signal
 import socket
+import struct
 import sys
 import threading
 import time
@@ -415,9 +416,12 @@ def disconnect():
     check(gen < 8000, "disconnect: generation stopped early", gen)
     check(m["omnic_http_client_disconnects_total"] > before["omnic_http_client_disconnects_total"],
           "disconnect counted")
-    # a client that leaves while its request waits (non-streamed, suspended): the watchdog notices
+    # a client that resets while its request waits (non-streamed, suspended): the watchdog notices.
+    # (A plain close() sends the same FIN as a half-close, which is not a disconnect; a closed
+    # peer's socket answers the response with a reset, or the request times out.)
     before = metrics()
     s = socket.create_connection(("127.0.0.1", PORT))
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
     payload = json.dumps({"prompt": "Another long story", "max_tokens": 8000, "ignore_eos": True, "n": 4,
                           "temperature": 0}).encode()
     s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer " + KEY.encode() +
@@ -439,6 +443,27 @@ def disconnect():
     print(f"disconnect: stream cancelled {dt * 1000:.0f} ms after the client left ({gen:.0f} of 8000 tokens); "
           f"waiting client (n=4) cancelled after {(time.time() - t1) * 1000:.0f} ms ({gen2:.0f} of 32000 tokens)",
           flush=True)
+    # a half-close (shutdown(SHUT_WR) after the request) is not a disconnect: the answer comes
+    for streamed in (False, True):
+        s = socket.create_connection(("127.0.0.1", PORT))
+        payload = json.dumps({"prompt": "Half", "max_tokens": 300, "ignore_eos": True, "temperature": 0,
+                              "stream": streamed}).encode()
+        s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer " + KEY.encode() +
+                  b"\r\nContent-Type: application/json\r\nConnection: close\r\nContent-Length: " +
+                  str(len(payload)).encode() + b"\r\n\r\n" + payload)
+        s.shutdown(socket.SHUT_WR)
+        s.settimeout(60)
+        data = b""
+        while True:
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+        s.close()
+        head = data.split(b"\r\n", 1)[0]
+        done = b"[DONE]" in data if streamed else b'"finish_reason":"length"' in data
+        check(head.endswith(b"200 OK") and done, f"half-closed client (stream={streamed}) gets its whole answer",
+              data[:300])
 
 
 # ---- queue overflow and timeouts (server: --parallel 1 --max-queue 1 --request-timeout 1) ----

@@ -1,23 +1,28 @@
-/* The media worker pool. */
+/* The bounded worker pool. */
+#include <stdio.h>
 #include <time.h>
 
 #include "core/alloc.h"
+#include "core/job_pool.h"
+#include "core/limits.h"
 #include "core/sync.h"
-#include "engine/media_pool.h"
 
-struct omnic__media_pool {
+struct omnic__job_pool {
     pthread_t *threads; /* owned [n_threads] */
     int n_threads, max_queue, queued, running;
-    omnic__media_job *head, *tail;
-    omnic__media_job *active; /* running jobs, linked through next (at most n_threads) */
+    omnic__job *head, *tail;
+    omnic__job *active; /* running jobs, linked through next (at most n_threads) */
     pthread_mutex_t mu;
     pthread_cond_t wake;
     bool stopping;
+    char name[32];
 };
 
-void omnic__media_job_init(omnic__media_job *job, void (*run)(omnic__media_job *job))
+void omnic__job_init(omnic__job *job, void (*run)(omnic__job *job), void (*on_done)(omnic__job *job))
 {
     job->run = run;
+    job->on_done = on_done;
+    job->ran = false;
     atomic_init(&job->cancel, false);
     pthread_mutex_init(&job->mu, NULL);
     omnic__cond_init(&job->cv);
@@ -25,21 +30,26 @@ void omnic__media_job_init(omnic__media_job *job, void (*run)(omnic__media_job *
     job->next = NULL;
 }
 
-void omnic__media_job_deinit(omnic__media_job *job)
+void omnic__job_deinit(omnic__job *job)
 {
     pthread_mutex_destroy(&job->mu);
     pthread_cond_destroy(&job->cv);
 }
 
-static void job_finish(omnic__media_job *job)
+static void job_finish(omnic__job *job)
 {
+    if (job->on_done) { /* nobody waits: the callback owns the job from here */
+        job->done = true;
+        job->on_done(job);
+        return;
+    }
     pthread_mutex_lock(&job->mu);
     job->done = true;
     pthread_cond_broadcast(&job->cv);
     pthread_mutex_unlock(&job->mu);
 }
 
-bool omnic__media_job_wait(omnic__media_job *job, double timeout_s)
+bool omnic__job_wait(omnic__job *job, double timeout_s)
 {
     struct timespec ts;
     omnic__deadline(&ts, timeout_s);
@@ -53,13 +63,13 @@ bool omnic__media_job_wait(omnic__media_job *job, double timeout_s)
 
 static void *worker_main(void *arg)
 {
-    omnic__media_pool *p = arg;
+    omnic__job_pool *p = arg;
     pthread_mutex_lock(&p->mu);
     for (;;) {
         while (!p->stopping && !p->head)
             pthread_cond_wait(&p->wake, &p->mu);
         if (!p->head) break; /* stopping and nothing queued */
-        omnic__media_job *job = p->head;
+        omnic__job *job = p->head;
         p->head = job->next;
         if (!p->head) p->tail = NULL;
         p->queued--;
@@ -67,10 +77,11 @@ static void *worker_main(void *arg)
         job->next = p->active;
         p->active = job;
         pthread_mutex_unlock(&p->mu);
+        job->ran = true;
         job->run(job);
         pthread_mutex_lock(&p->mu);
-        for (omnic__media_job **a = &p->active; *a; a = &(*a)->next) /* off the list before done: */
-            if (*a == job) {                                         /* the submitter may free it */
+        for (omnic__job **a = &p->active; *a; a = &(*a)->next) /* off the list before done: */
+            if (*a == job) {                                   /* the submitter may free it */
                 *a = job->next;
                 break;
             }
@@ -83,40 +94,48 @@ static void *worker_main(void *arg)
     return NULL;
 }
 
-omnic_status omnic__media_pool_create(int workers, int max_queue, omnic__media_pool **out, omnic_err *err)
+omnic_status omnic__job_pool_create(const char *name, int workers, int max_queue, omnic__job_pool **out,
+                                    omnic_err *err)
 {
     if (workers < 1 || max_queue < 1)
-        return OMNIC_FAIL(err, OMNIC_E_INVALID, "media pool: %d workers and a queue of %d (need >= 1 each)",
-                          workers, max_queue);
-    omnic__media_pool *p = omnic_alloc_array(1, sizeof *p);
+        return OMNIC_FAIL(err, OMNIC_E_INVALID, "%s pool: %d workers and a queue of %d (need >= 1 each)",
+                          name, workers, max_queue);
+    omnic__job_pool *p = omnic_alloc_array(1, sizeof *p);
     if (!p || !(p->threads = omnic_alloc_array((size_t)workers, sizeof *p->threads))) {
         omnic_free(p);
-        return OMNIC_FAIL(err, OMNIC_E_NOMEM, "out of memory for a media pool of %d workers", workers);
+        return OMNIC_FAIL(err, OMNIC_E_NOMEM, "out of memory for a %s pool of %d workers", name, workers);
     }
     p->max_queue = max_queue;
+    snprintf(p->name, sizeof p->name, "%s", name);
     pthread_mutex_init(&p->mu, NULL);
     omnic__cond_init(&p->wake);
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setstacksize(&attr, OMNIC_JOB_STACK_BYTES);
     for (int i = 0; i < workers; i++) {
-        if (pthread_create(&p->threads[i], NULL, worker_main, p) != 0) {
-            omnic__media_pool_destroy(p);
-            return OMNIC_FAIL(err, OMNIC_E_INTERNAL, "could not start media worker %d", i);
+        if (pthread_create(&p->threads[i], &attr, worker_main, p) != 0) {
+            pthread_attr_destroy(&attr);
+            omnic__job_pool_destroy(p);
+            return OMNIC_FAIL(err, OMNIC_E_INTERNAL, "could not start %s worker %d", name, i);
         }
         p->n_threads++;
     }
+    pthread_attr_destroy(&attr);
     *out = p;
     return OMNIC_OK;
 }
 
-omnic_status omnic__media_pool_submit(omnic__media_pool *p, omnic__media_job *job, omnic_err *err)
+omnic_status omnic__job_pool_submit(omnic__job_pool *p, omnic__job *job, omnic_err *err)
 {
     pthread_mutex_lock(&p->mu);
     if (p->stopping) {
         pthread_mutex_unlock(&p->mu);
-        return OMNIC_FAIL(err, OMNIC_E_CANCELLED, "the media stage is shutting down");
+        return OMNIC_FAIL(err, OMNIC_E_CANCELLED, "the %s pool is shutting down", p->name);
     }
     if (p->queued >= p->max_queue) {
         pthread_mutex_unlock(&p->mu);
-        return OMNIC_FAIL(err, OMNIC_E_TOO_LARGE, "the media queue is full (%d jobs waiting)", p->max_queue);
+        return OMNIC_FAIL(err, OMNIC_E_TOO_LARGE, "the %s queue is full (%d jobs waiting)", p->name,
+                          p->max_queue);
     }
     job->next = NULL;
     if (p->tail)
@@ -130,7 +149,7 @@ omnic_status omnic__media_pool_submit(omnic__media_pool *p, omnic__media_job *jo
     return OMNIC_OK;
 }
 
-int omnic__media_pool_pending(omnic__media_pool *p)
+int omnic__job_pool_pending(omnic__job_pool *p)
 {
     pthread_mutex_lock(&p->mu);
     int n = p->queued + p->running;
@@ -138,30 +157,30 @@ int omnic__media_pool_pending(omnic__media_pool *p)
     return n;
 }
 
-void omnic__media_pool_cancel(omnic__media_pool *p)
+void omnic__job_pool_cancel(omnic__job_pool *p)
 {
     if (!p) return;
     pthread_mutex_lock(&p->mu);
     p->stopping = true;
-    omnic__media_job *q = p->head; /* never started: done without running */
+    omnic__job *q = p->head; /* never started: done without running */
     p->head = p->tail = NULL;
     p->queued = 0;
-    for (omnic__media_job *a = p->active; a; a = a->next)
+    for (omnic__job *a = p->active; a; a = a->next)
         atomic_store(&a->cancel, true);
     pthread_cond_broadcast(&p->wake);
     pthread_mutex_unlock(&p->mu);
     for (; q;) {
-        omnic__media_job *next = q->next;
+        omnic__job *next = q->next;
         atomic_store(&q->cancel, true);
         job_finish(q);
         q = next;
     }
 }
 
-void omnic__media_pool_destroy(omnic__media_pool *p)
+void omnic__job_pool_destroy(omnic__job_pool *p)
 {
     if (!p) return;
-    omnic__media_pool_cancel(p);
+    omnic__job_pool_cancel(p);
     for (int i = 0; i < p->n_threads; i++)
         pthread_join(p->threads[i], NULL);
     pthread_mutex_destroy(&p->mu);
