@@ -17,11 +17,14 @@
 
 #include "core/alloc.h"
 #include "core/arena.h"
+#include "core/budget.h"
 #include "core/dtype.h"
 #include "core/err.h"
+#include "core/job_pool.h"
 #include "core/limits.h"
 #include "core/npy.h"
 #include "core/sha256.h"
+#include "core/sync.h"
 #include "core/tensor.h"
 #include "core/threadpool.h"
 
@@ -338,7 +341,8 @@ static void test_tensor_init(void **state)
     EXPECT_ERR(omnic__tensor_init(&t, OMNIC_DTYPE_COUNT, 2, ok, &err), err, OMNIC_E_INVALID, bad_dt);
     /* block-quantized dtypes: rows of whole 32-element blocks; bytes per block */
     int64_t q_bad[2] = {4, 48}, q_ok[2] = {3, 64};
-    EXPECT_ERR(omnic__tensor_init(&t, OMNIC_DTYPE_Q8_0, 2, q_bad, &err), err, OMNIC_E_INVALID, "q8_0", "32", "48");
+    EXPECT_ERR(omnic__tensor_init(&t, OMNIC_DTYPE_Q8_0, 2, q_bad, &err), err, OMNIC_E_INVALID, "q8_0", "32",
+               "48");
     EXPECT_ERR(omnic__tensor_init(&t, OMNIC_DTYPE_Q4_0, 0, NULL, &err), err, OMNIC_E_INVALID, "q4_0");
     EXPECT_OK(omnic__tensor_init(&t, OMNIC_DTYPE_Q8_0, 2, q_ok, &err), err);
     size_t qb = 0;
@@ -1413,6 +1417,94 @@ static void test_npy_mutations(void **state)
     free(good);
 }
 
+/* Heap budgets count one thread's charges and refuse the one that passes the bound. */
+static void test_budget_heap(void **state)
+{
+    (void)state;
+    assert_true(omnic__budget_heap_charge(1u << 30)); /* no scope: no bound */
+    omnic__budget_heap_begin(100);
+    assert_true(omnic__budget_heap_charge(60));
+    assert_true(omnic__budget_heap_charge(40));
+    assert_false(omnic__budget_heap_charge(1));
+    assert_false(omnic__budget_heap_charge(SIZE_MAX));
+    bool over = false;
+    assert_int_equal(omnic__budget_heap_end(&over), 100);
+    assert_true(over);
+    omnic__budget_heap_begin(0); /* 0: counted, unbounded */
+    assert_true(omnic__budget_heap_charge(SIZE_MAX / 2));
+    assert_int_equal(omnic__budget_heap_end(&over), SIZE_MAX / 2);
+    assert_false(over);
+    omnic__budget b;
+    omnic__budget_server(&b);
+    assert_true(b.image_pixels < OMNIC_MAX_IMAGE_PIXELS);
+    assert_true(b.template_steps < OMNIC_MAX_TEMPLATE_ITERATIONS);
+    assert_true(b.template_work < OMNIC_MAX_TEMPLATE_WORK_BYTES);
+    assert_true(b.jpeg_decoder_bytes < OMNIC_MAX_JPEG_DECODER_BYTES);
+    omnic_err err;
+    assert_int_equal(omnic__budget_time(&b, "x", &err), OMNIC_OK); /* deadline 0: none */
+    b.deadline = omnic__now() - 0.001;
+    assert_int_equal(omnic__budget_time(&b, "the chat template", &err), OMNIC_E_TIMEOUT);
+    assert_non_null(strstr(err.msg, "during the chat template"));
+}
+
+typedef struct pool_job {
+    omnic__job job;
+    atomic_int *started, *ran, *done;
+    atomic_bool *gate;
+} pool_job;
+
+static void pool_run(omnic__job *j)
+{
+    pool_job *p = (pool_job *)j;
+    atomic_fetch_add(p->started, 1);
+    while (!atomic_load(p->gate) && !atomic_load(&j->cancel))
+        usleep(1000);
+    atomic_fetch_add(p->ran, 1);
+}
+
+static void pool_done(omnic__job *j)
+{
+    pool_job *p = (pool_job *)j;
+    atomic_fetch_add(p->done, 1);
+    omnic__job_deinit(j);
+    free(p);
+}
+
+/* A bounded pool: a full queue is refused at once naming its size; done callbacks run once
+ * for every job, run or cancelled while queued. */
+static void test_job_pool(void **state)
+{
+    (void)state;
+    omnic__job_pool *p = NULL;
+    omnic_err err;
+    assert_int_equal(omnic__job_pool_create("test", 1, 2, &p, &err), OMNIC_OK);
+    atomic_int started = 0, ran = 0, done = 0;
+    atomic_bool gate = false;
+    int accepted = 0, refused = 0;
+    for (int i = 0; i < 6; i++) {
+        pool_job *j = calloc(1, sizeof *j);
+        j->started = &started, j->ran = &ran, j->done = &done, j->gate = &gate;
+        omnic__job_init(&j->job, pool_run, pool_done);
+        if (omnic__job_pool_submit(p, &j->job, &err) == OMNIC_OK) {
+            accepted++;
+            if (i == 0)
+                while (!atomic_load(&started)) /* the first one runs */
+                    usleep(1000);
+        } else {
+            refused++;
+            assert_non_null(strstr(err.msg, "the test queue is full (2 jobs waiting)"));
+            omnic__job_deinit(&j->job);
+            free(j);
+        }
+    }
+    assert_int_equal(accepted, 3); /* one running, two waiting */
+    assert_int_equal(refused, 3);
+    omnic__job_pool_cancel(p); /* the two waiting finish unrun; the running one sees cancel */
+    omnic__job_pool_destroy(p);
+    assert_int_equal(atomic_load(&done), 3);
+    assert_int_equal(atomic_load(&ran), 1);
+}
+
 int main(void)
 {
     // clang-format off
@@ -1438,6 +1530,8 @@ int main(void)
         cmocka_unit_test(test_npy_from_numpy),
         cmocka_unit_test(test_npy_malformed),
         cmocka_unit_test(test_npy_mutations),
+        cmocka_unit_test(test_budget_heap),
+        cmocka_unit_test(test_job_pool),
     };
     // clang-format on
     return cmocka_run_group_tests(tests, group_setup, group_teardown);

@@ -16,10 +16,10 @@
 
 #include "model_testutil.h"
 
+#include "core/sync.h"
 #include "engine/engine.h"
 #include "models/clip_media.h"
 #include "models/qwen2vl_media.h"
-
 
 static char dir[128];
 
@@ -66,13 +66,19 @@ static void on_event(void *ctx, const omnic__gen_event *ev)
 static void sink_wait(sink *s)
 {
     pthread_mutex_lock(&s->mu);
-    while (!s->done) pthread_cond_wait(&s->cv, &s->mu);
+    while (!s->done)
+        pthread_cond_wait(&s->cv, &s->mu);
     pthread_mutex_unlock(&s->mu);
 }
 
-static omnic__engine *engine_chunk(const char *model, int slots, int max_queue, int64_t step_tokens, int64_t chunk)
+static omnic__engine *engine_chunk(const char *model, int slots, int max_queue, int64_t step_tokens,
+                                   int64_t chunk)
 {
-    omnic__engine_opts o = {.model = {.backend = "cpu", .threads = 2, .ctx = 256, .slots = slots, .chunk = chunk,
+    omnic__engine_opts o = {.model = {.backend = "cpu",
+                                      .threads = 2,
+                                      .ctx = 256,
+                                      .slots = slots,
+                                      .chunk = chunk,
                                       .step_tokens = step_tokens},
                             .max_queue = max_queue};
     omnic__engine *e = NULL;
@@ -98,8 +104,9 @@ static omnic__engine *engine(int slots, int max_queue)
     return engine_steps(slots, max_queue, 0);
 }
 
-static const int32_t PROMPTS[8][6] = {{5, 17, 300, 42, 7, 9},   {100, 200, 300, 400, 1, 2}, {3, 3, 3, 3, 3, 3},
-                                      {11, 22, 33, 44, 55, 66}, {250, 251, 252, 0, 1, 7},  {8, 9, 10, 11, 12, 13},
+static const int32_t PROMPTS[8][6] = {{5, 17, 300, 42, 7, 9},   {100, 200, 300, 400, 1, 2},
+                                      {3, 3, 3, 3, 3, 3},       {11, 22, 33, 44, 55, 66},
+                                      {250, 251, 252, 0, 1, 7}, {8, 9, 10, 11, 12, 13},
                                       {400, 30, 20, 10, 5, 1},  {77, 88, 99, 111, 222, 333}};
 
 static omnic__gen_request req(const int32_t *prompt, size_t n, int64_t max_tokens, sink *s)
@@ -139,15 +146,18 @@ static int setup(void **state)
     snprintf(dir, sizeof dir, "/tmp/omnic-test-engine-XXXXXX");
     if (!mkdtemp(dir)) return -1;
     char cmd[2048];
-    snprintf(cmd, sizeof cmd,
-             PY " tools/mktiny.py --family qwen2 --out %s >/dev/null && " PY
-                " tools/mktiny.py --family phi3 --out %s/phi3 >/dev/null && " PY
-                " tools/mktiny.py --family llava --vision clip --text llama --dtype f32 --out %s/llava >/dev/null && "
-                "mkdir %s/mrope && cp %s/*.json %s/*.safetensors %s/mrope/ && " PY
-                " -c \"import json,sys; p=sys.argv[1]; c=json.load(open(p)); "
-                "c['rope_scaling']={'type':'mrope','mrope_section':[2,3,3]}; json.dump(c,open(p,'w'))\" "
-                "%s/mrope/config.json && " PY " tools/mktiny.py --family qwen2_vl --dtype f32 --out %s/qvl >/dev/null",
-             dir, dir, dir, dir, dir, dir, dir, dir, dir);
+    snprintf(
+        cmd, sizeof cmd,
+        PY
+        " tools/mktiny.py --family qwen2 --out %s >/dev/null && " PY
+        " tools/mktiny.py --family phi3 --out %s/phi3 >/dev/null && " PY
+        " tools/mktiny.py --family llava --vision clip --text llama --dtype f32 --out %s/llava >/dev/null && "
+        "mkdir %s/mrope && cp %s/*.json %s/*.safetensors %s/mrope/ && " PY
+        " -c \"import json,sys; p=sys.argv[1]; c=json.load(open(p)); "
+        "c['rope_scaling']={'type':'mrope','mrope_section':[2,3,3]}; json.dump(c,open(p,'w'))\" "
+        "%s/mrope/config.json && " PY
+        " tools/mktiny.py --family qwen2_vl --dtype f32 --out %s/qvl >/dev/null",
+        dir, dir, dir, dir, dir, dir, dir, dir, dir);
     return system(cmd) == 0 ? 0 : -1;
 }
 
@@ -172,8 +182,8 @@ static void test_stream_equals_decode(void **state)
     char *text;
     size_t len;
     omnic_err err;
-    assert_int_equal(omnic__tokenizer_decode(omnic__engine_tokenizer(e), s.tokens, (size_t)s.n_tokens, true, &text,
-                                             &len, &err),
+    assert_int_equal(omnic__tokenizer_decode(omnic__engine_tokenizer(e), s.tokens, (size_t)s.n_tokens, true,
+                                             &text, &len, &err),
                      OMNIC_OK);
     assert_int_equal(len, s.len);
     assert_memory_equal(text, s.text, len);
@@ -232,7 +242,8 @@ static void test_mixed_steps_equal_alone(void **state)
     static int32_t prompts[N][LONG];
     static const size_t lens[N] = {6, LONG, 5, LONG - 9};
     for (int i = 0; i < N; i++)
-        for (int j = 0; j < LONG; j++) prompts[i][j] = (int32_t)((i * 101 + j * 37 + 5) % 500);
+        for (int j = 0; j < LONG; j++)
+            prompts[i][j] = (int32_t)((i * 101 + j * 37 + 5) % 500);
     static sink alone[N], together[N];
     omnic__engine *e1 = engine_steps(1, 8, 6);
     for (int i = 0; i < N; i++) {
@@ -267,7 +278,8 @@ static void test_longrope_replay_batched(void **state)
     static int32_t prompts[N][MAXP];
     static const size_t lens[N] = {50, 60, 75};
     for (int i = 0; i < N; i++)
-        for (int j = 0; j < MAXP; j++) prompts[i][j] = (int32_t)((i * 53 + j * 29 + 3) % 500);
+        for (int j = 0; j < MAXP; j++)
+            prompts[i][j] = (int32_t)((i * 53 + j * 29 + 3) % 500);
     char phi3[160];
     snprintf(phi3, sizeof phi3, "%s/phi3", dir);
     for (int64_t steps = 0; steps <= 6; steps += 6) {
@@ -297,7 +309,7 @@ static void test_longrope_replay_batched(void **state)
 typedef struct image_req {
     int32_t prompt[16];
     size_t n;
-    omnic__media_item item;        /* pixels as the CLIP processor would give them */
+    omnic__media_item item; /* pixels as the CLIP processor would give them */
     const omnic__media_item *media[1];
 } image_req;
 
@@ -309,12 +321,15 @@ static void image_req_init(image_req *ir, const omnic__model *m, int k)
     ir->item = (omnic__media_item){.modality = OMNIC_MODALITY_IMAGE, .grid = {1, 1, 1}};
     assert_int_equal(omnic__tensor_create(&ir->item.input, OMNIC_DTYPE_F32, 3, d, &err), OMNIC_OK);
     float *px = ir->item.input->data;
-    for (int64_t i = 0; i < 3 * S * S; i++) px[i] = (float)((i * 7 + k * 13) % 41) / 20.0f - 1.0f;
+    for (int64_t i = 0; i < 3 * S * S; i++)
+        px[i] = (float)((i * 7 + k * 13) % 41) / 20.0f - 1.0f;
     ir->media[0] = &ir->item;
     ir->n = 0;
-    for (int i = 0; i < 5; i++) ir->prompt[ir->n++] = (int32_t)(30 + i * 11 + k);
+    for (int i = 0; i < 5; i++)
+        ir->prompt[ir->n++] = (int32_t)(30 + i * 11 + k);
     ir->prompt[ir->n++] = omnic__media_placeholder(m, OMNIC_MODALITY_IMAGE);
-    for (int i = 0; i < 4; i++) ir->prompt[ir->n++] = (int32_t)(200 + i * 3 + k);
+    for (int i = 0; i < 4; i++)
+        ir->prompt[ir->n++] = (int32_t)(200 + i * 3 + k);
 }
 
 /* Text and image requests interleaved on 4 slots: each one's tokens equal its run alone;
@@ -330,7 +345,8 @@ static void test_images_mixed_batch(void **state)
     static image_req ir[N];
     omnic__engine *e1 = engine_at(llava, 1, 8, 0);
     const omnic__model *m = omnic__engine_model(e1);
-    assert_true(omnic__media_placeholder(m, OMNIC_MODALITY_IMAGE) >= 0 && omnic__clip_media_of(m)->image_tokens > 1);
+    assert_true(omnic__media_placeholder(m, OMNIC_MODALITY_IMAGE) >= 0 &&
+                omnic__clip_media_of(m)->image_tokens > 1);
     omnic__gen_request rs[N];
     for (int i = 0; i < N; i++) {
         image_req_init(&ir[i], m, i);
@@ -390,7 +406,8 @@ static void test_images_mixed_batch(void **state)
     assert_int_equal(snap.slots_busy, 0);
     assert_int_equal(snap.queue_depth, 0);
     omnic__engine_destroy(e);
-    for (int i = 0; i < N; i++) omnic__media_item_deinit(&ir[i].item);
+    for (int i = 0; i < N; i++)
+        omnic__media_item_deinit(&ir[i].item);
 }
 
 /* An M-RoPE decoder (qwen2 + rope_scaling mrope) generates from text exactly what the 1-D
@@ -403,7 +420,8 @@ static void test_mrope_engine(void **state)
     snprintf(mr, sizeof mr, "%s/mrope", dir);
     static sink want[4], got[4];
     static int32_t longp[40];
-    for (int j = 0; j < 40; j++) longp[j] = (int32_t)((j * 31 + 7) % 500);
+    for (int j = 0; j < 40; j++)
+        longp[j] = (int32_t)((j * 31 + 7) % 500);
     for (int64_t steps = 0; steps <= 6; steps += 6) {
         omnic__engine *plain = engine_at(dir, 2, 8, steps), *e = engine_at(mr, 2, 8, steps);
         uint64_t id;
@@ -449,10 +467,12 @@ static void test_qwen2vl_batch(void **state)
     omnic_err err;
     for (int i = 0; i < N; i++) {
         size_t n = 0;
-        for (int j = 0; j < 4; j++) prompts[i][n++] = (int32_t)(40 + 7 * j + i);
+        for (int j = 0; j < 4; j++)
+            prompts[i][n++] = (int32_t)(40 + 7 * j + i);
         if (grids[i][0]) {
             int64_t d[2] = {grids[i][0] * grids[i][1] * grids[i][2], K};
-            px[i] = (omnic__media_item){.modality = OMNIC_MODALITY_IMAGE, .has_grid = true,
+            px[i] = (omnic__media_item){.modality = OMNIC_MODALITY_IMAGE,
+                                        .has_grid = true,
                                         .grid = {grids[i][0], grids[i][1], grids[i][2]}};
             assert_int_equal(omnic__tensor_create(&px[i].input, OMNIC_DTYPE_F32, 2, d, &err), OMNIC_OK);
             for (int64_t v = 0; v < d[0] * K; v++)
@@ -462,7 +482,8 @@ static void test_qwen2vl_batch(void **state)
             prompts[i][n++] = qm->spec.image_token_id;
             prompts[i][n++] = qm->qvit->cfg.vision_end_id;
         }
-        for (int j = 0; j < 3; j++) prompts[i][n++] = (int32_t)(200 + 5 * j + i);
+        for (int j = 0; j < 3; j++)
+            prompts[i][n++] = (int32_t)(200 + 5 * j + i);
         lens[i] = n;
         rs[i] = req(prompts[i], n, 12, NULL);
         if (px[i].input) rs[i].media = &pxp[i], rs[i].n_media = 1;
@@ -516,7 +537,8 @@ static void test_qwen2vl_batch(void **state)
         assert_memory_equal(sc.tokens, alone[0].tokens, sizeof(int32_t) * (size_t)alone[0].n_tokens);
         omnic__engine_destroy(ec);
     }
-    for (int i = 0; i < N; i++) omnic__media_item_deinit(&px[i]);
+    for (int i = 0; i < N; i++)
+        omnic__media_item_deinit(&px[i]);
 }
 
 /* Cancelling frees the slot: the next request on a 1-slot engine runs. */
@@ -619,7 +641,8 @@ static void test_admission(void **state)
     assert_int_equal(snap.rejected[OMNIC_REJECT_CAPACITY], 1);
     assert_true(snap.rejected[OMNIC_REJECT_QUEUE_FULL] >= 1);
     omnic__engine_destroy(e); /* cancels the rest */
-    for (int i = 0; i < 4; i++) sink_wait(&q[i]);
+    for (int i = 0; i < 4; i++)
+        sink_wait(&q[i]);
     (void)ok;
 }
 
@@ -646,15 +669,55 @@ static void test_timeout_and_metrics(void **state)
     omnic__engine_destroy(e);
 }
 
+/* A request waiting in the queue behind a busy slot times out there (it never gets a slot),
+ * and started_s moves the origin of its timeout back (a server's upload and preparation). */
+static void test_queued_timeout(void **state)
+{
+    (void)state;
+    omnic__engine *e = engine(1, 8);
+    sink busy, queued, late;
+    sink_init(&busy);
+    sink_init(&queued);
+    sink_init(&late);
+    uint64_t id, busy_id;
+    omnic_err err;
+    omnic__gen_request r = req(PROMPTS[0], 6, 240, &busy);
+    r.ignore_eos = true;
+    assert_int_equal(omnic__engine_submit(e, &r, &busy_id, &err), OMNIC_OK);
+    omnic__gen_request q = req(PROMPTS[1], 6, 5, &queued);
+    q.timeout_s = 0.002; /* the busy request's 240 tokens take longer */
+    assert_int_equal(omnic__engine_submit(e, &q, &id, &err), OMNIC_OK);
+    sink_wait(&queued);
+    assert_int_equal(queued.finish, OMNIC_FINISH_TIMEOUT);
+    assert_int_equal(queued.completion_tokens, 0);
+    assert_false(busy.done); /* it timed out while the slot was still busy */
+    /* started 10 s ago with a 5 s timeout: over before it is queued */
+    omnic__gen_request l = req(PROMPTS[2], 6, 5, &late);
+    l.timeout_s = 5;
+    l.started_s = omnic__now() - 10;
+    assert_int_equal(omnic__engine_submit(e, &l, &id, &err), OMNIC_OK);
+    sink_wait(&late);
+    assert_int_equal(late.finish, OMNIC_FINISH_TIMEOUT);
+    omnic__engine_cancel(e, busy_id);
+    sink_wait(&busy);
+    omnic__engine_destroy(e);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_stream_equals_decode), cmocka_unit_test(test_concurrent_equals_alone),
-        cmocka_unit_test(test_mixed_steps_equal_alone), cmocka_unit_test(test_longrope_replay_batched),
-        cmocka_unit_test(test_images_mixed_batch), cmocka_unit_test(test_mrope_engine),
+        cmocka_unit_test(test_stream_equals_decode),
+        cmocka_unit_test(test_concurrent_equals_alone),
+        cmocka_unit_test(test_mixed_steps_equal_alone),
+        cmocka_unit_test(test_longrope_replay_batched),
+        cmocka_unit_test(test_images_mixed_batch),
+        cmocka_unit_test(test_mrope_engine),
         cmocka_unit_test(test_qwen2vl_batch),
-        cmocka_unit_test(test_cancel),               cmocka_unit_test(test_stop_string),
-        cmocka_unit_test(test_admission),            cmocka_unit_test(test_timeout_and_metrics),
+        cmocka_unit_test(test_cancel),
+        cmocka_unit_test(test_stop_string),
+        cmocka_unit_test(test_admission),
+        cmocka_unit_test(test_timeout_and_metrics),
+        cmocka_unit_test(test_queued_timeout),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -18,12 +18,20 @@
 
 #include "core/alloc.h"
 #include "core/arena.h"
+#include "core/budget.h"
 #include "core/npy.h"
 #include "core/tensor.h"
 #include "core/threadpool.h"
+#include "engine/chat.h"
+#include "engine/engine.h"
+#include "engine/media.h"
+#include "engine/sampling.h"
 #include "io/checkpoint.h"
+#include "io/json.h"
 #include "io/safetensors.h"
+#include "models/media.h"
 #include "models/model.h"
+#include "server/openai.h"
 
 #if defined(__SANITIZE_ADDRESS__)
 #define HAVE_LSAN 1
@@ -41,6 +49,8 @@
 
 static char tmp_dir[64];
 static char tiny_dir[128];
+static char llava_dir[128];
+static char png_path[128];
 static char shard_path[512];
 static char npy_path[128];
 
@@ -61,7 +71,19 @@ static int group_setup(void **state)
     if (!mkdtemp(tmp_dir)) return -1;
     snprintf(tiny_dir, sizeof tiny_dir, "%s/tiny", tmp_dir);
     snprintf(npy_path, sizeof npy_path, "%s/small.npy", tmp_dir);
-    char cmd[512];
+    snprintf(llava_dir, sizeof llava_dir, "%s/llava", tmp_dir);
+    snprintf(png_path, sizeof png_path, "%s/a.png", tmp_dir);
+    char cmd[1024];
+    snprintf(
+        cmd, sizeof cmd,
+        "/usr/bin/python3 tools/mktiny.py --family llava --vision clip --text llama --out %s >/dev/null && "
+        "/usr/bin/python3 -c \"import numpy as np; from PIL import Image; "
+        "Image.fromarray((np.arange(40*30*3) %% 251).astype(np.uint8).reshape(30, 40, 3)).save('%s')\"",
+        llava_dir, png_path);
+    if (system(cmd) != 0) {
+        fprintf(stderr, "test_oom: %s failed\n", cmd);
+        return -1;
+    }
     snprintf(cmd, sizeof cmd,
              "/usr/bin/python3 tools/mktiny.py --family qwen2 --out %s --shards 2 >/dev/null", tiny_dir);
     if (system(cmd) != 0) {
@@ -319,6 +341,160 @@ static omnic_status sc_model_quant(omnic_err *err)
     return rc;
 }
 
+/* ---- the server's request paths ------------------------------------------------------------ */
+
+static const char chat_body[] =
+    "{\"model\":\"m\",\"messages\":[{\"role\":\"system\",\"content\":\"Be brief.\"},"
+    "{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":\"Hello there\"}]}],"
+    "\"max_tokens\":4,\"temperature\":0.5,\"stop\":[\"x\",\"yz\"],\"seed\":3,\"n\":2,"
+    "\"stream\":true,\"stream_options\":{\"include_usage\":true}}";
+
+/* A request body as the request workers take it: JSON parse (in a heap budget) + validation. */
+static omnic_status sc_request_parse(omnic_err *err)
+{
+    json_t *j = NULL;
+    omnic__budget_heap_begin((size_t)1 << 20);
+    omnic_status rc = omnic__json_parse(chat_body, sizeof chat_body - 1, "request body", &j, err);
+    omnic__budget_heap_end(NULL);
+    if (rc != OMNIC_OK) {
+        assert_null(j);
+        return rc;
+    }
+    omnic__api_request rq;
+    omnic__api_error e;
+    rc = omnic__api_parse(OMNIC_API_CHAT, j, 4, &rq, &e);
+    json_decref(j);
+    if (rc == OMNIC_OK) {
+        omnic__api_request_deinit(&rq);
+        return OMNIC_OK;
+    }
+    /* an allocation failure must read as one (503), never as the client's fault */
+    return OMNIC_FAIL(err, e.status == 503 ? OMNIC_E_NOMEM : OMNIC_E_INVALID, "%d: %s", e.status, e.message);
+}
+
+static omnic__checkpoint *g_ck;
+static omnic__tokenizer *g_tok;
+
+/* The chat template and tokenizer, as a request worker runs them (with the server's budget). */
+static omnic_status sc_chat_template(omnic_err *err)
+{
+    json_error_t je;
+    json_t *msgs = json_loads("[{\"role\":\"system\",\"content\":\"Be brief.\"},{\"role\":\"user\","
+                              "\"content\":\"Hello there\"},{\"role\":\"assistant\",\"content\":\"Hi\"},"
+                              "{\"role\":\"user\",\"content\":\"More\"}]",
+                              0, &je);
+    if (!msgs) return OMNIC_FAIL(err, OMNIC_E_NOMEM, "test setup: messages");
+    omnic__budget b;
+    omnic__budget_server(&b);
+    omnic__chat *c = NULL;
+    omnic_status rc = omnic__chat_create(g_ck, false, &c, err);
+    char *text = NULL;
+    int32_t *ids = NULL;
+    size_t n = 0;
+    if (rc == OMNIC_OK) rc = omnic__chat_apply(c, g_tok, msgs, true, NULL, &b, &text, &ids, &n, err);
+    if (rc == OMNIC_OK) assert_true(n > 0);
+    omnic_free(text);
+    omnic_free(ids);
+    omnic__chat_destroy(c);
+    json_decref(msgs);
+    return rc;
+}
+
+static omnic__model *g_llava;
+static uint8_t *g_png;
+static size_t g_png_len;
+
+/* An image through the media stage: decode (PNG) and the LLaVA processor. */
+static omnic_status sc_media_prepare(omnic_err *err)
+{
+    omnic__media_proc proc;
+    omnic_status rc = omnic__media_proc_init(&proc, g_llava, OMNIC_MODALITY_IMAGE, 0, err);
+    if (rc != OMNIC_OK) return rc;
+    omnic__media_item it;
+    memset(&it, 0, sizeof it);
+    atomic_bool cancel = false;
+    omnic__image_limits lim = {0};
+    rc = omnic__media_prepare(&proc, g_png, g_png_len, &lim, &cancel, &it, err);
+    if (rc == OMNIC_OK) omnic__media_item_deinit(&it);
+    omnic__media_proc_deinit(&proc);
+    return rc;
+}
+
+static omnic__engine *g_engine;
+static atomic_int g_done;
+
+static void on_event(void *ctx, const omnic__gen_event *ev)
+{
+    (void)ctx;
+    if (ev->kind == OMNIC_EV_DONE) atomic_store(&g_done, 1);
+}
+
+/* A generation submitted to a running engine (its scheduler may see failures too: the request
+ * then finishes with an error, and nothing leaks). */
+static omnic_status sc_engine_submit(omnic_err *err)
+{
+    static const int32_t prompt[] = {1, 2, 3, 4, 5};
+    static const char *const stops[] = {"ab", "c"};
+    omnic__gen_request r = {.prompt = prompt,
+                            .n_prompt = 5,
+                            .sampling = omnic__sampling_defaults(),
+                            .max_tokens = 3,
+                            .stops = stops,
+                            .n_stops = 2,
+                            .skip_special = true,
+                            .cb = on_event};
+    atomic_store(&g_done, 0);
+    uint64_t id = 0;
+    omnic_status rc = omnic__engine_submit(g_engine, &r, &id, err);
+    if (rc != OMNIC_OK) return rc;
+    while (!atomic_load(&g_done))
+        usleep(1000);
+    return OMNIC_OK;
+}
+
+static void test_oom_request_parse(void **state)
+{
+    (void)state;
+    run_oom("request body parse + validation", sc_request_parse);
+}
+
+static void test_oom_chat_template(void **state)
+{
+    (void)state;
+    omnic_err err;
+    assert_int_equal(omnic__checkpoint_open(tiny_dir, &g_ck, &err), OMNIC_OK);
+    assert_int_equal(omnic__tokenizer_load(tiny_dir, &g_tok, &err), OMNIC_OK);
+    run_oom("chat template + tokenize", sc_chat_template);
+    omnic__tokenizer_free(g_tok);
+    omnic__checkpoint_close(g_ck);
+}
+
+static void test_oom_media_prepare(void **state)
+{
+    (void)state;
+    omnic_err err;
+    omnic__model_opts opts = {.backend = "ref", .threads = 1, .ctx = 64};
+    assert_int_equal(omnic__model_open(llava_dir, &opts, &g_llava, &err), OMNIC_OK);
+    FILE *f = fopen(png_path, "rb");
+    assert_non_null(f);
+    static uint8_t buf[1 << 16];
+    g_png_len = fread(buf, 1, sizeof buf, f);
+    fclose(f);
+    g_png = buf;
+    run_oom("media prepare (PNG, LLaVA processor)", sc_media_prepare);
+    omnic__model_close(g_llava);
+}
+
+static void test_oom_engine_submit(void **state)
+{
+    (void)state;
+    omnic_err err;
+    omnic__engine_opts opts = {.model = {.backend = "ref", .threads = 1, .ctx = 64, .slots = 2}};
+    assert_int_equal(omnic__engine_create(tiny_dir, &opts, &g_engine, &err), OMNIC_OK);
+    run_oom("engine submit", sc_engine_submit);
+    omnic__engine_destroy(g_engine);
+}
+
 /* ---- tests -------------------------------------------------------------------------------- */
 
 static void test_oom_tensor(void **state)
@@ -388,6 +564,10 @@ int main(void)
         cmocka_unit_test(test_oom_checkpoint),
         cmocka_unit_test(test_oom_model),
         cmocka_unit_test(test_oom_model_quant),
+        cmocka_unit_test(test_oom_request_parse),
+        cmocka_unit_test(test_oom_chat_template),
+        cmocka_unit_test(test_oom_media_prepare),
+        cmocka_unit_test(test_oom_engine_submit),
     };
     // clang-format on
     return cmocka_run_group_tests(tests, group_setup, group_teardown);

@@ -16,6 +16,7 @@
 #include <cmocka.h>
 
 #include "core/alloc.h"
+#include "core/sync.h"
 #include "io/json.h"
 #include "tokenizer/template.h"
 
@@ -373,11 +374,11 @@ static void test_limits(void **state)
         NULL, &o, OMNIC_E_TOO_LARGE, "OMNIC_MAX_TEMPLATE_OUTPUT", NULL);
     expect_err_opts("{{ 'x' * 100000000 }}", NULL, &o, OMNIC_E_TOO_LARGE, "OMNIC_MAX_TEMPLATE_OUTPUT", NULL);
     /* large strings rebuilt in a loop (each freed again: within the memory bound, not the work bound) */
-    expect_err("{% for i in range(100000) %}{% set x = 'a' * 60000000 %}{% endfor %}", NULL, OMNIC_E_TOO_LARGE,
-               "OMNIC_MAX_TEMPLATE_WORK_BYTES", "1073741824");
+    expect_err("{% for i in range(100000) %}{% set x = 'a' * 60000000 %}{% endfor %}", NULL,
+               OMNIC_E_TOO_LARGE, "OMNIC_MAX_TEMPLATE_WORK_BYTES", "1073741824");
     o = (omnic__template_opts){.max_work = 1 << 20};
-    expect_err_opts("{% for i in range(1000) %}{% set x = 'a' * 10000 %}{% endfor %}", NULL, &o, OMNIC_E_TOO_LARGE,
-                    "OMNIC_MAX_TEMPLATE_WORK_BYTES", "1048576", NULL);
+    expect_err_opts("{% for i in range(1000) %}{% set x = 'a' * 10000 %}{% endfor %}", NULL, &o,
+                    OMNIC_E_TOO_LARGE, "OMNIC_MAX_TEMPLATE_WORK_BYTES", "1048576", NULL);
     /* many distinct live strings */
     o = (omnic__template_opts){.max_memory = 4 << 20};
     expect_err_opts(
@@ -636,6 +637,27 @@ static void test_chat_vars(void **state)
     json_decref(msgs);
 }
 
+/* A render past its deadline stops with E_TIMEOUT; one with time left is unaffected. */
+static void test_deadline(void **state)
+{
+    (void)state;
+    char *out = NULL;
+    omnic_err err;
+    const char *tmpl = "{% for i in range(20000) %}{% for j in range(20) %}{% endfor %}{% endfor %}done";
+    omnic__template_opts o = {.deadline = omnic__now() - 1};
+    assert_int_equal(render_opts(tmpl, "{}", &o, &out, &err), OMNIC_E_TIMEOUT);
+    assert_non_null(strstr(err.msg, "time ran out"));
+    assert_null(out);
+    o.deadline = omnic__now() + 600;
+    assert_int_equal(render_opts(tmpl, "{}", &o, &out, &err), OMNIC_OK);
+    assert_string_equal(out, "done");
+    omnic_free(out);
+    /* the step budget names the number */
+    omnic__template_opts few = {.max_iterations = 1000};
+    assert_int_equal(render_opts(tmpl, "{}", &few, &out, &err), OMNIC_E_TOO_LARGE);
+    assert_non_null(strstr(err.msg, "1000"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -650,6 +672,7 @@ int main(void)
         cmocka_unit_test(test_concurrent_renders),
         cmocka_unit_test(test_strftime_now),
         cmocka_unit_test(test_chat_vars),
+        cmocka_unit_test(test_deadline),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
