@@ -163,6 +163,9 @@
  * and the jobs that may wait for them (8 per worker) before new requests get 429. */
 #define OMNIC_SERVER_REQUEST_WORKERS 2
 #define OMNIC_SERVER_REQUEST_QUEUE_PER_WORKER 8
+/* A request whose parsed body took more heap than this, or that carried images, returns the
+ * freed heap to the system when it is freed (malloc_trim). */
+#define OMNIC_TRIM_AFTER_BYTES ((size_t)16 << 20)
 /* Stack of each worker pool thread (core/job_pool.h): the template interpreter at its depth
  * limits needs about 2 MB. */
 #define OMNIC_JOB_STACK_BYTES ((size_t)16 << 20)

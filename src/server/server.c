@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <malloc.h>
 #include <math.h>
 #include <netdb.h>
 #include <poll.h>
@@ -317,6 +318,7 @@ struct work {
     size_t reserved;   /* bytes of the server's in-flight body budget held for body */
     omnic__budget bud; /* the request's budget (its deadline: started + --request-timeout) */
     double started;    /* omnic__now() at the request's first byte */
+    size_t parsed;     /* heap the body's parse took */
     atomic_int parts;  /* stages still running (text, media) */
     json_t *json;
     omnic__api_request req;
@@ -401,7 +403,11 @@ static void work_free(work *w)
     omnic__buf_free(&w->resp);
     omnic__job_deinit(&w->job);
     omnic__job_deinit(&w->media_job);
+    bool trim = w->parsed > OMNIC_TRIM_AFTER_BYTES || w->n_images;
     omnic_free(w);
+    /* a large body's tree or a request's images: return the heap they took to the system, so
+     * one burst of big requests does not keep the process at its peak */
+    if (trim) malloc_trim(0);
 }
 
 /* Called with ch->mu held. */
@@ -650,13 +656,23 @@ static enum MHD_Result do_metrics(conn_state *cs)
         "# HELP omnic_http_slow_client_cancels_total Requests cancelled because the client stopped "
         "reading (backlog over %zu bytes).\n# TYPE omnic_http_slow_client_cancels_total counter\n"
         "omnic_http_slow_client_cancels_total %llu\n"
+        "# HELP omnic_http_read_timeouts_total Connections shut down for not sending their request "
+        "within --read-timeout.\n# TYPE omnic_http_read_timeouts_total counter\n"
+        "omnic_http_read_timeouts_total %llu\n"
+        "# HELP omnic_http_half_closes_total Clients that shut down their sending side while waiting "
+        "(not a disconnect).\n# TYPE omnic_http_half_closes_total counter\n"
+        "omnic_http_half_closes_total %llu\n"
+        "# HELP omnic_http_inflight_body_bytes Request body bytes held by all connections.\n"
+        "# TYPE omnic_http_inflight_body_bytes gauge\nomnic_http_inflight_body_bytes %zu\n"
         "# HELP omnic_http_generation_requests_active Generation requests with a client attached.\n"
         "# TYPE omnic_http_generation_requests_active gauge\n"
         "omnic_http_generation_requests_active %d\n"
         "# HELP omnic_server_ready 1 when the model is loaded and the server takes requests.\n"
         "# TYPE omnic_server_ready gauge\nomnic_server_ready %d\n",
         (unsigned long long)atomic_load(&s->disconnects), s->max_text,
-        (unsigned long long)atomic_load(&s->slow_clients), live, atomic_load(&s->state) == ST_READY ? 1 : 0);
+        (unsigned long long)atomic_load(&s->slow_clients), (unsigned long long)atomic_load(&s->read_timeouts),
+        (unsigned long long)atomic_load(&s->half_closes), atomic_load(&s->inflight), live,
+        atomic_load(&s->state) == ST_READY ? 1 : 0);
     return respond(cs, 200, "text/plain; version=0.0.4; charset=utf-8", &b, NULL, NULL);
 }
 
@@ -701,10 +717,11 @@ static bool work_parse(work *w)
     omnic__budget_heap_begin(w->bud.json_bytes);
     omnic_status st = omnic__json_parse(w->body.p ? w->body.p : "", len, "request body", &w->json, &err);
     bool over = false;
-    omnic__budget_heap_end(&over);
+    w->parsed = omnic__budget_heap_end(&over);
     omnic__buf_free(&w->body);
     inflight_release(w->srv, &w->reserved);
     if (st == OMNIC_OK) return true;
+    if (w->parsed > OMNIC_TRIM_AFTER_BYTES) malloc_trim(0); /* jansson freed it all: give it back */
     if (over)
         WORK_FAIL(w, REJ_BODY_TOO_LARGE, 413, NULL, "request_too_large", NULL,
                   "The request body of %zu bytes needs more than %zu bytes of memory to parse "

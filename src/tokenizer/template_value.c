@@ -137,7 +137,8 @@ omnic_status omnic__jstep(omnic__jrender *r, uint64_t n)
     if (n > r->lim.max_iterations - r->steps || r->steps + n > r->lim.max_iterations)
         return omnic__jfail(r, OMNIC_E_TOO_LARGE,
                             "over %llu loop iterations, macro calls and filter items "
-                            "(OMNIC_MAX_TEMPLATE_ITERATIONS)",
+                            "(the step budget: omnic serve --max-template-steps, else "
+                            "OMNIC_MAX_TEMPLATE_ITERATIONS)",
                             (unsigned long long)r->lim.max_iterations);
     uint64_t before = r->steps;
     r->steps += n;
@@ -165,7 +166,8 @@ static omnic_status work(omnic__jrender *r, size_t n)
     if (n > r->lim.max_work - r->work || r->work > r->lim.max_work)
         return omnic__jfail(r, OMNIC_E_TOO_LARGE,
                             "builds more than %zu bytes of strings, lists and dicts in all "
-                            "(OMNIC_MAX_TEMPLATE_WORK_BYTES; %zu so far, %zu more requested)",
+                            "(omnic serve --max-template-bytes, else OMNIC_MAX_TEMPLATE_WORK_BYTES; %zu "
+                            "so far, %zu more requested)",
                             r->lim.max_work, r->work, n);
     r->work += n;
     return OMNIC_OK;

@@ -451,6 +451,7 @@ def disconnect():
         s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer " + KEY.encode() +
                   b"\r\nContent-Type: application/json\r\nConnection: close\r\nContent-Length: " +
                   str(len(payload)).encode() + b"\r\n\r\n" + payload)
+        time.sleep(0.1)  # libmicrohttpd 0.9.75 aborts on a FIN it reads before the request's end
         s.shutdown(socket.SHUT_WR)
         s.settimeout(60)
         data = b""
