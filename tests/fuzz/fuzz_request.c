@@ -6,6 +6,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "core/budget.h"
 #include "io/json.h"
 #include "server/openai.h"
 
@@ -44,7 +45,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     json_t *j = NULL;
     omnic_err err;
     omnic_err_clear(&err);
-    if (omnic__json_parse((const char *)data, size, "request body", &j, &err) != OMNIC_OK) return 0;
+    /* the server's parse: within its JSON heap budget */
+    omnic__budget bud;
+    omnic__budget_server(&bud);
+    omnic__budget_heap_begin(bud.json_bytes);
+    omnic_status prc = omnic__json_parse((const char *)data, size, "request body", &j, &err);
+    omnic__budget_heap_end(NULL);
+    if (prc != OMNIC_OK) return 0;
     omnic__api_error e;
     for (int k = 0; k < 2; k++) {
         omnic__api_request r;

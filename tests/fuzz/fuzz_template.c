@@ -1,11 +1,12 @@
 /* libFuzzer target for chat templates: the input is the template text, rendered against a fixed
  * conversation (system, multi-turn, image and text parts, tools). Every input must parse or fail
- * with a message, and render or fail with a message, within the (lowered) limits: never a crash,
+ * with a message, and render or fail with a message, within the server's limits: never a crash,
  * a hang or unbounded memory. Seeds: tests/fuzz/corpus/template/ (real chat templates). */
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 
+#include "core/budget.h"
 #include "io/json.h"
 #include "tokenizer/template.h"
 
@@ -39,12 +40,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     omnic_err err;
     if (!vars && omnic__json_parse(VARS, strlen(VARS), "fuzz vars", &vars, &err) != OMNIC_OK)
         __builtin_trap();
-    /* small limits keep every input fast; they are what a hostile template runs into */
-    omnic__template_opts opts = {.max_output = 1 << 20,
-                                 .max_memory = 32 << 20,
-                                 .max_iterations = 20000,
-                                 .max_call_depth = 32,
-                                 .max_range = 1000,
+    /* the production limits: the server's per-request budget (core/budget.h) and the library's
+     * caps for the rest; the fixed clock keeps runs reproducible */
+    omnic__budget b;
+    omnic__budget_server(&b);
+    omnic__template_opts opts = {.max_output = b.template_output,
+                                 .max_work = b.template_work,
+                                 .max_iterations = b.template_steps,
                                  .now = 1721952000};
     omnic__template *t = NULL;
     char *out = NULL;
