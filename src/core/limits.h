@@ -112,6 +112,9 @@
 #define OMNIC_MAX_VISION_TEMPORAL_PATCH 16
 #define OMNIC_MAX_VISION_MERGE 16
 
+/* Queued requests the engine looks through for the fairest one to admit (engine.c). */
+#define OMNIC_FAIR_SCAN 1024
+
 /* HTTP server (src/server/). Each may be lowered by `omnic serve` options where noted.
  * Request body bytes (JSON); a larger body gets 413 (--max-body). */
 #define OMNIC_MAX_BODY_BYTES ((size_t)8 << 20)
@@ -162,6 +165,9 @@
 /* Threads that parse request bodies, render chat templates and tokenize (--request-workers),
  * and the jobs that may wait for them (8 per worker) before new requests get 429. */
 #define OMNIC_SERVER_REQUEST_WORKERS 2
+/* Bodies under this many bytes are prepared by one more worker of their own (queue 16), so
+ * a few large bodies (8 MB of JSON, base64 images) never hold up everyone's small requests. */
+#define OMNIC_SMALL_BODY_BYTES ((size_t)64 << 10)
 #define OMNIC_SERVER_REQUEST_QUEUE_PER_WORKER 8
 /* A request whose parsed body took more heap than this, or that carried images, returns the
  * freed heap to the system when it is freed (malloc_trim). */

@@ -23,6 +23,7 @@ typedef struct request {
     char **stops; /* owned [n_stops] */
     size_t n_stops;
     double timeout_s, t_submit, t_start; /* t_start: what timeout_s counts from */
+    uint64_t client;                     /* fairness key */
     bool skip_special, ignore_eos;
     omnic__event_cb cb;
     void *cb_ctx;
@@ -482,6 +483,41 @@ static void step(omnic__engine *e)
     decode_call(e, n_dec, -1, 0);
 }
 
+/* Whether client has a request in the queue (mu held). */
+static bool client_queued(const omnic__engine *e, uint64_t client)
+{
+    for (const request *r = e->q_head; r; r = r->next)
+        if (r->client == client) return true;
+    return false;
+}
+
+/* Slots held by client's requests (mu held). */
+static int client_slots(const omnic__engine *e, uint64_t client)
+{
+    int n = 0;
+    for (int i = 0; i < e->n_slots; i++)
+        if (e->slots[i].phase != SLOT_FREE && e->slots[i].req && e->slots[i].req->client == client) n++;
+    return n;
+}
+
+/* The queued request to admit next (mu held): the first whose client holds the fewest slots
+ * (FIFO among equals, so one client's requests keep their order), among the first
+ * OMNIC_FAIR_SCAN queued. *prev: its predecessor in the queue (NULL: the head). */
+static request *next_fair(omnic__engine *e, request **prev)
+{
+    request *best = NULL, *best_prev = NULL, *p = NULL;
+    int best_n = 0, scanned = 0;
+    for (request *r = e->q_head; r && scanned < OMNIC_FAIR_SCAN; p = r, r = r->next, scanned++) {
+        int n = client_slots(e, r->client);
+        if (!best || n < best_n) {
+            best = r, best_prev = p, best_n = n;
+            if (n == 0) break;
+        }
+    }
+    *prev = best_prev;
+    return best;
+}
+
 /* Moves queued requests into free slots (called with mu held). Returns how many. */
 static int admit_locked(omnic__engine *e, int *admitted)
 {
@@ -489,9 +525,12 @@ static int admit_locked(omnic__engine *e, int *admitted)
     for (int si = 0; si < e->n_slots && e->q_head; si++) {
         slot *s = &e->slots[si];
         if (s->phase != SLOT_FREE) continue;
-        request *r = e->q_head;
-        e->q_head = r->next;
-        if (!e->q_head) e->q_tail = NULL;
+        request *prev = NULL, *r = next_fair(e, &prev);
+        if (prev)
+            prev->next = r->next;
+        else
+            e->q_head = r->next;
+        if (e->q_tail == r) e->q_tail = prev;
         e->q_len--;
         r->next = NULL;
         s->req = r;
@@ -853,6 +892,7 @@ omnic_status omnic__engine_submit(omnic__engine *e, const omnic__gen_request *r,
     q->on_encode = r->on_encode;
     q->t_submit = now_s();
     q->t_start = r->started_s > 0 && r->started_s <= q->t_submit ? r->started_s : q->t_submit;
+    q->client = r->client;
     atomic_init(&q->cancel, false);
     pthread_mutex_lock(&e->mu);
     if (e->draining || e->stopping) {
@@ -861,10 +901,20 @@ omnic_status omnic__engine_submit(omnic__engine *e, const omnic__gen_request *r,
         s = OMNIC_FAIL(err, OMNIC_E_CANCELLED, "the server is shutting down");
         goto reject;
     }
-    if (e->q_len >= e->max_queue) {
+    /* the last quarter of the queue is kept for clients with nothing queued yet, so one
+     * client's flood cannot fill it for everyone (key 0, direct engine users: no reserve) */
+    bool full = e->q_len >= e->max_queue;
+    bool reserve =
+        !full && q->client && e->q_len >= e->max_queue - e->max_queue / 4 && client_queued(e, q->client);
+    if (full || reserve) {
         pthread_mutex_unlock(&e->mu);
         why = OMNIC_REJECT_QUEUE_FULL;
-        s = OMNIC_FAIL(err, OMNIC_E_TOO_LARGE, "the queue is full (%d requests waiting)", e->max_queue);
+        s = full ? OMNIC_FAIL(err, OMNIC_E_TOO_LARGE, "the queue is full (%d requests waiting)", e->max_queue)
+                 : OMNIC_FAIL(
+                       err, OMNIC_E_TOO_LARGE,
+                       "the queue is nearly full (%d of %d requests waiting; the rest is kept for other "
+                       "clients)",
+                       e->q_len, e->max_queue);
         goto reject;
     }
     q->id = e->next_id++;

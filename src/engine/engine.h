@@ -86,6 +86,11 @@ typedef struct omnic__gen_request {
     size_t n_stops;
     double timeout_s;   /* 0: none; counted from started_s, queued time included */
     double started_s;   /* omnic__now() when the request began (a server: its first byte); 0: at submit */
+    uint64_t client;    /* fairness key (a server: the client's address); requests of the same key
+                         * queue FIFO, and a free slot goes to the queued request whose client
+                         * holds the fewest slots; the last quarter of the queue is kept for
+                         * clients with nothing queued; 0: no key (fairness as key 0, no
+                         * reserve: direct engine users) */
     bool skip_special;  /* detokenize without special tokens (the usual) */
     bool ignore_eos;    /* generate past EOS (benchmarks) */
     omnic__event_cb cb; /* required */

@@ -7,6 +7,7 @@
 #include <malloc.h>
 #include <math.h>
 #include <netdb.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -118,6 +119,8 @@ struct omnic__server {
     struct conn_watch *watches;
     /* the request pool: body parse, templates, tokenization, submission */
     omnic__job_pool *requests;
+    omnic__job_pool *small; /* bodies under OMNIC_SMALL_BODY_BYTES: their own worker, so big
+                             * bodies cannot hold everyone's parse and template up */
     /* images (when the model takes them) */
     omnic__media_proc prep; /* the model's image processor (with --max-image-pixels) */
     bool images_ok;
@@ -319,6 +322,7 @@ struct work {
     omnic__budget bud; /* the request's budget (its deadline: started + --request-timeout) */
     double started;    /* omnic__now() at the request's first byte */
     size_t parsed;     /* heap the body's parse took */
+    uint64_t client;   /* the engine's fairness key: the peer's IPv4 address or IPv6 /64 */
     atomic_int parts;  /* stages still running (text, media) */
     json_t *json;
     omnic__api_request req;
@@ -1358,6 +1362,7 @@ static void work_submit(work *w)
                                 .n_stops = rq->n_stops,
                                 .timeout_s = s->o.request_timeout_s,
                                 .started_s = w->started,
+                                .client = w->client,
                                 .skip_special = true,
                                 .ignore_eos = rq->ignore_eos,
                                 .cb = on_engine_event,
@@ -1512,6 +1517,31 @@ static enum MHD_Result wait_prepared(conn_state *cs)
     return answer_prepared(cs);
 }
 
+/* The engine's fairness key of c's peer: its IPv4 address, or its IPv6 /64 (what one host
+ * usually gets), tagged by family. */
+static uint64_t client_key(struct MHD_Connection *c)
+{
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    if (!ci || !ci->client_addr) return 0;
+    const struct sockaddr *sa = ci->client_addr;
+    if (sa->sa_family == AF_INET) {
+        const struct sockaddr_in *a = (const struct sockaddr_in *)sa;
+        return (1ull << 32) | ntohl(a->sin_addr.s_addr);
+    }
+    if (sa->sa_family == AF_INET6) {
+        const struct sockaddr_in6 *a = (const struct sockaddr_in6 *)sa;
+        if (IN6_IS_ADDR_V4MAPPED(&a->sin6_addr)) { /* an IPv4 client of a [::] listener */
+            uint32_t v4;
+            memcpy(&v4, a->sin6_addr.s6_addr + 12, 4);
+            return (1ull << 32) | ntohl(v4);
+        }
+        uint64_t k = 0;
+        memcpy(&k, a->sin6_addr.s6_addr, 8);
+        return k ^ (2ull << 62);
+    }
+    return 0;
+}
+
 /* The body is complete: hand the request to the request pool (a full queue is a 429). */
 static enum MHD_Result start_work(conn_state *cs)
 {
@@ -1526,6 +1556,7 @@ static enum MHD_Result start_work(conn_state *cs)
     w->ch = ch;
     w->rt = cs->rt;
     w->started = cs->started;
+    w->client = client_key(cs->conn);
     w->body = cs->body;
     memset(&cs->body, 0, sizeof cs->body);
     w->reserved = cs->reserved;
@@ -1545,7 +1576,8 @@ static enum MHD_Result start_work(conn_state *cs)
     cs->ch = ch;
     live_add(s, ch);
     omnic_err err;
-    omnic_status st = omnic__job_pool_submit(s->requests, &w->job, &err);
+    omnic__job_pool *pool = w->body.len < OMNIC_SMALL_BODY_BYTES ? s->small : s->requests;
+    omnic_status st = omnic__job_pool_submit(pool, &w->job, &err);
     if (st != OMNIC_OK) {
         pthread_mutex_lock(&ch->mu);
         ch->refs--;
@@ -2128,7 +2160,12 @@ omnic_status omnic__server_load(omnic__server *s, omnic_err *err)
     int rw = s->o.request_workers > 0 ? s->o.request_workers : OMNIC_SERVER_REQUEST_WORKERS;
     omnic_status pst =
         omnic__job_pool_create("request", rw, OMNIC_SERVER_REQUEST_QUEUE_PER_WORKER * rw, &s->requests, err);
+    if (pst == OMNIC_OK)
+        pst = omnic__job_pool_create("small request", 1, 2 * OMNIC_SERVER_REQUEST_QUEUE_PER_WORKER, &s->small,
+                                     err);
     if (pst != OMNIC_OK) {
+        omnic__job_pool_destroy(s->requests);
+        s->requests = NULL;
         omnic__engine_destroy(e);
         return pst;
     }
@@ -2160,6 +2197,7 @@ void omnic__server_shutdown(omnic__server *s, double deadline_s)
     /* media jobs are not in flight in the engine yet: cancel them now (their requests get an
      * error), so the drain is bounded by its deadline, not by queued decodes */
     omnic__job_pool_cancel(s->requests);
+    omnic__job_pool_cancel(s->small);
     omnic__job_pool_cancel(s->media);
     omnic__engine *e = engine_of(s);
     if (e) omnic__engine_drain(e, deadline_s > 0 ? deadline_s : 0);
@@ -2211,7 +2249,8 @@ void omnic__server_destroy(omnic__server *s)
 {
     if (!s) return;
     omnic__server_shutdown(s, 0);
-    omnic__job_pool_destroy(s->requests); /* its jobs may queue media jobs: first */
+    omnic__job_pool_destroy(s->requests); /* their jobs may queue media jobs: first */
+    omnic__job_pool_destroy(s->small);
     omnic__job_pool_destroy(s->media);
     omnic__media_proc_deinit(&s->prep);
     omnic__chat_destroy(s->chat);

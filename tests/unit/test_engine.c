@@ -5,6 +5,7 @@
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -24,7 +25,10 @@
 static char dir[128];
 
 /* Collects one request's events. */
+static atomic_int done_seq; /* DONE events so far, all sinks */
+
 typedef struct sink {
+    int seq; /* done_seq when this one finished */
     pthread_mutex_t mu;
     pthread_cond_t cv;
     bool done;
@@ -55,6 +59,7 @@ static void on_event(void *ctx, const omnic__gen_event *ev)
         if (ev->token >= 0 && s->n_tokens < 512) s->tokens[s->n_tokens++] = ev->token;
     } else {
         s->done = true;
+        s->seq = atomic_fetch_add(&done_seq, 1);
         s->finish = ev->finish;
         s->prompt_tokens = ev->prompt_tokens;
         s->completion_tokens = ev->completion_tokens;
@@ -703,6 +708,57 @@ static void test_queued_timeout(void **state)
     omnic__engine_destroy(e);
 }
 
+/* Fair admission: a free slot goes to the queued request whose client holds the fewest slots,
+ * FIFO among equals; the last quarter of the queue is kept for clients with nothing queued. */
+static void test_fair_admission(void **state)
+{
+    (void)state;
+    omnic__engine *e = engine(2, 8);
+    static sink a[4], b, c[8];
+    uint64_t id;
+    omnic_err err;
+    for (int i = 0; i < 4; i++) {
+        sink_init(&a[i]);
+        omnic__gen_request r = req(PROMPTS[i], 6, i < 2 ? 120 : 5, &a[i]);
+        r.client = 1; /* A: two long requests take both slots, two short ones queue */
+        assert_int_equal(omnic__engine_submit(e, &r, &id, &err), OMNIC_OK);
+    }
+    sink_init(&b);
+    omnic__gen_request rb = req(PROMPTS[5], 6, 5, &b);
+    rb.client = 2; /* B queues last, holds no slot */
+    assert_int_equal(omnic__engine_submit(e, &rb, &id, &err), OMNIC_OK);
+    for (int i = 0; i < 4; i++)
+        sink_wait(&a[i]);
+    sink_wait(&b);
+    /* FIFO would admit A's third and fourth first; B ends before A's fourth */
+    assert_true(b.seq < a[3].seq);
+    /* a queue of 8 behind two busy slots: 6 for one client, the last 2 for others */
+    omnic__engine_destroy(e);
+    e = engine(2, 8);
+    int ok = 0;
+    for (int i = 0; i < 8; i++) {
+        sink_init(&c[i]);
+        omnic__gen_request r = req(PROMPTS[i], 6, 120, &c[i]);
+        r.client = 7;
+        omnic_status st = omnic__engine_submit(e, &r, &id, &err);
+        if (st == OMNIC_OK) ok++;
+        if (st != OMNIC_OK) {
+            assert_int_equal(st, OMNIC_E_TOO_LARGE);
+            assert_non_null(strstr(err.msg, "kept for other clients"));
+            c[i].done = true;
+        }
+    }
+    assert_true(ok >= 6 && ok <= 8); /* 2 may be in slots already */
+    sink_init(&b);
+    omnic__gen_request other = req(PROMPTS[1], 6, 3, &b);
+    other.client = 8;
+    assert_int_equal(omnic__engine_submit(e, &other, &id, &err), OMNIC_OK);
+    omnic__engine_destroy(e); /* cancels the rest */
+    sink_wait(&b);
+    for (int i = 0; i < 8; i++)
+        sink_wait(&c[i]);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -718,6 +774,7 @@ int main(void)
         cmocka_unit_test(test_admission),
         cmocka_unit_test(test_timeout_and_metrics),
         cmocka_unit_test(test_queued_timeout),
+        cmocka_unit_test(test_fair_admission),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
