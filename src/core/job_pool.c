@@ -1,6 +1,10 @@
 /* The bounded worker pool. */
+#include <errno.h>
 #include <stdio.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "core/alloc.h"
 #include "core/job_pool.h"
@@ -15,6 +19,7 @@ struct omnic__job_pool {
     pthread_mutex_t mu;
     pthread_cond_t wake;
     bool stopping;
+    int nice;
     char name[32];
 };
 
@@ -64,6 +69,11 @@ bool omnic__job_wait(omnic__job *job, double timeout_s)
 static void *worker_main(void *arg)
 {
     omnic__job_pool *p = arg;
+    if (p->nice) { /* Linux: a thread's nice value is its own (best effort: never fatal) */
+        errno = 0;
+        int cur = getpriority(PRIO_PROCESS, 0);
+        if (errno == 0) setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), cur + p->nice);
+    }
     pthread_mutex_lock(&p->mu);
     for (;;) {
         while (!p->stopping && !p->head)
@@ -94,8 +104,8 @@ static void *worker_main(void *arg)
     return NULL;
 }
 
-omnic_status omnic__job_pool_create(const char *name, int workers, int max_queue, omnic__job_pool **out,
-                                    omnic_err *err)
+omnic_status omnic__job_pool_create(const char *name, int workers, int max_queue, int nice,
+                                    omnic__job_pool **out, omnic_err *err)
 {
     if (workers < 1 || max_queue < 1)
         return OMNIC_FAIL(err, OMNIC_E_INVALID, "%s pool: %d workers and a queue of %d (need >= 1 each)",
@@ -106,6 +116,7 @@ omnic_status omnic__job_pool_create(const char *name, int workers, int max_queue
         return OMNIC_FAIL(err, OMNIC_E_NOMEM, "out of memory for a %s pool of %d workers", name, workers);
     }
     p->max_queue = max_queue;
+    p->nice = nice > 0 ? nice : 0;
     snprintf(p->name, sizeof p->name, "%s", name);
     pthread_mutex_init(&p->mu, NULL);
     omnic__cond_init(&p->wake);

@@ -38,9 +38,11 @@ void omnic__job_deinit(omnic__job *job);
 bool omnic__job_wait(omnic__job *job, double timeout_s);
 
 /* workers >= 1 threads, at most max_queue >= 1 jobs waiting; name says what the pool does in
- * messages ("media", "request"). Returns owned *out. */
-omnic_status omnic__job_pool_create(const char *name, int workers, int max_queue, omnic__job_pool **out,
-                                    omnic_err *err);
+ * messages ("media", "request"). nice > 0 lowers the workers' CPU priority by that much
+ * (setpriority on each thread): batch work that must not slow latency-critical threads (the
+ * engine's decode steps, the HTTP threads) when the cores are short. Returns owned *out. */
+omnic_status omnic__job_pool_create(const char *name, int workers, int max_queue, int nice,
+                                    omnic__job_pool **out, omnic_err *err);
 /* Queues job (borrowed until done). E_TOO_LARGE (names the pool and its queue size) when
  * max_queue jobs wait, E_CANCELLED when the pool is shutting down. */
 omnic_status omnic__job_pool_submit(omnic__job_pool *p, omnic__job *job, omnic_err *err);

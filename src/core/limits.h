@@ -165,9 +165,15 @@
 /* Threads that parse request bodies, render chat templates and tokenize (--request-workers),
  * and the jobs that may wait for them (8 per worker) before new requests get 429. */
 #define OMNIC_SERVER_REQUEST_WORKERS 2
-/* Bodies under this many bytes are prepared by one more worker of their own (queue 16), so
- * a few large bodies (8 MB of JSON, base64 images) never hold up everyone's small requests. */
+/* Bodies under this many bytes are prepared by workers of their own (8 queued per worker), so
+ * a few large bodies (8 MB of JSON, base64 images) never hold up everyone's small requests; nor
+ * do they count against the in-flight body budget (at most this much per connection). */
 #define OMNIC_SMALL_BODY_BYTES ((size_t)64 << 10)
+#define OMNIC_SMALL_REQUEST_WORKERS 2
+/* How much lower the CPU priority (nice) of the big-request and media workers is than the
+ * engine's and the HTTP threads': decoding images and parsing 8 MB bodies take the cores only
+ * as far as the streams in flight leave them (CFS weight 335 against 1024). */
+#define OMNIC_BATCH_NICE 5
 #define OMNIC_SERVER_REQUEST_QUEUE_PER_WORKER 8
 /* A request whose parsed body took more heap than this, or that carried images, returns the
  * freed heap to the system when it is freed (malloc_trim). */

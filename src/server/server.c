@@ -1699,8 +1699,10 @@ static enum MHD_Result first_call(conn_state *cs, const char *url, const char *m
                           "The request body of %s bytes is over the server's limit of %zu bytes", cl,
                           s->max_body);
         }
-        /* the declared body is reserved up front: a full budget is refused before reading it */
-        if (!errno && end != cl && v > 0 && !inflight_take(s, (size_t)v, &cs->reserved))
+        /* the declared body is reserved up front: a full budget is refused before reading it.
+         * Small bodies are not counted (at most OMNIC_SMALL_BODY_BYTES per connection), so
+         * stalled big uploads cannot lock out everyone's small requests */
+        if (!errno && end != cl && v >= OMNIC_SMALL_BODY_BYTES && !inflight_take(s, (size_t)v, &cs->reserved))
             FAIL_RESPONSE(cs, REJ_BODY_BUDGET, 503, "server_busy", NULL,
                           "The server holds its limit of %zu bytes of request bodies in flight "
                           "(--max-inflight-body); retry later",
@@ -1773,7 +1775,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
                 return MHD_YES;
             }
             size_t need = cs->body.len + n > cs->reserved ? cs->body.len + n - cs->reserved : 0;
-            if (need && !inflight_take(s, need, &cs->reserved)) { /* an undeclared (chunked) body */
+            if (cs->body.len + n < OMNIC_SMALL_BODY_BYTES) need = 0; /* small: not counted (above) */
+            if (need && !inflight_take(s, need, &cs->reserved)) {    /* an undeclared (chunked) body */
                 cs->over_budget = true;
                 omnic__buf_free(&cs->body);
                 inflight_release(s, &cs->reserved);
@@ -2158,11 +2161,12 @@ omnic_status omnic__server_load(omnic__server *s, omnic_err *err)
         if (s->chat_status != OMNIC_E_NOT_FOUND) OMNIC_LOG_W("chat completions disabled: %s", cerr.msg);
     }
     int rw = s->o.request_workers > 0 ? s->o.request_workers : OMNIC_SERVER_REQUEST_WORKERS;
-    omnic_status pst =
-        omnic__job_pool_create("request", rw, OMNIC_SERVER_REQUEST_QUEUE_PER_WORKER * rw, &s->requests, err);
+    omnic_status pst = omnic__job_pool_create("request", rw, OMNIC_SERVER_REQUEST_QUEUE_PER_WORKER * rw,
+                                              OMNIC_BATCH_NICE, &s->requests, err);
     if (pst == OMNIC_OK)
-        pst = omnic__job_pool_create("small request", 1, 2 * OMNIC_SERVER_REQUEST_QUEUE_PER_WORKER, &s->small,
-                                     err);
+        pst = omnic__job_pool_create("small request", OMNIC_SMALL_REQUEST_WORKERS,
+                                     OMNIC_SERVER_REQUEST_QUEUE_PER_WORKER * OMNIC_SMALL_REQUEST_WORKERS, 0,
+                                     &s->small, err);
     if (pst != OMNIC_OK) {
         omnic__job_pool_destroy(s->requests);
         s->requests = NULL;
@@ -2177,7 +2181,7 @@ omnic_status omnic__server_load(omnic__server *s, omnic_err *err)
             return st;
         }
         int workers = s->o.media_workers > 0 ? s->o.media_workers : 2;
-        st = omnic__job_pool_create("media", workers, 4 * workers, &s->media, err);
+        st = omnic__job_pool_create("media", workers, 4 * workers, OMNIC_BATCH_NICE, &s->media, err);
         if (st != OMNIC_OK) {
             omnic__engine_destroy(e);
             return st;

@@ -126,7 +126,7 @@ def http(port, method, path, body=None, headers=None, timeout=60, src="127.0.0.1
     return status, hdrs, rest
 
 
-GOOD_REQ = {"prompt": "The quick brown fox", "max_tokens": 24, "temperature": 0, "ignore_eos": True}
+GOOD_REQ = {"prompt": "The quick brown fox", "max_tokens": 64, "temperature": 0, "ignore_eos": True}
 
 
 def good_completion(port, deadline_s=60):
@@ -424,23 +424,29 @@ def attack_half_close(srv):
 SRV_PORT = None
 
 
+def make_model(tmp):
+    """The tiny LLaVA with the two template bombs in front of its chat template."""
+    model = os.path.join(tmp, "llava")
+    subprocess.run(["/usr/bin/python3", os.path.join(ROOT, "tools/mktiny.py"), "--family", "llava", "--vision",
+                    "clip", "--text", "llama", "--out", model], check=True, stdout=subprocess.DEVNULL)
+    ct_path = os.path.join(model, "chat_template.json")
+    ct = json.load(open(ct_path))
+    bombs = ("{% for m in messages %}{% for c in m['content'] %}{% if c['type'] == 'text' %}"
+             "{% if c['text'] == 'WORKBOMB' %}{% for i in range(100000) %}{% set x = 'a' * 15000000 %}"
+             "{% endfor %}{% endif %}"
+             "{% if c['text'] == 'STEPBOMB' %}{% for i in range(100000) %}{% for j in range(100000) %}"
+             "{% endfor %}{% endfor %}{% endif %}"
+             "{% endif %}{% endfor %}{% endfor %}")
+    ct["chat_template"] = bombs + ct["chat_template"]
+    json.dump(ct, open(ct_path, "w"))
+    return model
+
+
 def main():
     global SRV_PORT
     with tempfile.TemporaryDirectory() as tmp:
-        model = os.path.join(tmp, "llava")
-        subprocess.run(["/usr/bin/python3", os.path.join(ROOT, "tools/mktiny.py"), "--family", "llava", "--vision",
-                        "clip", "--text", "llama", "--out", model], check=True, stdout=subprocess.DEVNULL)
-        ct_path = os.path.join(model, "chat_template.json")
-        ct = json.load(open(ct_path))
-        bombs = ("{% for m in messages %}{% for c in m['content'] %}{% if c['type'] == 'text' %}"
-                 "{% if c['text'] == 'WORKBOMB' %}{% for i in range(100000) %}{% set x = 'a' * 15000000 %}"
-                 "{% endfor %}{% endif %}"
-                 "{% if c['text'] == 'STEPBOMB' %}{% for i in range(100000) %}{% for j in range(100000) %}"
-                 "{% endfor %}{% endfor %}{% endif %}"
-                 "{% endif %}{% endfor %}{% endfor %}")
-        ct["chat_template"] = bombs + ct["chat_template"]
-        json.dump(ct, open(ct_path, "w"))
-        srv = Server(model, tmp, "--max-body", str(8 << 20))
+        model = make_model(tmp)
+        srv = Server(model, tmp)
         SRV_PORT = srv.port
         try:
             quiet = good_completion(srv.port)

@@ -1477,7 +1477,7 @@ static void test_job_pool(void **state)
     (void)state;
     omnic__job_pool *p = NULL;
     omnic_err err;
-    assert_int_equal(omnic__job_pool_create("test", 1, 2, &p, &err), OMNIC_OK);
+    assert_int_equal(omnic__job_pool_create("test", 1, 2, 3, &p, &err), OMNIC_OK);
     atomic_int started = 0, ran = 0, done = 0;
     atomic_bool gate = false;
     int accepted = 0, refused = 0;
