@@ -32,7 +32,9 @@ static void usage(FILE *f)
         "                   [--generation-config auto|ignore] [--read-timeout S] [--max-inflight-body "
         "BYTES]\n"
         "                   [--request-workers N] [--max-json-memory BYTES] [--max-template-steps N]\n"
-        "                   [--max-template-bytes BYTES] [--max-jpeg-memory BYTES] [--cancel-on-half-close]\n"
+        "                   [--max-template-bytes BYTES] [--max-jpeg-memory BYTES] [--max-prompt-bytes "
+        "BYTES]\n"
+        "                   [--cancel-on-half-close]\n"
         "  OpenAI-compatible HTTP server: POST /v1/chat/completions, POST /v1/completions,\n"
         "  GET /v1/models, GET /health, GET /metrics, POST /tokenize, POST /detokenize.\n"
         "  --parallel N       sequences decoded together (slots; default 4); n may go up to N\n"
@@ -47,7 +49,7 @@ static void usage(FILE *f)
         "  --max-queue Q      requests waiting for a slot before 429 (default 64)\n");
     fprintf(
         f,
-        "  --request-timeout S  a request's wall time, from its first byte to its last token: upload,\n"
+        "  --request-timeout S  a request's wall time, from its headers to its last token: upload,\n"
         "                     queues, images, template and generation (default 600; 0: none); 504\n"
         "  --read-timeout S   a request's headers and body must arrive within S s of the connection's\n"
         "                     start or its previous request's end (default 30; slow clients are cut off)\n"
@@ -60,6 +62,8 @@ static void usage(FILE *f)
         "                     request (default 200000)\n"
         "  --max-template-bytes BYTES  bytes a chat template may build per request (default 256 MiB)\n"
         "  --max-jpeg-memory BYTES  a JPEG decoder's working memory (default 256 MiB)\n"
+        "  --max-prompt-bytes BYTES  a rendered chat prompt, and the longest string its template\n"
+        "                     builds (default 16 MiB)\n"
         "  --cancel-on-half-close  treat a client that shuts its sending side as gone (for proxies that\n"
         "                     never half-close; default: a half-close is not a disconnect)\n"
         "  --api-key K        require 'Authorization: Bearer K' (all routes but /health)\n"

@@ -81,7 +81,8 @@ struct omnic__engine {
     bool thread_started;
     pthread_mutex_t mu;
     pthread_cond_t wake, idle;
-    request *q_head, *q_tail; /* waiting requests, FIFO */
+    request *q_head, *q_tail; /* waiting requests, FIFO (admitted fairly: next_fair) */
+    int *admitted;            /* [n_slots] scheduler scratch, allocated before its thread starts */
     int q_len, max_queue, busy;
     bool stopping, draining;
     uint64_t next_id;
@@ -618,13 +619,13 @@ static void expire_queued(omnic__engine *e, double now)
 static void *scheduler_main(void *arg)
 {
     omnic__engine *e = arg;
-    int *admitted = omnic_alloc_array((size_t)e->n_slots, sizeof *admitted);
+    int *admitted = e->admitted;
     for (;;) {
         pthread_mutex_lock(&e->mu);
         while (!e->stopping && e->busy == 0 && !e->q_head)
             pthread_cond_wait(&e->wake, &e->mu);
         bool stopping = e->stopping;
-        int k = admitted ? admit_locked(e, admitted) : 0;
+        int k = admit_locked(e, admitted);
         omnic__metrics_gauges(&e->metrics, e->busy, e->q_len);
         pthread_mutex_unlock(&e->mu);
         for (int i = 0; i < k; i++)
@@ -649,7 +650,6 @@ static void *scheduler_main(void *arg)
         }
         step(e);
     }
-    omnic_free(admitted);
     return NULL;
 }
 
@@ -709,6 +709,12 @@ omnic_status omnic__engine_create(const char *dir, const omnic__engine_opts *opt
     const int64_t sample_vocab = (int64_t)omnic__tokenizer_vocab_size(e->tok);
     for (int i = 0; i < e->n_slots; i++)
         if ((s = omnic__sampler_init(&e->slots[i].sampler, &dp, sample_vocab, err)) != OMNIC_OK) goto fail;
+    /* the scheduler's scratch, here: an allocation failure on its thread would leave it unable
+     * to admit anything */
+    if (!(e->admitted = omnic_alloc_array((size_t)e->n_slots, sizeof *e->admitted))) {
+        s = OMNIC_FAIL(err, OMNIC_E_NOMEM, "out of memory for the scheduler of %d slots", e->n_slots);
+        goto fail;
+    }
     omnic__metrics_init(&e->metrics, e->n_slots);
     if (pthread_create(&e->thread, NULL, scheduler_main, e) != 0) {
         s = OMNIC_FAIL(err, OMNIC_E_INTERNAL, "could not start the scheduler thread");
@@ -750,6 +756,7 @@ void omnic__engine_destroy(omnic__engine *e)
     for (int i = 0; e->slots && i < e->n_slots; i++)
         omnic__sampler_deinit(&e->slots[i].sampler);
     omnic_free(e->slots);
+    omnic_free(e->admitted);
     omnic_free(e->dec_tok);
     omnic_free(e->dec_pos);
     omnic_free(e->dec_rows);

@@ -320,7 +320,7 @@ struct work {
     omnic__buf body;   /* owned until parsed */
     size_t reserved;   /* bytes of the server's in-flight body budget held for body */
     omnic__budget bud; /* the request's budget (its deadline: started + --request-timeout) */
-    double started;    /* omnic__now() at the request's first byte */
+    double started;    /* omnic__now() at the request's first handler call (its headers read) */
     size_t parsed;     /* heap the body's parse took */
     uint64_t client;   /* the engine's fairness key: the peer's IPv4 address or IPv6 /64 */
     atomic_int parts;  /* stages still running (text, media) */
@@ -649,6 +649,18 @@ static enum MHD_Result do_metrics(conn_state *cs)
     for (int i = 0; i < REJ_COUNT; i++)
         omnic__buf_printf(&b, "omnic_http_rejected_total{reason=\"%s\"} %llu\n", reject_names[i],
                           (unsigned long long)atomic_load(&s->rejected[i]));
+    if (e) { /* the pools exist once the engine is published (server_load's order) */
+        omnic__buf_puts(&b, "# HELP omnic_http_pool_pending Jobs queued or running on the server's worker "
+                            "pools.\n# TYPE omnic_http_pool_pending gauge\n");
+        const struct {
+            const char *name;
+            omnic__job_pool *p;
+        } pools[] = {{"request", s->requests}, {"small_request", s->small}, {"media", s->media}};
+        for (size_t i = 0; i < sizeof pools / sizeof pools[0]; i++)
+            if (pools[i].p)
+                omnic__buf_printf(&b, "omnic_http_pool_pending{pool=\"%s\"} %d\n", pools[i].name,
+                                  omnic__job_pool_pending(pools[i].p));
+    }
     pthread_mutex_lock(&s->mu);
     int live = s->n_live;
     pthread_mutex_unlock(&s->mu);
@@ -2037,6 +2049,12 @@ omnic_status omnic__server_create(const omnic__server_opts *o, omnic__server **o
         if (b->template_steps) s->budget.template_steps = b->template_steps;
         if (b->template_work) s->budget.template_work = b->template_work;
         if (b->template_output) s->budget.template_output = b->template_output;
+        if (s->budget.template_output > OMNIC_MAX_TEMPLATE_OUTPUT)
+            s->budget.template_output = OMNIC_MAX_TEMPLATE_OUTPUT;
+        if (s->budget.template_work > OMNIC_MAX_TEMPLATE_WORK_BYTES)
+            s->budget.template_work = OMNIC_MAX_TEMPLATE_WORK_BYTES;
+        if (s->budget.template_steps > OMNIC_MAX_TEMPLATE_ITERATIONS)
+            s->budget.template_steps = OMNIC_MAX_TEMPLATE_ITERATIONS;
         if (b->jpeg_decoder_bytes > 0) s->budget.jpeg_decoder_bytes = b->jpeg_decoder_bytes;
         if (o->max_decode_pixels > 0) s->budget.image_pixels = o->max_decode_pixels;
         s->budget.body_bytes = s->max_body;

@@ -54,7 +54,7 @@ typedef struct omnic__server_opts {
                                        * on every address */
     size_t n_allowed_hosts;
     size_t n_cors_origins;
-    double request_timeout_s;   /* per request, from its first byte to its last token (queue, upload,
+    double request_timeout_s;   /* per request, from its headers to its last token (queue, upload,
                                  * media, template and generation); 0: none */
     double read_timeout_s;      /* from a connection's (or keep-alive request's) start until its
                                  * request body is complete; 0: OMNIC_SERVER_READ_TIMEOUT_S */

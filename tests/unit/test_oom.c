@@ -447,8 +447,13 @@ static omnic_status sc_engine_submit(omnic_err *err)
     uint64_t id = 0;
     omnic_status rc = omnic__engine_submit(g_engine, &r, &id, err);
     if (rc != OMNIC_OK) return rc;
-    while (!atomic_load(&g_done))
+    for (int ms = 0; !atomic_load(&g_done); ms++) { /* a lost DONE event fails, never hangs */
+        if (ms == 30000) {
+            print_error("engine submit: no DONE event within 30 s of an accepted request\n");
+            fail();
+        }
         usleep(1000);
+    }
     return OMNIC_OK;
 }
 
