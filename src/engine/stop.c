@@ -81,6 +81,7 @@ bool omnic__stop_push(omnic__stop_matcher *m, const char *text, size_t len, cons
         *emit_len = len;
         return false;
     }
+    if (len == 0) return false; /* nothing new: nothing can match (and m->buf may be unallocated) */
     size_t total;
     if (!omnic_size_add(&total, m->held, len) || !reserve(&m->buf, &m->cap, total) ||
         !reserve(&m->out, &m->out_cap, total)) {
