@@ -598,8 +598,10 @@ static void expire_queued(omnic__engine *e, double now)
         r->next = gone[timeout];
         gone[timeout] = r;
     }
-    omnic__metrics_gauges(&e->metrics, e->busy, e->q_len);
-    pthread_cond_broadcast(&e->idle);
+    if (gone[0] || gone[1]) {
+        omnic__metrics_gauges(&e->metrics, e->busy, e->q_len);
+        pthread_cond_broadcast(&e->idle);
+    }
     pthread_mutex_unlock(&e->mu);
     for (int k = 0; k < 2; k++)
         for (request *r = gone[k], *next; r; r = next) {

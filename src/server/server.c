@@ -1561,7 +1561,7 @@ static enum MHD_Result start_work(conn_state *cs)
     channel *ch = channel_create(engine_of(s));
     work *w = ch ? omnic_alloc_array(1, sizeof *w) : NULL;
     if (!w) {
-        omnic_free(ch);
+        if (ch) channel_free(ch);
         FAIL_RESPONSE(cs, REJ_NONE, 503, NULL, NULL, "out of memory");
     }
     w->srv = s;
