@@ -34,7 +34,7 @@ static void usage(FILE *f)
         "                   [--request-workers N] [--max-json-memory BYTES] [--max-template-steps N]\n"
         "                   [--max-template-bytes BYTES] [--max-jpeg-memory BYTES] [--max-prompt-bytes "
         "BYTES]\n"
-        "                   [--cancel-on-half-close]\n"
+        "                   [--cancel-on-half-close] [--encoder-cache-mb N]\n"
         "  OpenAI-compatible HTTP server: POST /v1/chat/completions, POST /v1/completions,\n"
         "  GET /v1/models, GET /health, GET /metrics, POST /tokenize, POST /detokenize.\n"
         "  --parallel N       sequences decoded together (slots; default 4); n may go up to N\n"
@@ -64,6 +64,8 @@ static void usage(FILE *f)
         "  --max-jpeg-memory BYTES  a JPEG decoder's working memory (default 256 MiB)\n"
         "  --max-prompt-bytes BYTES  a rendered chat prompt, and the longest string its template\n"
         "                     builds (default 16 MiB)\n"
+        "  --encoder-cache-mb N  projected rows of images kept for requests that repeat them: a\n"
+        "                     repeated image skips its encoder (default 256; 0: off)\n"
         "  --cancel-on-half-close  treat a client that shuts its sending side as gone (for proxies that\n"
         "                     never half-close; default: a half-close is not a disconnect)\n"
         "  --api-key K        require 'Authorization: Bearer K' (all routes but /health)\n"
@@ -213,6 +215,7 @@ int omnic__cli_serve(int argc, char **argv)
         INT_OPT(NULL, "--max-decode-pixels", 1, OMNIC_MAX_IMAGE_PIXELS, o.max_decode_pixels = x)
         INT_OPT(NULL, "--max-inflight-body", 1, (int64_t)1 << 40, o.max_inflight_body = (size_t)x)
         INT_OPT(NULL, "--request-workers", 1, 256, o.request_workers = (int)x)
+        INT_OPT(NULL, "--encoder-cache-mb", 0, 1 << 20, o.engine.encoder_cache_bytes = x ? x << 20 : -1)
         INT_OPT(NULL, "--max-json-memory", 4096, (int64_t)OMNIC_MAX_JSON_BYTES,
                 o.budget.json_bytes = (size_t)x)
         INT_OPT(NULL, "--max-template-steps", 1, OMNIC_MAX_TEMPLATE_ITERATIONS,

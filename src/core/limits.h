@@ -112,6 +112,8 @@
 #define OMNIC_MAX_VISION_TEMPORAL_PATCH 16
 #define OMNIC_MAX_VISION_MERGE 16
 
+/* The engine's encoder cache budget (bytes of projected rows; --encoder-cache-mb). */
+#define OMNIC_ENCODER_CACHE_BYTES ((int64_t)256 << 20)
 /* Queued requests the engine looks through for the fairest one to admit (engine.c). */
 #define OMNIC_FAIR_SCAN 1024
 

@@ -8,6 +8,7 @@
 
 #include "core/log.h"
 #include "core/sync.h"
+#include "engine/encoder_cache.h"
 #include "engine/engine.h"
 #include "engine/modality.h"
 #include "engine/stop.h"
@@ -81,8 +82,9 @@ struct omnic__engine {
     bool thread_started;
     pthread_mutex_t mu;
     pthread_cond_t wake, idle;
-    request *q_head, *q_tail; /* waiting requests, FIFO (admitted fairly: next_fair) */
-    int *admitted;            /* [n_slots] scheduler scratch, allocated before its thread starts */
+    request *q_head, *q_tail;        /* waiting requests, FIFO (admitted fairly: next_fair) */
+    int *admitted;                   /* [n_slots] scheduler scratch, allocated before its thread starts */
+    omnic__encoder_cache *enc_cache; /* NULL: off */
     int q_len, max_queue, busy;
     bool stopping, draining;
     uint64_t next_id;
@@ -321,14 +323,28 @@ static omnic_status encode_next(omnic__engine *e, int si, omnic_err *err)
     const int64_t H = m->dec.cfg.hidden, k = r->encoded;
     const omnic__tensor *proj, *feat;
     int64_t R;
-    OMNIC_TRY(omnic__media_item_rows(m, &r->media[k], &R, err));
-    OMNIC_TRY(omnic__media_encode(m, &r->media[k], &proj, &feat, err));
-    if (proj->dims[0] != R || proj->dims[1] != H)
-        return OMNIC_FAIL(err, OMNIC_E_INTERNAL, "the encoder gave [%lld, %lld] rows, expected [%lld, %lld]",
-                          (long long)proj->dims[0], (long long)proj->dims[1], (long long)R, (long long)H);
-    memcpy(r->projected + r->proj_rows * H, proj->data, (size_t)(R * H) * sizeof(float));
+    const omnic__media_item *it = &r->media[k];
+    OMNIC_TRY(omnic__media_item_rows(m, it, &R, err));
+    float *dst = r->projected + r->proj_rows * H;
+    /* the same input encoded before: its rows (a stage dump wants the encoder's own outputs) */
+    bool cached = e->enc_cache && it->has_key && !r->on_encode &&
+                  omnic__encoder_cache_get(e->enc_cache, it->key, R, H, dst);
+    if (!cached) {
+        OMNIC_TRY(omnic__media_encode(m, it, &proj, &feat, err));
+        if (proj->dims[0] != R || proj->dims[1] != H)
+            return OMNIC_FAIL(err, OMNIC_E_INTERNAL,
+                              "the encoder gave [%lld, %lld] rows, expected [%lld, %lld]",
+                              (long long)proj->dims[0], (long long)proj->dims[1], (long long)R, (long long)H);
+        memcpy(dst, proj->data, (size_t)(R * H) * sizeof(float));
+        if (e->enc_cache && it->has_key) omnic__encoder_cache_put(e->enc_cache, it->key, R, H, dst);
+        if (r->on_encode) r->on_encode(r->cb_ctx, k, feat, proj);
+    }
+    if (e->enc_cache) {
+        omnic__encoder_cache_stats cs;
+        omnic__encoder_cache_stats_get(e->enc_cache, &cs);
+        omnic__metrics_encoder_cache(&e->metrics, cs.hits, cs.misses, cs.evictions, cs.bytes, cs.entries);
+    }
     r->proj_rows += R;
-    if (r->on_encode) r->on_encode(r->cb_ctx, k, feat, proj);
     r->encoded++;
     omnic__metrics_steps(&e->metrics, 1, 0, 0, 0);
     if (r->encoded < (int64_t)r->n_media) return OMNIC_OK;
@@ -711,6 +727,12 @@ omnic_status omnic__engine_create(const char *dir, const omnic__engine_opts *opt
     const int64_t sample_vocab = (int64_t)omnic__tokenizer_vocab_size(e->tok);
     for (int i = 0; i < e->n_slots; i++)
         if ((s = omnic__sampler_init(&e->slots[i].sampler, &dp, sample_vocab, err)) != OMNIC_OK) goto fail;
+    {
+        int64_t cb =
+            opts && opts->encoder_cache_bytes ? opts->encoder_cache_bytes : OMNIC_ENCODER_CACHE_BYTES;
+        if (cb > 0 && (s = omnic__encoder_cache_create((size_t)cb, &e->enc_cache, err)) != OMNIC_OK)
+            goto fail;
+    }
     /* the scheduler's scratch, here: an allocation failure on its thread would leave it unable
      * to admit anything */
     if (!(e->admitted = omnic_alloc_array((size_t)e->n_slots, sizeof *e->admitted))) {
@@ -759,6 +781,7 @@ void omnic__engine_destroy(omnic__engine *e)
         omnic__sampler_deinit(&e->slots[i].sampler);
     omnic_free(e->slots);
     omnic_free(e->admitted);
+    omnic__encoder_cache_destroy(e->enc_cache);
     omnic_free(e->dec_tok);
     omnic_free(e->dec_pos);
     omnic_free(e->dec_rows);

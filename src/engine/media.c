@@ -18,5 +18,6 @@ omnic_status omnic__media_prepare(const omnic__media_proc *p, const uint8_t *byt
     if (cancel && atomic_load(cancel)) s = OMNIC_FAIL(err, OMNIC_E_CANCELLED, "image preparation cancelled");
     if (s == OMNIC_OK) s = omnic__media_preprocess(p, &(omnic__decoded_media){.image = &img}, out, err);
     omnic__image_deinit(&img);
+    if (s == OMNIC_OK) omnic__media_item_key(out); /* the engine's encoder cache */
     return s;
 }

@@ -123,6 +123,18 @@ static void hist(sbuf *b, const char *name, const char *help, const omnic__histo
         h->sum, name, (unsigned long long)h->count);
 }
 
+void omnic__metrics_encoder_cache(omnic__metrics *m, uint64_t hits, uint64_t misses, uint64_t evictions,
+                                  size_t bytes, size_t entries)
+{
+    pthread_mutex_lock(&m->mu);
+    m->enc_cache_hits = hits;
+    m->enc_cache_misses = misses;
+    m->enc_cache_evictions = evictions;
+    m->enc_cache_bytes = (int64_t)bytes;
+    m->enc_cache_entries = (int64_t)entries;
+    pthread_mutex_unlock(&m->mu);
+}
+
 omnic_status omnic__metrics_render(const omnic__metrics *s, char **out, size_t *len, omnic_err *err)
 {
     static const char *const finish[OMNIC_FINISH_LABELS] = {"none",      "stop",    "length",
@@ -164,6 +176,21 @@ omnic_status omnic__metrics_render(const omnic__metrics *s, char **out, size_t *
         "# HELP omnic_mixed_prompt_rows_total Prompt rows prefilled inside decode calls (mixed steps).\n"
         "# TYPE omnic_mixed_prompt_rows_total counter\nomnic_mixed_prompt_rows_total %llu\n",
         (unsigned long long)s->mixed_prompt_rows);
+    put(&b,
+        "# HELP omnic_encoder_cache_hits_total Media items whose projected rows came from the encoder "
+        "cache.\n"
+        "# TYPE omnic_encoder_cache_hits_total counter\nomnic_encoder_cache_hits_total %llu\n"
+        "# HELP omnic_encoder_cache_misses_total Media items encoded (not in the cache).\n"
+        "# TYPE omnic_encoder_cache_misses_total counter\nomnic_encoder_cache_misses_total %llu\n"
+        "# HELP omnic_encoder_cache_evictions_total Entries dropped to fit the budget.\n"
+        "# TYPE omnic_encoder_cache_evictions_total counter\nomnic_encoder_cache_evictions_total %llu\n"
+        "# HELP omnic_encoder_cache_bytes Bytes of projected rows held.\n"
+        "# TYPE omnic_encoder_cache_bytes gauge\nomnic_encoder_cache_bytes %lld\n"
+        "# HELP omnic_encoder_cache_entries Media items held.\n"
+        "# TYPE omnic_encoder_cache_entries gauge\nomnic_encoder_cache_entries %lld\n",
+        (unsigned long long)s->enc_cache_hits, (unsigned long long)s->enc_cache_misses,
+        (unsigned long long)s->enc_cache_evictions, (long long)s->enc_cache_bytes,
+        (long long)s->enc_cache_entries);
     put(&b,
         "# HELP omnic_slots_busy Slots holding a request.\n# TYPE omnic_slots_busy gauge\nomnic_slots_busy "
         "%lld\n",

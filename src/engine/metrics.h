@@ -38,9 +38,11 @@ typedef struct omnic__metrics {
     pthread_mutex_t mu;
     uint64_t requests[OMNIC_FINISH_LABELS]; /* by finish reason */
     uint64_t rejected[OMNIC_REJECT_COUNT];
-    uint64_t prompt_tokens, generated_tokens;           /* logical tokens */
-    uint64_t prefill_chunks, decode_steps, decode_rows; /* decode_rows: generating rows only */
-    uint64_t mixed_prompt_rows;                         /* prompt rows carried by decode calls */
+    uint64_t prompt_tokens, generated_tokens;                       /* logical tokens */
+    uint64_t prefill_chunks, decode_steps, decode_rows;             /* decode_rows: generating rows only */
+    uint64_t mixed_prompt_rows;                                     /* prompt rows carried by decode calls */
+    uint64_t enc_cache_hits, enc_cache_misses, enc_cache_evictions; /* engine/encoder_cache.h */
+    int64_t enc_cache_bytes, enc_cache_entries;
     int64_t slots_busy, slots_total, queue_depth;
     omnic__histogram hist[OMNIC_H_COUNT];
 } omnic__metrics;
@@ -53,6 +55,9 @@ void omnic__metrics_reject(omnic__metrics *m, omnic__reject_reason r);
 void omnic__metrics_gauges(omnic__metrics *m, int64_t slots_busy, int64_t queue_depth);
 void omnic__metrics_steps(omnic__metrics *m, uint64_t prefill_chunks, uint64_t decode_steps,
                           uint64_t decode_rows, uint64_t mixed_prompt_rows);
+/* The encoder cache's counters (totals, as the cache keeps them). */
+void omnic__metrics_encoder_cache(omnic__metrics *m, uint64_t hits, uint64_t misses, uint64_t evictions,
+                                  size_t bytes, size_t entries);
 /* A consistent copy. */
 void omnic__metrics_snapshot(omnic__metrics *m, omnic__metrics *out);
 

@@ -1,6 +1,7 @@
 /* The media family interface: model-level dispatch to a family's table (models/media.h). */
 #include <string.h>
 
+#include "core/sha256.h"
 #include "models/family.h"
 #include "models/model.h"
 
@@ -25,6 +26,23 @@ omnic_status omnic__media_item_copy(omnic__media_item *out, const omnic__media_i
     OMNIC_TRY(omnic__tensor_create(&out->input, src->input->dtype, src->input->ndim, src->input->dims, err));
     memcpy(out->input->data, src->input->data, omnic__tensor_bytes(src->input));
     return OMNIC_OK;
+}
+
+void omnic__media_item_key(omnic__media_item *it)
+{
+    if (!it->input) return;
+    omnic__sha256 h;
+    omnic__sha256_init(&h);
+    omnic__sha256_field(&h, "omnic.media_item/1");
+    int64_t meta[4 + OMNIC_MAX_DIMS + 3] = {it->modality, it->input->dtype, it->input->ndim, it->valid};
+    for (int i = 0; i < it->input->ndim && i < OMNIC_MAX_DIMS; i++)
+        meta[4 + i] = it->input->dims[i];
+    for (int i = 0; i < 3; i++)
+        meta[4 + OMNIC_MAX_DIMS + i] = it->grid[i];
+    omnic__sha256_update(&h, meta, sizeof meta);
+    omnic__sha256_update(&h, it->input->data, omnic__tensor_bytes(it->input));
+    omnic__sha256_final(&h, it->key);
+    it->has_key = true;
 }
 
 omnic_status omnic__media_no_kwargs(omnic__modality mod, omnic_err *err)

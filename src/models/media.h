@@ -48,9 +48,15 @@ typedef struct omnic__media_item {
     int64_t rows;         /* prompt rows the item's one placeholder expands to */
     int64_t in_w, in_h;   /* the decoded size; out_w, out_h: the size the processor resized to */
     int64_t out_w, out_h;
-    bool limited; /* resized smaller because of a user limit (--max-image-pixels or a
-                   * request's mm_processor_kwargs), not the checkpoint's own: reported */
+    bool limited;    /* resized smaller because of a user limit (--max-image-pixels or a
+                      * request's mm_processor_kwargs), not the checkpoint's own: reported */
+    bool has_key;    /* key is set (omnic__media_item_key): the engine may cache its encoding */
+    uint8_t key[32]; /* SHA-256 of modality, input dtype and dims, grid, valid and the input bytes */
 } omnic__media_item;
+
+/* Sets it->key (and has_key) from its content: two items with the same key give the encoder
+ * the same input. No-op without an input tensor. */
+void omnic__media_item_key(omnic__media_item *it);
 
 /* Frees it->input and zeroes *it; NULL ok. */
 void omnic__media_item_deinit(omnic__media_item *it);

@@ -20,6 +20,7 @@
 #include "core/sync.h"
 #include "engine/engine.h"
 #include "models/clip_media.h"
+#include "models/media.h"
 #include "models/qwen2vl_media.h"
 
 static char dir[128];
@@ -759,6 +760,98 @@ static void test_fair_admission(void **state)
         sink_wait(&c[i]);
 }
 
+static omnic__engine *engine_cache(const char *model, int64_t cache_bytes)
+{
+    omnic__engine_opts o = {.model = {.backend = "cpu", .threads = 2, .ctx = 256, .slots = 1, .chunk = 16},
+                            .max_queue = 8,
+                            .encoder_cache_bytes = cache_bytes};
+    omnic__engine *e = NULL;
+    omnic_err err;
+    assert_int_equal(omnic__engine_create(model, &o, &e, &err), OMNIC_OK);
+    return e;
+}
+
+static omnic__metrics cache_metrics(omnic__engine *e)
+{
+    omnic__metrics snap;
+    omnic__metrics_snapshot(omnic__engine_metrics(e), &snap);
+    return snap;
+}
+
+/* The encoder cache: a repeated image (same content key) is not encoded again and gives the
+ * same tokens as with the cache off; a budget of one image's rows evicts the older one; an item
+ * without a key is never cached. */
+static void test_encoder_cache(void **state)
+{
+    (void)state;
+    char llava[160];
+    snprintf(llava, sizeof llava, "%s/llava", dir);
+    static image_req ir[2];
+    static sink off, on[3], evict[3], nokey;
+    omnic__engine *e = engine_cache(llava, -1);
+    const omnic__model *m = omnic__engine_model(e);
+    for (int i = 0; i < 2; i++) {
+        image_req_init(&ir[i], m, i);
+        omnic__media_item_key(&ir[i].item);
+        assert_true(ir[i].item.has_key);
+    }
+    assert_memory_not_equal(ir[0].item.key, ir[1].item.key, 32);
+    omnic__gen_request r = req(ir[0].prompt, ir[0].n, 12, &off);
+    r.media = ir[0].media, r.n_media = 1;
+    sink_init(&off);
+    run_one(e, r, &off);
+    assert_int_equal(cache_metrics(e).enc_cache_misses, 0); /* off: never consulted */
+    int64_t R = 0;
+    omnic_err err;
+    assert_int_equal(omnic__media_item_rows(m, &ir[0].item, &R, &err), OMNIC_OK);
+    const int64_t one = R * m->dec.cfg.hidden * (int64_t)sizeof(float);
+    omnic__engine_destroy(e);
+
+    e = engine_cache(llava, 0); /* the default budget */
+    for (int k = 0; k < 3; k++) {
+        sink_init(&on[k]);
+        r.cb_ctx = &on[k];
+        run_one(e, r, &on[k]);
+        assert_int_equal(on[k].n_tokens, off.n_tokens);
+        assert_memory_equal(on[k].tokens, off.tokens, (size_t)off.n_tokens * sizeof off.tokens[0]);
+    }
+    omnic__metrics mm = cache_metrics(e);
+    assert_int_equal(mm.enc_cache_misses, 1);
+    assert_int_equal(mm.enc_cache_hits, 2);
+    assert_int_equal(mm.enc_cache_entries, 1);
+    assert_int_equal(mm.enc_cache_bytes, one);
+    /* an item without a key: encoded, not looked up */
+    omnic__media_item plain = ir[0].item;
+    plain.has_key = false;
+    const omnic__media_item *pp = &plain;
+    omnic__gen_request rn = r;
+    rn.media = &pp;
+    sink_init(&nokey);
+    rn.cb_ctx = &nokey;
+    run_one(e, rn, &nokey);
+    assert_memory_equal(nokey.tokens, off.tokens, (size_t)off.n_tokens * sizeof off.tokens[0]);
+    assert_int_equal(cache_metrics(e).enc_cache_misses, 1);
+    omnic__engine_destroy(e);
+
+    e = engine_cache(llava, one); /* room for one image's rows */
+    const int order[3] = {0, 1, 0};
+    for (int k = 0; k < 3; k++) {
+        omnic__gen_request rk = req(ir[order[k]].prompt, ir[order[k]].n, 12, &evict[k]);
+        rk.media = ir[order[k]].media, rk.n_media = 1;
+        sink_init(&evict[k]);
+        run_one(e, rk, &evict[k]);
+    }
+    mm = cache_metrics(e);
+    assert_int_equal(mm.enc_cache_hits, 0); /* the second image evicted the first */
+    assert_int_equal(mm.enc_cache_misses, 3);
+    assert_int_equal(mm.enc_cache_evictions, 2);
+    assert_int_equal(mm.enc_cache_entries, 1);
+    assert_memory_equal(evict[2].tokens, off.tokens, (size_t)off.n_tokens * sizeof off.tokens[0]);
+    omnic__engine_destroy(e);
+    omnic__media_item_deinit(&ir[0].item);
+    omnic__media_item_deinit(&ir[1].item);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -775,6 +868,7 @@ int main(void)
         cmocka_unit_test(test_timeout_and_metrics),
         cmocka_unit_test(test_queued_timeout),
         cmocka_unit_test(test_fair_admission),
+        cmocka_unit_test(test_encoder_cache),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -58,6 +58,11 @@ def main():
         if st == 200:
             check(js["usage"]["prompt_tokens"] < 40, "usage counts logical prompt tokens", js["usage"])
     check(len(set(texts)) == 1, "data: URL and file paths give the same output", texts)
+    # the three carried the same image: it was encoded once, then came from the encoder cache
+    m = checks.metrics()
+    check(m.get("omnic_encoder_cache_hits_total", 0) >= 2 and m.get("omnic_encoder_cache_entries", 0) >= 1,
+          "the repeated image came from the encoder cache",
+          {k: v for k, v in m.items() if k.startswith("omnic_encoder_cache")})
     # PNG with alpha and WebP work too; two images in one request
     for url in (data_url(M("alpha.png"), "image/png"), data_url(M("lossless.webp"), "image/webp")):
         st, _, js = chat(image_msg([url]))
