@@ -330,7 +330,9 @@ static omnic_status encode_next(omnic__engine *e, int si, omnic_err *err)
     bool cached = e->enc_cache && it->has_key && !r->on_encode &&
                   omnic__encoder_cache_get(e->enc_cache, it->key, R, H, dst);
     if (!cached) {
+        double t0 = now_s();
         OMNIC_TRY(omnic__media_encode(m, it, &proj, &feat, err));
+        omnic__metrics_observe_media(&e->metrics, OMNIC_MS_ENCODE, (int)it->modality, now_s() - t0);
         if (proj->dims[0] != R || proj->dims[1] != H)
             return OMNIC_FAIL(err, OMNIC_E_INTERNAL,
                               "the encoder gave [%lld, %lld] rows, expected [%lld, %lld]",
@@ -352,8 +354,10 @@ static omnic_status encode_next(omnic__engine *e, int si, omnic_err *err)
     if (!items) return OMNIC_FAIL(err, OMNIC_E_NOMEM, "out of memory merging %zu media items", r->n_media);
     for (size_t i = 0; i < r->n_media; i++)
         items[i] = &r->media[i];
+    double t0 = now_s();
     omnic_status st = omnic__media_merge(m, r->prompt, (int64_t)r->n_prompt, items, (int64_t)r->n_media,
                                          r->projected, &r->pp, err);
+    omnic__metrics_observe_media(&e->metrics, OMNIC_MS_MERGE, (int)r->media[0].modality, now_s() - t0);
     omnic_free(items);
     OMNIC_TRY(st);
     if (r->pp.adapter != OMNIC_ADAPTER_NONE || r->pp.n_side)
@@ -403,7 +407,18 @@ static int gather_decode_rows(omnic__engine *e)
 /* One text.decode call over n_dec decode rows, then (mixed steps) the prompt rows of slot
  * pf (pf_rows of them, -1 / 0: none). Decode rows sample; the prefill slot samples its
  * first token when its prompt is complete. */
+static void decode_run(omnic__engine *e, int n_dec, int pf, int64_t pf_rows);
+
+/* decode_run, its time observed in OMNIC_H_STEP. */
 static void decode_call(omnic__engine *e, int n_dec, int pf, int64_t pf_rows)
+{
+    if (!n_dec && pf < 0) return;
+    double t0 = now_s();
+    decode_run(e, n_dec, pf, pf_rows);
+    omnic__metrics_observe(&e->metrics, OMNIC_H_STEP, now_s() - t0);
+}
+
+static void decode_run(omnic__engine *e, int n_dec, int pf, int64_t pf_rows)
 {
     omnic__model *m = e->model;
     int64_t n = n_dec + (pf >= 0 ? pf_rows : 0);
@@ -490,7 +505,9 @@ static void step(omnic__engine *e)
     }
     if (pf >= 0) {
         omnic_err err;
+        double t0 = now_s();
         omnic_status st = prefill_chunk(e, pf, &err);
+        omnic__metrics_observe(&e->metrics, OMNIC_H_PREFILL, now_s() - t0);
         if (st == OMNIC_E_CANCELLED)
             finish(e, pf, OMNIC_FINISH_CANCELLED, NULL);
         else if (st != OMNIC_OK)

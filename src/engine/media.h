@@ -19,4 +19,14 @@ omnic_status omnic__media_prepare(const omnic__media_proc *p, const uint8_t *byt
                                   const omnic__image_limits *limits, const atomic_bool *cancel,
                                   omnic__media_item *out, omnic_err *err);
 
+/* The seconds each stage of one omnic__media_prepare took (for the per-stage metrics). */
+typedef struct omnic__media_times {
+    double decode, preprocess;
+} omnic__media_times;
+
+/* omnic__media_prepare that also fills *times (may be NULL). */
+omnic_status omnic__media_prepare_timed(const omnic__media_proc *p, const uint8_t *bytes, size_t len,
+                                        const omnic__image_limits *limits, const atomic_bool *cancel,
+                                        omnic__media_item *out, omnic__media_times *times, omnic_err *err);
+
 #endif

@@ -21,16 +21,28 @@ void omnic__metrics_deinit(omnic__metrics *m)
     pthread_mutex_destroy(&m->mu);
 }
 
-void omnic__metrics_observe(omnic__metrics *m, omnic__hist_id h, double s)
+static void add(omnic__histogram *x, double s)
 {
-    pthread_mutex_lock(&m->mu);
-    omnic__histogram *x = &m->hist[h];
     int b = 0;
     while (b < OMNIC_HIST_BUCKETS && s > bounds[b])
         b++;
     x->counts[b]++;
     x->sum += s;
     x->count++;
+}
+
+void omnic__metrics_observe(omnic__metrics *m, omnic__hist_id h, double s)
+{
+    pthread_mutex_lock(&m->mu);
+    add(&m->hist[h], s);
+    pthread_mutex_unlock(&m->mu);
+}
+
+void omnic__metrics_observe_media(omnic__metrics *m, omnic__media_stage st, int modality, double s)
+{
+    if (st < 0 || st >= OMNIC_MS_COUNT || modality < 0 || modality >= OMNIC_METRIC_MODALITIES) return;
+    pthread_mutex_lock(&m->mu);
+    add(&m->media[st][modality], s);
     pthread_mutex_unlock(&m->mu);
 }
 
@@ -110,17 +122,38 @@ __attribute__((format(printf, 2, 3))) static void put(sbuf *b, const char *fmt, 
     }
 }
 
-static void hist(sbuf *b, const char *name, const char *help, const omnic__histogram *h)
+/* One histogram's series; label: "" or `key="value",` put before le (and alone on sum and count). */
+static void hist_series(sbuf *b, const char *name, const char *label, const omnic__histogram *h)
 {
-    put(b, "# HELP %s %s\n# TYPE %s histogram\n", name, help, name);
     uint64_t cum = 0;
     for (int i = 0; i < OMNIC_HIST_BUCKETS; i++) {
         cum += h->counts[i];
-        put(b, "%s_bucket{le=\"%g\"} %llu\n", name, bounds[i], (unsigned long long)cum);
+        put(b, "%s_bucket{%sle=\"%g\"} %llu\n", name, label, bounds[i], (unsigned long long)cum);
     }
     cum += h->counts[OMNIC_HIST_BUCKETS];
-    put(b, "%s_bucket{le=\"+Inf\"} %llu\n%s_sum %.6f\n%s_count %llu\n", name, (unsigned long long)cum, name,
-        h->sum, name, (unsigned long long)h->count);
+    size_t ll = strlen(label);
+    int n = ll ? (int)ll - 1 : 0; /* the label without its trailing comma */
+    put(b, "%s_bucket{%sle=\"+Inf\"} %llu\n", name, label, (unsigned long long)cum);
+    put(b, "%s_sum%s%.*s%s %.6f\n%s_count%s%.*s%s %llu\n", name, ll ? "{" : "", n, label, ll ? "}" : "",
+        h->sum, name, ll ? "{" : "", n, label, ll ? "}" : "", (unsigned long long)h->count);
+}
+
+static void hist(sbuf *b, const char *name, const char *help, const omnic__histogram *h)
+{
+    put(b, "# HELP %s %s\n# TYPE %s histogram\n", name, help, name);
+    hist_series(b, name, "", h);
+}
+
+/* A media stage's histogram, one series per modality that takes media (image, audio). */
+static void hist_media(sbuf *b, const char *name, const char *help, const omnic__histogram *h)
+{
+    static const char *const mod[OMNIC_METRIC_MODALITIES] = {"text", "image", "audio"};
+    put(b, "# HELP %s %s\n# TYPE %s histogram\n", name, help, name);
+    for (int k = 1; k < OMNIC_METRIC_MODALITIES; k++) {
+        char label[32];
+        snprintf(label, sizeof label, "modality=\"%s\",", mod[k]);
+        hist_series(b, name, label, &h[k]);
+    }
 }
 
 void omnic__metrics_encoder_cache(omnic__metrics *m, uint64_t hits, uint64_t misses, uint64_t evictions,
@@ -208,6 +241,20 @@ omnic_status omnic__metrics_render(const omnic__metrics *s, char **out, size_t *
     hist(&b, "omnic_queue_time_seconds", "Submit to admission into a slot.", &s->hist[OMNIC_H_QUEUE]);
     hist(&b, "omnic_media_preprocess_seconds",
          "Fetch, decode and preprocess of one request's images (media workers).", &s->hist[OMNIC_H_MEDIA]);
+    hist(&b, "omnic_prefill_chunk_seconds", "One prefill module call (a chunk of a prompt).",
+         &s->hist[OMNIC_H_PREFILL]);
+    hist(&b, "omnic_decode_step_seconds", "One batched decode call, with any prompt rows it carries.",
+         &s->hist[OMNIC_H_STEP]);
+    hist_media(&b, "omnic_media_fetch_seconds", "Reading one media item's bytes (data: URL, file, fetch).",
+               s->media[OMNIC_MS_FETCH]);
+    hist_media(&b, "omnic_media_decode_seconds", "Decoding one media item's container.",
+               s->media[OMNIC_MS_DECODE]);
+    hist_media(&b, "omnic_media_processor_seconds", "The family's processor on one decoded item.",
+               s->media[OMNIC_MS_PREPROCESS]);
+    hist_media(&b, "omnic_media_encode_seconds", "The encoder on one item (encoder cache misses).",
+               s->media[OMNIC_MS_ENCODE]);
+    hist_media(&b, "omnic_media_merge_seconds", "Merging a request's items into its prefill rows.",
+               s->media[OMNIC_MS_MERGE]);
     if (b.oom) {
         omnic_free(b.p);
         return OMNIC_FAIL(err, OMNIC_E_NOMEM, "out of memory rendering metrics");

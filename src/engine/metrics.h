@@ -9,13 +9,26 @@
 #include "core/err.h"
 
 typedef enum omnic__hist_id {
-    OMNIC_H_TTFT,  /* time to first token (s): submit -> first token sampled */
-    OMNIC_H_ITL,   /* inter-token latency (s) */
-    OMNIC_H_E2E,   /* end-to-end request latency (s) */
-    OMNIC_H_QUEUE, /* queue time (s): submit -> admitted to a slot */
-    OMNIC_H_MEDIA, /* media stage (s): one request's images fetched, decoded and preprocessed */
+    OMNIC_H_TTFT,    /* time to first token (s): submit -> first token sampled */
+    OMNIC_H_ITL,     /* inter-token latency (s) */
+    OMNIC_H_E2E,     /* end-to-end request latency (s) */
+    OMNIC_H_QUEUE,   /* queue time (s): submit -> admitted to a slot */
+    OMNIC_H_MEDIA,   /* media stage (s): one request's images fetched, decoded and preprocessed */
+    OMNIC_H_PREFILL, /* one prefill module call (a chunk of a prompt), scheduler thread */
+    OMNIC_H_STEP,    /* one batched decode call (with any prompt rows it carries) */
     OMNIC_H_COUNT
 } omnic__hist_id;
+
+/* The stages one media item goes through, each observed per modality. */
+typedef enum omnic__media_stage {
+    OMNIC_MS_FETCH,      /* bytes of one item: data: URL, file or remote fetch (media worker) */
+    OMNIC_MS_DECODE,     /* container -> pixels (media worker) */
+    OMNIC_MS_PREPROCESS, /* the family's processor (media worker) */
+    OMNIC_MS_ENCODE,     /* the encoder, when not served by the encoder cache (scheduler) */
+    OMNIC_MS_MERGE,      /* a request's items merged into its PreparedPrefill (scheduler) */
+    OMNIC_MS_COUNT
+} omnic__media_stage;
+#define OMNIC_METRIC_MODALITIES 3 /* omnic__modality values (models/media.h) */
 
 typedef enum omnic__reject_reason {
     OMNIC_REJECT_INVALID,  /* bad request fields */
@@ -45,11 +58,14 @@ typedef struct omnic__metrics {
     int64_t enc_cache_bytes, enc_cache_entries;
     int64_t slots_busy, slots_total, queue_depth;
     omnic__histogram hist[OMNIC_H_COUNT];
+    omnic__histogram media[OMNIC_MS_COUNT][OMNIC_METRIC_MODALITIES];
 } omnic__metrics;
 
 void omnic__metrics_init(omnic__metrics *m, int64_t slots_total);
 void omnic__metrics_deinit(omnic__metrics *m);
 void omnic__metrics_observe(omnic__metrics *m, omnic__hist_id h, double seconds);
+/* One media item's time in stage st; modality: an omnic__modality (others are ignored). */
+void omnic__metrics_observe_media(omnic__metrics *m, omnic__media_stage st, int modality, double seconds);
 void omnic__metrics_finish(omnic__metrics *m, int finish, int64_t prompt_tokens, int64_t generated_tokens);
 void omnic__metrics_reject(omnic__metrics *m, omnic__reject_reason r);
 void omnic__metrics_gauges(omnic__metrics *m, int64_t slots_busy, int64_t queue_depth);

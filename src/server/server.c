@@ -1108,13 +1108,24 @@ static void media_run(omnic__job *job)
         w->failed = i;
         if (work_cancelled(w)) w->img_st = OMNIC_FAIL(&w->img_err, OMNIC_E_CANCELLED, "cancelled");
         if (w->img_st == OMNIC_OK) w->img_st = omnic__budget_time(&w->bud, "image preparation", &w->img_err);
-        if (w->img_st == OMNIC_OK)
+        omnic__metrics *met = omnic__engine_metrics(engine_of(s));
+        const int mod = (int)w->proc.ops->modality;
+        if (w->img_st == OMNIC_OK) {
+            double tf = omnic__now();
             w->img_st = omnic__media_fetch(json_string_value(u), json_string_length(u),
                                            s->media_dir[0] ? s->media_dir : NULL, &s->o.remote,
                                            OMNIC_MAX_MEDIA_BYTES, &bytes, &len, &w->img_err);
-        if (w->img_st == OMNIC_OK)
-            w->img_st = omnic__media_prepare(&w->proc, bytes, len, &w->lim, &w->media_job.cancel,
-                                             &w->media[i], &w->img_err);
+            omnic__metrics_observe_media(met, OMNIC_MS_FETCH, mod, omnic__now() - tf);
+        }
+        if (w->img_st == OMNIC_OK) {
+            omnic__media_times mt;
+            w->img_st = omnic__media_prepare_timed(&w->proc, bytes, len, &w->lim, &w->media_job.cancel,
+                                                   &w->media[i], &mt, &w->img_err);
+            if (w->img_st == OMNIC_OK) { /* the stages of items that made it through */
+                omnic__metrics_observe_media(met, OMNIC_MS_DECODE, mod, mt.decode);
+                omnic__metrics_observe_media(met, OMNIC_MS_PREPROCESS, mod, mt.preprocess);
+            }
+        }
         omnic_free(bytes);
         if (w->img_st == OMNIC_OK) w->n_media = i + 1;
     }

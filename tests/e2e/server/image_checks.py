@@ -63,6 +63,17 @@ def main():
     check(m.get("omnic_encoder_cache_hits_total", 0) >= 2 and m.get("omnic_encoder_cache_entries", 0) >= 1,
           "the repeated image came from the encoder cache",
           {k: v for k, v in m.items() if k.startswith("omnic_encoder_cache")})
+    # per-stage histograms, per modality: three items fetched, decoded, processed, merged; one encoded
+    want = {'omnic_media_fetch_seconds_count{modality="image"}': 3,
+            'omnic_media_decode_seconds_count{modality="image"}': 3,
+            'omnic_media_processor_seconds_count{modality="image"}': 3,
+            'omnic_media_encode_seconds_count{modality="image"}': 1,
+            'omnic_media_merge_seconds_count{modality="image"}': 3,
+            'omnic_media_encode_seconds_count{modality="audio"}': 0,
+            "omnic_prefill_chunk_seconds_count": 3, "omnic_decode_step_seconds_count": 3}
+    got = {k: m.get(k) for k in want}
+    check(all(got[k] is not None and got[k] >= v for k, v in want.items()), "per-stage media histograms count "
+          "every stage", got)
     # PNG with alpha and WebP work too; two images in one request
     for url in (data_url(M("alpha.png"), "image/png"), data_url(M("lossless.webp"), "image/webp")):
         st, _, js = chat(image_msg([url]))
