@@ -10,6 +10,8 @@ cd "$(dirname "$0")/.."
 # (the HTTP server), curl (end-to-end tests of the server), libcurl (opt-in fetching of remote
 # images for allow-listed hosts), libjpeg-turbo / libpng / libwebp
 # (image decode in src/mm).
+# Deployment: nginx (the load balancer of docs/deploy.md; tests/e2e/test_replicas.sh runs it on
+# loopback ports of its own; Debian's package may start its default site on port 80).
 # Test and tools: numpy (tiny checkpoints, reference implementations), Pillow (reference image
 # preprocessing in the image e2e test), clang + its runtime and clang-format (the format check)
 # (libFuzzer targets), Node.js + npm (oracles: HF tokenizers, @huggingface/jinja, openai).
@@ -21,6 +23,7 @@ PACKAGES=(
   libjpeg62-turbo-dev libpng-dev libwebp-dev
   python3 python3-numpy python3-pil time
   clang libclang-rt-14-dev clang-format
+  nginx
 )
 # Node.js: any install that provides node and npm will do (some images ship a nodejs
 # package that bundles npm and conflicts with Debian's npm package).
