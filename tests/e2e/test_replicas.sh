@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Two omnic serve replicas behind nginx with deploy/nginx-omnic.conf (docs/deploy.md), on
-# loopback: requests spread over both; while streams run on both, one replica is killed
+# loopback: requests spread over both; once streams run on both, one replica is killed
 # (SIGKILL): its streams end with an error (the connection closes before [DONE], no hang), the
 # other replica's streams finish, and every new request succeeds on the survivor.
 set -uo pipefail
@@ -71,10 +71,11 @@ check(a >= 1 and b >= 1 and a + b >= 8, f"requests spread over both replicas ({a
 
 # 2. streams on both; replica 1 is killed mid-stream
 out = {}
+started = [threading.Event() for _ in range(6)]
 def stream(i):
     c = http.client.HTTPConnection("127.0.0.1", NP, timeout=120)
     try:
-        c.request("POST", "/v1/completions", json.dumps({"prompt": f"long {i}", "max_tokens": 1000, "ignore_eos": True,
+        c.request("POST", "/v1/completions", json.dumps({"prompt": f"long {i}", "max_tokens": 2000, "ignore_eos": True,
                                                         "temperature": 0, "stream": True}),
                   {"Content-Type": "application/json"})
         r = c.getresponse()
@@ -83,14 +84,19 @@ def stream(i):
             chunk = r.read1(65536) if hasattr(r, "read1") else r.read(65536)
             if not chunk: break
             data += chunk
+            started[i].set()
         out[i] = ("done" if b"[DONE]" in data else "cut", len(data))
     except Exception as e:  # the connection closed before the end of the chunked body
         out[i] = ("error", type(e).__name__)
+    started[i].set()
 t0 = time.time()
 ts = [threading.Thread(target=stream, args=(i,)) for i in range(6)]
 [t.start() for t in ts]
-time.sleep(1.0)
+for ev in started:  # every stream is under way: kill replica 1 now
+    ev.wait(60)
+running = sum(t.is_alive() for t in ts)
 os.kill(PID1, signal.SIGKILL)
+check(running == 6, f"the kill came while all 6 streams ran ({running} running)")
 [t.join(120) for t in ts]
 took = time.time() - t0
 check(len(out) == 6, f"every stream ended (none hangs; {took:.1f} s)", out)

@@ -27,8 +27,8 @@ start_server() {
   PID=$!
   PORT=
   for _ in $(seq 1 600); do
-    PORT=$(sed -n 's/.*listening on http:\/\/[^:]*:\([0-9]*\).*/\1/p' "$tmp/$name.log" | head -1)
-    grep -q "ready on" "$tmp/$name.log" && break
+    PORT=$(sed -n 's/.*listening on http:\/\/[^:]*:\([0-9]*\).*/\1/p' "$tmp/$name.log" 2>/dev/null | head -1)
+    grep -qs "ready on" "$tmp/$name.log" && break
     kill -0 "$PID" 2>/dev/null || break
     sleep 0.05
   done
