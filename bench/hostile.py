@@ -55,7 +55,6 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         model = th.make_model(tmp)
         srv = th.Server(model, tmp)
-        th.SRV_PORT = srv.port
         try:
             q_lat, q_health, q_text = good_run(srv.port, a.samples)
             q99 = pct(q_lat, 99)

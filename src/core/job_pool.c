@@ -3,7 +3,6 @@
 #include <stdio.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "core/alloc.h"
@@ -29,41 +28,7 @@ void omnic__job_init(omnic__job *job, void (*run)(omnic__job *job), void (*on_do
     job->on_done = on_done;
     job->ran = false;
     atomic_init(&job->cancel, false);
-    pthread_mutex_init(&job->mu, NULL);
-    omnic__cond_init(&job->cv);
-    job->done = false;
     job->next = NULL;
-}
-
-void omnic__job_deinit(omnic__job *job)
-{
-    pthread_mutex_destroy(&job->mu);
-    pthread_cond_destroy(&job->cv);
-}
-
-static void job_finish(omnic__job *job)
-{
-    if (job->on_done) { /* nobody waits: the callback owns the job from here */
-        job->done = true;
-        job->on_done(job);
-        return;
-    }
-    pthread_mutex_lock(&job->mu);
-    job->done = true;
-    pthread_cond_broadcast(&job->cv);
-    pthread_mutex_unlock(&job->mu);
-}
-
-bool omnic__job_wait(omnic__job *job, double timeout_s)
-{
-    struct timespec ts;
-    omnic__deadline(&ts, timeout_s);
-    pthread_mutex_lock(&job->mu);
-    while (!job->done)
-        if (!omnic__cond_wait_until(&job->cv, &job->mu, &ts)) break;
-    bool done = job->done;
-    pthread_mutex_unlock(&job->mu);
-    return done;
 }
 
 static void *worker_main(void *arg)
@@ -97,7 +62,7 @@ static void *worker_main(void *arg)
             }
         p->running--;
         pthread_mutex_unlock(&p->mu);
-        job_finish(job);
+        job->on_done(job); /* it may free the job */
         pthread_mutex_lock(&p->mu);
     }
     pthread_mutex_unlock(&p->mu);
@@ -183,7 +148,7 @@ void omnic__job_pool_cancel(omnic__job_pool *p)
     for (; q;) {
         omnic__job *next = q->next;
         atomic_store(&q->cancel, true);
-        job_finish(q);
+        q->on_done(q);
         q = next;
     }
 }

@@ -4,14 +4,12 @@
  * queue is refused at once (the server answers 429), never waited on. Jobs are
  * cancellable: the submitter sets job->cancel and the job stops between its stages.
  *
- * Completion: a job either has a done callback (called once on the worker after run(), or
- * on the canceller's thread for a job that never ran; the callback may free the job), or
- * its submitter waits with omnic__job_wait and keeps it alive until done. Workers run on
- * an OMNIC_JOB_STACK_BYTES stack (the template interpreter's depth limits need ~2 MB). */
+ * Completion: a job's done callback is called once, on the worker after run(), or on the
+ * canceller's thread for a job that never ran; it may free the job. Workers run on an
+ * OMNIC_JOB_STACK_BYTES stack (the template interpreter's depth limits need ~2 MB). */
 #ifndef OMNIC_CORE_JOB_POOL_H
 #define OMNIC_CORE_JOB_POOL_H
 
-#include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 
@@ -19,23 +17,17 @@
 
 typedef struct omnic__job_pool omnic__job_pool;
 
-/* One job: the submitter fills run (called once on a worker), optionally on_done, and its
- * own fields around the struct, and initializes it with omnic__job_init. */
+/* One job: the submitter fills its own fields around the struct and initializes it with
+ * omnic__job_init; it must stay alive from submit until its on_done. */
 typedef struct omnic__job {
     void (*run)(struct omnic__job *job);
-    void (*on_done)(struct omnic__job *job); /* NULL: the submitter waits (omnic__job_wait) */
+    void (*on_done)(struct omnic__job *job); /* required */
     atomic_bool cancel;                      /* set by the submitter; run() checks it between stages */
     bool ran;                                /* run() was called (false: cancelled while queued) */
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    bool done; /* under mu: run() returned (or the pool was cancelled first) */
     struct omnic__job *next;
 } omnic__job;
 
 void omnic__job_init(omnic__job *job, void (*run)(omnic__job *job), void (*on_done)(omnic__job *job));
-void omnic__job_deinit(omnic__job *job);
-/* Waits up to timeout_s for a job without on_done; true when it is done. */
-bool omnic__job_wait(omnic__job *job, double timeout_s);
 
 /* workers >= 1 threads, at most max_queue >= 1 jobs waiting; name says what the pool does in
  * messages ("media", "request"). nice > 0 lowers the workers' CPU priority by that much

@@ -405,8 +405,6 @@ static void work_free(work *w)
     omnic_free(w->media_ptrs);
     if (w->have_proc) omnic__media_proc_deinit(&w->proc);
     omnic__buf_free(&w->resp);
-    omnic__job_deinit(&w->job);
-    omnic__job_deinit(&w->media_job);
     bool trim = w->parsed > OMNIC_TRIM_AFTER_BYTES || w->n_images;
     omnic_free(w);
     /* a large body's tree or a request's images: return the heap they took to the system, so

@@ -262,11 +262,11 @@ def attack_jpeg(srv):
     check(time.time() - t0 < 10, "CMYK JPEG bomb: refused within 10 s", f"{time.time() - t0:.1f}")
 
 
-def hold_sockets(n, srcs, payload):
+def hold_sockets(port, n, srcs, payload):
     socks = []
     for i in range(n):
         try:
-            s = socket.create_connection(("127.0.0.1", SRV_PORT), timeout=5, source_address=(srcs[i % len(srcs)], 0))
+            s = socket.create_connection(("127.0.0.1", port), timeout=5, source_address=(srcs[i % len(srcs)], 0))
             s.sendall(payload)
             socks.append(s)
         except OSError:
@@ -289,7 +289,7 @@ def closed_by_server(s, wait_s):
 
 def attack_idle_headers(srv):
     srcs = ["127.0.0.2", "127.0.0.3"]
-    socks = hold_sockets(300, srcs, b"POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+    socks = hold_sockets(srv.port, 300, srcs, b"POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\n")
     check(len(socks) > 0, "idle headers: some connections opened")
     time.sleep(0.5)
     st, _, _ = http(srv.port, "GET", "/health")
@@ -302,7 +302,7 @@ def attack_idle_headers(srv):
 
 
 def attack_slowloris(srv):
-    socks = hold_sockets(40, ["127.0.0.4"], b"P")
+    socks = hold_sockets(srv.port, 40, ["127.0.0.4"], b"P")
     t_end = time.time() + READ_TIMEOUT_S + 2.5
     alive = list(socks)
     while alive and time.time() < t_end:
@@ -325,7 +325,7 @@ def attack_uploads(srv):
     srcs = ["127.0.0.5", "127.0.0.6", "127.0.0.7"]
     head = (b"POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
             b"Content-Length: 8388608\r\n\r\n")
-    socks = hold_sockets(64, srcs, head)
+    socks = hold_sockets(srv.port, 64, srcs, head)
     chunk = b" " * (1 << 20)
     for s in socks:
         try:
@@ -423,9 +423,6 @@ def attack_half_close(srv):
         check(ok, f"half-closed client (stream={stream}) gets its answer", out[:200])
 
 
-SRV_PORT = None
-
-
 def make_model(tmp):
     """The tiny LLaVA with the two template bombs in front of its chat template."""
     model = os.path.join(tmp, "llava")
@@ -445,11 +442,9 @@ def make_model(tmp):
 
 
 def main():
-    global SRV_PORT
     with tempfile.TemporaryDirectory() as tmp:
         model = make_model(tmp)
         srv = Server(model, tmp)
-        SRV_PORT = srv.port
         try:
             quiet = good_completion(srv.port)
             check(quiet and not quiet.startswith("HTTP"), "quiet run", quiet)
