@@ -12,6 +12,7 @@
 #include "cli/cli.h"
 #include "core/alloc.h"
 #include "core/mem.h"
+#include "core/sync.h"
 #include "engine/media.h"
 #include "io/file.h"
 #include "models/model.h"
@@ -25,13 +26,6 @@ typedef struct bench_opts {
     int threads, reps;
     omnic_dtype kv;
 } bench_opts;
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 /* "512,1024" into out (at most MAX_LIST values in [lo, hi]); -1 after printing an error. */
 static int parse_list(const char *opt, const char *s, int64_t lo, int64_t hi, int64_t *out)
@@ -180,9 +174,9 @@ static omnic_status gemm_probe(omnic__model *m, int64_t M, int64_t K, int64_t N,
     omnic__call c = {.n = M, .inputs = in, .n_inputs = 1};
     *best = INFINITY;
     for (int r = -1; r < reps && s == OMNIC_OK; r++) {
-        double t0 = now_s();
+        double t0 = omnic__now();
         s = omnic__module_call(&mod, &c, err);
-        if (r >= 0) *best = fmin(*best, now_s() - t0);
+        if (r >= 0) *best = fmin(*best, omnic__now() - t0);
     }
 out:
     omnic__module_deinit(&mod);
@@ -209,18 +203,18 @@ static int bench_image(omnic__model *m, const bench_opts *o)
     double t_prep = INFINITY, t_enc = INFINITY, sum_prep = 0, sum_enc = 0;
     for (int r = -1; r < o->reps; r++) { /* r = -1: warm-up */
         omnic__media_item_deinit(&item);
-        double t0 = now_s();
+        double t0 = omnic__now();
         if (omnic__media_prepare(&prep, (const uint8_t *)bytes, len, NULL, NULL, &item, &err) != OMNIC_OK) {
             fprintf(stderr, "omnic bench: --image %s: %s\n", o->image, err.msg);
             goto out;
         }
-        double t1 = now_s();
+        double t1 = omnic__now();
         const omnic__tensor *proj;
         if (omnic__media_encode(m, &item, &proj, NULL, &err) != OMNIC_OK) {
             fprintf(stderr, "omnic bench: encode: %s\n", err.msg);
             goto out;
         }
-        double t2 = now_s();
+        double t2 = omnic__now();
         if (r < 0) continue;
         t_prep = fmin(t_prep, t1 - t0), t_enc = fmin(t_enc, t2 - t1);
         sum_prep += t1 - t0, sum_enc += t2 - t1;
@@ -384,10 +378,10 @@ int omnic__cli_bench(int argc, char **argv)
                 int B = kind == 0 ? 1 : (int)o.batch[bi];
                 double ts[1000], sum = 0, sq = 0;
                 for (int r = -1; r < o.reps; r++) { /* r = -1: warm-up, not counted */
-                    double t0 = now_s();
+                    double t0 = omnic__now();
                     omnic_status s =
                         kind == 0 ? run_pp(m, size, &seed, &err) : run_tg(m, size, B, &seed, &err);
-                    double dt = now_s() - t0;
+                    double dt = omnic__now() - t0;
                     if (s != OMNIC_OK) {
                         fprintf(stderr, "omnic bench: %s\n", err.msg);
                         rc = 1;

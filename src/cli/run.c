@@ -12,6 +12,7 @@
 #include "cli/args.h"
 #include "cli/cli.h"
 #include "core/npy.h"
+#include "core/sync.h"
 #include "engine/chat.h"
 #include "engine/engine.h"
 #include "engine/gen_config.h"
@@ -35,19 +36,12 @@ typedef struct run_state {
     int dump_errors;
 } run_state;
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 static void on_event(void *ctx, const omnic__gen_event *ev)
 {
     run_state *st = ctx;
     if (ev->kind == OMNIC_EV_TEXT) {
         if (ev->token >= 0) {
-            if (st->n_generated == 0) st->t_first = now_s();
+            if (st->n_generated == 0) st->t_first = omnic__now();
             if (st->n_generated < st->cap) st->generated[st->n_generated] = ev->token;
             st->n_generated++;
         }
@@ -62,7 +56,7 @@ static void on_event(void *ctx, const omnic__gen_event *ev)
     st->finish = ev->finish;
     st->prompt_tokens = ev->prompt_tokens;
     st->completion_tokens = ev->completion_tokens;
-    st->t_end = now_s();
+    st->t_end = omnic__now();
     if (ev->error) snprintf(st->error, sizeof st->error, "%s", ev->error);
     pthread_cond_broadcast(&st->cv);
     pthread_mutex_unlock(&st->mu);
@@ -406,12 +400,12 @@ int omnic__cli_run(int argc, char **argv)
     omnic_err err;
     omnic_err_clear(&err);
     omnic__engine *e = NULL;
-    double t_load = now_s();
+    double t_load = omnic__now();
     if (omnic__engine_create(dir, &eo, &e, &err) != OMNIC_OK) {
         fprintf(stderr, "omnic run: %s: %s\n", dir, err.msg);
         return 1;
     }
-    t_load = now_s() - t_load;
+    t_load = omnic__now() - t_load;
     omnic__gen_defaults_apply(omnic__engine_gen_defaults(e), given, &sp, &n_predict);
     const omnic__model *m = omnic__engine_model(e);
     int rc = 1;
@@ -529,7 +523,7 @@ int omnic__cli_run(int argc, char **argv)
                             .media = item_ptrs,
                             .n_media = n_images};
     uint64_t id;
-    st.t_submit = now_s();
+    st.t_submit = omnic__now();
     if (omnic__engine_submit(e, &r, &id, &err) != OMNIC_OK) {
         fprintf(stderr, "omnic run: %s\n", err.msg);
         free(st.generated);

@@ -91,13 +91,6 @@ struct omnic__engine {
     omnic__metrics metrics;
 };
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 const char *omnic__finish_name(omnic__finish f)
 {
     static const char *const n[OMNIC_FINISH_COUNT] = {"none",      "stop",    "length",
@@ -160,7 +153,7 @@ static void finish(omnic__engine *e, int si, omnic__finish why, const char *erro
                            .completion_tokens = s->generated,
                            .error = error};
     omnic__metrics_finish(&e->metrics, why, (int64_t)r->n_prompt, s->generated);
-    omnic__metrics_observe(&e->metrics, OMNIC_H_E2E, now_s() - r->t_submit);
+    omnic__metrics_observe(&e->metrics, OMNIC_H_E2E, omnic__now() - r->t_submit);
     omnic__detok_stream_deinit(&s->detok);
     omnic__stop_deinit(&s->stop);
     omnic__kv_pool_clear_slot(&e->model->kv, si);
@@ -195,7 +188,7 @@ static void on_token(omnic__engine *e, int si, int32_t t)
 {
     slot *s = &e->slots[si];
     request *r = s->req;
-    double now = now_s();
+    double now = omnic__now();
     omnic__metrics_observe(&e->metrics, s->generated == 0 ? OMNIC_H_TTFT : OMNIC_H_ITL,
                            s->generated == 0 ? now - r->t_submit : now - s->t_last);
     s->t_last = now;
@@ -330,9 +323,9 @@ static omnic_status encode_next(omnic__engine *e, int si, omnic_err *err)
     bool cached = e->enc_cache && it->has_key && !r->on_encode &&
                   omnic__encoder_cache_get(e->enc_cache, it->key, R, H, dst);
     if (!cached) {
-        double t0 = now_s();
+        double t0 = omnic__now();
         OMNIC_TRY(omnic__media_encode(m, it, &proj, &feat, err));
-        omnic__metrics_observe_media(&e->metrics, OMNIC_MS_ENCODE, (int)it->modality, now_s() - t0);
+        omnic__metrics_observe_media(&e->metrics, OMNIC_MS_ENCODE, (int)it->modality, omnic__now() - t0);
         if (proj->dims[0] != R || proj->dims[1] != H)
             return OMNIC_FAIL(err, OMNIC_E_INTERNAL,
                               "the encoder gave [%lld, %lld] rows, expected [%lld, %lld]",
@@ -354,10 +347,10 @@ static omnic_status encode_next(omnic__engine *e, int si, omnic_err *err)
     if (!items) return OMNIC_FAIL(err, OMNIC_E_NOMEM, "out of memory merging %zu media items", r->n_media);
     for (size_t i = 0; i < r->n_media; i++)
         items[i] = &r->media[i];
-    double t0 = now_s();
+    double t0 = omnic__now();
     omnic_status st = omnic__media_merge(m, r->prompt, (int64_t)r->n_prompt, items, (int64_t)r->n_media,
                                          r->projected, &r->pp, err);
-    omnic__metrics_observe_media(&e->metrics, OMNIC_MS_MERGE, (int)r->media[0].modality, now_s() - t0);
+    omnic__metrics_observe_media(&e->metrics, OMNIC_MS_MERGE, (int)r->media[0].modality, omnic__now() - t0);
     omnic_free(items);
     OMNIC_TRY(st);
     if (r->pp.adapter != OMNIC_ADAPTER_NONE || r->pp.n_side)
@@ -413,9 +406,9 @@ static void decode_run(omnic__engine *e, int n_dec, int pf, int64_t pf_rows);
 static void decode_call(omnic__engine *e, int n_dec, int pf, int64_t pf_rows)
 {
     if (!n_dec && pf < 0) return;
-    double t0 = now_s();
+    double t0 = omnic__now();
     decode_run(e, n_dec, pf, pf_rows);
-    omnic__metrics_observe(&e->metrics, OMNIC_H_STEP, now_s() - t0);
+    omnic__metrics_observe(&e->metrics, OMNIC_H_STEP, omnic__now() - t0);
 }
 
 static void decode_run(omnic__engine *e, int n_dec, int pf, int64_t pf_rows)
@@ -505,9 +498,9 @@ static void step(omnic__engine *e)
     }
     if (pf >= 0) {
         omnic_err err;
-        double t0 = now_s();
+        double t0 = omnic__now();
         omnic_status st = prefill_chunk(e, pf, &err);
-        omnic__metrics_observe(&e->metrics, OMNIC_H_PREFILL, now_s() - t0);
+        omnic__metrics_observe(&e->metrics, OMNIC_H_PREFILL, omnic__now() - t0);
         if (st == OMNIC_E_CANCELLED)
             finish(e, pf, OMNIC_FINISH_CANCELLED, NULL);
         else if (st != OMNIC_OK)
@@ -587,7 +580,7 @@ static void start_slot(omnic__engine *e, int si)
     slot *s = &e->slots[si];
     request *r = s->req;
     omnic_err err;
-    omnic__metrics_observe(&e->metrics, OMNIC_H_QUEUE, now_s() - r->t_submit);
+    omnic__metrics_observe(&e->metrics, OMNIC_H_QUEUE, omnic__now() - r->t_submit);
     omnic__sampler_reset(&s->sampler, &r->sp);
     omnic__sampler_add_prompt(&s->sampler, r->prompt, r->n_prompt);
     memset(&s->detok, 0, sizeof s->detok);
@@ -666,7 +659,7 @@ static void *scheduler_main(void *arg)
         for (int i = 0; i < k; i++)
             start_slot(e, admitted[i]);
         /* cancellations and timeouts first: they free slots this very step */
-        double now = now_s();
+        double now = omnic__now();
         if (!stopping) expire_queued(e, now);
         for (int si = 0; si < e->n_slots; si++) {
             slot *s = &e->slots[si];
@@ -939,7 +932,7 @@ omnic_status omnic__engine_submit(omnic__engine *e, const omnic__gen_request *r,
     q->cb_ctx = r->cb_ctx;
     q->on_prefill = r->on_prefill;
     q->on_encode = r->on_encode;
-    q->t_submit = now_s();
+    q->t_submit = omnic__now();
     q->t_start = r->started_s > 0 && r->started_s <= q->t_submit ? r->started_s : q->t_submit;
     q->client = r->client;
     atomic_init(&q->cancel, false);
@@ -1001,10 +994,10 @@ void omnic__engine_cancel(omnic__engine *e, uint64_t id)
 
 void omnic__engine_drain(omnic__engine *e, double deadline_s)
 {
-    double end = now_s() + deadline_s;
+    double end = omnic__now() + deadline_s;
     pthread_mutex_lock(&e->mu);
     e->draining = true;
-    while ((e->busy > 0 || e->q_head) && now_s() < end) {
+    while ((e->busy > 0 || e->q_head) && omnic__now() < end) {
         struct timespec ts;
         omnic__deadline(&ts, 0.050);
         omnic__cond_wait_until(&e->idle, &e->mu, &ts);
