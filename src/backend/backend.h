@@ -65,6 +65,12 @@ typedef enum omnic__op {
      * fp[0] = scale (usually 1/sqrt(head_dim)); fp[1] = logit softcap (0 none: tanh(x/c)*c).
      * ip[0] = causal (key j visible to query i only when j <= qpos[i]; non-causal: j < S);
      * ip[1] = sliding window W (0 none; else also require qpos[i] - j < W).
+     * optional span i32 [T, 2] (src[6]; causal only, with kv_begin): row i's visible range
+     * [lo, hi) (lo = max(kv_begin[i], qpos[i] - W + 1), hi = qpos[i] + 1) becomes
+     * [min(lo, b), max(hi, e)) with b = kv_begin[i] + span[i][0], e = kv_begin[i] +
+     * span[i][1], when b < e: a bidirectional block (Gemma 3's image tokens) that holds
+     * the query sees all of its keys, as HF or-s its token-type mask into causal and sliding
+     * masks. Rows whose span is empty (b >= e) keep [lo, hi).
      * ip[2] = tiled (0: any evaluation; 1: the graph asks for memory independent of S: a
      * backend evaluates rows with an online softmax over key tiles, work buffer O(tile) per
      * thread; same semantics and tolerance, results may differ from ip[2] = 0 in rounding,
@@ -109,7 +115,7 @@ typedef enum omnic__op {
     OMNIC_OP_COUNT
 } omnic__op;
 
-#define OMNIC_MAX_SRC 6 /* attention: q, k, v, qpos, bias, kv_begin */
+#define OMNIC_MAX_SRC 7 /* attention: q, k, v, qpos, bias, kv_begin, span */
 #define OMNIC_OP_NPARAMS 8
 
 typedef struct omnic__node {

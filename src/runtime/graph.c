@@ -459,9 +459,9 @@ omnic__tensor *omnic__g_rope_mrope(omnic__graph *g, omnic__tensor *x, omnic__ten
     return rope_node(g, x, pos, n_rot, 0, theta, inv_freq, NULL, sections, attn_factor);
 }
 
-omnic__tensor *omnic__g_attention(omnic__graph *g, omnic__tensor *q, omnic__tensor *k, omnic__tensor *v,
-                                  omnic__tensor *qpos, omnic__tensor *bias, omnic__tensor *kv_begin,
-                                  float scale, bool causal, int window, float softcap)
+static omnic__tensor *attention_node(omnic__graph *g, omnic__tensor *q, omnic__tensor *k, omnic__tensor *v,
+                                     omnic__tensor *qpos, omnic__tensor *bias, omnic__tensor *kv_begin,
+                                     omnic__tensor *span, float scale, bool causal, int window, float softcap)
 {
     if (!q || !k || !v || !qpos || !need_f32(g, q, "attention")) return NULL;
     if (q->ndim != 3 || k->ndim != 3 || !omnic__tensor_same_shape(k, v))
@@ -482,15 +482,35 @@ omnic__tensor *omnic__g_attention(omnic__graph *g, omnic__tensor *q, omnic__tens
     if (kv_begin &&
         (kv_begin->dtype != OMNIC_DTYPE_I32 || kv_begin->ndim != 1 || kv_begin->dims[0] != q->dims[0]))
         return gfail(g, "attention: kv_begin %s must be i32 [%lld]", tname(kv_begin), (long long)q->dims[0]);
+    /* span rows follow q's rows as the bias does, and are relative to kv_begin */
+    if (span && (!kv_begin || !causal || span->dtype != OMNIC_DTYPE_I32 || span->ndim != 2 ||
+                 omnic__g_of(g, span)->var != omnic__g_of(g, q)->var || span->dims[0] != q->dims[0] ||
+                 span->dims[1] != 2))
+        return gfail(g, "attention: span %s must be i32 [T, 2] with q's row count, kv_begin and causal",
+                     tname(span));
     omnic__tensor *d = result(g, q, OMNIC_DTYPE_F32, 3, q->dims);
-    omnic__tensor *src[6] = {q, k, v, qpos, bias, kv_begin};
-    omnic__gnode *n = new_node(g, OMNIC_OP_ATTENTION, d, 6, src);
+    omnic__tensor *src[7] = {q, k, v, qpos, bias, kv_begin, span};
+    omnic__gnode *n = new_node(g, OMNIC_OP_ATTENTION, d, 7, src);
     if (!n) return NULL;
     n->node.fp[0] = scale;
     n->node.fp[1] = softcap;
     n->node.ip[0] = causal;
     n->node.ip[1] = window;
     return d;
+}
+
+omnic__tensor *omnic__g_attention(omnic__graph *g, omnic__tensor *q, omnic__tensor *k, omnic__tensor *v,
+                                  omnic__tensor *qpos, omnic__tensor *bias, omnic__tensor *kv_begin,
+                                  float scale, bool causal, int window, float softcap)
+{
+    return attention_node(g, q, k, v, qpos, bias, kv_begin, NULL, scale, causal, window, softcap);
+}
+
+omnic__tensor *omnic__g_attention_spans(omnic__graph *g, omnic__tensor *q, omnic__tensor *k, omnic__tensor *v,
+                                        omnic__tensor *qpos, omnic__tensor *kv_begin, omnic__tensor *span,
+                                        float scale, int window, float softcap)
+{
+    return attention_node(g, q, k, v, qpos, NULL, kv_begin, span, scale, true, window, softcap);
 }
 
 omnic__tensor *omnic__g_attention_tiled(omnic__graph *g, omnic__tensor *q, omnic__tensor *k, omnic__tensor *v,

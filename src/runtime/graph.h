@@ -124,6 +124,12 @@ omnic__tensor *omnic__g_rope_mrope(omnic__graph *g, omnic__tensor *x, omnic__ten
 omnic__tensor *omnic__g_attention(omnic__graph *g, omnic__tensor *q, omnic__tensor *k, omnic__tensor *v,
                                   omnic__tensor *qpos, omnic__tensor *bias, omnic__tensor *kv_begin,
                                   float scale, bool causal, int window, float softcap);
+/* Causal attention (window W, softcap) whose rows also see a bidirectional span: span i32
+ * [T, 2] (the rows of q), row t's extra keys [kv_begin[t] + span[t][0], kv_begin[t] +
+ * span[t][1]) (empty when span[t][0] >= span[t][1]); backend.h has the exact rule. */
+omnic__tensor *omnic__g_attention_spans(omnic__graph *g, omnic__tensor *q, omnic__tensor *k, omnic__tensor *v,
+                                        omnic__tensor *qpos, omnic__tensor *kv_begin, omnic__tensor *span,
+                                        float scale, int window, float softcap);
 /* The same attention (no bias, window or softcap) evaluated tiled (backend.h ip[2] = 1): the
  * backend's work memory does not grow with the key count. For long bidirectional ranges
  * (vision towers: thousands of patches per block). */

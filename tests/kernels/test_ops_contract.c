@@ -811,11 +811,13 @@ static void test_attention(void **state)
             /* variants: 0 causal; 1 causal + window 4; 2 bidirectional + bias;
              * 3 causal + softcap 5 + bias; 4 bidirectional, scattered qpos;
              * 5 causal + window 17 + softcap 50, scattered qpos;
-             * 6 causal, scattered qpos, each row from its own kv_begin (KV pool slots) */
-            for (int v = 0; v < 14; v++) { /* v >= 7: the same variant tiled (ip[2] = 1) */
-                const bool tiled = v >= 7;
+             * 6 causal, scattered qpos, each row from its own kv_begin (KV pool slots);
+             * 7 causal + window 3 + kv_begin, rows in bidirectional spans (some longer than
+             *   the window, some empty) */
+            for (int v = 0; v < 16; v++) { /* v >= 8: the same variant tiled (ip[2] = 1) */
+                const bool tiled = v >= 8;
                 rng_seed(6000 + (uint64_t)id++);
-                const int var = v % 7;
+                const int var = v % 8;
                 tbuf *q = T(OMNIC_DTYPE_F32, T_, H, D), *kk = T(kvdt, S, Hkv, D), *vv = T(kvdt, S, Hkv, D);
                 tbuf *qpos = T(OMNIC_DTYPE_I32, T_), *dst = T(OMNIC_DTYPE_F32, T_, H, D);
                 tbuf *bias = (var == 2 || var == 3) ? T(OMNIC_DTYPE_F32, T_, S) : NULL;
@@ -829,9 +831,13 @@ static void test_attention(void **state)
                     fill_uniform(bias, -2, 0);
                     for (int64_t i = 0; i < T_ * S; i++)
                         if (rng_int(5) == 0) F(bias)[i] = -1e9f; /* a large finite negative masks */
+                    /* every row keeps its own key: a row whose visible keys are all at -1e9
+                     * is undefined in f32 (the scores round to one value; ref keeps them) */
+                    for (int64_t t = 0; t < T_; t++)
+                        F(bias)[t * S + qp[t]] = -0.5f;
                 }
                 omnic__node n = mknode(OMNIC_OP_ATTENTION, dst, q, kk, vv, qpos, bias);
-                tbuf *kvb = var == 6 ? T(OMNIC_DTYPE_I32, T_) : NULL;
+                tbuf *kvb = var >= 6 ? T(OMNIC_DTYPE_I32, T_) : NULL;
                 if (kvb) {
                     for (int64_t t = 0; t < T_; t++) {
                         int32_t *b = kvb->t.data;
@@ -839,10 +845,25 @@ static void test_attention(void **state)
                     }
                     n.src[5] = &kvb->t;
                 }
+                tbuf *span = var == 7 ? T(OMNIC_DTYPE_I32, T_, 2) : NULL;
+                if (span) { /* [b, e) relative to kv_begin, holding the row (or empty) */
+                    const int32_t *b = kvb->t.data;
+                    int32_t *sp = span->t.data;
+                    for (int64_t t = 0; t < T_; t++) {
+                        int32_t rel = qp[t] - b[t];
+                        if (rng_int(4) == 0) {
+                            sp[2 * t] = sp[2 * t + 1] = 0;
+                            continue;
+                        }
+                        sp[2 * t] = rel - (int32_t)rng_int(rel + 1);
+                        sp[2 * t + 1] = rel + 1 + (int32_t)rng_int(S - qp[t]);
+                    }
+                    n.src[6] = &span->t;
+                }
                 n.fp[0] = (float)(1.0 / sqrt((double)D));
                 n.fp[1] = var == 3 ? 5.0f : var == 5 ? 50.0f : 0.0f;
                 n.ip[0] = var <= 1 || var == 3 || var >= 5;
-                n.ip[1] = var == 1 ? 4 : var == 5 ? 17 : 0;
+                n.ip[1] = var == 1 ? 4 : var == 5 ? 17 : var == 7 ? 3 : 0;
                 n.ip[2] = tiled;
                 static const char *const vn[] = {"causal",
                                                  "causal window=4",
@@ -850,7 +871,8 @@ static void test_attention(void **state)
                                                  "causal softcap=5 bias",
                                                  "bidirectional random qpos",
                                                  "causal window=17 softcap=50 random qpos",
-                                                 "causal random qpos kv_begin"};
+                                                 "causal random qpos kv_begin",
+                                                 "causal window=3 kv_begin spans"};
                 snprintf(label, sizeof label, "attention T=%lld S=%lld H=%lld Hkv=%lld D=%lld kv=%s %s%s",
                          (long long)T_, (long long)S, (long long)H, (long long)Hkv, (long long)D, dtn(kvdt),
                          vn[var], tiled ? " tiled" : "");
@@ -1775,6 +1797,36 @@ static void test_ref_hand_attention(void **state)
     n.fp[0] = 1.0f;
     run_ref(&n);
     expect_vec("attn gqa", F(o4), (const double[]){20, 20, 30, 30}, 4, 1e-7);
+
+    /* Spans: q = 0 (uniform weights), values 0..5, kv_begin 1, causal, window 1. Query at
+     * qpos 3 alone sees key 3; with span [1, 4) relative to kv_begin (keys 2..4) it sees
+     * keys 2, 3, 4 (the window does not cut a span); span [0, 3) (keys 1..3) widens the
+     * range to the front only; an empty span changes nothing. */
+    tbuf *q1 = T(OMNIC_DTYPE_F32, 1, 1, 1), *k6 = T(OMNIC_DTYPE_F32, 6, 1, 1), *v6 = T(OMNIC_DTYPE_F32, 6, 1, 1);
+    tbuf *kb = T(OMNIC_DTYPE_I32, 1), *sp = T(OMNIC_DTYPE_I32, 1, 2), *o1 = T(OMNIC_DTYPE_F32, 1, 1, 1);
+    set_f32(q1, (const float[]){0}, 1);
+    set_f32(k6, (const float[]){1, 2, 3, 4, 5, 6}, 6);
+    set_f32(v6, (const float[]){0, 1, 2, 3, 4, 5}, 6);
+    tset(qpos, 0, 3);
+    tset(kb, 0, 1);
+    n = mknode(OMNIC_OP_ATTENTION, o1, q1, k6, v6, qpos, NULL);
+    n.src[5] = &kb->t;
+    n.src[6] = &sp->t;
+    n.fp[0] = 1.0f;
+    n.ip[0] = 1;
+    n.ip[1] = 1;
+    const struct {
+        int32_t b, e;
+        double want;
+        const char *label;
+    } spans[] = {{0, 0, 3.0, "attn span empty"}, {1, 4, 3.0, "attn span 2..4"}, {0, 3, 2.0, "attn span 1..3"},
+                 {2, 5, 4.0, "attn span 3..5"}};
+    for (size_t i = 0; i < sizeof spans / sizeof spans[0]; i++) {
+        tset(sp, 0, spans[i].b);
+        tset(sp, 1, spans[i].e);
+        run_ref(&n);
+        expect_vec(spans[i].label, F(o1), (const double[]){spans[i].want}, 1, 1e-6);
+    }
     bufs_free();
 }
 

@@ -1,7 +1,8 @@
 /* cpu scaled dot-product attention (semantics in backend.h): q [T, H, D] f32; k [S, Hkv, D],
  * v [S, Hkv, Dv] f32 or f16 (a KV pool layer); qpos i32 [T]; optional bias f32 [T, S];
- * optional kv_begin i32 [T]; dst [T, H, Dv]. Row (t, h) visits only the keys
- * [max(kv_begin[t], qpos[t] - W + 1), causal ? qpos[t] + 1 : S).
+ * optional kv_begin i32 [T]; optional span i32 [T, 2]; dst [T, H, Dv]. Row (t, h) visits only
+ * the keys [max(kv_begin[t], qpos[t] - W + 1), causal ? qpos[t] + 1 : S), widened to hold its
+ * span's keys when it has one.
  *
  * Rows (query position t, head h) are split contiguously across threads in a fixed order:
  * blocks of TB positions, inside a block by kv group, then position, then head, so a
@@ -142,6 +143,7 @@ static int64_t gather_chunk(const omnic__node *n, const att_geom *g, int64_t r, 
     const int32_t *qpos = n->src[3]->data;
     const int32_t *kv_begin =
         n->src[5] ? (const int32_t *)n->src[5]->data : NULL; /* [T]: first visible row */
+    const int32_t *span = n->src[6] ? (const int32_t *)n->src[6]->data : NULL; /* [T, 2] */
     const bool causal = n->ip[0] != 0;
     const int64_t win = n->ip[1];
     /* tiled: every row pays for the chunk's whole span, so adjacent 64-row windows stay apart */
@@ -154,6 +156,11 @@ static int64_t gather_chunk(const omnic__node *n, const att_geom *g, int64_t r, 
         int64_t p = qpos[t], lo = kv_begin ? kv_begin[t] : 0, hi = g->S;
         if (causal && p + 1 < hi) hi = p + 1 < 0 ? 0 : p + 1;
         if (win > 0 && p - win + 1 > lo) lo = p - win + 1;
+        if (span && span[2 * t] < span[2 * t + 1]) { /* a bidirectional block holding the row */
+            int64_t base = kv_begin ? kv_begin[t] : 0, b = base + span[2 * t], e = base + span[2 * t + 1];
+            if (b < lo) lo = b;
+            if (e > hi) hi = e < g->S ? e : g->S;
+        }
         if (hi < lo) hi = lo;
         if (nq == 0) {
             key0 = key;

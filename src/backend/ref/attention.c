@@ -10,7 +10,8 @@
  *   s_j += bias[t, j]                        (when src[4])
  *   keys j < kv_begin[t] (src[5]) are not visited; causal rows stop at j = qpos[t]
  *   key j masked (s_j = -inf) when causal and j > qpos[t], or when a window W is set
- *   and qpos[t] - j >= W; a bias of -inf masks too.
+ *   and qpos[t] - j >= W; a bias of -inf masks too; with a span (src[6]) keys in the hull
+ *   of that range and [kv_begin[t] + span[t][0], kv_begin[t] + span[t][1]) are visible.
  *   dst[t,h,:] = sum_j softmax(s)_j v[j,g,:], or zeros when every key is masked.
  * wdata: per thread S scores + Dv accumulators, doubles. */
 void omnic__ref_attention(const omnic__node *n, int ith, int nth, void *wdata)
@@ -21,6 +22,7 @@ void omnic__ref_attention(const omnic__node *n, int ith, int nth, void *wdata)
     const int32_t *qpos = n->src[3]->data;                                 /* [T] i32 */
     const float *bias = n->src[4] ? (const float *)n->src[4]->data : NULL; /* [T, S] f32 */
     const int32_t *kv_begin = n->src[5] ? (const int32_t *)n->src[5]->data : NULL; /* [T] i32 */
+    const int32_t *span = n->src[6] ? (const int32_t *)n->src[6]->data : NULL;     /* [T, 2] i32 */
     int64_t T = q->dims[0], H = q->dims[1], D = q->dims[2];
     int64_t S = k->dims[0], Hkv = k->dims[1], Dv = v->dims[2];
     int64_t group = H / Hkv;
@@ -38,10 +40,16 @@ void omnic__ref_attention(const omnic__node *n, int ith, int nth, void *wdata)
         int64_t t = row / H, h = row % H, g = h / group;
         int64_t p = qpos[t];
         const float *qr = Q + row * D;
-        const int64_t j0 = kv_begin ? kv_begin[t] : 0, j1 = causal && p + 1 < S ? p + 1 : S;
+        int64_t j0 = kv_begin ? kv_begin[t] : 0, j1 = causal && p + 1 < S ? p + 1 : S;
+        int64_t w0 = window && p - window + 1 > j0 ? p - window + 1 : j0; /* first key in the window */
+        if (span && span[2 * t] < span[2 * t + 1]) {
+            int64_t b = j0 + span[2 * t], e = j0 + span[2 * t + 1];
+            w0 = b < w0 ? b : w0;
+            j1 = e > j1 ? (e < S ? e : S) : j1;
+        }
         double mx = -INFINITY;
         for (int64_t j = j0; j < j1; j++) {
-            bool visible = window == 0 || p - j < window;
+            bool visible = j >= w0;
             if (!visible) {
                 s[j] = -INFINITY;
                 continue;
