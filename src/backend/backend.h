@@ -112,6 +112,11 @@ typedef enum omnic__op {
      * src[0] f32 [T, ...], src[1] idx i32 [T]; dst (any float dtype, same row size) is
      * updated in place (KV pool writes); other rows of dst are untouched. */
     OMNIC_OP_SET_ROWS,
+    /* Average pooling of rows laid out as a square grid: src f32 [G * G, C] (row r * G + c =
+     * grid cell (r, c)), ip[0] = G, ip[1] = k (k divides G); dst f32 [(G/k)^2, C], row
+     * R * (G/k) + Cc = the mean of cells (R*k + i, Cc*k + j), 0 <= i, j < k: their sum in
+     * (i, j) row-major order divided by k * k (torch AvgPool2d(k, stride k)). */
+    OMNIC_OP_POOL_AVG,
     OMNIC_OP_COUNT
 } omnic__op;
 

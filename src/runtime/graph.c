@@ -617,6 +617,22 @@ omnic__tensor *omnic__g_patch_embed(omnic__graph *g, omnic__tensor *img, omnic__
     return new_node(g, OMNIC_OP_PATCH_EMBED, d, 3, src) ? d : NULL;
 }
 
+omnic__tensor *omnic__g_pool_avg(omnic__graph *g, omnic__tensor *x, int64_t grid, int64_t k)
+{
+    if (!x || !need_f32(g, x, "pool_avg")) return NULL;
+    if (x->ndim != 2 || grid < 1 || k < 1 || grid % k || x->dims[0] != grid * grid ||
+        omnic__g_of(g, x)->var != OMNIC_VAR_NONE || grid > INT32_MAX)
+        return gfail(g, "pool_avg: %s is not a fixed %lldx%lld grid of rows pooled by %lld", tname(x),
+                     (long long)grid, (long long)grid, (long long)k);
+    int64_t dims[2] = {(grid / k) * (grid / k), x->dims[1]};
+    omnic__tensor *d = result(g, x, OMNIC_DTYPE_F32, 2, dims);
+    omnic__gnode *n = new_node(g, OMNIC_OP_POOL_AVG, d, 1, &x);
+    if (!n) return NULL;
+    n->node.ip[0] = (int32_t)grid;
+    n->node.ip[1] = (int32_t)k;
+    return d;
+}
+
 omnic__tensor *omnic__g_argmax(omnic__graph *g, omnic__tensor *x)
 {
     if (!x || !need_f32(g, x, "argmax")) return NULL;

@@ -150,6 +150,9 @@ omnic__tensor *omnic__g_concat(omnic__graph *g, omnic__tensor *a, omnic__tensor 
 omnic__tensor *omnic__g_patch_embed(omnic__graph *g, omnic__tensor *img, omnic__tensor *w,
                                     omnic__tensor *bias);
 omnic__tensor *omnic__g_softcap(omnic__graph *g, omnic__tensor *x, float cap);
+/* x f32 [grid * grid, C] (a fixed-size grid of rows, row-major) -> [(grid/k)^2, C]: the mean
+ * of each k x k block (torch AvgPool2d(k, stride k) over the [C, grid, grid] view). */
+omnic__tensor *omnic__g_pool_avg(omnic__graph *g, omnic__tensor *x, int64_t grid, int64_t k);
 /* Writes src (converted) into dst, a view; returns dst so later reads order after it. */
 omnic__tensor *omnic__g_cpy(omnic__graph *g, omnic__tensor *src, omnic__tensor *dst);
 /* dst row idx[t] = src row t (converted); dst is a leaf updated in place (a KV pool

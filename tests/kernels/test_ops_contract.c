@@ -23,6 +23,7 @@
  *
  *   op                                    NMSE    MAXERR  what the budget covers
  *   matmul, patch_embed                   1e-10   1e-5    f32 sums, K up to 4103
+ *   pool_avg                              1e-12   1e-6    f32 sums of k * k <= 64 values
  *   attention                             1e-10   1e-5    f32 scores, exp, f32 sums
  *   rmsnorm, softmax                      1e-10   1e-6    one f32 sum per row, C up to 50021:
  *                                                         sum error ~ sqrt(C) ulp (softmax 2e-11)
@@ -103,10 +104,11 @@ static const op_tol tolerances[OMNIC_OP_COUNT] = {
     [OMNIC_OP_CPY] = EXACT,
     [OMNIC_OP_SOFTCAP] = ACT(1e-11, 1e-6),
     [OMNIC_OP_SET_ROWS] = EXACT,
+    [OMNIC_OP_POOL_AVG] = TOL(1e-12, 1e-6),
 };
 _Static_assert(sizeof tolerances / sizeof tolerances[0] == OMNIC_OP_COUNT,
                "tolerances out of step with omnic__op");
-_Static_assert(OMNIC_OP_SET_ROWS + 1 == OMNIC_OP_COUNT, "new op: add its tolerance and its cases here");
+_Static_assert(OMNIC_OP_POOL_AVG + 1 == OMNIC_OP_COUNT, "new op: add its tolerance and its cases here");
 
 /* Worst values seen per op (printed at the end) and cases run per op. */
 static double worst_nmse[OMNIC_OP_COUNT], worst_maxerr[OMNIC_OP_COUNT];
@@ -1830,6 +1832,38 @@ static void test_ref_hand_attention(void **state)
     bufs_free();
 }
 
+/* pool_avg: grids G x G pooled by k (Gemma 3's 64 -> 16 at k 4, odd channel counts), then a
+ * hand case: a 4x4 grid of one channel pooled by 2 gives the four 2x2 block means. */
+static void test_pool_avg(void **state)
+{
+    (void)state;
+    static const int64_t cases[][3] = {{1, 1, 1}, {4, 2, 3}, {8, 4, 17}, {64, 4, 33}, {6, 3, 65}, {16, 8, 8}};
+    int fails = 0;
+    char label[120];
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        int64_t G = cases[k][0], K = cases[k][1], C = cases[k][2], P = G / K;
+        rng_seed(8700 + (uint64_t)k);
+        tbuf *x = T(OMNIC_DTYPE_F32, G * G, C), *dst = T(OMNIC_DTYPE_F32, P * P, C);
+        fill_uniform(x, -3, 3);
+        omnic__node n = mknode(OMNIC_OP_POOL_AVG, dst, x, NULL, NULL, NULL, NULL);
+        n.ip[0] = (int32_t)G;
+        n.ip[1] = (int32_t)K;
+        snprintf(label, sizeof label, "pool_avg grid=%lld k=%lld C=%lld", (long long)G, (long long)K, (long long)C);
+        fails += check(label, &n, OMNIC_DTYPE_F32);
+        bufs_free();
+    }
+    tbuf *x = T(OMNIC_DTYPE_F32, 16, 1), *y = T(OMNIC_DTYPE_F32, 4, 1);
+    for (int i = 0; i < 16; i++)
+        tset(x, i, (float)i); /* cell (r, c) = 4r + c */
+    omnic__node n = mknode(OMNIC_OP_POOL_AVG, y, x, NULL, NULL, NULL, NULL);
+    n.ip[0] = 4;
+    n.ip[1] = 2;
+    run_ref(&n);
+    expect_vec("pool_avg ref 4x4/2", F(y), (const double[]){2.5, 4.5, 10.5, 12.5}, 4, 0);
+    bufs_free();
+    assert_int_equal(fails, 0);
+}
+
 /* ---- main --------------------------------------------------------------------------- */
 
 static int group_setup(void **state)
@@ -1871,6 +1905,7 @@ int main(void)
         cmocka_unit_test(test_attention_long),
         cmocka_unit_test(test_activations),
         cmocka_unit_test(test_get_rows_patch_embed),
+        cmocka_unit_test(test_pool_avg),
         cmocka_unit_test(test_layout),
         cmocka_unit_test(test_argmax_cpy),
         cmocka_unit_test(test_set_rows),

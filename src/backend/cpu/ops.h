@@ -11,6 +11,7 @@
 void omnic__cpu_matmul(const omnic__node *n, int ith, int nth, void *wdata);
 size_t omnic__cpu_matmul_wsize(const omnic__node *n, int nth);
 void omnic__cpu_patch_embed(const omnic__node *n, int ith, int nth, void *wdata);
+void omnic__cpu_pool_avg(const omnic__node *n, int ith, int nth, void *wdata);
 size_t omnic__cpu_patch_embed_wsize(const omnic__node *n, int nth);
 /* dst[mr, nc] (leading dim ldd) = a[mr, K] . wf[nc, K]^T (+ bias[nc]) through OpenBLAS. */
 void omnic__cpu_sgemm(const float *a, int64_t K, int64_t mr, const float *wf, int64_t nc, float *dst,

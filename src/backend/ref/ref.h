@@ -72,6 +72,7 @@ static inline void omnic__ref_widen(const void *data, omnic_dtype dt, int64_t of
 void omnic__ref_matmul(const omnic__node *n, int ith, int nth, void *wdata);
 size_t omnic__ref_matmul_wsize(const omnic__node *n, int nth);
 void omnic__ref_patch_embed(const omnic__node *n, int ith, int nth, void *wdata);
+void omnic__ref_pool_avg(const omnic__node *n, int ith, int nth, void *wdata);
 size_t omnic__ref_patch_embed_wsize(const omnic__node *n, int nth);
 
 /* unary.c: elementwise ops; each kernel reads n->op */
