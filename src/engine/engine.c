@@ -76,8 +76,9 @@ struct omnic__engine {
     int prefill_rr;                        /* round-robin cursor over prefilling slots */
     int32_t *dec_tok, *dec_pos, *dec_rows; /* [n_slots + step_tokens] decode-call inputs (positions
                                             * x3 for M-RoPE) */
-    int32_t *pre_pos;                      /* [chunk] prefill positions (x3 for M-RoPE) */
-    int32_t *rope_long;                    /* [max(chunk, n_slots + step_tokens)] LongRoPE table per row */
+    int32_t *pre_pos;  /* [embed_rows] prefill positions (x3 for M-RoPE) */
+    int32_t *pre_span; /* [embed_rows, 2] prefill attention spans (models with bidirectional media) */
+    int32_t *rope_long; /* [max(embed_rows, n_slots + step_tokens)] LongRoPE table per row */
     pthread_t thread;
     bool thread_started;
     pthread_mutex_t mu;
@@ -235,6 +236,48 @@ static void set_pos(const omnic__model *m, int32_t *buf, int64_t i, int64_t v)
 /* With mixed steps, the token rows of a prompt longer than one chunk are computed with the
  * batch-invariant kernels (inside decode calls, or prefill_inv), so its tokens never depend
  * on the batch; shorter prompts take the faster text.token_prefill in one call. */
+/* Rows of the next prefill call of a prompt with bidirectional spans, from row `at`: n (the
+ * chunk) shrinks so no span is split, ending before the span it would cut; a span that starts
+ * at `at` and is longer than n runs whole (the call may then hold up to `cap` rows). */
+static omnic_status span_chunk(const omnic__prepared_prefill *pp, int64_t at, int64_t cap, int64_t *n,
+                               omnic_err *err)
+{
+    const int64_t end = at + *n;
+    for (int64_t i = 0; i < pp->n_spans; i++) {
+        const omnic__row_span *sp = &pp->spans[i];
+        if (sp->end <= at || sp->begin >= end) continue;
+        if (sp->end <= end) continue; /* inside the call */
+        if (sp->begin > at) {
+            *n = sp->begin - at; /* stop before it; it starts the next call */
+        } else {
+            if (sp->end - at > cap)
+                return OMNIC_FAIL(err, OMNIC_E_INVALID,
+                                  "an attention span of %lld rows (rows %lld..%lld) exceeds the %lld rows one "
+                                  "prefill call takes",
+                                  (long long)(sp->end - sp->begin), (long long)sp->begin, (long long)sp->end - 1,
+                                  (long long)cap);
+            *n = sp->end - at; /* the span whole, in one larger call */
+        }
+        break;
+    }
+    return OMNIC_OK;
+}
+
+/* attn_span rows [at, at + n) of pp: each row's span [b, e) (slot rows; prompt row r is slot
+ * row r), (0, 0) outside every span. */
+static void fill_spans(const omnic__prepared_prefill *pp, int64_t at, int64_t n, int32_t *out)
+{
+    int64_t k = 0;
+    for (int64_t i = 0; i < n; i++) {
+        const int64_t r = at + i;
+        while (k < pp->n_spans && pp->spans[k].end <= r)
+            k++;
+        const bool in = k < pp->n_spans && pp->spans[k].begin <= r;
+        out[2 * i] = in ? (int32_t)pp->spans[k].begin : 0;
+        out[2 * i + 1] = in ? (int32_t)pp->spans[k].end : 0;
+    }
+}
+
 static bool mixed_prompt(const omnic__engine *e, const slot *s)
 {
     return e->model->step_tokens > 0 && s->pf_len > e->model->chunk && !s->req->pp.n_rows;
@@ -250,6 +293,7 @@ static omnic_status prefill_chunk(omnic__engine *e, int si, omnic_err *err)
     const omnic__prepared_prefill *pp = s->req->pp.n_rows && !s->replay ? &s->req->pp : NULL;
     omnic__module *mod = pp ? &m->embed_prefill : mixed_prompt(e, s) ? &m->prefill_inv : &m->prefill;
     int64_t left = s->pf_len - s->prefilled, n = left < m->chunk ? left : m->chunk;
+    if (pp && pp->n_spans) OMNIC_TRY(span_chunk(pp, s->prefilled, m->embed_rows, &n, err));
     const bool mrope = m->dec.cfg.mrope;
     if (pp && (pp->pos_mode == OMNIC_POS_MROPE) != mrope)
         return OMNIC_FAIL(err, OMNIC_E_INVALID,
@@ -279,10 +323,20 @@ static omnic_status prefill_chunk(omnic__engine *e, int si, omnic_err *err)
     sel.data = e->rope_long; /* LongRoPE: every prompt row is of a forward of the whole prompt (HF) */
     for (int64_t i = 0; m->dec.rope_switch && i < n; i++)
         e->rope_long[i] = omnic__rope_long(&m->dec.cfg, s->pf_len);
-    const omnic__tensor *in[3] = {&rows, &pos, &sel};
+    const omnic__tensor *in[4] = {&rows, &pos};
+    int n_in = 2;
+    omnic__tensor span;
+    if (pp && m->embed_mask == OMNIC_MASK_SPANS) { /* attn_span [n, 2]: each row's span in slot rows */
+        int64_t d4[2] = {n, 2};
+        omnic__tensor_init(&span, OMNIC_DTYPE_I32, 2, d4, err);
+        span.data = e->pre_span;
+        fill_spans(pp, s->prefilled, n, e->pre_span);
+        in[n_in++] = &span;
+    }
+    if (m->dec.rope_switch) in[n_in++] = &sel;
     omnic__call c = {.n = n,
                      .inputs = in,
-                     .n_inputs = m->dec.rope_switch ? 3 : 2,
+                     .n_inputs = n_in,
                      .kv = &m->kv,
                      .slot = si,
                      .kv_start = s->prefilled,
@@ -724,10 +778,12 @@ omnic_status omnic__engine_create(const char *dir, const omnic__engine_opts *opt
     e->dec_tok = omnic_alloc_array(step_rows, sizeof *e->dec_tok);
     e->dec_pos = omnic_alloc_array(3 * step_rows, sizeof *e->dec_pos);
     e->dec_rows = omnic_alloc_array(step_rows, sizeof *e->dec_rows);
-    e->pre_pos = omnic_alloc_array(3 * (size_t)e->model->chunk, sizeof *e->pre_pos);
-    e->rope_long = omnic_alloc_array(
-        (size_t)e->model->chunk > step_rows ? (size_t)e->model->chunk : step_rows, sizeof *e->rope_long);
-    if (!e->slots || !e->dec_tok || !e->dec_pos || !e->dec_rows || !e->pre_pos || !e->rope_long) {
+    const size_t pre_rows = (size_t)e->model->embed_rows; /* >= chunk */
+    e->pre_pos = omnic_alloc_array(3 * pre_rows, sizeof *e->pre_pos);
+    e->pre_span = omnic_alloc_array(2 * pre_rows, sizeof *e->pre_span);
+    e->rope_long = omnic_alloc_array(pre_rows > step_rows ? pre_rows : step_rows, sizeof *e->rope_long);
+    if (!e->slots || !e->dec_tok || !e->dec_pos || !e->dec_rows || !e->pre_pos || !e->pre_span ||
+        !e->rope_long) {
         s = OMNIC_FAIL(err, OMNIC_E_NOMEM, "out of memory for %d slots", e->n_slots);
         goto fail;
     }
@@ -796,6 +852,7 @@ void omnic__engine_destroy(omnic__engine *e)
     omnic_free(e->dec_pos);
     omnic_free(e->dec_rows);
     omnic_free(e->pre_pos);
+    omnic_free(e->pre_span);
     omnic_free(e->rope_long);
     omnic_free(e->eos);
     omnic__tokenizer_free(e->tok);

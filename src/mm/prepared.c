@@ -55,6 +55,16 @@ omnic_status omnic__prepared_prefill_init(omnic__prepared_prefill *out, omnic__p
                                   "prepared prefill: attention bias [%zu, %zu] is not finite",
                                   i / (size_t)p->n_rows, i % (size_t)p->n_rows);
     }
+    if (p->n_spans < 0 || (p->n_spans > 0 && !p->spans))
+        return OMNIC_FAIL(err, OMNIC_E_INVALID, "prepared prefill: %lld spans", (long long)p->n_spans);
+    for (int64_t i = 0; i < p->n_spans; i++) {
+        const omnic__row_span *s = &p->spans[i];
+        if (s->begin < (i ? p->spans[i - 1].end : 0) || s->end <= s->begin || s->end > p->n_rows)
+            return OMNIC_FAIL(err, OMNIC_E_INVALID,
+                              "prepared prefill: span %lld [%lld, %lld) is empty, overlaps the previous one or "
+                              "leaves the %lld rows",
+                              (long long)i, (long long)s->begin, (long long)s->end, (long long)p->n_rows);
+    }
     *out = *src;
     memset(src, 0, sizeof *src);
     return OMNIC_OK;
@@ -67,5 +77,6 @@ void omnic__prepared_prefill_deinit(omnic__prepared_prefill *p)
     omnic_free(p->embeds);
     omnic_free(p->positions);
     omnic_free(p->bias);
+    omnic_free(p->spans);
     memset(p, 0, sizeof *p);
 }

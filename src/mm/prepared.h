@@ -23,6 +23,12 @@ typedef enum omnic__adapter_mode {
     OMNIC_ADAPTER_VISION,
 } omnic__adapter_mode;
 
+/* Rows [begin, end) of a prompt that attend to each other in both directions (Gemma 3's image
+ * tokens): every row of the span sees all of it, on top of the causal / sliding-window mask. */
+typedef struct omnic__row_span {
+    int64_t begin, end;
+} omnic__row_span;
+
 typedef struct omnic__prepared_prefill {
     int32_t *logical; /* owned [n_logical] */
     int64_t n_logical;
@@ -33,6 +39,9 @@ typedef struct omnic__prepared_prefill {
     int64_t rope_delta;          /* M-RoPE: decode coordinate = cache length + rope_delta; 0 for 1-D */
     float *bias;                 /* owned [n_rows, n_rows] additive (0 visible, large finite negative
                                   * masked), or NULL: causal only */
+    omnic__row_span *spans;      /* owned [n_spans], sorted and disjoint, each of >= 1 row; NULL: none.
+                                  * The engine never splits one across prefill chunks. */
+    int64_t n_spans;
     int64_t n_images;            /* media items (placeholders in logical) */
     int64_t image_rows;          /* rows they expanded to, in all */
     omnic__adapter_mode adapter; /* NONE unless the family's merge sets it */
@@ -42,7 +51,8 @@ typedef struct omnic__prepared_prefill {
 
 /* Moves the arrays of *src into *out after validating them: counts >= 1, n_rows ==
  * n_logical - n_images + image_rows, every embedding and bias value finite, 1-D positions
- * strictly increasing from >= 0 (M-RoPE: each axis >= 0). On success *src is zeroed (its
+ * strictly increasing from >= 0 (M-RoPE: each axis >= 0), spans sorted, disjoint, non-empty
+ * and inside the rows. On success *src is zeroed (its
  * arrays now belong to out); on failure *src keeps them and E_INVALID names the field,
  * index and value. */
 omnic_status omnic__prepared_prefill_init(omnic__prepared_prefill *out, omnic__prepared_prefill *src,

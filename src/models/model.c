@@ -34,7 +34,7 @@ static omnic_status compute_identity(omnic__model *m, omnic_err *err)
     for (int k = 0; k < OMNIC_MODALITY_COUNT; k++)
         if (m->media[k].ops && m->media[k].state)
             m->media[k].ops->identity(m, modules, sizeof modules, buckets, sizeof buckets);
-    static const char *const mask_names[] = {"causal", "causal+bias", "bias"};
+    static const char *const mask_names[] = {"causal", "causal+bias", "bias", "causal+spans"};
     omnic__bundle_desc d = {
         .arch_config = arch,
         .weights = w,
@@ -131,10 +131,23 @@ omnic_status omnic__model_open(const char *dir, const omnic__model_opts *opts, o
     }
     m->prefill_logits = omnic__module_find_output(&m->prefill, "logits");
     m->prefill_inv_logits = omnic__module_find_output(&m->prefill_inv, "logits");
-    /* text.embeddings_prefill: the token prefill's graph from the first layer on, fed rows */
-    m->embed_mask = OMNIC_MASK_CAUSAL; /* every family so far: causal only */
+    if ((s = open_media(m, err)) != OMNIC_OK) goto fail;
+    /* text.embeddings_prefill: the token prefill's graph from the first layer on, fed rows;
+     * media whose rows attend both ways (spans) add the attn_span input and may need larger calls */
+    m->embed_mask = OMNIC_MASK_CAUSAL;
+    m->embed_rows = m->chunk;
+    for (int k = 0; k < OMNIC_MODALITY_COUNT; k++) {
+        int64_t sr = m->media[k].span_rows;
+        if (sr > 0) m->embed_mask = OMNIC_MASK_SPANS;
+        if (sr > m->capacity) {
+            s = OMNIC_FAIL(err, OMNIC_E_INVALID, "one %s makes a %lld-row attention span; the context is %lld rows",
+                           omnic__modality_name((omnic__modality)k), (long long)sr, (long long)m->capacity);
+            goto fail;
+        }
+        if (sr > m->embed_rows) m->embed_rows = sr;
+    }
     if ((s = omnic__module_init(&m->embed_prefill, "text.embeddings_prefill",
-                                "omnic.text.embeddings_prefill/1", m->chunk, err)) != OMNIC_OK)
+                                "omnic.text.embeddings_prefill/1", m->embed_rows, err)) != OMNIC_OK)
         goto fail;
     m->embed_prefill.graph.batch_invariant = false; /* as the token prefill (m->prefill) */
     if ((s = omnic__text_decoder_build_embeddings(&m->dec, &m->embed_prefill, m->kv_dtype, kv_rows,
@@ -145,11 +158,13 @@ omnic_status omnic__model_open(const char *dir, const omnic__model_opts *opts, o
         (m->dec.rope_switch &&
          (s = omnic__module_constrain(&m->embed_prefill, "rope_long", 2, false, err)) != OMNIC_OK))
         goto fail;
-    if (m->embed_mask != OMNIC_MASK_CAUSAL &&
+    if ((m->embed_mask == OMNIC_MASK_CAUSAL_BIAS || m->embed_mask == OMNIC_MASK_BIAS) &&
         (s = omnic__module_constrain(&m->embed_prefill, "attn_bias", 0, true, err)) != OMNIC_OK)
         goto fail;
+    if (m->embed_mask == OMNIC_MASK_SPANS &&
+        (s = omnic__module_constrain(&m->embed_prefill, "attn_span", m->capacity + 1, false, err)) != OMNIC_OK)
+        goto fail;
     m->embed_prefill_logits = omnic__module_find_output(&m->embed_prefill, "logits");
-    if ((s = open_media(m, err)) != OMNIC_OK) goto fail;
     if ((s = compute_identity(m, err)) != OMNIC_OK) goto fail;
     *out = m;
     return OMNIC_OK;

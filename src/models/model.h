@@ -14,6 +14,8 @@ typedef struct omnic__model_media {
     const omnic__media_ops *ops; /* the family's table; NULL: not taken */
     void *state;                 /* the family's encoder state, owned (ops->close frees it) */
     int32_t placeholder_id;      /* the one id per item in logical prompts; -1 none */
+    int64_t span_rows;           /* rows of the bidirectional span one item makes (its rows attend
+                                  * to each other both ways: Gemma 3); 0: causal rows */
 } omnic__model_media;
 
 typedef struct omnic__model_opts {
@@ -57,7 +59,9 @@ typedef struct omnic__model {
      * (omnic__text_decoder_build_embeddings has the inputs and the bias layout) */
     omnic__module embed_prefill;
     int embed_prefill_logits;    /* index of its "logits" output */
-    omnic__mask_mode embed_mask; /* its mask mode (causal: no attn_bias input) */
+    omnic__mask_mode embed_mask; /* its mask mode (causal: no attn_bias input; spans: attn_span) */
+    int64_t embed_rows;          /* its row capacity: chunk, or the longest media span when longer
+                                  * (a span is never split across calls) */
     /* Media input, one entry per modality (models/media.h): the family's table and its
      * encoder state; ops NULL when the model does not take that modality. */
     omnic__model_media media[OMNIC_MODALITY_COUNT];

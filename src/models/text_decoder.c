@@ -549,7 +549,8 @@ static omnic__tensor *norm(omnic__graph *g, const omnic__text_decoder *d, omnic_
 /* The decoder layers, final norm and head over post-scale rows x [T, H]; bias: the explicit
  * additive attention bias (or NULL), causal: the causal flag of every attention. */
 static omnic_status build_body(const omnic__text_decoder *d, omnic__graph *g, omnic__tensor *x,
-                               omnic__tensor *pos, omnic__tensor *bias, bool causal, omnic_dtype kv_dtype,
+                               omnic__tensor *pos, omnic__tensor *bias, omnic__tensor *span, bool causal,
+                               omnic_dtype kv_dtype,
                                int64_t kv_rows, bool all_rows, bool taps, omnic_err *err)
 {
     const omnic__text_config *c = &d->cfg;
@@ -597,8 +598,11 @@ static omnic_status build_body(const omnic__text_decoder *d, omnic__graph *g, om
         omnic__tensor *vc = omnic__g_kv_layer(g, true, (int)l, kv_dtype, kv_rows, c->n_kv_heads, hd);
         kc = omnic__g_set_rows(g, kc, k, kvi);
         vc = omnic__g_set_rows(g, vc, v, kvi);
-        omnic__tensor *a = omnic__g_attention(g, q, kc, vc, kvi, bias, kvb, c->attn_scale, causal,
-                                              sliding ? (int)c->sliding_window : 0, c->attn_softcap);
+        const int window = sliding ? (int)c->sliding_window : 0;
+        omnic__tensor *a =
+            span ? omnic__g_attention_spans(g, q, kc, vc, kvi, kvb, span, c->attn_scale, window, c->attn_softcap)
+                 : omnic__g_attention(g, q, kc, vc, kvi, bias, kvb, c->attn_scale, causal, window,
+                                      c->attn_softcap);
         int64_t flat[2] = {T, c->n_heads * hd};
         omnic__tensor *o = omnic__g_matmul(g, omnic__g_reshape(g, a, 2, flat), omnic__g_weight(g, &L->wo),
                                            L->bo ? omnic__g_weight(g, L->bo) : NULL);
@@ -647,7 +651,7 @@ omnic_status omnic__text_decoder_build(const omnic__text_decoder *d, omnic__modu
     omnic__tensor *x = omnic__g_get_rows(g, omnic__g_weight(g, &d->embed), tokens);
     if (c->embed_scale > 0) x = omnic__g_scale(g, x, c->embed_scale, 0.0f);
     if (taps) omnic__g_mark_output(g, x, "inputs_embeds");
-    return build_body(d, g, x, pos, NULL, true, kv_dtype, kv_rows, all_rows, taps, err);
+    return build_body(d, g, x, pos, NULL, NULL, true, kv_dtype, kv_rows, all_rows, taps, err);
 }
 
 omnic_status omnic__text_decoder_build_embeddings(const omnic__text_decoder *d, omnic__module *m,
@@ -659,10 +663,12 @@ omnic_status omnic__text_decoder_build_embeddings(const omnic__text_decoder *d, 
     int64_t emb[2] = {g->capacity, d->cfg.hidden}, bd[2] = {g->capacity, kv_rows};
     omnic__tensor *x = omnic__g_input(g, "inputs_embeds", OMNIC_DTYPE_F32, 2, emb, OMNIC_VAR_T);
     omnic__tensor *pos = positions_input(g, &d->cfg);
-    omnic__tensor *bias = mask == OMNIC_MASK_CAUSAL
-                              ? NULL
-                              : omnic__g_input(g, "attn_bias", OMNIC_DTYPE_F32, 2, bd, OMNIC_VAR_T);
-    return build_body(d, g, x, pos, bias, mask != OMNIC_MASK_BIAS, kv_dtype, kv_rows, false, taps, err);
+    int64_t sd[2] = {g->capacity, 2};
+    const bool with_bias = mask == OMNIC_MASK_CAUSAL_BIAS || mask == OMNIC_MASK_BIAS;
+    omnic__tensor *bias = with_bias ? omnic__g_input(g, "attn_bias", OMNIC_DTYPE_F32, 2, bd, OMNIC_VAR_T) : NULL;
+    omnic__tensor *span =
+        mask == OMNIC_MASK_SPANS ? omnic__g_input(g, "attn_span", OMNIC_DTYPE_I32, 2, sd, OMNIC_VAR_T) : NULL;
+    return build_body(d, g, x, pos, bias, span, mask != OMNIC_MASK_BIAS, kv_dtype, kv_rows, false, taps, err);
 }
 
 omnic_status omnic__text_decoder_embed_rows(const omnic__text_decoder *d, const omnic__backend_ops *b,

@@ -63,6 +63,8 @@ typedef enum omnic__mask_mode {
     OMNIC_MASK_CAUSAL = 0,  /* causal only; no bias input */
     OMNIC_MASK_CAUSAL_BIAS, /* causal and an explicit additive bias input */
     OMNIC_MASK_BIAS,        /* the explicit additive bias alone (bidirectional spans) */
+    OMNIC_MASK_SPANS,       /* causal (and sliding window) plus bidirectional row spans: input
+                             * attn_span (Gemma 3's image tokens) */
 } omnic__mask_mode;
 
 typedef struct omnic__text_decoder_layer {
@@ -162,6 +164,10 @@ omnic_status omnic__text_decoder_build(const omnic__text_decoder *d, omnic__modu
  *                 builds it. Columns outside the slot's rows [s*cap, s*cap + kv_start + n)
  *                 must be masked in OMNIC_MASK_BIAS mode (the op then visits every pool row
  *                 from the slot's start); in CAUSAL_BIAS mode the causal flag already hides them.
+ *   attn_span     i32 [n, 2]        (OMNIC_MASK_SPANS only) row i's bidirectional span [b, e)
+ *                 in rows of its slot (b = e: none): every attention of the call lets the row
+ *                 also see keys b..e-1 (backend.h, the attention op's span); a span must hold
+ *                 its row and end inside the call, checked in [0, capacity].
  * Output logits f32 [1, V] of the last row; each row's K/V is written to its pool row as
  * text.token_prefill does (one sequence per call, chunk by chunk). taps: also outputs
  * hidden_l{i} [n, H]. With the rows token_prefill would look up, the result is

@@ -30,12 +30,11 @@ static omnic_status parse_act(const char *name, const char *what, const char *ke
     return OMNIC_OK;
 }
 
-omnic_status omnic__vision_config_parse(const json_t *cfg, const char *what, int64_t text_hidden,
-                                        omnic__vision_config *c, omnic_err *err)
+omnic_status omnic__vision_tower_config_parse(const json_t *cfg, omnic__vision_config *c, omnic_err *err)
 {
     memset(c, 0, sizeof *c);
     const json_t *vc;
-    OMNIC_TRY(omnic__json_get_obj(cfg, "vision_config", false, what, &vc, err));
+    OMNIC_TRY(omnic__json_get_obj(cfg, "vision_config", false, "config.json", &vc, err));
     const char *vw = "config.json vision_config", *type = "clip_vision_model", *act;
     if (vc) OMNIC_TRY(omnic__json_get_str(vc, "model_type", false, "clip_vision_model", vw, &type, err));
     const bool clip = !strcmp(type, "clip_vision_model");
@@ -112,6 +111,14 @@ omnic_status omnic__vision_config_parse(const json_t *cfg, const char *what, int
     c->grid =
         c->image_size / c->patch; /* HF: (image_size // patch_size)^2 patches; the conv drops the rest */
     c->n_seq = c->grid * c->grid + (clip ? 1 : 0);
+    return OMNIC_OK;
+}
+
+omnic_status omnic__vision_config_parse(const json_t *cfg, const char *what, int64_t text_hidden,
+                                        omnic__vision_config *c, omnic_err *err)
+{
+    OMNIC_TRY(omnic__vision_tower_config_parse(cfg, c, err));
+    const bool clip = c->arch == OMNIC_VISION_CLIP;
 
     /* LLaVA top-level keys */
     const json_t *fl = json_object_get(cfg, "vision_feature_layer");
@@ -191,8 +198,9 @@ omnic_status omnic__vision_tower_load(omnic__vision_tower *v, const omnic__visio
     if (!omnic__st_find(st, NAME("%sembeddings.patch_embedding.weight", P)) &&
         omnic__st_find(st, NAME("%sembeddings.patch_embedding.weight", c->alt_prefix)))
         P = v->cfg.prefix = c->alt_prefix;
-    if (!omnic__st_find(st, NAME("%slinear_1.weight", Q)) &&
-        omnic__st_find(st, NAME("%slinear_1.weight", c->alt_proj_prefix)))
+    const bool gemma3 = c->projector == OMNIC_PROJ_GEMMA3;
+    const char *probe = gemma3 ? "mm_soft_emb_norm.weight" : "linear_1.weight";
+    if (!omnic__st_find(st, NAME("%s%s", Q, probe)) && omnic__st_find(st, NAME("%s%s", c->alt_proj_prefix, probe)))
         Q = v->cfg.proj_prefix = c->alt_proj_prefix;
     const bool clip = c->arch == OMNIC_VISION_CLIP;
     int64_t pw[4] = {C, c->channels, p, p}, pos[2] = {c->n_seq, C}, cls[1] = {C}, cls2[2] = {1, C};
@@ -257,11 +265,20 @@ omnic_status omnic__vision_tower_load(omnic__vision_tower *v, const omnic__visio
             if (s != OMNIC_OK) goto fail;
         }
     }
-    int64_t p1[2] = {D, C}, p2[2] = {D, D}, pb[1] = {D};
-    if ((s = bind(v, st, NAME("%slinear_1.weight", Q), 2, p1, &v->proj1, err)) != OMNIC_OK ||
-        (s = bind(v, st, NAME("%slinear_2.weight", Q), 2, p2, &v->proj2, err)) != OMNIC_OK)
+    int64_t p1[2] = {D, C}, p2[2] = {D, D}, pb[1] = {D}, cd[2] = {C, D};
+    if (gemma3) {
+        omnic__tensor w;
+        if ((s = bind(v, st, NAME("%spost_layernorm.weight", P), 1, cls, &v->post_w, err)) != OMNIC_OK ||
+            (s = bind(v, st, NAME("%spost_layernorm.bias", P), 1, cls, &v->post_b, err)) != OMNIC_OK ||
+            (s = bind(v, st, NAME("%smm_soft_emb_norm.weight", Q), 1, cls, &v->soft_norm, err)) != OMNIC_OK ||
+            (s = bind(v, st, NAME("%smm_input_projection_weight", Q), 2, cd, &w, err)) != OMNIC_OK ||
+            (s = omnic__weight_transpose(&w, name, &v->proj_in, err)) != OMNIC_OK)
+            goto fail;
+    } else if ((s = bind(v, st, NAME("%slinear_1.weight", Q), 2, p1, &v->proj1, err)) != OMNIC_OK ||
+               (s = bind(v, st, NAME("%slinear_2.weight", Q), 2, p2, &v->proj2, err)) != OMNIC_OK) {
         goto fail;
-    if (c->proj_bias &&
+    }
+    if (!gemma3 && c->proj_bias &&
         ((s = bind_f32(v, st, NAME("%slinear_1.bias", Q), 1, pb, &v->proj1_b, err)) != OMNIC_OK ||
          (s = bind_f32(v, st, NAME("%slinear_2.bias", Q), 1, pb, &v->proj2_b, err)) != OMNIC_OK))
         goto fail;
@@ -285,7 +302,7 @@ void omnic__vision_tower_deinit(omnic__vision_tower *v)
             omnic__tensor_destroy(ts[i]);
     }
     omnic_free(v->layers);
-    omnic__tensor *ts[] = {v->patch_b, v->cls, v->proj1_b, v->proj2_b, v->qpos};
+    omnic__tensor *ts[] = {v->patch_b, v->cls, v->proj1_b, v->proj2_b, v->qpos, v->proj_in};
     for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++)
         omnic__tensor_destroy(ts[i]);
     omnic__weight_copies_free(&v->copies);
@@ -296,9 +313,21 @@ void omnic__vision_tower_param_stats(const omnic__vision_tower *v, int64_t *para
 {
     int64_t p = 0, b = 0;
     const bool clip = v->cfg.arch == OMNIC_VISION_CLIP;
-    const omnic__tensor *top[] = {
-        &v->patch_w, v->patch_b, v->cls,     &v->pos,   clip ? &v->pre_w : NULL, clip ? &v->pre_b : NULL,
-        &v->proj1,   &v->proj2,  v->proj1_b, v->proj2_b};
+    const bool gemma3 = v->cfg.projector == OMNIC_PROJ_GEMMA3;
+    const omnic__tensor *top[] = {&v->patch_w,
+                                  v->patch_b,
+                                  v->cls,
+                                  &v->pos,
+                                  clip ? &v->pre_w : NULL,
+                                  clip ? &v->pre_b : NULL,
+                                  gemma3 ? NULL : &v->proj1,
+                                  gemma3 ? NULL : &v->proj2,
+                                  v->proj1_b,
+                                  v->proj2_b,
+                                  gemma3 ? &v->post_w : NULL,
+                                  gemma3 ? &v->post_b : NULL,
+                                  gemma3 ? &v->soft_norm : NULL,
+                                  v->proj_in};
     for (size_t i = 0; i < sizeof top / sizeof top[0]; i++)
         if (top[i]) p += omnic__tensor_nelem(top[i]), b += (int64_t)omnic__tensor_bytes(top[i]);
     for (int64_t l = 0; l < v->cfg.feature_index; l++) {
@@ -356,6 +385,15 @@ omnic_status omnic__vision_tower_build(const omnic__vision_tower *v, omnic__modu
         h = omnic__g_unary(g, c->act, h);
         h = omnic__g_matmul(g, h, omnic__g_weight(g, &L->fc2), omnic__g_weight(g, L->fc2_b));
         x = omnic__g_add(g, x, h);
+    }
+    if (c->projector == OMNIC_PROJ_GEMMA3) { /* last_hidden_state -> Gemma3MultiModalProjector */
+        x = omnic__g_layernorm(g, x, omnic__g_weight(g, &v->post_w), omnic__g_weight(g, &v->post_b), eps);
+        omnic__g_mark_output(g, x, "vision_features");
+        omnic__tensor *z = omnic__g_pool_avg(g, x, c->grid, c->pool);
+        z = omnic__g_rmsnorm(g, z, omnic__g_weight(g, &v->soft_norm), eps, true);
+        z = omnic__g_matmul(g, z, omnic__g_weight(g, v->proj_in), NULL);
+        omnic__g_mark_output(g, z, "projected");
+        return omnic__graph_status(g, err);
     }
     omnic__tensor *feat = c->keep_first ? x : omnic__g_slice_last_rows(g, x, c->n_out);
     omnic__g_mark_output(g, feat, "vision_features");

@@ -24,6 +24,15 @@ typedef enum omnic__vision_arch {
     OMNIC_VISION_SIGLIP,   /* siglip_vision_model */
 } omnic__vision_arch;
 
+/* What turns the tower's features into text rows. */
+typedef enum omnic__projector_kind {
+    OMNIC_PROJ_MLP = 0, /* LLaVA: linear_2(act(linear_1(feature))) over the selected hidden state */
+    OMNIC_PROJ_GEMMA3,  /* Gemma 3 (Gemma3MultiModalProjector): post_layernorm on the last layer,
+                         * pool x pool average pooling of the patch grid, mm_soft_emb_norm
+                         * ((1 + w) RMSNorm, eps ln_eps), then x . mm_input_projection_weight
+                         * (stored [C, D], in -> out) */
+} omnic__projector_kind;
+
 typedef struct omnic__vision_config {
     omnic__vision_arch arch;
     int64_t hidden, intermediate, n_layers, n_heads, head_dim; /* n_layers: as configured */
@@ -39,6 +48,8 @@ typedef struct omnic__vision_config {
     omnic__op proj_act;
     bool proj_bias;
     int32_t image_token_id; /* placeholder id in the prompt */
+    omnic__projector_kind projector;
+    int64_t pool; /* GEMMA3: pooling kernel (grid / tokens per side); n_out = (grid / pool)^2 */
     /* Weight-name spellings: old (vision_tower.vision_model., multi_modal_projector.) and
      * new (model.vision_tower.vision_model., model.multi_modal_projector.); the loader takes
      * whichever the checkpoint has. */
@@ -61,8 +72,11 @@ typedef struct omnic__vision_tower {
     omnic__tensor pos;                /* [n_seq, C] position_embedding.weight */
     omnic__tensor pre_w, pre_b;       /* [C] pre_layrnorm (CLIP only) */
     omnic__vision_layer *layers;      /* owned [feature_index] */
-    omnic__tensor proj1, proj2;       /* [D, C], [D, D] */
+    omnic__tensor proj1, proj2;       /* MLP: [D, C], [D, D] */
     omnic__tensor *proj1_b, *proj2_b; /* owned f32 [D] or NULL */
+    omnic__tensor post_w, post_b;     /* GEMMA3: [C] post_layernorm */
+    omnic__tensor soft_norm;          /* GEMMA3: [C] mm_soft_emb_norm.weight (used as 1 + w) */
+    omnic__tensor *proj_in;           /* GEMMA3: owned [D, C], mm_input_projection_weight transposed */
     omnic__tensor *qpos;              /* owned i32 [n_seq] zeros: attention rows' positions (unused
                                        * by non-causal attention, required by the op) */
     omnic__weight_copies copies;      /* aligned copies of weights the file left misaligned */
@@ -77,6 +91,12 @@ typedef struct omnic__vision_tower {
 omnic_status omnic__vision_config_parse(const json_t *cfg, const char *what, int64_t text_hidden,
                                         omnic__vision_config *out, omnic_err *err);
 
+/* The tower part of the above: cfg's vision_config (HF CLIPVisionConfig / SiglipVisionConfig
+ * defaults for absent keys; an absent vision_config is LlavaConfig's CLIP ViT-L/14-336) into
+ * arch, dimensions, eps, activation, grid and n_seq; out is zeroed first. For families that
+ * wrap the tower with their own top-level keys. */
+omnic_status omnic__vision_tower_config_parse(const json_t *cfg, omnic__vision_config *out, omnic_err *err);
+
 /* Binds the tower's weights (only layers < feature_index) and the projector from st
  * (borrowed; must outlive v), checking every shape. On failure v is cleared. */
 omnic_status omnic__vision_tower_load(omnic__vision_tower *v, const omnic__vision_config *cfg,
@@ -85,7 +105,8 @@ void omnic__vision_tower_deinit(omnic__vision_tower *v);
 
 /* Builds vision.encode into m (initialized with capacity 1: one image per call, n = 1):
  * input pixel_values f32 [channels, image_size, image_size]; outputs "vision_features"
- * f32 [n_out, hidden] and "projected" f32 [n_out, text_hidden]. */
+ * f32 (MLP: [n_out, hidden], the selected rows; GEMMA3: [n_seq, hidden], the post-LN last
+ * hidden state the projector reads) and "projected" f32 [n_out, text_hidden]. */
 omnic_status omnic__vision_tower_build(const omnic__vision_tower *v, omnic__module *m, omnic_err *err);
 
 /* Parameter count and bytes of the bound weights. */

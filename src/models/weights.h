@@ -27,4 +27,9 @@ omnic_status omnic__weight_bind(const omnic__safetensors *st, const char *name, 
 omnic_status omnic__weight_f32(const omnic__tensor *w, int64_t first, int ndim, const int64_t *dims,
                                const char *name, omnic__tensor **out, omnic_err *err);
 
+/* An owned copy of the 2-D float tensor w [R, C] as [C, R] in w's dtype (bit-exact): a
+ * weight stored (in, out) for x . W becomes the (out, in) layout of the matmul contract. */
+omnic_status omnic__weight_transpose(const omnic__tensor *w, const char *name, omnic__tensor **out,
+                                     omnic_err *err);
+
 #endif
