@@ -1569,6 +1569,119 @@ def main_llava(args) -> int:
 
 
 # -----------------------------------------------------------------------------
+# Gemma 3 (Gemma3ForConditionalGeneration [gemma3]): a SigLIP tower (post_layernorm on the
+# last layer), Gemma3MultiModalProjector (average pool to mm_tokens_per_image rows,
+# mm_soft_emb_norm (1 + w), x . mm_input_projection_weight [C, D]) and a gemma3_text model in
+# text_config. On-disk names as google/gemma-3-4b-it (language_model.model.*,
+# vision_tower.vision_model.*, multi_modal_projector.*). The tokenizer is the gemma style with
+# <start_of_image>, <end_of_image> and <image_soft_token>; the chat template writes
+# <start_of_image> for an image part and Gemma3Processor expands it.
+# -----------------------------------------------------------------------------
+
+# Tiny: 64 px / patch 4 -> 16x16 patches, pooled 4x4 -> 16 rows per image (kernel 4 as the real
+# 896 / 14 = 64 -> 16), more rows than the tiny text's sliding window of 8, so the
+# bidirectional image block reaches past the window.
+GEMMA3_VISION_TINY = {"hidden": 32, "intermediate": 48, "layers": 2, "heads": 4, "patch": 4, "image": 64,
+                      "tokens": 16}
+GEMMA3_PRESETS = {
+    # google/gemma-3-4b-it: SigLIP-so400m 896 px / 14 (27 layers) + Gemma 3 4B text
+    "gemma-3-4b": {
+        "tower": {"hidden": 1152, "intermediate": 4304, "layers": 27, "heads": 16, "patch": 14, "image": 896,
+                  "tokens": 256},
+        "text_dims": {"hidden": 2560, "layers": 34, "heads": 8, "kv_heads": 4, "head_dim": 256,
+                      "intermediate": 10240, "vocab": 262208, "max_pos": 131072, "rms_eps": 1e-6,
+                      "rope_theta": 1000000.0, "rope_local_base_freq": 10000.0,
+                      "rope_scaling": {"factor": 8.0, "rope_type": "linear"}, "sliding_window": 1024,
+                      "sliding_window_pattern": 6, "query_pre_attn_scalar": 256, "final_logit_softcapping": None},
+    },
+    # the same tower and projector in front of a 2-layer text model of the 4B's width (tower benchmarks)
+    "gemma-3-4b-tower": {
+        "tower": {"hidden": 1152, "intermediate": 4304, "layers": 27, "heads": 16, "patch": 14, "image": 896,
+                  "tokens": 256},
+        "text_dims": {"hidden": 2560, "layers": 2, "heads": 8, "kv_heads": 4, "head_dim": 256,
+                      "intermediate": 1024, "vocab": None, "max_pos": 131072, "rms_eps": 1e-6,
+                      "rope_theta": 1000000.0, "rope_local_base_freq": 10000.0,
+                      "rope_scaling": {"factor": 8.0, "rope_type": "linear"}, "sliding_window": 1024,
+                      "sliding_window_pattern": 6, "query_pre_attn_scalar": 256, "final_logit_softcapping": None},
+    },
+}
+
+
+def main_gemma3(args) -> int:
+    t0 = time.time()
+    if args.verify:
+        raise SystemExit("--verify is not implemented for --family gemma3")
+    fam = FAMILIES["gemma3_text"]
+    tok = train_tokenizer(fam.tokenizer, extra_specials=fam.extra_specials)
+    if args.dims == "real" or args.preset is not None:
+        preset = args.preset or next(iter(GEMMA3_PRESETS))
+        if preset not in GEMMA3_PRESETS:
+            raise SystemExit(f"gemma3 has no preset {preset!r} (has: {', '.join(GEMMA3_PRESETS)})")
+        v, td, label, std = dict(GEMMA3_PRESETS[preset]["tower"]), dict(GEMMA3_PRESETS[preset]["text_dims"]), \
+            preset, STD_REAL
+        if td["vocab"] is None:
+            td["vocab"] = tok.size
+    else:
+        v, label, std = dict(GEMMA3_VISION_TINY), "tiny", STD_TINY
+        td, _ = resolve_dims("gemma3_text", fam, "tiny", None, tok)
+    td.pop("tie", None)
+    tie = True if args.tie is None else bool(args.tie)
+    ids = special_ids(tok)
+    text_cfg, text_w = fam.build(td, ids, tie)
+    C, D = v["hidden"], td["hidden"]
+    specs: List[WeightSpec] = []
+    for sp in text_w:  # model.* -> language_model.model.*, lm_head.* -> language_model.lm_head.*
+        specs.append(("language_model." + sp[0], sp[1], sp[2] if len(sp) > 2 else weight_init(sp), sp[0]))
+    vw = llava_vision_weights(v, "siglip")
+    specs += [(s[0], s[1], weight_init(s), s[0]) for s in vw]
+    specs += [("multi_modal_projector.mm_soft_emb_norm.weight", (C,), "norm0", None),
+              ("multi_modal_projector.mm_input_projection_weight", (C, D), "normal", None)]
+    if args.new_names:
+        specs = [(llava_rename(s[0], True), s[1], s[2], s[3]) for s in specs]
+    specs = [(s[0], s[1], s[2], s[3] or s[0]) for s in specs]
+    vcfg = llava_vision_config(v, "siglip")
+    config = {
+        "architectures": ["Gemma3ForConditionalGeneration"],
+        "model_type": "gemma3",
+        "boi_token_index": tok.specials["<start_of_image>"],
+        "eoi_token_index": tok.specials["<end_of_image>"],
+        "image_token_index": tok.specials["<image_soft_token>"],
+        "mm_tokens_per_image": v["tokens"],
+        "initializer_range": 0.02,
+        "eos_token_id": ids["eos"],
+        "text_config": text_cfg,
+        "vision_config": vcfg,
+        "torch_dtype": DTYPES[args.dtype][2],
+        "transformers_version": "4.50.0",
+    }
+    config["text_config"]["torch_dtype"] = DTYPES[args.dtype][2]
+    S = v["image"]
+    pre = {"do_convert_rgb": None, "do_normalize": True, "do_pan_and_scan": None, "do_rescale": True,
+           "do_resize": True, "image_mean": [0.5, 0.5, 0.5], "image_processor_type": "Gemma3ImageProcessor",
+           "image_seq_length": v["tokens"], "image_std": [0.5, 0.5, 0.5], "pan_and_scan_max_num_crops": None,
+           "pan_and_scan_min_crop_size": None, "pan_and_scan_min_ratio_to_activate": None,
+           "processor_class": "Gemma3Processor", "resample": 2, "rescale_factor": 0.00392156862745098,
+           "size": {"height": S, "width": S}}
+    os.makedirs(args.out, exist_ok=True)
+    write_json(os.path.join(args.out, "config.json"), config)
+    gen = {"bos_token_id": ids["bos"], "do_sample": False, "eos_token_id": ids["gen_eos"],
+           "pad_token_id": ids["pad"], "transformers_version": "4.50.0"}
+    write_json(os.path.join(args.out, "generation_config.json"), gen)
+    write_json(os.path.join(args.out, "tokenizer.json"), tokenizer_json(tok, args.merges_style), sort_keys=False)
+    write_json(os.path.join(args.out, "tokenizer_config.json"), tokenizer_config_json(tok))
+    write_json(os.path.join(args.out, "preprocessor_config.json"), pre)
+    write_json(os.path.join(args.out, "processor_config.json"),
+               {"image_seq_length": v["tokens"], "processor_class": "Gemma3Processor"})
+    files = write_weights(args.out, specs, args.seed, std, args.dtype, args.shards)
+    nparams = sum(int(np.prod(s[1], dtype=np.int64)) for s in specs)
+    nbytes = sum(os.path.getsize(os.path.join(args.out, f)) for f in files)
+    print(f"mktiny: gemma3 [{label}] dtype={args.dtype} seed={args.seed} -> {args.out}")
+    print(f"  {len(specs)} tensors, {nparams:,} params, {nbytes / 2**20:.1f} MiB; image {S} px, patch {v['patch']}, "
+          f"{v['tokens']} rows per image; {time.time() - t0:.2f} s")
+    return 0
+
+
+# -----------------------------------------------------------------------------
 # Qwen2-VL / Qwen2.5-VL (Qwen2VLForConditionalGeneration [qwen2_vl],
 # Qwen2_5_VLForConditionalGeneration [qwen2_5_vl]): a ViT with 2-D RoPE, the PatchMerger
 # and a qwen2 text model with M-RoPE (rope_scaling {type: mrope, mrope_section}); the
@@ -2126,7 +2239,8 @@ def resolve_dims(fam_name: str, fam: Family, dims: str, preset: Optional[str], t
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     ap = argparse.ArgumentParser(description="Write a tiny random HF-format checkpoint.")
-    ap.add_argument("--family", choices=sorted(list(FAMILIES) + ["llava", "qwen2_vl", "qwen2_5_vl"]), required=True)
+    ap.add_argument("--family", choices=sorted(list(FAMILIES) + ["llava", "qwen2_vl", "qwen2_5_vl", "gemma3"]),
+                    required=True)
     ap.add_argument("--vision", choices=["clip", "siglip"], default="clip", help="llava: vision tower")
     ap.add_argument("--text", choices=["llama", "qwen2"], default="llama", help="llava: text model")
     ap.add_argument("--tokenizer", choices=["llama2"], default=None,
@@ -2142,7 +2256,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     ap.add_argument("--dims", choices=["tiny", "real"], default=None, help="default tiny (real with --preset)")
     ap.add_argument("--preset", default=None,
                     help="real-size dims: " + ", ".join([p for f in FAMILIES.values() for p in f.presets]
-                                                        + list(LLAVA_PRESETS) + list(QWEN2VL_PRESETS)))
+                                                        + list(LLAVA_PRESETS) + list(QWEN2VL_PRESETS)
+                                                        + list(GEMMA3_PRESETS)))
     tie = ap.add_mutually_exclusive_group()
     tie.add_argument("--tie", dest="tie", action="store_true", default=None, help="tie lm_head to embeddings")
     tie.add_argument("--no-tie", dest="tie", action="store_false", help="write a separate lm_head.weight")
@@ -2162,6 +2277,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return main_llava(args)
     if args.family in ("qwen2_vl", "qwen2_5_vl"):
         return main_qwen2vl(args)
+    if args.family == "gemma3":
+        return main_gemma3(args)
     t0 = time.time()
     fam = FAMILIES[args.family]
     tok = train_tokenizer(fam.tokenizer, extra_specials=fam.extra_specials)

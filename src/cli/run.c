@@ -146,6 +146,17 @@ static void on_prefill(void *ctx, const omnic__prefill_info *info)
             dump_tensor(st, "attn_bias", &t);
             free(bias);
         }
+        if (pp->n_spans) { /* the masks the attention applies, full and sliding layers */
+            int32_t *vis = malloc((size_t)(T * T) * sizeof *vis);
+            for (int sliding = 0; vis && sliding < 2; sliding++) {
+                omnic__text_mask_visible(&m->dec.cfg, sliding, pp->spans, pp->n_spans, T, vis);
+                d[0] = d[1] = T;
+                omnic__tensor_init(&t, OMNIC_DTYPE_I32, 2, d, &err);
+                t.data = vis;
+                dump_tensor(st, sliding ? "attn_mask_sliding" : "attn_mask_full", &t);
+            }
+            free(vis);
+        }
     }
     for (int i = 0; i < p->n_out; i++) {
         const omnic__tensor *t = omnic__module_output(p, i);
@@ -461,12 +472,15 @@ int omnic__cli_run(int argc, char **argv)
             rc = 2;
             goto out;
         }
-        if (omnic__tokenizer_encode(omnic__engine_tokenizer(e), prompt, strlen(prompt), true, &ids, &n_ids,
-                                    &err) != OMNIC_OK) {
+        size_t plen = 0; /* the processor's rewrite (Gemma 3's image sequences), as HF's processor(text=) */
+        if (omnic__media_expand_prompt(m, omnic__engine_tokenizer(e), prompt, strlen(prompt), &text, &plen,
+                                       &err) != OMNIC_OK ||
+            omnic__tokenizer_encode(omnic__engine_tokenizer(e), text, plen, true, &ids, &n_ids, &err) !=
+                OMNIC_OK) {
             fprintf(stderr, "omnic run: prompt: %s\n", err.msg);
             goto out;
         }
-    } else if (omnic__chat_prompt_images(m->ckpt, omnic__engine_tokenizer(e), system, prompt, n_images,
+    } else if (omnic__chat_prompt_images(m->ckpt, m, omnic__engine_tokenizer(e), system, prompt, n_images,
                                          omnic__model_supports_image(m), &text, &ids, &n_ids,
                                          &err) != OMNIC_OK) {
         fprintf(stderr, "omnic run: %s\n", err.msg);

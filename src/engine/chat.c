@@ -2,22 +2,25 @@
 #include <string.h>
 
 #include "engine/chat.h"
+#include "models/media.h"
 #include "tokenizer/template.h"
 
 struct omnic__chat {
     const omnic__checkpoint *ck; /* borrowed */
+    const struct omnic__model *model; /* borrowed; NULL: no prompt rewrite */
     omnic__template *tmpl;       /* owned */
     bool processor;              /* special tokens as processor.apply_chat_template adds them */
 };
 
-omnic_status omnic__chat_create(const omnic__checkpoint *ck, bool processor, omnic__chat **out,
-                                omnic_err *err)
+omnic_status omnic__chat_create(const omnic__checkpoint *ck, const struct omnic__model *model, bool processor,
+                                omnic__chat **out, omnic_err *err)
 {
     if (!ck->chat_template)
         return OMNIC_FAIL(err, OMNIC_E_NOT_FOUND, "%s has no chat template (use --raw)", ck->dir);
     omnic__chat *c = omnic_alloc_array(1, sizeof *c);
     if (!c) return OMNIC_FAIL(err, OMNIC_E_NOMEM, "out of memory for a chat template");
     c->ck = ck;
+    c->model = model;
     c->processor = processor;
     omnic_status s = omnic__template_parse(ck->chat_template, strlen(ck->chat_template), NULL, &c->tmpl, err);
     if (s != OMNIC_OK) {
@@ -65,6 +68,14 @@ omnic_status omnic__chat_apply(const omnic__chat *c, const omnic__tokenizer *tok
     omnic_status s = omnic__template_render(c->tmpl, vars, &o, &t, &len, err);
     json_decref(vars);
     if (s != OMNIC_OK) return s;
+    if (c->model) { /* the processor's rewrite (Gemma 3: image sequences) */
+        char *x = NULL;
+        size_t xn = 0;
+        s = omnic__media_expand_prompt(c->model, tok, t, len, &x, &xn, err);
+        omnic_free(t);
+        if (s != OMNIC_OK) return s;
+        t = x, len = xn;
+    }
     if ((s = omnic__tokenizer_encode(tok, t, len, omnic__chat_adds_special(c, tok, t, len), ids, n, err)) !=
         OMNIC_OK) {
         omnic_free(t);
@@ -74,12 +85,13 @@ omnic_status omnic__chat_apply(const omnic__chat *c, const omnic__tokenizer *tok
     return OMNIC_OK;
 }
 
-omnic_status omnic__chat_encode(const omnic__checkpoint *ck, bool processor, const omnic__tokenizer *tok,
+omnic_status omnic__chat_encode(const omnic__checkpoint *ck, const struct omnic__model *model, bool processor,
+                                const omnic__tokenizer *tok,
                                 const json_t *messages, bool add_generation_prompt, const json_t *extra,
                                 char **text, int32_t **ids, size_t *n, omnic_err *err)
 {
     omnic__chat *c = NULL;
-    OMNIC_TRY(omnic__chat_create(ck, processor, &c, err));
+    OMNIC_TRY(omnic__chat_create(ck, model, processor, &c, err));
     omnic_status s =
         omnic__chat_apply(c, tok, messages, add_generation_prompt, extra, NULL, text, ids, n, err);
     omnic__chat_destroy(c);
@@ -100,10 +112,11 @@ omnic_status omnic__chat_content_parts(json_t *messages)
 omnic_status omnic__chat_prompt(const omnic__checkpoint *ck, const omnic__tokenizer *tok, const char *system,
                                 const char *user, char **text, int32_t **ids, size_t *n, omnic_err *err)
 {
-    return omnic__chat_prompt_images(ck, tok, system, user, 0, false, text, ids, n, err);
+    return omnic__chat_prompt_images(ck, NULL, tok, system, user, 0, false, text, ids, n, err);
 }
 
-omnic_status omnic__chat_prompt_images(const omnic__checkpoint *ck, const omnic__tokenizer *tok,
+omnic_status omnic__chat_prompt_images(const omnic__checkpoint *ck, const struct omnic__model *model,
+                                       const omnic__tokenizer *tok,
                                        const char *system, const char *user, size_t n_images, bool parts,
                                        char **text, int32_t **ids, size_t *n, omnic_err *err)
 {
@@ -121,7 +134,7 @@ omnic_status omnic__chat_prompt_images(const omnic__checkpoint *ck, const omnic_
     }
     omnic_status s = parts && omnic__chat_content_parts(msgs) != OMNIC_OK
                          ? OMNIC_FAIL(err, OMNIC_E_NOMEM, "out of memory building messages")
-                         : omnic__chat_encode(ck, parts, tok, msgs, true, NULL, text, ids, n, err);
+                         : omnic__chat_encode(ck, model, parts, tok, msgs, true, NULL, text, ids, n, err);
     json_decref(msgs);
     return s;
 }

@@ -20,19 +20,23 @@
 /* A checkpoint's parsed chat template, ready to render many conversations (immutable: any
  * number of threads may apply it at once). */
 typedef struct omnic__chat omnic__chat;
+struct omnic__model;
 
 /* Parses ck's chat template. processor: the model has a processor (takes images), which
- * decides the special tokens (above). ck is borrowed and must outlive *out. Returns owned *out.
+ * decides the special tokens (above). model (NULL: none): the rendered text goes through its
+ * processors' prompt rewrite before tokenizing (omnic__media_expand_prompt: Gemma 3's image
+ * sequences). ck and model are borrowed and must outlive *out. Returns owned *out.
  * Errors: E_NOT_FOUND (the checkpoint has no chat template), the template parser's errors
  * (E_INVALID with line and column, E_UNSUPPORTED, E_TOO_LARGE: prefixed with the file the
  * template came from), E_NOMEM. */
-omnic_status omnic__chat_create(const omnic__checkpoint *ck, bool processor, omnic__chat **out,
-                                omnic_err *err);
+omnic_status omnic__chat_create(const omnic__checkpoint *ck, const struct omnic__model *model, bool processor,
+                                omnic__chat **out, omnic_err *err);
 /* NULL ok. */
 void omnic__chat_destroy(omnic__chat *c);
 
 /* Renders messages (a JSON array of {role, content}; borrowed) with extra template
- * variables (a JSON object or NULL; borrowed) into owned *text, and encodes it into owned
+ * variables (a JSON object or NULL; borrowed) into owned *text (after the model's prompt
+ * rewrite: what is tokenized), and encodes it into owned
  * *ids / *n (special tokens as above: omnic__chat_adds_special). Outputs are unchanged on
  * failure. budget (NULL: the library caps) bounds the render (template_steps, template_work,
  * template_output, deadline). Errors: template render errors (E_INVALID "line L: ..." or
@@ -47,7 +51,8 @@ bool omnic__chat_adds_special(const omnic__chat *c, const omnic__tokenizer *tok,
                               size_t len);
 
 /* One-off omnic__chat_create + omnic__chat_apply + omnic__chat_destroy. */
-omnic_status omnic__chat_encode(const omnic__checkpoint *ck, bool processor, const omnic__tokenizer *tok,
+omnic_status omnic__chat_encode(const omnic__checkpoint *ck, const struct omnic__model *model, bool processor,
+                                const omnic__tokenizer *tok,
                                 const json_t *messages, bool add_generation_prompt, const json_t *extra,
                                 char **text, int32_t **ids, size_t *n, omnic_err *err);
 
@@ -60,7 +65,8 @@ omnic_status omnic__chat_prompt(const omnic__checkpoint *ck, const omnic__tokeni
  * processor (takes images): the user content is a list of parts even without images
  * (multimodal templates, e.g. LLaVA's, read only lists) and the special tokens are the
  * processor's. */
-omnic_status omnic__chat_prompt_images(const omnic__checkpoint *ck, const omnic__tokenizer *tok,
+omnic_status omnic__chat_prompt_images(const omnic__checkpoint *ck, const struct omnic__model *model,
+                                       const omnic__tokenizer *tok,
                                        const char *system, const char *user, size_t n_images, bool parts,
                                        char **text, int32_t **ids, size_t *n, omnic_err *err);
 

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "models/clip_media.h"
+#include "tokenizer/tokenizer.h"
 #include "models/image_processor_config.h"
 #include "models/model.h"
 
@@ -52,6 +53,7 @@ static omnic_status clip_open(omnic__model *m, omnic_err *err)
     c->image_tokens = vc.n_out;
     c->image_size = vc.image_size;
     m->media[OMNIC_MODALITY_IMAGE].placeholder_id = vc.image_token_id;
+    m->media[OMNIC_MODALITY_IMAGE].span_rows = vc.bidirectional ? vc.n_out : 0;
     return OMNIC_OK;
 }
 
@@ -192,9 +194,10 @@ static void clip_encode_cost(const omnic__model *m, const omnic__media_item *it,
     out->rows = c->n_seq, out->width = c->hidden, out->inter = c->intermediate;
 }
 
-/* LLaVA's merge (HF masked_scatter): each placeholder id becomes its image's rows, text rows
- * are m's own embedding rows (bit-identical to text.token_prefill's lookup and scale),
- * positions 0..n_rows-1, causal (no bias). */
+/* LLaVA's and Gemma 3's merge (HF masked_scatter): each placeholder id becomes its image's
+ * rows, text rows are m's own embedding rows (bit-identical to text.token_prefill's lookup and
+ * scale), positions 0..n_rows-1; causal, except that with a bidirectional tower each run of
+ * image rows is one span (HF Gemma3: token_type_ids 1, grouped by contiguous run). */
 static omnic_status clip_merge(const omnic__model *m, const int32_t *logical, int64_t n_logical,
                                const omnic__media_item *const *items, int64_t n_images,
                                const float *projected, omnic__prepared_prefill *out, omnic_err *err)
@@ -218,8 +221,10 @@ static omnic_status clip_merge(const omnic__model *m, const int32_t *logical, in
     p.logical = omnic_alloc_array((size_t)n_logical, sizeof *p.logical);
     p.embeds = omnic_alloc_array((size_t)p.n_rows * (size_t)H, sizeof *p.embeds);
     p.positions = omnic_alloc_array((size_t)p.n_rows, sizeof *p.positions);
+    const bool spans = state(m)->tower.cfg.bidirectional && n_images > 0;
+    if (spans) p.spans = omnic_alloc_array((size_t)n_images, sizeof *p.spans);
     omnic_status s = OMNIC_OK;
-    if (!p.logical || !p.embeds || !p.positions) {
+    if (!p.logical || !p.embeds || !p.positions || (spans && !p.spans)) {
         s = OMNIC_FAIL(err, OMNIC_E_NOMEM, "out of memory for a prompt of %lld rows x %lld",
                        (long long)p.n_rows, (long long)H);
         goto out;
@@ -229,6 +234,10 @@ static omnic_status clip_merge(const omnic__model *m, const int32_t *logical, in
     for (int64_t i = 0; i < n_logical;) {
         if (logical[i] == pad) {
             memcpy(p.embeds + row * H, projected + image * R * H, (size_t)(R * H) * sizeof(float));
+            if (spans && p.n_spans && p.spans[p.n_spans - 1].end == row)
+                p.spans[p.n_spans - 1].end = row + R; /* adjacent images: one run, one group */
+            else if (spans)
+                p.spans[p.n_spans++] = (omnic__row_span){row, row + R};
             row += R, image++, i++;
             continue;
         }
@@ -245,6 +254,51 @@ static omnic_status clip_merge(const omnic__model *m, const int32_t *logical, in
 out:
     omnic__prepared_prefill_deinit(&p);
     return s;
+}
+
+/* Gemma3Processor's prompt rewrite: every boi token string becomes "\n\n" boi placeholder eoi
+ * "\n\n" (HF writes image_seq_length placeholders; omnic's logical prompt holds one, which the
+ * merge expands), so the newlines tokenize with their neighbours as HF's do. */
+static omnic_status clip_expand_prompt(const omnic__model *m, const omnic__tokenizer *tok, const char *text,
+                                       size_t len, char **out, size_t *out_len, omnic_err *err)
+{
+    const omnic__vision_config *vc = &state(m)->tower.cfg;
+    *out = NULL;
+    if (vc->boi_id < 0) return OMNIC_OK;
+    size_t nb, ni, ne;
+    const char *boi = omnic__tokenizer_id_to_token(tok, vc->boi_id, &nb);
+    const char *img = omnic__tokenizer_id_to_token(tok, vc->image_token_id, &ni);
+    const char *eoi = omnic__tokenizer_id_to_token(tok, vc->eoi_id, &ne);
+    if (!boi || !img || !eoi || !nb)
+        return OMNIC_FAIL(err, OMNIC_E_INVALID,
+                          "the tokenizer has no token for boi_token_index %d, image_token_index %d or "
+                          "eoi_token_index %d",
+                          vc->boi_id, vc->image_token_id, vc->eoi_id);
+    size_t count = 0;
+    for (const char *p = text; (p = memmem(p, len - (size_t)(p - text), boi, nb)); p += nb)
+        count++;
+    if (!count) return OMNIC_OK;
+    const size_t grow = 4 + ni + ne; /* "\n\n" boi img eoi "\n\n" replaces boi */
+    size_t n = len + count * grow;
+    char *o = omnic_alloc_array(n + 1, 1);
+    if (!o) return OMNIC_FAIL(err, OMNIC_E_NOMEM, "out of memory for a prompt of %zu bytes", n);
+    char *w = o;
+    for (const char *p = text, *end = text + len; p < end;) {
+        const char *hit = memmem(p, (size_t)(end - p), boi, nb);
+        if (!hit) hit = end;
+        memcpy(w, p, (size_t)(hit - p)), w += hit - p;
+        if (hit == end) break;
+        memcpy(w, "\n\n", 2), w += 2;
+        memcpy(w, boi, nb), w += nb;
+        memcpy(w, img, ni), w += ni;
+        memcpy(w, eoi, ne), w += ne;
+        memcpy(w, "\n\n", 2), w += 2;
+        p = hit + nb;
+    }
+    *w = '\0';
+    *out = o;
+    *out_len = n;
+    return OMNIC_OK;
 }
 
 /* ---- reports ---------------------------------------------------------------------------------- */
@@ -304,6 +358,7 @@ const omnic__media_ops omnic__media_clip_image = {
     .encode = clip_encode,
     .encode_cost = clip_encode_cost,
     .merge = clip_merge,
+    .expand_prompt = clip_expand_prompt,
     .describe = clip_describe,
     .summary = clip_summary,
     .planned_bytes = clip_planned_bytes,

@@ -6,7 +6,7 @@
 #include "io/json.h"
 #include "models/image_processor_config.h"
 
-typedef enum proc_kind { KIND_CLIP, KIND_SIGLIP } proc_kind;
+typedef enum proc_kind { KIND_CLIP, KIND_SIGLIP, KIND_GEMMA3 } proc_kind;
 
 static const struct {
     const char *name;
@@ -17,6 +17,8 @@ static const struct {
     {"CLIPImageProcessorFast", KIND_CLIP, OMNIC__NUMERICS_TORCHVISION},
     {"SiglipImageProcessor", KIND_SIGLIP, OMNIC__NUMERICS_PIL},
     {"SiglipImageProcessorFast", KIND_SIGLIP, OMNIC__NUMERICS_TORCHVISION},
+    {"Gemma3ImageProcessor", KIND_GEMMA3, OMNIC__NUMERICS_PIL},
+    {"Gemma3ImageProcessorFast", KIND_GEMMA3, OMNIC__NUMERICS_TORCHVISION},
 };
 
 /* An int size, or a dict with shortest_edge or height+width. allow_shortest: CLIP's `size`;
@@ -157,6 +159,16 @@ omnic_status omnic__image_processor_config_parse(const json_t *cfg, const char *
         omnic__image_proc_params_clip_defaults(&p);
     else
         omnic__image_proc_params_siglip_defaults(&p);
+    if (proc_types[k].kind == KIND_GEMMA3) { /* Gemma3ImageProcessor: SigLIP's, but BILINEAR */
+        p.resample = OMNIC__RESAMPLE_BILINEAR;
+        bool pas = false;
+        OMNIC_TRY(omnic__json_get_bool(cfg, "do_pan_and_scan", false, false, what, &pas, err));
+        if (pas)
+            return OMNIC_FAIL(err, OMNIC_E_UNSUPPORTED,
+                              "%s: do_pan_and_scan is true: pan-and-scan crops are not implemented (set it to "
+                              "false or null)",
+                              what);
+    }
     p.numerics = proc_types[k].numerics;
     p.crop_rounding =
         p.numerics == OMNIC__NUMERICS_TORCHVISION ? OMNIC__CROP_ROUND_HALF_EVEN : OMNIC__CROP_FLOOR;

@@ -194,6 +194,31 @@ omnic_status omnic__media_merge(const omnic__model *m, const int32_t *logical, i
     return o->merge(m, logical, n, items, n_items, projected, out, err);
 }
 
+omnic_status omnic__media_expand_prompt(const omnic__model *m, const struct omnic__tokenizer *tok,
+                                        const char *text, size_t len, char **out, size_t *out_len,
+                                        omnic_err *err)
+{
+    char *cur = omnic_alloc_array(len + 1, 1);
+    if (!cur) return OMNIC_FAIL(err, OMNIC_E_NOMEM, "out of memory for a prompt of %zu bytes", len);
+    memcpy(cur, text, len);
+    cur[len] = '\0';
+    for (int k = 0; m && k < OMNIC_MODALITY_COUNT; k++) {
+        const omnic__media_ops *o = m->media[k].ops;
+        if (!o || !o->expand_prompt || !o->ready(m)) continue;
+        char *next = NULL;
+        size_t n = 0;
+        omnic_status s = o->expand_prompt(m, tok, cur, len, &next, &n, err);
+        if (s != OMNIC_OK) {
+            omnic_free(cur);
+            return s;
+        }
+        if (next) omnic_free(cur), cur = next, len = n;
+    }
+    *out = cur;
+    *out_len = len;
+    return OMNIC_OK;
+}
+
 int32_t omnic__media_placeholder(const omnic__model *m, omnic__modality mod)
 {
     return ops_of(m, mod) ? m->media[mod].placeholder_id : -1;

@@ -74,6 +74,7 @@ typedef struct omnic__media_kwargs {
 } omnic__media_kwargs;
 
 struct omnic__model;
+struct omnic__tokenizer;
 
 /* The work of one encode: multiply-accumulates, and the encoder's dominant matmul shape
  * ([rows, width] x [inter, width]^T) for a GEMM probe of the same size. */
@@ -129,6 +130,12 @@ typedef struct omnic__media_ops {
     omnic_status (*merge)(const struct omnic__model *m, const int32_t *logical, int64_t n,
                           const omnic__media_item *const *items, int64_t n_items, const float *projected,
                           omnic__prepared_prefill *out, omnic_err *err);
+    /* (optional) The processor's rewrite of a rendered prompt before it is tokenized (Gemma 3:
+     * each <start_of_image> becomes "\n\n<start_of_image><image_soft_token><end_of_image>\n\n",
+     * the soft token being the one logical placeholder). *out: owned rewritten text, or NULL
+     * when text[0..len) needs none. NULL: prompts are tokenized as rendered. */
+    omnic_status (*expand_prompt)(const struct omnic__model *m, const struct omnic__tokenizer *tok,
+                                  const char *text, size_t len, char **out, size_t *out_len, omnic_err *err);
     /* Capability report for `omnic inspect`: the encoder, its processor facts, its modules. */
     void (*describe)(const struct omnic__model *m, FILE *out);
     /* One-line description of the encoder (benchmark tables). */
@@ -186,6 +193,11 @@ void omnic__media_encode_cost(const struct omnic__model *m, const omnic__media_i
 omnic_status omnic__media_merge(const struct omnic__model *m, const int32_t *logical, int64_t n,
                                 const omnic__media_item *const *items, int64_t n_items,
                                 const float *projected, omnic__prepared_prefill *out, omnic_err *err);
+/* Every modality's expand_prompt over text[0..len) in turn: owned *out (a copy when nothing
+ * changed; NUL-terminated). m NULL: a plain copy. E_NOMEM. */
+omnic_status omnic__media_expand_prompt(const struct omnic__model *m, const struct omnic__tokenizer *tok,
+                                        const char *text, size_t len, char **out, size_t *out_len,
+                                        omnic_err *err);
 /* Placeholder id of modality mod in m's logical prompts; -1 when m does not take it. */
 int32_t omnic__media_placeholder(const struct omnic__model *m, omnic__modality mod);
 

@@ -732,3 +732,16 @@ omnic_status omnic__text_bias_rows(const float *pb, int64_t T, int64_t kv_start,
     }
     return OMNIC_OK;
 }
+
+void omnic__text_mask_visible(const omnic__text_config *c, bool sliding, const omnic__row_span *spans,
+                              int64_t n_spans, int64_t T, int32_t *out)
+{
+    const int64_t W = sliding ? c->sliding_window : 0;
+    for (int64_t i = 0; i < T; i++)
+        for (int64_t j = 0; j < T; j++)
+            out[i * T + j] = j <= i && (W == 0 || i - j < W);
+    for (int64_t k = 0; k < n_spans; k++)
+        for (int64_t i = spans[k].begin; i < spans[k].end; i++)
+            for (int64_t j = spans[k].begin; j < spans[k].end; j++)
+                out[i * T + j] = 1;
+}

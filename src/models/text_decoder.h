@@ -9,6 +9,7 @@
 
 #include "core/limits.h"
 #include "io/safetensors.h"
+#include "mm/prepared.h"
 #include "models/weights.h"
 #include "runtime/module.h"
 
@@ -194,6 +195,12 @@ omnic_status omnic__text_decoder_embed_rows(const omnic__text_decoder *d, const 
  * finite, or when the ranges do not fit (names the numbers). */
 omnic_status omnic__text_bias_rows(const float *prompt_bias, int64_t T, int64_t kv_start, int64_t n, int slot,
                                    int64_t capacity, int64_t kv_rows, float *out, omnic_err *err);
+
+/* The effective mask of a prompt of T rows as the attention op applies it (stage dumps):
+ * out[i * T + j] = 1 when row i sees key j: j <= i (and i - j < sliding_window on a sliding
+ * layer), or both lie in one of spans[0..n_spans) (rows [begin, end)); else 0. */
+void omnic__text_mask_visible(const omnic__text_config *c, bool sliding, const omnic__row_span *spans,
+                              int64_t n_spans, int64_t T, int32_t *out);
 
 /* The "rope_long" value of a row whose forward covers a sequence of seq_len rows (HF:
  * max position + 1 of the forward; the whole prompt for prompt rows, position + 1 for a

@@ -33,6 +33,7 @@ static omnic_status parse_act(const char *name, const char *what, const char *ke
 omnic_status omnic__vision_tower_config_parse(const json_t *cfg, omnic__vision_config *c, omnic_err *err)
 {
     memset(c, 0, sizeof *c);
+    c->boi_id = c->eoi_id = -1;
     const json_t *vc;
     OMNIC_TRY(omnic__json_get_obj(cfg, "vision_config", false, "config.json", &vc, err));
     const char *vw = "config.json vision_config", *type = "clip_vision_model", *act;

@@ -2182,7 +2182,7 @@ omnic_status omnic__server_load(omnic__server *s, omnic_err *err)
     omnic_err cerr;
     omnic_err_clear(&cerr);
     s->chat_status =
-        omnic__chat_create(m->ckpt, omnic__model_accepts(m, OMNIC_MODALITY_IMAGE), &s->chat, &cerr);
+        omnic__chat_create(m->ckpt, m, omnic__model_accepts(m, OMNIC_MODALITY_IMAGE), &s->chat, &cerr);
     if (s->chat_status != OMNIC_OK) {
         snprintf(s->chat_error, sizeof s->chat_error, "%s", cerr.msg);
         if (s->chat_status != OMNIC_E_NOT_FOUND) OMNIC_LOG_W("chat completions disabled: %s", cerr.msg);

@@ -28,10 +28,13 @@ def stage_order(name):
     base, _, idx = name.rpartition("_")
     if not idx.isdigit():
         base, idx = name, "0"
+    if name.startswith("attn_mask_"):
+        base, idx = name, "0"
     if base == "hidden" or name.startswith("hidden_l"):
         return (6, int(name[len("hidden_l"):]))
     rank = {"tokens": 0, "pixel_values": 1, "image_grid_thw": 2, "vision_features": 3, "projected": 3.5,
-            "positions": 4, "inputs_embeds": 5, "prefill_logits": 7, "generated": 8}
+            "positions": 4, "attn_mask_full": 4.2, "attn_mask_sliding": 4.4, "inputs_embeds": 5,
+            "prefill_logits": 7, "generated": 8}
     if base not in rank:
         raise SystemExit(f"test_hf_golden: unknown stage {name!r} in a golden's meta.json")
     return (rank[base], int(idx))
@@ -139,12 +142,15 @@ def main():
         return os.path.isfile(p) and "hf_class" in json.load(open(p))
 
     cases = sorted(d for d in os.listdir(GOLDEN) if is_case(d))
+    only = os.environ.get("HF_GOLDEN_ONLY")  # a substring: run those cases alone (debugging)
+    if only:
+        cases = [c for c in cases if only in c]
     families = ("llama", "qwen2", "qwen3", "phi3", "gemma3_text", "llava_clip_llama", "llava_siglip_qwen2",
-                "qwen2_vl", "qwen2_5_vl")
+                "qwen2_vl", "qwen2_5_vl", "gemma3")
     want = [f"{f}-{d}-{m}" for f in families for d in ("f32", "bf16")
             for m in (("text",) if "_" not in f or f == "gemma3_text" else ("text", "1img", "2img"))]
     want += [f"phi3-{d}-{m}" for d in ("f32", "bf16") for m in ("long", "cross")]
-    absent = sorted(set(want) - set(cases))
+    absent = sorted(set(want) - set(cases)) if not only else []
     if absent:
         print(f"FAIL: golden cases missing under {GOLDEN}: {absent}")
         return 1

@@ -58,7 +58,7 @@ static void expect(const char *tc, const char *template, bool processor, const i
                             .chat_template = (char *)(uintptr_t) template,
                             .chat_template_source = "chat_template.jinja"};
     omnic__chat *c = NULL;
-    if (omnic__chat_create(&ck, processor, &c, &err) != OMNIC_OK) fail_msg("%s", err.msg);
+    if (omnic__chat_create(&ck, NULL, processor, &c, &err) != OMNIC_OK) fail_msg("%s", err.msg);
     char *text = NULL;
     int32_t *ids = NULL;
     size_t n = 0;

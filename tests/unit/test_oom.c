@@ -387,7 +387,7 @@ static omnic_status sc_chat_template(omnic_err *err)
     omnic__budget b;
     omnic__budget_server(&b);
     omnic__chat *c = NULL;
-    omnic_status rc = omnic__chat_create(g_ck, false, &c, err);
+    omnic_status rc = omnic__chat_create(g_ck, NULL, false, &c, err);
     char *text = NULL;
     int32_t *ids = NULL;
     size_t n = 0;

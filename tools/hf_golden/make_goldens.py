@@ -70,6 +70,7 @@ FAMILIES = {
     "llava_siglip_qwen2": (["--family", "llava", "--vision", "siglip", "--text", "qwen2"], "llava"),
     "qwen2_vl": (["--family", "qwen2_vl"], "qwen"),
     "qwen2_5_vl": (["--family", "qwen2_5_vl"], "qwen"),
+    "gemma3": (["--family", "gemma3"], "gemma3"),
 }
 DTYPES = ("f32", "bf16")
 TEXT = "The quick brown fox jumps over the lazy dog."
@@ -89,7 +90,8 @@ EXACT = {"atol": 0.0, "rtol": 0.0}
 def tolerances(names):
     tol = {}
     for n in names:
-        exact = n in ("tokens", "image_grid_thw", "positions", "generated") or n.startswith("pixel_values")
+        exact = n in ("tokens", "image_grid_thw", "positions", "generated") or n.startswith(("pixel_values",
+                                                                                              "attn_mask"))
         tol[n] = dict(EXACT) if exact else dict(FLOAT_TOL)
     tol["generated"]["note"] = "token-exact"
     return tol
@@ -127,8 +129,18 @@ def prompt_ids(fam, kind, model_dir, n_images, mode):
         text = cfg["text_config"]["model_type"]
         f = mktiny.FAMILIES[text]
         tok = mktiny.train_tokenizer(f.tokenizer, extra_specials=tuple(f.extra_specials) + ("<image>",))
+    elif kind == "gemma3":
+        f = mktiny.FAMILIES["gemma3_text"]
+        tok = mktiny.train_tokenizer(f.tokenizer, extra_specials=f.extra_specials)
     else:
         tok = mktiny.train_tokenizer("qwen2", extra_specials=mktiny.QWEN2VL_SPECIALS)
+    if kind == "gemma3":
+        # the text Gemma3Processor receives (one <start_of_image> per image) and the logical
+        # prompt omnic runs: Gemma3Processor's rewrite with one <image_soft_token> per image
+        hf_text = ("Look: " + " then ".join(["<start_of_image>"] * n_images) + "\n" if n_images else "") + TEXT
+        text = hf_text.replace("<start_of_image>", "\n\n<start_of_image><image_soft_token><end_of_image>\n\n")
+        ids = mktiny.encode(tok, text, add_special_tokens=True)
+        return hf_text, ids, cfg
     if kind != "text":  # text before, between and after the images (M-RoPE offsets, merge positions)
         ph = "<image>" if kind == "llava" else "<|vision_start|><|image_pad|><|vision_end|>"
         text = ("Look: " + " then ".join([ph] * n_images) + "\n" if n_images else "") + TEXT
@@ -141,7 +153,7 @@ def prompt_ids(fam, kind, model_dir, n_images, mode):
 
 def load_model(kind, model_dir):
     cls = {"text": transformers.AutoModelForCausalLM, "llava": transformers.LlavaForConditionalGeneration,
-           "qwen": None}[kind]
+           "qwen": None, "gemma3": transformers.Gemma3ForConditionalGeneration}[kind]
     config = transformers.AutoConfig.from_pretrained(model_dir)
     if kind == "qwen":
         cls = (transformers.Qwen2VLForConditionalGeneration if config.model_type == "qwen2_vl"
@@ -214,6 +226,29 @@ def run_case(name, fam, kind, dtype, n_images, mode, tmp, image_paths, only):
                 k += 1
             else:
                 hf_ids.append(t)
+    elif kind == "gemma3":
+        # Gemma3Processor (processing_gemma3.py) without its tokenizer (the oracle has no
+        # `tokenizers`): the slow PIL Gemma3ImageProcessor for pixel_values, its text rule
+        # (each boi token -> "\n\n" boi + image_seq_length soft tokens + eoi "\n\n") tokenized
+        # by mktiny's tokenizer (checked against HF's in the tokenizer conformance tests), and
+        # token_type_ids = (ids == image_token_id) as it returns them
+        n_rows = cfg["mm_tokens_per_image"]
+        full = "\n\n<start_of_image>" + "<image_soft_token>" * n_rows + "<end_of_image>\n\n"
+        tok = mktiny.train_tokenizer("gemma", extra_specials=mktiny.FAMILIES["gemma3_text"].extra_specials)
+        hf_ids = mktiny.encode(tok, text.replace("<start_of_image>", full), add_special_tokens=True)
+        image_id = cfg["image_token_index"]
+        inputs["token_type_ids"] = torch.tensor([[int(t == image_id) for t in hf_ids]], dtype=torch.long)
+        if n_images:
+            proc = transformers.Gemma3ImageProcessor.from_pretrained(model_dir)
+            proc_name = type(proc).__name__
+            pv = proc(images=images, return_tensors="pt")["pixel_values"]
+            inputs["pixel_values"] = pv
+            for i in range(n_images):
+                stages[f"pixel_values{'_' + str(i) if n_images > 1 else ''}"] = f32(pv[i])
+        want = []
+        for t in ids:  # omnic's logical prompt, each placeholder expanded: must be HF's ids
+            want += [t] * n_rows if t == image_id else [t]
+        assert want == hf_ids, f"{name}: logical prompt expands to {want}, the processor's text gives {hf_ids}"
     input_ids = torch.tensor([hf_ids], dtype=torch.long)
     attn = torch.ones_like(input_ids)
 
@@ -234,6 +269,21 @@ def run_case(name, fam, kind, dtype, n_images, mode, tmp, image_paths, only):
         proj = model.model.multi_modal_projector
         hooks.append(proj.register_forward_pre_hook(lambda m, a: caps.setdefault("vf", a[0])))
         hooks.append(proj.register_forward_hook(lambda m, a, o: caps.setdefault("proj", o)))
+    if kind == "gemma3" and n_images:
+        proj = model.model.multi_modal_projector
+        hooks.append(proj.register_forward_pre_hook(lambda m, a: caps.setdefault("vf", a[0])))
+        hooks.append(proj.register_forward_hook(lambda m, a, o: caps.setdefault("proj", o)))
+    patched = []  # (layer, its forward): the masks each layer kind gets (eager: additive, 0 visible)
+    if kind == "gemma3":  # (torch 1.13 has no kwargs pre-hooks: the first layer of each kind is wrapped)
+        types = model.config.text_config.layer_types
+        for kind_name in ("full_attention", "sliding_attention"):
+            layer = layers[types.index(kind_name)]
+
+            def wrapped(*a, _orig=layer.forward, _key=kind_name, **k):
+                caps.setdefault("mask_" + _key, k["attention_mask"])
+                return _orig(*a, **k)
+            patched.append((layer, layer.forward))
+            layer.forward = wrapped
     if kind == "qwen" and n_images:
         vis = model.model.visual
         hooks.append(vis.merger.register_forward_pre_hook(lambda m, a: caps.setdefault("vf", a[0])))
@@ -242,6 +292,8 @@ def run_case(name, fam, kind, dtype, n_images, mode, tmp, image_paths, only):
         res = model(input_ids=input_ids, attention_mask=attn, use_cache=False, **inputs)
     for h in hooks:
         h.remove()
+    for layer, fwd in patched:
+        layer.forward = fwd
     T = len(hf_ids)
     stages["inputs_embeds"] = f32(caps["inputs_embeds"][0])
     for li in range(len(layers)):
@@ -249,6 +301,16 @@ def run_case(name, fam, kind, dtype, n_images, mode, tmp, image_paths, only):
     logits = res.logits[0]
     stages["prefill_logits"] = f32(logits[-1:])
     sfx = (lambda i: "") if n_images == 1 else (lambda i: f"_{i}")
+    if kind == "gemma3" and n_images:
+        vf, pj = f32(caps["vf"]), f32(caps["proj"])  # [n, patches, C], [n, rows, H]
+        for i in range(n_images):
+            stages[f"vision_features{sfx(i)}"] = vf[i]
+            stages[f"projected{sfx(i)}"] = pj[i]
+    if kind == "gemma3" and n_images:  # the effective masks (text only: plain causal, not compared)
+        for key, stage in (("full_attention", "attn_mask_full"), ("sliding_attention", "attn_mask_sliding")):
+            mask = caps["mask_" + key]
+            stages[stage] = (mask[0, 0] == 0).numpy().astype(np.int32) if mask.dtype != torch.bool \
+                else mask[0, 0].numpy().astype(np.int32)
     if kind == "llava" and n_images:
         vf, pj = f32(caps["vf"]), f32(caps["proj"])  # [n, rows, C], [n, rows, H]
         for i in range(n_images):
@@ -294,10 +356,14 @@ def run_case(name, fam, kind, dtype, n_images, mode, tmp, image_paths, only):
         for _ in range(N_GEN):
             x = torch.tensor([hf_ids + gen], dtype=torch.long)
             extra = {}
+            if kind == "gemma3":  # generated tokens are text (token type 0)
+                extra["token_type_ids"] = torch.cat([inputs["token_type_ids"],
+                                                     torch.zeros((1, len(gen)), dtype=torch.long)], 1)
             if kind == "qwen":  # M-RoPE: generated token j at coordinate T + j + rope_delta on every axis
                 tail = torch.arange(T, T + len(gen), dtype=torch.long) + rope_delta
                 extra["position_ids"] = torch.cat([pos[:, 0, :], tail[None].expand(3, -1)], 1)[:, None, :]
-            gen.append(int(model(input_ids=x, attention_mask=torch.ones_like(x), use_cache=False, **inputs,
+            kw = {k: v for k, v in inputs.items() if k not in extra}
+            gen.append(int(model(input_ids=x, attention_mask=torch.ones_like(x), use_cache=False, **kw,
                                  **extra).logits[0, -1].argmax()))
     generate_note = None
     if mode == "cross":
