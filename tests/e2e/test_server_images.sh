@@ -3,7 +3,8 @@
 # Llama decoder), on 127.0.0.1: the official OpenAI Node client (tests/oracle/image_client.mjs),
 # curl, and tests/e2e/server/image_checks.py (bad media matrix, data: URL vs --media-dir files,
 # mixed text/image concurrency == alone, counters back to zero). Test images are made here
-# with Pillow; the bad ones by hand.
+# with Pillow; the bad ones by hand. Then Qwen2-VL, and Gemma 3 (bidirectional image spans) under
+# --step-tokens with a chunk smaller than a span (tests/e2e/server/span_checks.py).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 . tests/e2e/server/common.sh
@@ -121,6 +122,12 @@ st=$(curl -s -o "$tmp/q.json" -w '%{http_code}' -H 'Content-Type: application/js
   fail "qwen2_vl: same request, same output"
 kill -TERM "$PID"
 wait "$PID" || fail "qwen2_vl server exit status $?"
+# ---- Gemma 3 (bidirectional image spans): mixed steps and a chunk smaller than a span ----
+$PY tools/mktiny.py --family gemma3 --out "$tmp/g3" >/dev/null || fail "mktiny gemma3"
+start_server gserver -m "$tmp/g3" --parallel 4 --step-tokens 4 --chunk 8 --api-key "$KEY" --media-dir "$media"
+$PY tests/e2e/server/span_checks.py "$PORT" "$KEY" || fail "gemma3 span checks"
+kill -TERM "$PID"
+wait "$PID" || fail "gemma3 server exit status $?"
 if [ $failed -ne 0 ]; then
   tail -20 "$tmp/server.log"
   exit 1
