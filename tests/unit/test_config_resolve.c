@@ -164,7 +164,8 @@ static void check_text(const char *name, const json_t *g, const omnic__text_conf
             mismatch(name, "mrope_section", "[%zu] differs", k);
 }
 
-static void check_vit(const char *name, const json_t *g, const omnic__vision_config *v)
+/* The tower fields every ViT record has. */
+static void check_tower(const char *name, const json_t *g, const omnic__vision_config *v)
 {
     eq_s(name, g, "model_type", v->arch == OMNIC_VISION_CLIP ? "clip_vision_model" : "siglip_vision_model");
     eq_i(name, g, "hidden", v->hidden);
@@ -176,6 +177,35 @@ static void check_vit(const char *name, const json_t *g, const omnic__vision_con
     eq_i(name, g, "channels", v->channels);
     eq_f(name, g, "ln_eps", v->ln_eps, 0);
     eq_s(name, g, "act", op_name(v->act));
+}
+
+/* Gemma 3: every layer, post-LN, Gemma3MultiModalProjector's pool and rows, the token ids. */
+static void check_gemma3_vision(const char *name, const json_t *g, const omnic__vision_config *v)
+{
+    check_tower(name, g, v);
+    if (v->projector != OMNIC_PROJ_GEMMA3 || v->feature_index != v->n_layers || !v->bidirectional)
+        mismatch(name, "projector", "omnic: projector %d, %lld of %lld layers, bidirectional %d", (int)v->projector,
+                 (long long)v->feature_index, (long long)v->n_layers, v->bidirectional);
+    eq_i(name, g, "rows", v->n_out);
+    eq_i(name, g, "pool", v->pool);
+    eq_f(name, g, "soft_norm_eps", v->ln_eps, 0);
+    const json_t *shape = json_object_get(g, "proj_in_shape");
+    if (json_integer_value(json_array_get(shape, 0)) != v->hidden ||
+        json_integer_value(json_array_get(shape, 1)) != v->text_hidden)
+        mismatch(name, "proj_in_shape", "omnic [%lld, %lld]", (long long)v->hidden, (long long)v->text_hidden);
+    eq_i(name, g, "image_token_id", v->image_token_id);
+    eq_i(name, g, "boi_id", v->boi_id);
+    eq_i(name, g, "eoi_id", v->eoi_id);
+}
+
+static void check_vit(const char *name, const json_t *g, const omnic__vision_config *v)
+{
+    const char *kind = json_string_value(json_object_get(g, "kind"));
+    if (kind && !strcmp(kind, "gemma3")) {
+        check_gemma3_vision(name, g, v);
+        return;
+    }
+    check_tower(name, g, v);
     int64_t layer = json_integer_value(json_object_get(g, "feature_layer"));
     int64_t index = layer < 0 ? v->n_layers + 1 + layer : layer;
     if (index != v->feature_index)
@@ -327,6 +357,15 @@ static void test_refused(void **state)
         {"llava-1.5-7b-hf", "vision_feature_layer", "[-2, -5]", "vision_feature_layer is a list"},
         {"llava-1.5-7b-hf", "tie_word_embeddings", "true", "ambiguous"},
         {"Qwen2-VL-2B-Instruct", "quantization_config", "{\"quant_method\": \"awq\"}", "quantization_config"},
+        /* Gemma 3: a pool HF would floor (255 is no square), a CLIP tower, an unknown key, 5.x's
+         * top-level tie flag over a text_config that unties */
+        {"gemma-3-4b-it", "mm_tokens_per_image", "255", "mm_tokens_per_image 255 must be a square"},
+        {"gemma-3-4b-it", "mm_tokens_per_image", "100", "side divides the 64 patches"},
+        {"gemma-3-4b-it", "vision_config", "{\"model_type\": \"clip_vision_model\"}", "siglip_vision_model"},
+        {"gemma-3-4b-it", "image_seq_len", "256", "key 'image_seq_len'"},
+        {"gemma-3-4b-it", "text_config", "{\"model_type\": \"gemma3_text\", \"tie_word_embeddings\": false}",
+         "ambiguous"},
+        {"gemma-3-4b-it", "text_config", "{\"model_type\": \"gemma3n_text\"}", "model_type 'gemma3n_text'"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char path[256];

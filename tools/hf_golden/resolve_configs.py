@@ -132,7 +132,9 @@ def text_record(cfg):
         "attn_scale": float(attn.scaling),
         "qkv_bias": q.bias is not None, "o_bias": attn.o_proj.bias is not None,
         "sliding_window": int(sw) if any(sliding) else 0, "layer_sliding": [int(s) for s in sliding],
-        "final_softcap": float(getattr(tc, "final_logit_softcapping", None) or 0),
+        # Gemma3ForConditionalGeneration.forward applies no final softcap (4.57.6, 5.2.0)
+        "final_softcap": 0.0 if cfg.model_type == "gemma3" else
+        float(getattr(tc, "final_logit_softcapping", None) or 0),
         "attn_softcap": float(getattr(tc, "attn_logit_softcapping", None) or 0),
     }
     rec["n_rot"] = 2 * len(rope_record(tc, family)["inv_freq"])
@@ -151,6 +153,18 @@ def vision_record(cfg):
                 "feature_layer": cfg.vision_feature_layer, "strategy": cfg.vision_feature_select_strategy,
                 "proj_act": cfg.projector_hidden_act, "proj_bias": bool(cfg.multimodal_projector_bias),
                 "image_token_id": cfg.image_token_index}
+    if mt == "gemma3":  # the tower's last hidden state through Gemma3MultiModalProjector
+        vc = cfg.vision_config
+        proj = mod("gemma3").Gemma3MultiModalProjector(cfg)
+        return {"kind": "gemma3", "model_type": vc.model_type, "hidden": vc.hidden_size,
+                "intermediate": vc.intermediate_size, "n_layers": vc.num_hidden_layers,
+                "n_heads": vc.num_attention_heads, "patch": vc.patch_size, "image_size": vc.image_size,
+                "channels": vc.num_channels, "ln_eps": float(vc.layer_norm_eps), "act": vc.hidden_act,
+                "rows": proj.tokens_per_side ** 2, "pool": proj.kernel_size,
+                "soft_norm_eps": float(proj.mm_soft_emb_norm.eps),
+                "proj_in_shape": list(proj.mm_input_projection_weight.shape),
+                "image_token_id": cfg.image_token_index, "boi_id": cfg.boi_token_index,
+                "eoi_id": cfg.eoi_token_index}
     if mt in ("qwen2_vl", "qwen2_5_vl"):
         vc = cfg.vision_config
         v2 = mt == "qwen2_vl"
