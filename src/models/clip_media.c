@@ -315,6 +315,13 @@ static void clip_describe(const omnic__model *m, FILE *f)
             (long long)vc->patch, (long long)vc->hidden, (long long)vc->feature_index,
             (long long)vc->n_layers, (long long)c->image_tokens,
             m->media[OMNIC_MODALITY_IMAGE].placeholder_id);
+    if (vc->projector == OMNIC_PROJ_GEMMA3)
+        fprintf(f,
+                "projector:  post-LN, %lldx%lld average pool, (1 + w) RMSNorm, x . W -> %lld rows; an image's rows "
+                "attend to each other both ways (prefill); the prompt's token %d becomes \\n\\n + token %d + "
+                "image + token %d + \\n\\n\n",
+                (long long)vc->pool, (long long)vc->pool, (long long)vc->n_out, vc->boi_id, vc->boi_id,
+                vc->eoi_id);
     omnic__module_print(&c->encode, f);
 }
 

@@ -7,7 +7,7 @@ set -eu
 cd "$(dirname "$0")/../.."
 T=tests/configs
 HFO_FAKE_TORCH_VERSION=2.4.0 PYTHONPATH=/opt/hfo/site520 /usr/bin/python3 tools/hf_golden/resolve_configs.py \
-    --configs $T --suffix=-v5 --resave Llama-3.2-1B gemma-3-1b-it gemma3-text-linear Phi-4-mini-instruct Qwen2-VL-2B-Instruct llava-1.5-7b-hf
+    --configs $T --suffix=-v5 --resave Llama-3.2-1B gemma-3-1b-it gemma-3-4b-it gemma3-text-linear Phi-4-mini-instruct Qwen2-VL-2B-Instruct llava-1.5-7b-hf
 PYTHONPATH=/opt/hfo/site457 /usr/bin/python3 tools/hf_golden/resolve_configs.py \
     --configs $T --suffix=-saved-4.57 --resave Qwen2-VL-2B-Instruct gemma3-text-minimal llava-1.5-7b-hf Phi-4-mini-instruct Llama-3.2-1B
 PYTHONPATH=/opt/hfo/site457 /usr/bin/python3 tools/hf_golden/resolve_configs.py \
