@@ -54,8 +54,8 @@ omnic_status omnic_model_load(const char *dir, const omnic_model_params *p, omni
                                        .slots = p->parallel,
                                        .kv_dtype = p->kv_f32 ? OMNIC_DTYPE_F32 : OMNIC_DTYPE_F16,
                                        .quant = p->quant},
-                             .generation_config =
-                                 p->ignore_generation_config ? OMNIC_GEN_CONFIG_IGNORE : OMNIC_GEN_CONFIG_AUTO};
+                             .generation_config = p->ignore_generation_config ? OMNIC_GEN_CONFIG_IGNORE
+                                                                              : OMNIC_GEN_CONFIG_AUTO};
     omnic_model *m = omnic_alloc_array(1, sizeof *m);
     if (!m) return OMNIC_FAIL(err, OMNIC_E_NOMEM, "out of memory for a model");
     omnic_status s = omnic__engine_create(dir, &eo, &m->engine, err);
@@ -167,8 +167,8 @@ static omnic_status chat_ids(const omnic_model *m, const char *text, size_t *n_i
         s = OMNIC_FAIL(err, OMNIC_E_NOMEM, "out of memory for messages");
     char *rendered = NULL;
     if (s == OMNIC_OK)
-        s = omnic__chat_apply(m->chat, omnic__engine_tokenizer(m->engine), msgs, true, NULL, NULL, &rendered, ids,
-                              n, err);
+        s = omnic__chat_apply(m->chat, omnic__engine_tokenizer(m->engine), msgs, true, NULL, NULL, &rendered,
+                              ids, n, err);
     omnic_free(rendered);
     json_decref(msgs);
     return s;
@@ -176,7 +176,8 @@ static omnic_status chat_ids(const omnic_model *m, const char *text, size_t *n_i
 
 omnic_status omnic_submit(omnic_model *m, const omnic_request *r, uint64_t *id, omnic_err *err)
 {
-    if (!m || !r || !id) return OMNIC_FAIL(err, OMNIC_E_INVALID, "omnic_submit: model, request and id are required");
+    if (!m || !r || !id)
+        return OMNIC_FAIL(err, OMNIC_E_INVALID, "omnic_submit: model, request and id are required");
     OMNIC_TRY(check_version(r->api_version, "omnic_request", err));
     if (!r->on_event) return OMNIC_FAIL(err, OMNIC_E_INVALID, "omnic_request.on_event is required");
     if (!r->messages_json == !r->n_tokens)
@@ -192,8 +193,9 @@ omnic_status omnic_submit(omnic_model *m, const omnic_request *r, uint64_t *id, 
         OMNIC_TRY(chat_ids(m, r->messages_json, &parts, &ids, &n, err));
         if (parts != r->n_images) {
             omnic_free(ids);
-            return OMNIC_FAIL(err, OMNIC_E_INVALID, "omnic_request: %zu image parts in messages_json, %zu images",
-                              parts, r->n_images);
+            return OMNIC_FAIL(err, OMNIC_E_INVALID,
+                              "omnic_request: %zu image parts in messages_json, %zu images", parts,
+                              r->n_images);
         }
     }
     omnic__media_item items[OMNIC_MAX_REQUEST_IMAGES] = {0};
@@ -203,15 +205,17 @@ omnic_status omnic_submit(omnic_model *m, const omnic_request *r, uint64_t *id, 
     for (; s == OMNIC_OK && done < r->n_images; done++) {
         ptrs[done] = &items[done];
         const omnic_media *im = &r->images[done];
-        s = im->data && im->len ? omnic__media_prepare(&m->img, im->data, im->len, NULL, NULL, &items[done], err)
-                                : OMNIC_FAIL(err, OMNIC_E_INVALID, "omnic_request.images[%zu] is empty", done);
+        s = im->data && im->len
+                ? omnic__media_prepare(&m->img, im->data, im->len, NULL, NULL, &items[done], err)
+                : OMNIC_FAIL(err, OMNIC_E_INVALID, "omnic_request.images[%zu] is empty", done);
         if (s != OMNIC_OK) omnic__err_prefix(err, "images[%zu]", done);
     }
     omnic__sampling_params sp = omnic__sampling_defaults();
     unsigned given = 0;
     int64_t max_tokens = r->max_tokens > 0 ? r->max_tokens : 256;
     if (r->max_tokens > 0) given |= OMNIC_GEN_MAX_TOKENS;
-    if (r->temperature != 0) sp.temperature = r->temperature < 0 ? 0 : r->temperature, given |= OMNIC_GEN_TEMPERATURE;
+    if (r->temperature != 0)
+        sp.temperature = r->temperature < 0 ? 0 : r->temperature, given |= OMNIC_GEN_TEMPERATURE;
     if (r->top_k) sp.top_k = r->top_k, given |= OMNIC_GEN_TOP_K;
     if (r->top_p) sp.top_p = r->top_p, given |= OMNIC_GEN_TOP_P;
     if (r->min_p) sp.min_p = r->min_p, given |= OMNIC_GEN_MIN_P;

@@ -6,10 +6,10 @@
 #include "tokenizer/template.h"
 
 struct omnic__chat {
-    const omnic__checkpoint *ck; /* borrowed */
+    const omnic__checkpoint *ck;      /* borrowed */
     const struct omnic__model *model; /* borrowed; NULL: no prompt rewrite */
-    omnic__template *tmpl;       /* owned */
-    bool processor;              /* special tokens as processor.apply_chat_template adds them */
+    omnic__template *tmpl;            /* owned */
+    bool processor;                   /* special tokens as processor.apply_chat_template adds them */
 };
 
 omnic_status omnic__chat_create(const omnic__checkpoint *ck, const struct omnic__model *model, bool processor,
@@ -86,9 +86,9 @@ omnic_status omnic__chat_apply(const omnic__chat *c, const omnic__tokenizer *tok
 }
 
 omnic_status omnic__chat_encode(const omnic__checkpoint *ck, const struct omnic__model *model, bool processor,
-                                const omnic__tokenizer *tok,
-                                const json_t *messages, bool add_generation_prompt, const json_t *extra,
-                                char **text, int32_t **ids, size_t *n, omnic_err *err)
+                                const omnic__tokenizer *tok, const json_t *messages,
+                                bool add_generation_prompt, const json_t *extra, char **text, int32_t **ids,
+                                size_t *n, omnic_err *err)
 {
     omnic__chat *c = NULL;
     OMNIC_TRY(omnic__chat_create(ck, model, processor, &c, err));
@@ -116,9 +116,9 @@ omnic_status omnic__chat_prompt(const omnic__checkpoint *ck, const omnic__tokeni
 }
 
 omnic_status omnic__chat_prompt_images(const omnic__checkpoint *ck, const struct omnic__model *model,
-                                       const omnic__tokenizer *tok,
-                                       const char *system, const char *user, size_t n_images, bool parts,
-                                       char **text, int32_t **ids, size_t *n, omnic_err *err)
+                                       const omnic__tokenizer *tok, const char *system, const char *user,
+                                       size_t n_images, bool parts, char **text, int32_t **ids, size_t *n,
+                                       omnic_err *err)
 {
     json_t *msgs = json_array(), *content = NULL;
     if (!msgs) return OMNIC_FAIL(err, OMNIC_E_NOMEM, "out of memory building messages");

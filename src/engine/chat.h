@@ -52,9 +52,9 @@ bool omnic__chat_adds_special(const omnic__chat *c, const omnic__tokenizer *tok,
 
 /* One-off omnic__chat_create + omnic__chat_apply + omnic__chat_destroy. */
 omnic_status omnic__chat_encode(const omnic__checkpoint *ck, const struct omnic__model *model, bool processor,
-                                const omnic__tokenizer *tok,
-                                const json_t *messages, bool add_generation_prompt, const json_t *extra,
-                                char **text, int32_t **ids, size_t *n, omnic_err *err);
+                                const omnic__tokenizer *tok, const json_t *messages,
+                                bool add_generation_prompt, const json_t *extra, char **text, int32_t **ids,
+                                size_t *n, omnic_err *err);
 
 /* The common case: an optional system message and one user message, with the
  * generation prompt. */
@@ -66,9 +66,9 @@ omnic_status omnic__chat_prompt(const omnic__checkpoint *ck, const omnic__tokeni
  * (multimodal templates, e.g. LLaVA's, read only lists) and the special tokens are the
  * processor's. */
 omnic_status omnic__chat_prompt_images(const omnic__checkpoint *ck, const struct omnic__model *model,
-                                       const omnic__tokenizer *tok,
-                                       const char *system, const char *user, size_t n_images, bool parts,
-                                       char **text, int32_t **ids, size_t *n, omnic_err *err);
+                                       const omnic__tokenizer *tok, const char *system, const char *user,
+                                       size_t n_images, bool parts, char **text, int32_t **ids, size_t *n,
+                                       omnic_err *err);
 
 /* Multimodal processors render content as lists of parts: turns every string content of
  * messages (a JSON array, modified in place) into [{"type": "text", "text": ...}].

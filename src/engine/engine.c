@@ -76,8 +76,8 @@ struct omnic__engine {
     int prefill_rr;                        /* round-robin cursor over prefilling slots */
     int32_t *dec_tok, *dec_pos, *dec_rows; /* [n_slots + step_tokens] decode-call inputs (positions
                                             * x3 for M-RoPE) */
-    int32_t *pre_pos;  /* [embed_rows] prefill positions (x3 for M-RoPE) */
-    int32_t *pre_span; /* [embed_rows, 2] prefill attention spans (models with bidirectional media) */
+    int32_t *pre_pos;                      /* [embed_rows] prefill positions (x3 for M-RoPE) */
+    int32_t *pre_span;  /* [embed_rows, 2] prefill attention spans (models with bidirectional media) */
     int32_t *rope_long; /* [max(embed_rows, n_slots + step_tokens)] LongRoPE table per row */
     pthread_t thread;
     bool thread_started;
@@ -251,11 +251,12 @@ static omnic_status span_chunk(const omnic__prepared_prefill *pp, int64_t at, in
             *n = sp->begin - at; /* stop before it; it starts the next call */
         } else {
             if (sp->end - at > cap)
-                return OMNIC_FAIL(err, OMNIC_E_INVALID,
-                                  "an attention span of %lld rows (rows %lld..%lld) exceeds the %lld rows one "
-                                  "prefill call takes",
-                                  (long long)(sp->end - sp->begin), (long long)sp->begin, (long long)sp->end - 1,
-                                  (long long)cap);
+                return OMNIC_FAIL(
+                    err, OMNIC_E_INVALID,
+                    "an attention span of %lld rows (rows %lld..%lld) exceeds the %lld rows one "
+                    "prefill call takes",
+                    (long long)(sp->end - sp->begin), (long long)sp->begin, (long long)sp->end - 1,
+                    (long long)cap);
             *n = sp->end - at; /* the span whole, in one larger call */
         }
         break;

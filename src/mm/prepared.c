@@ -60,10 +60,11 @@ omnic_status omnic__prepared_prefill_init(omnic__prepared_prefill *out, omnic__p
     for (int64_t i = 0; i < p->n_spans; i++) {
         const omnic__row_span *s = &p->spans[i];
         if (s->begin < (i ? p->spans[i - 1].end : 0) || s->end <= s->begin || s->end > p->n_rows)
-            return OMNIC_FAIL(err, OMNIC_E_INVALID,
-                              "prepared prefill: span %lld [%lld, %lld) is empty, overlaps the previous one or "
-                              "leaves the %lld rows",
-                              (long long)i, (long long)s->begin, (long long)s->end, (long long)p->n_rows);
+            return OMNIC_FAIL(
+                err, OMNIC_E_INVALID,
+                "prepared prefill: span %lld [%lld, %lld) is empty, overlaps the previous one or "
+                "leaves the %lld rows",
+                (long long)i, (long long)s->begin, (long long)s->end, (long long)p->n_rows);
     }
     *out = *src;
     memset(src, 0, sizeof *src);

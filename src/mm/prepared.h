@@ -35,12 +35,12 @@ typedef struct omnic__prepared_prefill {
     float *embeds; /* owned [n_rows, hidden] f32, finite */
     int64_t n_rows, hidden;
     omnic__pos_mode pos_mode;
-    int32_t *positions;          /* owned: 1-D [n_rows] strictly increasing from >= 0; M-RoPE [3, n_rows] */
-    int64_t rope_delta;          /* M-RoPE: decode coordinate = cache length + rope_delta; 0 for 1-D */
-    float *bias;                 /* owned [n_rows, n_rows] additive (0 visible, large finite negative
-                                  * masked), or NULL: causal only */
-    omnic__row_span *spans;      /* owned [n_spans], sorted and disjoint, each of >= 1 row; NULL: none.
-                                  * The engine never splits one across prefill chunks. */
+    int32_t *positions;     /* owned: 1-D [n_rows] strictly increasing from >= 0; M-RoPE [3, n_rows] */
+    int64_t rope_delta;     /* M-RoPE: decode coordinate = cache length + rope_delta; 0 for 1-D */
+    float *bias;            /* owned [n_rows, n_rows] additive (0 visible, large finite negative
+                             * masked), or NULL: causal only */
+    omnic__row_span *spans; /* owned [n_spans], sorted and disjoint, each of >= 1 row; NULL: none.
+                             * The engine never splits one across prefill chunks. */
     int64_t n_spans;
     int64_t n_images;            /* media items (placeholders in logical) */
     int64_t image_rows;          /* rows they expanded to, in all */

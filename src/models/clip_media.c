@@ -3,9 +3,9 @@
 #include <string.h>
 
 #include "models/clip_media.h"
-#include "tokenizer/tokenizer.h"
 #include "models/image_processor_config.h"
 #include "models/model.h"
+#include "tokenizer/tokenizer.h"
 
 static omnic__clip_media *state(const omnic__model *m)
 {
@@ -317,7 +317,8 @@ static void clip_describe(const omnic__model *m, FILE *f)
             m->media[OMNIC_MODALITY_IMAGE].placeholder_id);
     if (vc->projector == OMNIC_PROJ_GEMMA3)
         fprintf(f,
-                "projector:  post-LN, %lldx%lld average pool, (1 + w) RMSNorm, x . W -> %lld rows; an image's rows "
+                "projector:  post-LN, %lldx%lld average pool, (1 + w) RMSNorm, x . W -> %lld rows; an "
+                "image's rows "
                 "attend to each other both ways (prefill); the prompt's token %d becomes \\n\\n + token %d + "
                 "image + token %d + \\n\\n\n",
                 (long long)vc->pool, (long long)vc->pool, (long long)vc->n_out, vc->boi_id, vc->boi_id,

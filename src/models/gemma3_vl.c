@@ -16,9 +16,9 @@
 #include "models/config_keys.h"
 #include "models/family.h"
 
-static const char *const keys[] = {"text_config",     "vision_config",     "mm_tokens_per_image",
-                                   "boi_token_index", "eoi_token_index",   "image_token_index",
-                                   "tie_word_embeddings", NULL};
+static const char *const keys[] = {
+    "text_config",     "vision_config",     "mm_tokens_per_image", "boi_token_index",
+    "eoi_token_index", "image_token_index", "tie_word_embeddings", NULL};
 
 static omnic_status parse(const json_t *cfg, const char *what, omnic__text_config *out, omnic_err *err)
 {
@@ -28,10 +28,12 @@ static omnic_status parse(const json_t *cfg, const char *what, omnic__text_confi
     const json_t *tc;
     OMNIC_TRY(omnic__json_get_obj(cfg, "text_config", false, what, &tc, err));
     const char *type = "gemma3_text";
-    if (tc) OMNIC_TRY(omnic__json_get_str(tc, "model_type", false, type, "config.json text_config", &type, err));
+    if (tc)
+        OMNIC_TRY(omnic__json_get_str(tc, "model_type", false, type, "config.json text_config", &type, err));
     if (strcmp(type, "gemma3_text") != 0)
         return OMNIC_FAIL(err, OMNIC_E_UNSUPPORTED,
-                          "%s: gemma3 text_config model_type '%s' is not supported (gemma3_text)", what, type);
+                          "%s: gemma3 text_config model_type '%s' is not supported (gemma3_text)", what,
+                          type);
     json_t *empty = NULL;
     if (!tc && !(tc = empty = json_object()))
         return OMNIC_FAIL(err, OMNIC_E_NOMEM, "out of memory for an empty text_config");

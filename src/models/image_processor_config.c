@@ -164,10 +164,11 @@ omnic_status omnic__image_processor_config_parse(const json_t *cfg, const char *
         bool pas = false;
         OMNIC_TRY(omnic__json_get_bool(cfg, "do_pan_and_scan", false, false, what, &pas, err));
         if (pas)
-            return OMNIC_FAIL(err, OMNIC_E_UNSUPPORTED,
-                              "%s: do_pan_and_scan is true: pan-and-scan crops are not implemented (set it to "
-                              "false or null)",
-                              what);
+            return OMNIC_FAIL(
+                err, OMNIC_E_UNSUPPORTED,
+                "%s: do_pan_and_scan is true: pan-and-scan crops are not implemented (set it to "
+                "false or null)",
+                what);
     }
     p.numerics = proc_types[k].numerics;
     p.crop_rounding =

@@ -140,7 +140,8 @@ omnic_status omnic__model_open(const char *dir, const omnic__model_opts *opts, o
         int64_t sr = m->media[k].span_rows;
         if (sr > 0) m->embed_mask = OMNIC_MASK_SPANS;
         if (sr > m->capacity) {
-            s = OMNIC_FAIL(err, OMNIC_E_INVALID, "one %s makes a %lld-row attention span; the context is %lld rows",
+            s = OMNIC_FAIL(err, OMNIC_E_INVALID,
+                           "one %s makes a %lld-row attention span; the context is %lld rows",
                            omnic__modality_name((omnic__modality)k), (long long)sr, (long long)m->capacity);
             goto fail;
         }
@@ -162,7 +163,8 @@ omnic_status omnic__model_open(const char *dir, const omnic__model_opts *opts, o
         (s = omnic__module_constrain(&m->embed_prefill, "attn_bias", 0, true, err)) != OMNIC_OK)
         goto fail;
     if (m->embed_mask == OMNIC_MASK_SPANS &&
-        (s = omnic__module_constrain(&m->embed_prefill, "attn_span", m->capacity + 1, false, err)) != OMNIC_OK)
+        (s = omnic__module_constrain(&m->embed_prefill, "attn_span", m->capacity + 1, false, err)) !=
+            OMNIC_OK)
         goto fail;
     m->embed_prefill_logits = omnic__module_find_output(&m->embed_prefill, "logits");
     if ((s = compute_identity(m, err)) != OMNIC_OK) goto fail;

@@ -550,8 +550,8 @@ static omnic__tensor *norm(omnic__graph *g, const omnic__text_decoder *d, omnic_
  * additive attention bias (or NULL), causal: the causal flag of every attention. */
 static omnic_status build_body(const omnic__text_decoder *d, omnic__graph *g, omnic__tensor *x,
                                omnic__tensor *pos, omnic__tensor *bias, omnic__tensor *span, bool causal,
-                               omnic_dtype kv_dtype,
-                               int64_t kv_rows, bool all_rows, bool taps, omnic_err *err)
+                               omnic_dtype kv_dtype, int64_t kv_rows, bool all_rows, bool taps,
+                               omnic_err *err)
 {
     const omnic__text_config *c = &d->cfg;
     const int64_t T = g->capacity, hd = c->head_dim;
@@ -599,10 +599,10 @@ static omnic_status build_body(const omnic__text_decoder *d, omnic__graph *g, om
         kc = omnic__g_set_rows(g, kc, k, kvi);
         vc = omnic__g_set_rows(g, vc, v, kvi);
         const int window = sliding ? (int)c->sliding_window : 0;
-        omnic__tensor *a =
-            span ? omnic__g_attention_spans(g, q, kc, vc, kvi, kvb, span, c->attn_scale, window, c->attn_softcap)
-                 : omnic__g_attention(g, q, kc, vc, kvi, bias, kvb, c->attn_scale, causal, window,
-                                      c->attn_softcap);
+        omnic__tensor *a = span ? omnic__g_attention_spans(g, q, kc, vc, kvi, kvb, span, c->attn_scale,
+                                                           window, c->attn_softcap)
+                                : omnic__g_attention(g, q, kc, vc, kvi, bias, kvb, c->attn_scale, causal,
+                                                     window, c->attn_softcap);
         int64_t flat[2] = {T, c->n_heads * hd};
         omnic__tensor *o = omnic__g_matmul(g, omnic__g_reshape(g, a, 2, flat), omnic__g_weight(g, &L->wo),
                                            L->bo ? omnic__g_weight(g, L->bo) : NULL);
@@ -665,7 +665,8 @@ omnic_status omnic__text_decoder_build_embeddings(const omnic__text_decoder *d, 
     omnic__tensor *pos = positions_input(g, &d->cfg);
     int64_t sd[2] = {g->capacity, 2};
     const bool with_bias = mask == OMNIC_MASK_CAUSAL_BIAS || mask == OMNIC_MASK_BIAS;
-    omnic__tensor *bias = with_bias ? omnic__g_input(g, "attn_bias", OMNIC_DTYPE_F32, 2, bd, OMNIC_VAR_T) : NULL;
+    omnic__tensor *bias =
+        with_bias ? omnic__g_input(g, "attn_bias", OMNIC_DTYPE_F32, 2, bd, OMNIC_VAR_T) : NULL;
     omnic__tensor *span =
         mask == OMNIC_MASK_SPANS ? omnic__g_input(g, "attn_span", OMNIC_DTYPE_I32, 2, sd, OMNIC_VAR_T) : NULL;
     return build_body(d, g, x, pos, bias, span, mask != OMNIC_MASK_BIAS, kv_dtype, kv_rows, false, taps, err);

@@ -201,7 +201,8 @@ omnic_status omnic__vision_tower_load(omnic__vision_tower *v, const omnic__visio
         P = v->cfg.prefix = c->alt_prefix;
     const bool gemma3 = c->projector == OMNIC_PROJ_GEMMA3;
     const char *probe = gemma3 ? "mm_soft_emb_norm.weight" : "linear_1.weight";
-    if (!omnic__st_find(st, NAME("%s%s", Q, probe)) && omnic__st_find(st, NAME("%s%s", c->alt_proj_prefix, probe)))
+    if (!omnic__st_find(st, NAME("%s%s", Q, probe)) &&
+        omnic__st_find(st, NAME("%s%s", c->alt_proj_prefix, probe)))
         Q = v->cfg.proj_prefix = c->alt_proj_prefix;
     const bool clip = c->arch == OMNIC_VISION_CLIP;
     int64_t pw[4] = {C, c->channels, p, p}, pos[2] = {c->n_seq, C}, cls[1] = {C}, cls2[2] = {1, C};

@@ -52,7 +52,7 @@ typedef struct omnic__vision_config {
     bool bidirectional;     /* an image's rows attend to each other both ways (Gemma 3) */
     int32_t boi_id, eoi_id; /* >= 0: the processor rewrites each boi token of a prompt into
                              * "\n\n" boi <image> eoi "\n\n" (Gemma3Processor); -1: none */
-    int64_t pool; /* GEMMA3: pooling kernel (grid / tokens per side); n_out = (grid / pool)^2 */
+    int64_t pool;           /* GEMMA3: pooling kernel (grid / tokens per side); n_out = (grid / pool)^2 */
     /* Weight-name spellings: old (vision_tower.vision_model., multi_modal_projector.) and
      * new (model.vision_tower.vision_model., model.multi_modal_projector.); the loader takes
      * whichever the checkpoint has. */

@@ -66,7 +66,8 @@ omnic_status omnic__weight_transpose(const omnic__tensor *w, const char *name, o
                                      omnic_err *err)
 {
     if (w->ndim != 2)
-        return OMNIC_FAIL(err, OMNIC_E_INVALID, "%s: a transposed weight must be 2-D (is %d-D)", name, w->ndim);
+        return OMNIC_FAIL(err, OMNIC_E_INVALID, "%s: a transposed weight must be 2-D (is %d-D)", name,
+                          w->ndim);
     const int64_t R = w->dims[0], C = w->dims[1], dims[2] = {C, R};
     OMNIC_TRY(omnic__tensor_create(out, w->dtype, 2, dims, err));
     const size_t es = omnic_dtype_size(w->dtype);
@@ -74,8 +75,8 @@ omnic_status omnic__weight_transpose(const omnic__tensor *w, const char *name, o
     uint8_t *dst = (*out)->data;
     for (int64_t r = 0; r < R; r++)
         for (int64_t c = 0; c < C; c++)
-            memcpy(dst + ((size_t)c * (size_t)R + (size_t)r) * es, src + ((size_t)r * (size_t)C + (size_t)c) * es,
-                   es);
+            memcpy(dst + ((size_t)c * (size_t)R + (size_t)r) * es,
+                   src + ((size_t)r * (size_t)C + (size_t)c) * es, es);
     snprintf((*out)->name, sizeof(*out)->name, "%.63s", name);
     return OMNIC_OK;
 }

@@ -142,7 +142,7 @@ static int64_t gather_chunk(const omnic__node *n, const att_geom *g, int64_t r, 
 {
     const int32_t *qpos = n->src[3]->data;
     const int32_t *kv_begin =
-        n->src[5] ? (const int32_t *)n->src[5]->data : NULL; /* [T]: first visible row */
+        n->src[5] ? (const int32_t *)n->src[5]->data : NULL;                   /* [T]: first visible row */
     const int32_t *span = n->src[6] ? (const int32_t *)n->src[6]->data : NULL; /* [T, 2] */
     const bool causal = n->ip[0] != 0;
     const int64_t win = n->ip[1];
