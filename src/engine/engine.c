@@ -8,7 +8,8 @@
 
 #include "core/log.h"
 #include "core/sync.h"
-#include "engine/encoder_cache.h"
+#include "engine/blob_cache.h"
+#include "engine/prefix_cache.h"
 #include "engine/engine.h"
 #include "engine/modality.h"
 #include "engine/stop.h"
@@ -38,6 +39,7 @@ typedef struct request {
     int64_t proj_rows; /* rows of projected filled */
     int64_t encoded;
     omnic__prepared_prefill pp; /* set once every item is encoded (n_rows 0 before) */
+    int64_t media_rows[OMNIC_MAX_REQUEST_IMAGES]; /* rows each item expanded to (cached_tokens) */
     atomic_bool cancel;
     struct request *next; /* queue link */
 } request;
@@ -56,6 +58,9 @@ typedef struct slot {
     int32_t *seq;
     int64_t n_seq;
     bool replay;        /* PREFILL of seq (no prompt callbacks) */
+    bool primed;        /* the prefix cache was consulted for this request */
+    uint8_t (*pkeys)[32]; /* owned [capacity / block + 1]: the prompt's block keys (prefix cache) */
+    int64_t n_pkeys, restored; /* keys computed; prompt rows restored from the prefix cache */
     int64_t rope_delta; /* M-RoPE: decode coordinate = cache length + rope_delta */
     int32_t next_token; /* DECODE: sampled, fed at the next decode step */
     int64_t generated;
@@ -85,7 +90,8 @@ struct omnic__engine {
     pthread_cond_t wake, idle;
     request *q_head, *q_tail;        /* waiting requests, FIFO (admitted fairly: next_fair) */
     int *admitted;                   /* [n_slots] scheduler scratch, allocated before its thread starts */
-    omnic__encoder_cache *enc_cache; /* NULL: off */
+    omnic__blob_cache *enc_cache; /* projected media rows by item key; NULL: off */
+    omnic__prefix_cache *prefix;  /* KV blocks of earlier prompts; NULL: off */
     int q_len, max_queue, busy;
     bool stopping, draining;
     uint64_t next_id;
@@ -233,9 +239,6 @@ static void set_pos(const omnic__model *m, int32_t *buf, int64_t i, int64_t v)
     buf[3 * i] = buf[3 * i + 1] = buf[3 * i + 2] = (int32_t)v;
 }
 
-/* With mixed steps, the token rows of a prompt longer than one chunk are computed with the
- * batch-invariant kernels (inside decode calls, or prefill_inv), so its tokens never depend
- * on the batch; shorter prompts take the faster text.token_prefill in one call. */
 /* Rows of the next prefill call of a prompt with bidirectional spans, from row `at`: n (the
  * chunk) shrinks so no span is split, ending before the span it would cut; a span that starts
  * at `at` and is longer than n runs whole (the call may then hold up to `cap` rows). */
@@ -279,6 +282,9 @@ static void fill_spans(const omnic__prepared_prefill *pp, int64_t at, int64_t n,
     }
 }
 
+/* With mixed steps, the token rows of a prompt longer than one chunk are computed with the
+ * batch-invariant kernels (inside decode calls, or prefill_inv), so its tokens never depend
+ * on the batch; shorter prompts take the faster text.token_prefill in one call. */
 static bool mixed_prompt(const omnic__engine *e, const slot *s)
 {
     return e->model->step_tokens > 0 && s->pf_len > e->model->chunk && !s->req->pp.n_rows;
@@ -376,7 +382,7 @@ static omnic_status encode_next(omnic__engine *e, int si, omnic_err *err)
     float *dst = r->projected + r->proj_rows * H;
     /* the same input encoded before: its rows (a stage dump wants the encoder's own outputs) */
     bool cached = e->enc_cache && it->has_key && !r->on_encode &&
-                  omnic__encoder_cache_get(e->enc_cache, it->key, R, H, dst);
+                  omnic__blob_cache_get(e->enc_cache, it->key, (size_t)(R * H) * sizeof *dst, dst);
     if (!cached) {
         double t0 = omnic__now();
         OMNIC_TRY(omnic__media_encode(m, it, &proj, &feat, err));
@@ -386,12 +392,13 @@ static omnic_status encode_next(omnic__engine *e, int si, omnic_err *err)
                               "the encoder gave [%lld, %lld] rows, expected [%lld, %lld]",
                               (long long)proj->dims[0], (long long)proj->dims[1], (long long)R, (long long)H);
         memcpy(dst, proj->data, (size_t)(R * H) * sizeof(float));
-        if (e->enc_cache && it->has_key) omnic__encoder_cache_put(e->enc_cache, it->key, R, H, dst);
+        if (e->enc_cache && it->has_key)
+            omnic__blob_cache_put(e->enc_cache, it->key, (size_t)(R * H) * sizeof *dst, dst);
         if (r->on_encode) r->on_encode(r->cb_ctx, k, feat, proj);
     }
     if (e->enc_cache) {
-        omnic__encoder_cache_stats cs;
-        omnic__encoder_cache_stats_get(e->enc_cache, &cs);
+        omnic__blob_cache_stats cs;
+        omnic__blob_cache_stats_get(e->enc_cache, &cs);
         omnic__metrics_encoder_cache(&e->metrics, cs.hits, cs.misses, cs.evictions, cs.bytes, cs.entries);
     }
     r->proj_rows += R;
@@ -797,7 +804,7 @@ omnic_status omnic__engine_create(const char *dir, const omnic__engine_opts *opt
     {
         int64_t cb =
             opts && opts->encoder_cache_bytes ? opts->encoder_cache_bytes : OMNIC_ENCODER_CACHE_BYTES;
-        if (cb > 0 && (s = omnic__encoder_cache_create((size_t)cb, &e->enc_cache, err)) != OMNIC_OK)
+        if (cb > 0 && (s = omnic__blob_cache_create((size_t)cb, &e->enc_cache, err)) != OMNIC_OK)
             goto fail;
     }
     /* the scheduler's scratch, here: an allocation failure on its thread would leave it unable
@@ -848,7 +855,7 @@ void omnic__engine_destroy(omnic__engine *e)
         omnic__sampler_deinit(&e->slots[i].sampler);
     omnic_free(e->slots);
     omnic_free(e->admitted);
-    omnic__encoder_cache_destroy(e->enc_cache);
+    omnic__blob_cache_destroy(e->enc_cache);
     omnic_free(e->dec_tok);
     omnic_free(e->dec_pos);
     omnic_free(e->dec_rows);

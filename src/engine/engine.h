@@ -28,7 +28,7 @@ typedef struct omnic__engine_opts {
     int max_queue;           /* requests waiting for a slot; 0: 64 */
     omnic__gen_config_mode generation_config; /* AUTO: generation_config.json's sampling defaults
                                                * are read (and checked) at load */
-    int64_t encoder_cache_bytes; /* projected media rows kept for repeats (engine/encoder_cache.h);
+    int64_t encoder_cache_bytes; /* projected media rows kept for repeats (engine/blob_cache.h);
                                   * 0: OMNIC_ENCODER_CACHE_BYTES; < 0: no cache */
 } omnic__engine_opts;
 

@@ -54,7 +54,7 @@ typedef struct omnic__metrics {
     uint64_t prompt_tokens, generated_tokens;                       /* logical tokens */
     uint64_t prefill_chunks, decode_steps, decode_rows;             /* decode_rows: generating rows only */
     uint64_t mixed_prompt_rows;                                     /* prompt rows carried by decode calls */
-    uint64_t enc_cache_hits, enc_cache_misses, enc_cache_evictions; /* engine/encoder_cache.h */
+    uint64_t enc_cache_hits, enc_cache_misses, enc_cache_evictions; /* engine/blob_cache.h */
     int64_t enc_cache_bytes, enc_cache_entries;
     int64_t slots_busy, slots_total, queue_depth;
     omnic__histogram hist[OMNIC_H_COUNT];
