@@ -251,7 +251,7 @@ static int parse_float(const char *opt, const char *v, double lo, double hi, flo
 
 int omnic__cli_run(int argc, char **argv)
 {
-    omnic__engine_opts eo = {.model = {.kv_dtype = OMNIC_DTYPE_F16, .slots = 1}};
+    omnic__engine_opts eo = {.model = {.kv_dtype = OMNIC_DTYPE_F16, .slots = 1}, .prefix_cache_bytes = -1};
     omnic__sampling_params sp = omnic__sampling_defaults();
     const char *dir = NULL, *prompt = NULL, *system = NULL, *dump = NULL, *token_list = NULL;
     const char *stops[OMNIC_MAX_STOPS], *images[OMNIC_MAX_REQUEST_IMAGES];

@@ -34,7 +34,8 @@ static void usage(FILE *f)
         "                   [--request-workers N] [--max-json-memory BYTES] [--max-template-steps N]\n"
         "                   [--max-template-bytes BYTES] [--max-jpeg-memory BYTES] [--max-prompt-bytes "
         "BYTES]\n"
-        "                   [--cancel-on-half-close] [--encoder-cache-mb N]\n"
+        "                   [--cancel-on-half-close] [--encoder-cache-mb N] [--prefix-cache-mb N]\n"
+        "                   [--prefix-block N]\n"
         "  OpenAI-compatible HTTP server: POST /v1/chat/completions, POST /v1/completions,\n"
         "  GET /v1/models, GET /health, GET /metrics, POST /tokenize, POST /detokenize.\n"
         "  --parallel N       sequences decoded together (slots; default 4); n may go up to N\n"
@@ -66,6 +67,10 @@ static void usage(FILE *f)
         "                     builds (default 16 MiB)\n"
         "  --encoder-cache-mb N  projected rows of images kept for requests that repeat them: a\n"
         "                     repeated image skips its encoder (default 256; 0: off)\n"
+        "  --prefix-cache-mb N  KV rows of earlier prompts kept for prompts that start the same way\n"
+        "                     (system prompts, conversations, a leading image): reused in whole blocks\n"
+        "                     (default 512; 0: off)\n"
+        "  --prefix-block N   rows per prefix-cache block (default 32)\n"
         "  --cancel-on-half-close  treat a client that shuts its sending side as gone (for proxies that\n"
         "                     never half-close; default: a half-close is not a disconnect)\n"
         "  --api-key K        require 'Authorization: Bearer K' (all routes but /health)\n"
@@ -216,6 +221,8 @@ int omnic__cli_serve(int argc, char **argv)
         INT_OPT(NULL, "--max-inflight-body", 1, (int64_t)1 << 40, o.max_inflight_body = (size_t)x)
         INT_OPT(NULL, "--request-workers", 1, 256, o.request_workers = (int)x)
         INT_OPT(NULL, "--encoder-cache-mb", 0, 1 << 20, o.engine.encoder_cache_bytes = x ? x << 20 : -1)
+        INT_OPT(NULL, "--prefix-cache-mb", 0, 1 << 20, o.engine.prefix_cache_bytes = x ? x << 20 : -1)
+        INT_OPT(NULL, "--prefix-block", 1, 1 << 16, o.engine.prefix_block = x)
         INT_OPT(NULL, "--max-json-memory", 4096, (int64_t)OMNIC_MAX_JSON_BYTES,
                 o.budget.json_bytes = (size_t)x)
         INT_OPT(NULL, "--max-template-steps", 1, OMNIC_MAX_TEMPLATE_ITERATIONS,

@@ -114,6 +114,10 @@
 
 /* The engine's encoder cache budget (bytes of projected rows; --encoder-cache-mb). */
 #define OMNIC_ENCODER_CACHE_BYTES ((int64_t)256 << 20)
+/* The prefix cache's default budget (KV blocks of earlier prompts; --prefix-cache-mb) and rows
+ * per block (--prefix-block): a prefix is reused in whole blocks. */
+#define OMNIC_PREFIX_CACHE_BYTES ((int64_t)512 << 20)
+#define OMNIC_PREFIX_BLOCK 32
 /* Queued requests the engine looks through for the fairest one to admit (engine.c). */
 #define OMNIC_FAIR_SCAN 1024
 

@@ -9,9 +9,9 @@
 #include "core/log.h"
 #include "core/sync.h"
 #include "engine/blob_cache.h"
-#include "engine/prefix_cache.h"
 #include "engine/engine.h"
 #include "engine/modality.h"
+#include "engine/prefix_cache.h"
 #include "engine/stop.h"
 #include "models/mrope.h"
 #include "tokenizer/detok_stream.h"
@@ -38,7 +38,7 @@ typedef struct request {
     float *projected;
     int64_t proj_rows; /* rows of projected filled */
     int64_t encoded;
-    omnic__prepared_prefill pp; /* set once every item is encoded (n_rows 0 before) */
+    omnic__prepared_prefill pp;                   /* set once every item is encoded (n_rows 0 before) */
     int64_t media_rows[OMNIC_MAX_REQUEST_IMAGES]; /* rows each item expanded to (cached_tokens) */
     atomic_bool cancel;
     struct request *next; /* queue link */
@@ -57,12 +57,12 @@ typedef struct slot {
      * original_max_position_embeddings; the slot then replays it as a prefill. */
     int32_t *seq;
     int64_t n_seq;
-    bool replay;        /* PREFILL of seq (no prompt callbacks) */
-    bool primed;        /* the prefix cache was consulted for this request */
-    uint8_t (*pkeys)[32]; /* owned [capacity / block + 1]: the prompt's block keys (prefix cache) */
+    bool replay;               /* PREFILL of seq (no prompt callbacks) */
+    bool primed;               /* the prefix cache was consulted for this request */
+    uint8_t (*pkeys)[32];      /* owned [capacity / block + 1]: the prompt's block keys (prefix cache) */
     int64_t n_pkeys, restored; /* keys computed; prompt rows restored from the prefix cache */
-    int64_t rope_delta; /* M-RoPE: decode coordinate = cache length + rope_delta */
-    int32_t next_token; /* DECODE: sampled, fed at the next decode step */
+    int64_t rope_delta;        /* M-RoPE: decode coordinate = cache length + rope_delta */
+    int32_t next_token;        /* DECODE: sampled, fed at the next decode step */
     int64_t generated;
     omnic__sampler sampler;    /* buffers live as long as the engine */
     omnic__detok_stream detok; /* per request */
@@ -88,8 +88,8 @@ struct omnic__engine {
     bool thread_started;
     pthread_mutex_t mu;
     pthread_cond_t wake, idle;
-    request *q_head, *q_tail;        /* waiting requests, FIFO (admitted fairly: next_fair) */
-    int *admitted;                   /* [n_slots] scheduler scratch, allocated before its thread starts */
+    request *q_head, *q_tail;     /* waiting requests, FIFO (admitted fairly: next_fair) */
+    int *admitted;                /* [n_slots] scheduler scratch, allocated before its thread starts */
     omnic__blob_cache *enc_cache; /* projected media rows by item key; NULL: off */
     omnic__prefix_cache *prefix;  /* KV blocks of earlier prompts; NULL: off */
     int q_len, max_queue, busy;
@@ -97,6 +97,9 @@ struct omnic__engine {
     uint64_t next_id;
     omnic__metrics metrics;
 };
+
+static int64_t cached_tokens(const omnic__engine *e, const slot *s);
+static void prefix_metrics(omnic__engine *e);
 
 const char *omnic__finish_name(omnic__finish f)
 {
@@ -157,6 +160,7 @@ static void finish(omnic__engine *e, int si, omnic__finish why, const char *erro
                            .token = -1,
                            .finish = why,
                            .prompt_tokens = (int64_t)r->n_prompt,
+                           .cached_tokens = cached_tokens(e, s),
                            .completion_tokens = s->generated,
                            .error = error};
     omnic__metrics_finish(&e->metrics, why, (int64_t)r->n_prompt, s->generated);
@@ -173,6 +177,8 @@ static void finish(omnic__engine *e, int si, omnic__finish why, const char *erro
     s->pf_len = 0;
     s->replay = false;
     s->rope_delta = 0;
+    s->primed = false;
+    s->n_pkeys = s->restored = 0;
     pthread_mutex_lock(&e->mu); /* omnic__engine_cancel reads s->req under mu */
     s->req = NULL;
     e->busy--;
@@ -282,6 +288,62 @@ static void fill_spans(const omnic__prepared_prefill *pp, int64_t at, int64_t n,
     }
 }
 
+/* ---- prefix cache ---- */
+
+/* Before a slot's first prefill row: its prompt's block keys, and the longest run of cached
+ * blocks copied into its KV rows (never the last row: its logits are sampled). Not for replays
+ * (LongRoPE recompute) or stage dumps (their taps want the whole prompt through the module). */
+static void prefix_restore(omnic__engine *e, int si)
+{
+    slot *s = &e->slots[si];
+    if (s->primed || !e->prefix || s->replay || s->prefilled || s->req->on_prefill) return;
+    s->primed = true;
+    const omnic__model *m = e->model;
+    const omnic__prepared_prefill *pp = s->req->pp.n_rows ? &s->req->pp : NULL;
+    const int32_t rope_long = m->dec.rope_switch ? omnic__rope_long(&m->dec.cfg, s->pf_len) : 0;
+    s->n_pkeys =
+        omnic__prefix_cache_keys(e->prefix, pp ? NULL : s->pf_tokens, pp, s->pf_len, rope_long, s->pkeys);
+    const int64_t B = omnic__prefix_cache_block(e->prefix), usable = (s->pf_len - 1) / B;
+    s->restored =
+        omnic__prefix_cache_restore(e->prefix, (const uint8_t(*)[32])s->pkeys, usable, &e->model->kv, si);
+    s->prefilled = s->restored;
+    prefix_metrics(e);
+}
+
+static void prefix_metrics(omnic__engine *e)
+{
+    omnic__prefix_stats ps;
+    omnic__prefix_cache_stats_get(e->prefix, &ps);
+    omnic__metrics_prefix_cache(&e->metrics, &ps);
+}
+
+/* After a prompt is in the KV cache: its whole blocks not restored go into the prefix cache. */
+static void prefix_store(omnic__engine *e, int si)
+{
+    slot *s = &e->slots[si];
+    if (!e->prefix || !s->primed || s->replay) return;
+    const int64_t B = omnic__prefix_cache_block(e->prefix);
+    omnic__prefix_cache_store(e->prefix, (const uint8_t(*)[32])s->pkeys, s->restored / B, s->n_pkeys,
+                              &e->model->kv, si);
+    prefix_metrics(e);
+}
+
+/* The logical prompt tokens whose rows were all restored: token prompts, the rows; media
+ * prompts, text ids and placeholders (an item's rows) counted as they fit in the rows. */
+static int64_t cached_tokens(const omnic__engine *e, const slot *s)
+{
+    const request *r = s->req;
+    if (!s->restored || !r->pp.n_rows) return s->restored;
+    const int32_t ph = r->n_prompt ? omnic__media_placeholder(e->model, OMNIC_MODALITY_IMAGE) : -1;
+    int64_t rows = 0, n = 0, item = 0;
+    for (size_t i = 0; i < r->n_prompt; i++) {
+        int64_t w = r->prompt[i] == ph && item < OMNIC_MAX_REQUEST_IMAGES ? r->media_rows[item++] : 1;
+        if (rows + w > s->restored) break;
+        rows += w, n++;
+    }
+    return n;
+}
+
 /* With mixed steps, the token rows of a prompt longer than one chunk are computed with the
  * batch-invariant kernels (inside decode calls, or prefill_inv), so its tokens never depend
  * on the batch; shorter prompts take the faster text.token_prefill in one call. */
@@ -355,6 +417,7 @@ static omnic_status prefill_chunk(omnic__engine *e, int si, omnic_err *err)
     s->prefilled += n;
     omnic__metrics_steps(&e->metrics, 1, 0, 0, 0);
     if (s->prefilled == s->pf_len) {
+        prefix_store(e, si);
         if (s->req->on_prefill && !s->replay) {
             omnic__prefill_info info = {.model = m, .slot = si, .module = mod, .prepared = pp};
             s->req->on_prefill(s->req->cb_ctx, &info);
@@ -402,6 +465,7 @@ static omnic_status encode_next(omnic__engine *e, int si, omnic_err *err)
         omnic__metrics_encoder_cache(&e->metrics, cs.hits, cs.misses, cs.evictions, cs.bytes, cs.entries);
     }
     r->proj_rows += R;
+    r->media_rows[k] = R;
     r->encoded++;
     omnic__metrics_steps(&e->metrics, 1, 0, 0, 0);
     if (r->encoded < (int64_t)r->n_media) return OMNIC_OK;
@@ -518,8 +582,10 @@ static void decode_run(omnic__engine *e, int n_dec, int pf, int64_t pf_rows)
     if (pf >= 0) {
         slot *s = &e->slots[pf];
         s->prefilled += pf_rows;
-        if (s->prefilled == s->pf_len)
+        if (s->prefilled == s->pf_len) {
+            prefix_store(e, pf);
             on_token(e, pf, omnic__sampler_sample(&s->sampler, logits + (n - 1) * V));
+        }
     }
 }
 
@@ -551,6 +617,7 @@ static void step(omnic__engine *e)
         decode_call(e, gather_decode_rows(e), -1, 0);
         return;
     }
+    if (pf >= 0) prefix_restore(e, pf);
     int n_dec = gather_decode_rows(e);
     if (pf >= 0 && n_dec > 0 && mixed_prompt(e, &e->slots[pf]) && !e->slots[pf].req->on_prefill) {
         int64_t left = e->slots[pf].pf_len - e->slots[pf].prefilled;
@@ -629,6 +696,8 @@ static int admit_locked(omnic__engine *e, int *admitted)
         s->pf_len = (int64_t)r->n_prompt;
         s->replay = false;
         s->rope_delta = 0;
+        s->primed = false;
+        s->n_pkeys = s->restored = 0;
         if (r->n_media) s->phase = SLOT_ENCODE;
         e->busy++;
         admitted[k++] = si;
@@ -804,8 +873,18 @@ omnic_status omnic__engine_create(const char *dir, const omnic__engine_opts *opt
     {
         int64_t cb =
             opts && opts->encoder_cache_bytes ? opts->encoder_cache_bytes : OMNIC_ENCODER_CACHE_BYTES;
-        if (cb > 0 && (s = omnic__blob_cache_create((size_t)cb, &e->enc_cache, err)) != OMNIC_OK)
+        if (cb > 0 && (s = omnic__blob_cache_create((size_t)cb, &e->enc_cache, err)) != OMNIC_OK) goto fail;
+        int64_t pb = opts && opts->prefix_cache_bytes ? opts->prefix_cache_bytes : OMNIC_PREFIX_CACHE_BYTES;
+        int64_t block = opts && opts->prefix_block > 0 ? opts->prefix_block : OMNIC_PREFIX_BLOCK;
+        if (block > e->model->capacity) block = e->model->capacity;
+        if (pb > 0 && (s = omnic__prefix_cache_create((size_t)pb, block, &e->model->kv, e->model->identity,
+                                                      &e->prefix, err)) != OMNIC_OK)
             goto fail;
+        for (int i = 0; e->prefix && i < e->n_slots; i++)
+            if (!(e->slots[i].pkeys = omnic_alloc_array((size_t)(e->model->capacity / block + 1), 32))) {
+                s = OMNIC_FAIL(err, OMNIC_E_NOMEM, "out of memory for the prefix cache's keys");
+                goto fail;
+            }
     }
     /* the scheduler's scratch, here: an allocation failure on its thread would leave it unable
      * to admit anything */
@@ -851,11 +930,14 @@ void omnic__engine_destroy(omnic__engine *e)
         pthread_join(e->thread, NULL);
         omnic__metrics_deinit(&e->metrics);
     }
-    for (int i = 0; e->slots && i < e->n_slots; i++)
+    for (int i = 0; e->slots && i < e->n_slots; i++) {
         omnic__sampler_deinit(&e->slots[i].sampler);
+        omnic_free(e->slots[i].pkeys);
+    }
     omnic_free(e->slots);
     omnic_free(e->admitted);
     omnic__blob_cache_destroy(e->enc_cache);
+    omnic__prefix_cache_destroy(e->prefix);
     omnic_free(e->dec_tok);
     omnic_free(e->dec_pos);
     omnic_free(e->dec_rows);

@@ -28,8 +28,11 @@ typedef struct omnic__engine_opts {
     int max_queue;           /* requests waiting for a slot; 0: 64 */
     omnic__gen_config_mode generation_config; /* AUTO: generation_config.json's sampling defaults
                                                * are read (and checked) at load */
-    int64_t encoder_cache_bytes; /* projected media rows kept for repeats (engine/blob_cache.h);
-                                  * 0: OMNIC_ENCODER_CACHE_BYTES; < 0: no cache */
+    int64_t encoder_cache_bytes;              /* projected media rows kept for repeats (engine/blob_cache.h);
+                                               * 0: OMNIC_ENCODER_CACHE_BYTES; < 0: no cache */
+    int64_t prefix_cache_bytes;               /* KV blocks of earlier prompts (engine/prefix_cache.h);
+                                               * 0: OMNIC_PREFIX_CACHE_BYTES; < 0: no cache */
+    int64_t prefix_block;                     /* rows per prefix-cache block; 0: OMNIC_PREFIX_BLOCK */
 } omnic__engine_opts;
 
 typedef enum omnic__finish {
@@ -58,6 +61,7 @@ typedef struct omnic__gen_event {
     size_t len;
     omnic__finish finish;  /* DONE */
     int64_t prompt_tokens; /* DONE: logical prompt tokens */
+    int64_t cached_tokens; /* DONE: logical prompt tokens whose rows came from the prefix cache */
     int64_t completion_tokens;
     const char *error; /* DONE with OMNIC_FINISH_ERROR: message */
 } omnic__gen_event;

@@ -168,6 +168,13 @@ void omnic__metrics_encoder_cache(omnic__metrics *m, uint64_t hits, uint64_t mis
     pthread_mutex_unlock(&m->mu);
 }
 
+void omnic__metrics_prefix_cache(omnic__metrics *m, const omnic__prefix_stats *s)
+{
+    pthread_mutex_lock(&m->mu);
+    m->prefix = *s;
+    pthread_mutex_unlock(&m->mu);
+}
+
 omnic_status omnic__metrics_render(const omnic__metrics *s, char **out, size_t *len, omnic_err *err)
 {
     static const char *const finish[OMNIC_FINISH_LABELS] = {"none",      "stop",    "length",
@@ -224,6 +231,24 @@ omnic_status omnic__metrics_render(const omnic__metrics *s, char **out, size_t *
         (unsigned long long)s->enc_cache_hits, (unsigned long long)s->enc_cache_misses,
         (unsigned long long)s->enc_cache_evictions, (long long)s->enc_cache_bytes,
         (long long)s->enc_cache_entries);
+    put(&b,
+        "# HELP omnic_prefix_cache_hits_total Prompt blocks whose KV rows came from the prefix cache.\n"
+        "# TYPE omnic_prefix_cache_hits_total counter\nomnic_prefix_cache_hits_total %llu\n"
+        "# HELP omnic_prefix_cache_misses_total Prompt block lookups that found nothing (one per prompt "
+        "at most).\n"
+        "# TYPE omnic_prefix_cache_misses_total counter\nomnic_prefix_cache_misses_total %llu\n"
+        "# HELP omnic_prefix_cache_evictions_total Blocks dropped to fit the budget.\n"
+        "# TYPE omnic_prefix_cache_evictions_total counter\nomnic_prefix_cache_evictions_total %llu\n"
+        "# HELP omnic_prefix_cache_reused_rows_total Prompt rows restored instead of prefilled (expanded "
+        "rows).\n"
+        "# TYPE omnic_prefix_cache_reused_rows_total counter\nomnic_prefix_cache_reused_rows_total %llu\n"
+        "# HELP omnic_prefix_cache_bytes Bytes of KV blocks held.\n"
+        "# TYPE omnic_prefix_cache_bytes gauge\nomnic_prefix_cache_bytes %lld\n"
+        "# HELP omnic_prefix_cache_blocks KV blocks held.\n"
+        "# TYPE omnic_prefix_cache_blocks gauge\nomnic_prefix_cache_blocks %lld\n",
+        (unsigned long long)s->prefix.hits, (unsigned long long)s->prefix.misses,
+        (unsigned long long)s->prefix.evictions, (unsigned long long)s->prefix.reused_rows,
+        (long long)s->prefix.bytes, (long long)s->prefix.entries);
     put(&b,
         "# HELP omnic_slots_busy Slots holding a request.\n# TYPE omnic_slots_busy gauge\nomnic_slots_busy "
         "%lld\n",

@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "core/err.h"
+#include "engine/prefix_cache.h"
 
 typedef enum omnic__hist_id {
     OMNIC_H_TTFT,    /* time to first token (s): submit -> first token sampled */
@@ -56,6 +57,7 @@ typedef struct omnic__metrics {
     uint64_t mixed_prompt_rows;                                     /* prompt rows carried by decode calls */
     uint64_t enc_cache_hits, enc_cache_misses, enc_cache_evictions; /* engine/blob_cache.h */
     int64_t enc_cache_bytes, enc_cache_entries;
+    omnic__prefix_stats prefix; /* engine/prefix_cache.h */
     int64_t slots_busy, slots_total, queue_depth;
     omnic__histogram hist[OMNIC_H_COUNT];
     omnic__histogram media[OMNIC_MS_COUNT][OMNIC_METRIC_MODALITIES];
@@ -74,6 +76,8 @@ void omnic__metrics_steps(omnic__metrics *m, uint64_t prefill_chunks, uint64_t d
 /* The encoder cache's counters (totals, as the cache keeps them). */
 void omnic__metrics_encoder_cache(omnic__metrics *m, uint64_t hits, uint64_t misses, uint64_t evictions,
                                   size_t bytes, size_t entries);
+/* The prefix cache's counters (totals, as the cache keeps them). */
+void omnic__metrics_prefix_cache(omnic__metrics *m, const omnic__prefix_stats *s);
 /* A consistent copy. */
 void omnic__metrics_snapshot(omnic__metrics *m, omnic__metrics *out);
 

@@ -87,8 +87,7 @@ int64_t omnic__prefix_cache_keys(const omnic__prefix_cache *c, const int32_t *to
         const int64_t r0 = i * B, r1 = r0 + B;
         omnic__sha256_init(&h);
         omnic__sha256_update(&h, prev, 32);
-        if (tokens)
-            omnic__sha256_update(&h, tokens + r0, (size_t)B * sizeof *tokens);
+        if (tokens) omnic__sha256_update(&h, tokens + r0, (size_t)B * sizeof *tokens);
         for (int64_t r = r0; !tokens && r < r1; r++)
             hash_row(&h, pp, r);
         while (pp && span < pp->n_spans && pp->spans[span].end <= r1)
@@ -133,8 +132,8 @@ int64_t omnic__prefix_cache_restore(omnic__prefix_cache *c, const uint8_t (*keys
     return k * c->block;
 }
 
-void omnic__prefix_cache_store(omnic__prefix_cache *c, const uint8_t (*keys)[32], int64_t from, int64_t n_blocks,
-                               const omnic__kv_pool *kv, int slot)
+void omnic__prefix_cache_store(omnic__prefix_cache *c, const uint8_t (*keys)[32], int64_t from,
+                               int64_t n_blocks, const omnic__kv_pool *kv, int slot)
 {
     const int64_t base = (int64_t)slot * kv->capacity;
     for (int64_t i = from; i < n_blocks; i++) {

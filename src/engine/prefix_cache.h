@@ -48,8 +48,8 @@ int64_t omnic__prefix_cache_restore(omnic__prefix_cache *c, const uint8_t (*keys
 
 /* Stores blocks [from, n_blocks) of slot `slot` of kv (their rows must hold the prompt's K/V)
  * that the cache does not already hold. */
-void omnic__prefix_cache_store(omnic__prefix_cache *c, const uint8_t (*keys)[32], int64_t from, int64_t n_blocks,
-                               const omnic__kv_pool *kv, int slot);
+void omnic__prefix_cache_store(omnic__prefix_cache *c, const uint8_t (*keys)[32], int64_t from,
+                               int64_t n_blocks, const omnic__kv_pool *kv, int slot);
 
 void omnic__prefix_cache_stats_get(const omnic__prefix_cache *c, omnic__prefix_stats *out);
 

@@ -657,10 +657,16 @@ static void head(omnic__buf *b, const omnic__api_meta *m, bool chunk)
     }
 }
 
-static void usage(omnic__buf *b, int64_t prompt, int64_t completion)
+/* The usage object; final (the last chunk's or the body's): with prompt_tokens_details as
+ * OpenAI reports them. */
+static void usage(omnic__buf *b, const omnic__api_meta *m, bool final, int64_t prompt, int64_t completion)
 {
-    omnic__buf_printf(b, "{\"prompt_tokens\":%lld,\"completion_tokens\":%lld,\"total_tokens\":%lld}",
+    omnic__buf_printf(b, "{\"prompt_tokens\":%lld,\"completion_tokens\":%lld,\"total_tokens\":%lld",
                       (long long)prompt, (long long)completion, (long long)(prompt + completion));
+    if (final)
+        omnic__buf_printf(b, ",\"prompt_tokens_details\":{\"cached_tokens\":%lld}",
+                          (long long)m->cached_tokens);
+    omnic__buf_puts(b, "}");
 }
 
 /* One chunk with one choice: chat deltas carry role and/or content; completions carry text. */
@@ -691,7 +697,7 @@ static bool chunk(omnic__buf *b, const omnic__api_meta *m, int index, const char
     omnic__buf_puts(b, "}]");
     if (m->continuous_usage) {
         omnic__buf_puts(b, ",\"usage\":");
-        usage(b, prompt, completion);
+        usage(b, m, false, prompt, completion);
     } else if (m->include_usage) {
         omnic__buf_puts(b, ",\"usage\":null");
     }
@@ -722,7 +728,7 @@ bool omnic__api_chunk_usage(omnic__buf *b, const omnic__api_meta *m, int64_t pro
     omnic__buf_puts(b, "data: ");
     head(b, m, true);
     omnic__buf_puts(b, ",\"choices\":[],\"usage\":");
-    usage(b, prompt_tokens, completion_tokens);
+    usage(b, m, true, prompt_tokens, completion_tokens);
     return omnic__buf_puts(b, "}\n\n");
 }
 
@@ -758,7 +764,7 @@ bool omnic__api_body(omnic__buf *b, const omnic__api_meta *m, const omnic__api_c
         omnic__buf_printf(b, "\"logprobs\":null,\"finish_reason\":\"%s\"}", c->finish_reason);
     }
     omnic__buf_puts(b, "],\"usage\":");
-    usage(b, prompt_tokens, completion_tokens);
+    usage(b, m, true, prompt_tokens, completion_tokens);
     if (m->warning && m->warning[0]) {
         omnic__buf_puts(b, ",\"warnings\":[");
         omnic__buf_json_str(b, m->warning, strlen(m->warning));

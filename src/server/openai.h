@@ -127,6 +127,8 @@ typedef struct omnic__api_meta {
     bool continuous_usage;   /* stream_options.continuous_usage_stats: usage so far in each chunk */
     const char *warning;     /* NULL or "": none; else the non-streamed body's "warnings": [warning]
                               * (both kinds also carry it in a Warning header) */
+    int64_t cached_tokens;   /* final usage: prompt tokens served from the prefix cache (written as
+                              * usage.prompt_tokens_details.cached_tokens) */
 } omnic__api_meta;
 
 /* SSE events, each "data: {...}\n\n". prompt_tokens / completion_tokens: the choice's usage

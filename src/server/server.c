@@ -152,7 +152,7 @@ typedef struct choice {
     uint64_t id; /* engine request id (0 until submitted) */
     bool done;
     omnic__finish finish;
-    int64_t prompt_tokens, completion_tokens;
+    int64_t prompt_tokens, completion_tokens, cached_tokens;
     int64_t tokens;  /* generated so far (TEXT events with a token) */
     omnic__buf text; /* engine side: stream backlog, or the whole non-streamed text */
     char error[256]; /* engine error message (OMNIC_FINISH_ERROR) */
@@ -266,6 +266,7 @@ static void on_engine_event(void *ctx, const omnic__gen_event *ev)
         c->done = true;
         c->finish = ev->finish;
         c->prompt_tokens = ev->prompt_tokens;
+        c->cached_tokens = ev->cached_tokens;
         c->completion_tokens = ev->completion_tokens;
         if (ev->error) snprintf(c->error, sizeof c->error, "%s", ev->error);
         ch->n_done++;
@@ -936,16 +937,19 @@ static enum MHD_Result finish_nonstream(conn_state *cs)
         }
     omnic__api_choice_out *out = omnic_alloc_array((size_t)ch->n_choices, sizeof *out);
     if (!out) FAIL_RESPONSE(cs, REJ_NONE, 503, NULL, NULL, "out of memory");
-    int64_t prompt = 0, completion = 0;
+    int64_t prompt = 0, completion = 0, cached = 0;
     for (int i = 0; i < ch->n_choices; i++) {
         const choice *c = &ch->choices[i];
         out[i] = (omnic__api_choice_out){
             .text = c->text.p, .len = c->text.len, .finish_reason = finish_reason(c->finish)};
         if (i % w->req.n == 0) prompt += c->prompt_tokens; /* a prompt counts once, whatever n */
+        if (i % w->req.n == 0) cached += c->cached_tokens;
         completion += c->completion_tokens;
     }
     omnic__buf b = {0};
-    omnic__api_body(&b, &w->meta, out, ch->n_choices, prompt, completion);
+    omnic__api_meta meta = w->meta;
+    meta.cached_tokens = cached;
+    omnic__api_body(&b, &meta, out, ch->n_choices, prompt, completion);
     omnic_free(out);
     return respond_json(cs, 200, &b);
 }
@@ -1045,11 +1049,13 @@ static ssize_t stream_reader(void *cls, uint64_t pos, char *buf, size_t max)
             if (all) {
                 if (w->meta.include_usage) {
                     int64_t prompt = 0, completion = 0;
+                    omnic__api_meta meta = w->meta;
                     for (int i = 0; i < nc; i++) {
                         if (i % w->req.n == 0) prompt += ch->choices[i].prompt_tokens;
+                        if (i % w->req.n == 0) meta.cached_tokens += ch->choices[i].cached_tokens;
                         completion += ch->choices[i].completion_tokens;
                     }
-                    omnic__api_chunk_usage(&cs->out, &w->meta, prompt, completion);
+                    omnic__api_chunk_usage(&cs->out, &meta, prompt, completion);
                 }
                 omnic__api_sse_done(&cs->out);
                 cs->stream_ended = true;

@@ -38,7 +38,7 @@ typedef struct sink {
     int32_t tokens[512];
     int n_tokens;
     omnic__finish finish;
-    int64_t prompt_tokens, completion_tokens;
+    int64_t prompt_tokens, completion_tokens, cached_tokens;
 } sink;
 
 static void sink_init(sink *s)
@@ -64,6 +64,7 @@ static void on_event(void *ctx, const omnic__gen_event *ev)
         s->finish = ev->finish;
         s->prompt_tokens = ev->prompt_tokens;
         s->completion_tokens = ev->completion_tokens;
+        s->cached_tokens = ev->cached_tokens;
         pthread_cond_broadcast(&s->cv);
     }
     pthread_mutex_unlock(&s->mu);
@@ -852,6 +853,103 @@ static void test_encoder_cache(void **state)
     omnic__media_item_deinit(&ir[1].item);
 }
 
+static omnic__engine *engine_prefix(const char *model, int slots, int64_t chunk, int64_t bytes, int64_t block)
+{
+    omnic__engine_opts o = {.model = {.backend = "cpu", .threads = 2, .ctx = 256, .slots = slots, .chunk = chunk},
+                            .max_queue = 8,
+                            .prefix_cache_bytes = bytes,
+                            .prefix_block = block};
+    omnic__engine *e = NULL;
+    omnic_err err;
+    assert_int_equal(omnic__engine_create(model, &o, &e, &err), OMNIC_OK);
+    return e;
+}
+
+/* The prefix cache: prompts that share whole blocks of a prefix reuse its KV rows and give the
+ * tokens they give with the cache off (chunks of 16 and 5, slot reuse, two slots at once); the
+ * reused rows and cached_tokens are counted; a prompt never reuses its own last row; a budget of
+ * one block evicts and stays correct; an image prompt repeated reuses its image rows. */
+static void test_prefix_cache(void **state)
+{
+    (void)state;
+    enum { N = 4, SHARED = 40, TAIL = 7, LEN = SHARED + TAIL };
+    static int32_t prompts[N][LEN];
+    for (int i = 0; i < N; i++)
+        for (int t = 0; t < LEN; t++)
+            prompts[i][t] = t < SHARED ? (int32_t)((t * 37 + 11) % 500) : (int32_t)((i * 101 + t * 13) % 500);
+    static sink off[N], on[N];
+    omnic__engine *e = engine_prefix(dir, 1, 16, -1, 16);
+    for (int i = 0; i < N; i++) {
+        sink_init(&off[i]);
+        run_one(e, req(prompts[i], LEN, 10, &off[i]), &off[i]);
+        assert_int_equal(off[i].cached_tokens, 0);
+    }
+    assert_int_equal(cache_metrics(e).prefix.misses, 0); /* off: never consulted */
+    omnic__engine_destroy(e);
+    const int64_t chunks[2] = {16, 5};
+    size_t block_bytes = 0;
+    for (int c = 0; c < 2; c++) {
+        e = engine_prefix(dir, 2, chunks[c], 0, 16);
+        sink_init(&on[0]);
+        run_one(e, req(prompts[0], LEN, 10, &on[0]), &on[0]); /* stores blocks 0 and 1 (32 rows) */
+        assert_int_equal(on[0].cached_tokens, 0);
+        sink_init(&on[1]);
+        run_one(e, req(prompts[1], LEN, 10, &on[1]), &on[1]); /* reuses them (the slot reused too) */
+        assert_int_equal(on[1].cached_tokens, 32);
+        uint64_t id;
+        omnic_err err;
+        for (int i = 2; i < N; i++) { /* two at once */
+            sink_init(&on[i]);
+            omnic__gen_request r = req(prompts[i], LEN, 10, &on[i]);
+            assert_int_equal(omnic__engine_submit(e, &r, &id, &err), OMNIC_OK);
+        }
+        expect_same_tokens(on, off, N);
+        omnic__metrics mm = cache_metrics(e);
+        assert_int_equal(mm.prefix.reused_rows, 3 * 32);
+        assert_int_equal(mm.prefix.hits, 3 * 2);
+        assert_int_equal(mm.prefix.entries, 2); /* the shared blocks (47 rows hold 2 whole blocks) */
+        assert_int_equal(mm.prefix.misses, 1); /* the first prompt's lookup */
+        block_bytes = mm.prefix.bytes / mm.prefix.entries;
+        /* the same prompt again: its last block holds its last row, so 32 rows, not 47 */
+        static sink again;
+        sink_init(&again);
+        run_one(e, req(prompts[0], 33, 10, &again), &again);
+        assert_int_equal(again.cached_tokens, 32);
+        omnic__engine_destroy(e);
+    }
+    /* a budget of one block and a half */
+    e = engine_prefix(dir, 1, 16, (int64_t)(block_bytes * 3 / 2), 16);
+    for (int i = 0; i < N; i++) {
+        sink_init(&on[i]);
+        run_one(e, req(prompts[i], LEN, 10, &on[i]), &on[i]);
+    }
+    expect_same_tokens(on, off, N);
+    omnic__metrics mm = cache_metrics(e);
+    assert_true(mm.prefix.evictions > 0);
+    assert_int_equal(mm.prefix.entries, 1);
+    omnic__engine_destroy(e);
+
+    /* an image prompt twice: the second restores the rows before its last block */
+    char llava[160];
+    snprintf(llava, sizeof llava, "%s/llava", dir);
+    static image_req ir;
+    static sink img[2];
+    e = engine_prefix(llava, 1, 16, 0, 4);
+    image_req_init(&ir, omnic__engine_model(e), 0);
+    for (int k = 0; k < 2; k++) {
+        sink_init(&img[k]);
+        omnic__gen_request r = req(ir.prompt, ir.n, 8, &img[k]);
+        r.media = ir.media, r.n_media = 1;
+        run_one(e, r, &img[k]);
+    }
+    assert_int_equal(img[0].cached_tokens, 0);
+    assert_true(img[1].cached_tokens > 0);
+    assert_true(cache_metrics(e).prefix.reused_rows > 9); /* past the image's 9 rows */
+    expect_same_tokens(&img[1], &img[0], 1);
+    omnic__engine_destroy(e);
+    omnic__media_item_deinit(&ir.item);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -869,6 +967,7 @@ int main(void)
         cmocka_unit_test(test_queued_timeout),
         cmocka_unit_test(test_fair_admission),
         cmocka_unit_test(test_encoder_cache),
+        cmocka_unit_test(test_prefix_cache),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
