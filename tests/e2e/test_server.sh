@@ -2,7 +2,8 @@
 # End-to-end tests of `omnic serve` on a tiny qwen2 checkpoint, on 127.0.0.1 with free ports:
 # the official OpenAI Node client (tests/oracle/server_client.mjs), curl, and Python checks
 # (tests/e2e/server/checks.py): malformed-request matrix, 8 concurrent streams on 4 slots ==
-# alone, disconnect cancels, a client that stops reading is cancelled, 429 on queue overflow,
+# alone, disconnect cancels, prefix-cache reuse reported in usage, a client that stops reading
+# is cancelled, 429 on queue overflow,
 # timeouts, RSS over 1000 requests (release
 # builds only: skipped when $OMNIC contains "asan"), SIGTERM drain, SIGINT past the drain
 # deadline, load failure, 503 while loading. Run by scripts/test.sh with
@@ -81,6 +82,7 @@ echo "curl: health, models, CORS, SSE stream, token-id prompts, tokenize/detoken
 $PY $CHECKS matrix "$PORT" "$KEY" 4 $MAX_BODY || fail "malformed-request matrix"
 $PY $CHECKS concurrency "$PORT" "$KEY" || fail "concurrency"
 $PY $CHECKS disconnect "$PORT" "$KEY" || fail "disconnect"
+$PY $CHECKS prefix_cache "$PORT" "$KEY" || fail "prefix cache"
 case "$OMNIC" in
 *asan*) echo "rss: skipped under ASan (release builds only)" ;;
 *) $PY $CHECKS rss "$PORT" "$KEY" "$MAIN" 1000 || fail "rss" ;;

@@ -644,6 +644,38 @@ def deadline(pid):
     print(f"deadline: stream cancelled {time.time() - t0:.2f} s after SIGINT (deadline 0.5 s)", flush=True)
 
 
+def prefix_cache():
+    """A long system prompt shared by two conversations: the second reports cached prompt tokens
+    (usage.prompt_tokens_details.cached_tokens, also in the streamed usage chunk), gives the same
+    text as when it ran first on a cold cache (checked by asking it twice around another prompt),
+    and /metrics counts the reused rows."""
+    system = "You are a careful assistant. " * 12
+    def ask(user, streamed=False):
+        body = {"messages": [{"role": "system", "content": system}, {"role": "user", "content": user}],
+                "max_tokens": 12, "temperature": 0}
+        if streamed:
+            body.update(stream=True, stream_options={"include_usage": True})
+            st, events, _ = stream("/v1/chat/completions", body)
+            usage = [json.loads(e)["usage"] for e in events if e != "[DONE]" and json.loads(e).get("usage")]
+            return st, usage[-1] if usage else None
+        st, _, js = post("/v1/chat/completions", body)
+        return st, js
+    before = metrics().get("omnic_prefix_cache_reused_rows_total", 0)
+    st, a = ask("What is a fox?")
+    check(st == 200, "first conversation", a)
+    st, b = ask("What is a dog?")
+    cached = b["usage"].get("prompt_tokens_details", {}).get("cached_tokens") if st == 200 else None
+    check(st == 200 and cached and 0 < cached < b["usage"]["prompt_tokens"],
+          "the second reports cached prompt tokens", b and b.get("usage"))
+    st, a2 = ask("What is a fox?")
+    check(st == 200 and a2["choices"][0]["message"]["content"] == a["choices"][0]["message"]["content"],
+          "a cached prompt gives the text it gave on a cold cache", (a, a2))
+    st, su = ask("What is a dog?", streamed=True)
+    check(st == 200 and su and su.get("prompt_tokens_details", {}).get("cached_tokens", 0) > 0,
+          "the streamed usage chunk reports cached tokens", su)
+    check(metrics().get("omnic_prefix_cache_reused_rows_total", 0) > before, "/metrics counts reused rows")
+
+
 def main():
     global PORT, KEY
     what, PORT, KEY = sys.argv[1], int(sys.argv[2]), sys.argv[3]
@@ -664,6 +696,8 @@ def main():
         slow()
     elif what == "deadline":
         deadline(int(args[0]))
+    elif what == "prefix_cache":
+        prefix_cache()
     else:
         sys.exit(f"unknown check {what}")
     print(f"{what}: {checks - failures}/{checks} checks passed", flush=True)
