@@ -8,7 +8,10 @@ Starts `omnic serve` on the given checkpoint (or uses --url), then:
      errors;
   2. interference: --streams clients decoding while one client sends a --long-prompt token
      prompt; reports the decoding streams' inter-token latency p99 during the long prefill vs
-     without it.
+     without it;
+  3. prefix cache (--shared-prefix N): a prompt of N random tokens + 16, then another with the
+     same N tokens and a different tail; reports both TTFTs and the ratio (the second reuses
+     the first's KV blocks).
 Inter-token latency comes from stream_options.continuous_usage_stats: every chunk carries the
 tokens generated so far, so a chunk covering k tokens counts as k gaps of (gap / k).
 Standard library only."""
@@ -175,6 +178,8 @@ def start_server(args):
         cmd += ["--chunk", str(args.chunk)]
     if args.step_tokens:
         cmd += ["--step-tokens", str(args.step_tokens)]
+    if args.prefix_cache_mb >= 0:
+        cmd += ["--prefix-cache-mb", str(args.prefix_cache_mb)]
     log = open(args.log, "w")
     p = subprocess.Popen(cmd, stderr=log, stdout=log)
     port = None
@@ -216,6 +221,9 @@ def main():
     ap.add_argument("--interference-tokens", type=int, default=160)
     ap.add_argument("--interference-delay", type=float, default=5.0,
                     help="seconds the streams decode before the long prompt arrives")
+    ap.add_argument("--shared-prefix", type=int, default=0,
+                    help="prefix-cache run: two prompts sharing this many tokens (0: skip)")
+    ap.add_argument("--prefix-cache-mb", type=int, default=-1, help="server --prefix-cache-mb (-1: its default)")
     ap.add_argument("--log", default="/tmp/omnic-bench-serve.log")
     ap.add_argument("--json", help="also write the results here")
     args = ap.parse_args()
@@ -249,6 +257,16 @@ def main():
             ratio = lv["4"]["tok_s"] / lv["1"]["tok_s"]
             out["decode_ratio_4_vs_1"] = ratio
             print(f"\ntotal output throughput, concurrency 4 vs 1: {ratio:.2f}x (target >= 2.5x)")
+        if args.shared_prefix > 0:
+            shared = [rng.randrange(args.vocab) for _ in range(args.shared_prefix)]
+            ttft = []
+            for k in range(2):
+                tail = [rng.randrange(args.vocab) for _ in range(16)]
+                r = one_request(args.host, port, args.api_key, shared + tail, 4)
+                ttft.append(r.t_first - r.t_send if r.ok and r.t_first else float("nan"))
+            out["prefix_cache"] = {"shared": args.shared_prefix, "ttft_cold": ttft[0], "ttft_warm": ttft[1]}
+            print(f"prefix cache: {args.shared_prefix}-token shared prefix + 16: TTFT {ttft[0]:.3f} s cold, "
+                  f"{ttft[1]:.3f} s with the prefix cached: {ttft[0] / ttft[1]:.1f}x (target >= 10x)", flush=True)
         if args.long_prompt > 0:
             inter = interference(args, port, rng)
             out["interference"] = inter
