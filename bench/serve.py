@@ -263,6 +263,8 @@ def main():
             for k in range(2):
                 tail = [rng.randrange(args.vocab) for _ in range(16)]
                 r = one_request(args.host, port, args.api_key, shared + tail, 4)
+                if r.error:
+                    print(f"prefix cache: request {k}: {r.error}", flush=True)
                 ttft.append(r.t_first - r.t_send if r.ok and r.t_first else float("nan"))
             out["prefix_cache"] = {"shared": args.shared_prefix, "ttft_cold": ttft[0], "ttft_warm": ttft[1]}
             print(f"prefix cache: {args.shared_prefix}-token shared prefix + 16: TTFT {ttft[0]:.3f} s cold, "
