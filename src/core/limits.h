@@ -118,6 +118,11 @@
  * per block (--prefix-block): a prefix is reused in whole blocks. */
 #define OMNIC_PREFIX_CACHE_BYTES ((int64_t)512 << 20)
 #define OMNIC_PREFIX_BLOCK 32
+/* Encoders run in slices while streams decode: each slice takes about this share of a decode
+ * step (so the streams' inter-token latency rises by about that much), at least one node; the
+ * first slices, before a decode step was measured, take OMNIC_SLICE_FIRST_S times the share. */
+#define OMNIC_SLICE_SHARE 0.4
+#define OMNIC_SLICE_FIRST_S 0.05
 /* Queued requests the engine looks through for the fairest one to admit (engine.c). */
 #define OMNIC_FAIR_SCAN 1024
 

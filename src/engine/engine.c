@@ -92,6 +92,13 @@ struct omnic__engine {
     int *admitted;                /* [n_slots] scheduler scratch, allocated before its thread starts */
     omnic__blob_cache *enc_cache; /* projected media rows by item key; NULL: off */
     omnic__prefix_cache *prefix;  /* KV blocks of earlier prompts; NULL: off */
+    /* The encode in progress, run in slices between decode steps (one at a time: the encoder
+     * module is the model's): its slot (-1: none), module, output indices, start time. */
+    int enc_slot;
+    omnic__module *enc_mod;
+    int enc_proj, enc_feat;
+    double enc_t0;
+    double step_ema; /* seconds of a decode step, a moving average (the slice budget's base) */
     int q_len, max_queue, busy;
     bool stopping, draining;
     uint64_t next_id;
@@ -168,6 +175,7 @@ static void finish(omnic__engine *e, int si, omnic__finish why, const char *erro
     omnic__detok_stream_deinit(&s->detok);
     omnic__stop_deinit(&s->stop);
     omnic__kv_pool_clear_slot(&e->model->kv, si);
+    if (e->enc_slot == si) e->enc_slot = -1; /* its unfinished encode is abandoned */
     s->phase = SLOT_FREE;
     s->generated = s->prefilled = 0;
     omnic_free(s->seq);
@@ -430,9 +438,11 @@ static omnic_status prefill_chunk(omnic__engine *e, int si, omnic_err *err)
     return OMNIC_OK;
 }
 
-/* Encodes the next image of slot si (one per step); after the last one, merges them into
- * the request's PreparedPrefill and moves the slot to PREFILL. */
-static omnic_status encode_next(omnic__engine *e, int si, omnic_err *err)
+/* Works on the next image of slot si: its rows from the encoder cache, or the encoder run for
+ * about budget seconds (0: to the end; a started encode continues in the next steps, holding
+ * the encoder); once an image's rows are in, the next image waits for the next step. After the
+ * last one, merges them into the request's PreparedPrefill and moves the slot to PREFILL. */
+static omnic_status encode_next(omnic__engine *e, int si, double budget, omnic_err *err)
 {
     slot *s = &e->slots[si];
     request *r = s->req;
@@ -444,12 +454,26 @@ static omnic_status encode_next(omnic__engine *e, int si, omnic_err *err)
     OMNIC_TRY(omnic__media_item_rows(m, it, &R, err));
     float *dst = r->projected + r->proj_rows * H;
     /* the same input encoded before: its rows (a stage dump wants the encoder's own outputs) */
-    bool cached = e->enc_cache && it->has_key && !r->on_encode &&
+    bool cached = e->enc_slot != si && e->enc_cache && it->has_key && !r->on_encode &&
                   omnic__blob_cache_get(e->enc_cache, it->key, (size_t)(R * H) * sizeof *dst, dst);
     if (!cached) {
-        double t0 = omnic__now();
-        OMNIC_TRY(omnic__media_encode(m, it, &proj, &feat, err));
-        omnic__metrics_observe_media(&e->metrics, OMNIC_MS_ENCODE, (int)it->modality, omnic__now() - t0);
+        if (e->enc_slot != si) { /* start it: inputs bound into the encoder module */
+            OMNIC_TRY(omnic__media_encode_start(m, it, &e->enc_mod, &e->enc_proj, &e->enc_feat, err));
+            e->enc_slot = si;
+            e->enc_t0 = omnic__now();
+        }
+        bool done = false;
+        omnic_status rs = omnic__module_run(e->enc_mod, budget, &r->cancel, &done, err);
+        omnic__metrics_encode_slice(&e->metrics, budget);
+        if (rs != OMNIC_OK || !done) {
+            if (rs != OMNIC_OK) e->enc_slot = -1;
+            return rs; /* the rest in the next steps */
+        }
+        e->enc_slot = -1;
+        proj = omnic__module_output(e->enc_mod, e->enc_proj);
+        feat = e->enc_feat >= 0 ? omnic__module_output(e->enc_mod, e->enc_feat) : NULL;
+        omnic__metrics_observe_media(&e->metrics, OMNIC_MS_ENCODE, (int)it->modality,
+                                     omnic__now() - e->enc_t0);
         if (proj->dims[0] != R || proj->dims[1] != H)
             return OMNIC_FAIL(err, OMNIC_E_INTERNAL,
                               "the encoder gave [%lld, %lld] rows, expected [%lld, %lld]",
@@ -534,7 +558,9 @@ static void decode_call(omnic__engine *e, int n_dec, int pf, int64_t pf_rows)
     if (!n_dec && pf < 0) return;
     double t0 = omnic__now();
     decode_run(e, n_dec, pf, pf_rows);
-    omnic__metrics_observe(&e->metrics, OMNIC_H_STEP, omnic__now() - t0);
+    double dt = omnic__now() - t0;
+    omnic__metrics_observe(&e->metrics, OMNIC_H_STEP, dt);
+    if (pf < 0) e->step_ema = e->step_ema > 0 ? 0.8 * e->step_ema + 0.2 * dt : dt;
 }
 
 static void decode_run(omnic__engine *e, int n_dec, int pf, int64_t pf_rows)
@@ -603,13 +629,21 @@ static void step(omnic__engine *e)
     for (int i = 0; i < e->n_slots; i++) {
         int si = (e->prefill_rr + i) % e->n_slots;
         if (e->slots[si].phase != SLOT_PREFILL && e->slots[si].phase != SLOT_ENCODE) continue;
+        if (e->slots[si].phase == SLOT_ENCODE && e->enc_slot >= 0 && e->enc_slot != si)
+            continue; /* the encoder is busy with another slot's image */
         pf = si;
         e->prefill_rr = (si + 1) % e->n_slots;
         break;
     }
-    if (pf >= 0 && e->slots[pf].phase == SLOT_ENCODE) { /* this step's prefill work: one image */
+    if (pf >= 0 && e->slots[pf].phase == SLOT_ENCODE) { /* this step's prefill work: an encoder slice */
         omnic_err err;
-        omnic_status st = encode_next(e, pf, &err);
+        bool decoding = false;
+        for (int i = 0; i < e->n_slots; i++)
+            decoding |= e->slots[i].phase == SLOT_DECODE;
+        /* with streams decoding, a slice of OMNIC_SLICE_SHARE of their step; alone, all of it */
+        double budget =
+            !decoding ? 0 : OMNIC_SLICE_SHARE * (e->step_ema > 0 ? e->step_ema : OMNIC_SLICE_FIRST_S);
+        omnic_status st = encode_next(e, pf, budget, &err);
         if (st == OMNIC_E_CANCELLED)
             finish(e, pf, OMNIC_FINISH_CANCELLED, NULL);
         else if (st != OMNIC_OK)
@@ -850,6 +884,7 @@ omnic_status omnic__engine_create(const char *dir, const omnic__engine_opts *opt
                         omnic__gen_defaults_describe(&e->gen, what, sizeof what));
     }
     e->n_slots = e->model->n_slots;
+    e->enc_slot = -1;
     e->slots = omnic_alloc_array((size_t)e->n_slots, sizeof *e->slots);
     const size_t step_rows = (size_t)e->n_slots + (size_t)e->model->step_tokens;
     e->dec_tok = omnic_alloc_array(step_rows, sizeof *e->dec_tok);

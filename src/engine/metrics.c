@@ -168,6 +168,14 @@ void omnic__metrics_encoder_cache(omnic__metrics *m, uint64_t hits, uint64_t mis
     pthread_mutex_unlock(&m->mu);
 }
 
+void omnic__metrics_encode_slice(omnic__metrics *m, double budget_s)
+{
+    pthread_mutex_lock(&m->mu);
+    m->encode_slices++;
+    m->slice_budget_s = budget_s;
+    pthread_mutex_unlock(&m->mu);
+}
+
 void omnic__metrics_prefix_cache(omnic__metrics *m, const omnic__prefix_stats *s)
 {
     pthread_mutex_lock(&m->mu);
@@ -231,6 +239,13 @@ omnic_status omnic__metrics_render(const omnic__metrics *s, char **out, size_t *
         (unsigned long long)s->enc_cache_hits, (unsigned long long)s->enc_cache_misses,
         (unsigned long long)s->enc_cache_evictions, (long long)s->enc_cache_bytes,
         (long long)s->enc_cache_entries);
+    put(&b,
+        "# HELP omnic_encode_slices_total Encoder runs between decode steps (an image takes one when "
+        "nothing decodes, more while streams decode).\n"
+        "# TYPE omnic_encode_slices_total counter\nomnic_encode_slices_total %llu\n"
+        "# HELP omnic_encode_slice_budget_seconds The last encoder slice's time budget (0: unbounded).\n"
+        "# TYPE omnic_encode_slice_budget_seconds gauge\nomnic_encode_slice_budget_seconds %.6f\n",
+        (unsigned long long)s->encode_slices, s->slice_budget_s);
     put(&b,
         "# HELP omnic_prefix_cache_hits_total Prompt blocks whose KV rows came from the prefix cache.\n"
         "# TYPE omnic_prefix_cache_hits_total counter\nomnic_prefix_cache_hits_total %llu\n"

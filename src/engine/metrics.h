@@ -58,6 +58,8 @@ typedef struct omnic__metrics {
     uint64_t enc_cache_hits, enc_cache_misses, enc_cache_evictions; /* engine/blob_cache.h */
     int64_t enc_cache_bytes, enc_cache_entries;
     omnic__prefix_stats prefix; /* engine/prefix_cache.h */
+    uint64_t encode_slices;     /* encoder runs between decode steps */
+    double slice_budget_s;      /* the last slice's time budget (0: unbounded, nothing decoding) */
     int64_t slots_busy, slots_total, queue_depth;
     omnic__histogram hist[OMNIC_H_COUNT];
     omnic__histogram media[OMNIC_MS_COUNT][OMNIC_METRIC_MODALITIES];
@@ -76,6 +78,8 @@ void omnic__metrics_steps(omnic__metrics *m, uint64_t prefill_chunks, uint64_t d
 /* The encoder cache's counters (totals, as the cache keeps them). */
 void omnic__metrics_encoder_cache(omnic__metrics *m, uint64_t hits, uint64_t misses, uint64_t evictions,
                                   size_t bytes, size_t entries);
+/* One encoder slice ran with this budget (seconds; 0: to the end). */
+void omnic__metrics_encode_slice(omnic__metrics *m, double budget_s);
 /* The prefix cache's counters (totals, as the cache keeps them). */
 void omnic__metrics_prefix_cache(omnic__metrics *m, const omnic__prefix_stats *s);
 /* A consistent copy. */

@@ -170,15 +170,16 @@ static omnic_status clip_item_rows(const omnic__model *m, const omnic__media_ite
     return OMNIC_OK;
 }
 
-static omnic_status clip_encode(omnic__model *m, const omnic__media_item *it, const omnic__tensor **projected,
-                                const omnic__tensor **features, omnic_err *err)
+static omnic_status clip_encode_start(omnic__model *m, const omnic__media_item *it, omnic__module **mod,
+                                      int *projected, int *features, omnic_err *err)
 {
     omnic__clip_media *c = state(m);
     const omnic__tensor *in[1] = {it->input};
     omnic__call call = {.n = 1, .inputs = in, .n_inputs = 1};
-    OMNIC_TRY(omnic__module_call(&c->encode, &call, err));
-    *projected = omnic__module_output(&c->encode, c->projected);
-    if (features) *features = omnic__module_output(&c->encode, c->features);
+    OMNIC_TRY(omnic__module_start(&c->encode, &call, err));
+    *mod = &c->encode;
+    *projected = c->projected;
+    *features = c->features;
     return OMNIC_OK;
 }
 
@@ -363,7 +364,7 @@ const omnic__media_ops omnic__media_clip_image = {
     .proc_max_pixels = clip_proc_max_pixels,
     .preprocess = clip_preprocess,
     .item_rows = clip_item_rows,
-    .encode = clip_encode,
+    .encode_start = clip_encode_start,
     .encode_cost = clip_encode_cost,
     .merge = clip_merge,
     .expand_prompt = clip_expand_prompt,

@@ -167,9 +167,22 @@ omnic_status omnic__media_encode(omnic__model *m, const omnic__media_item *it,
                                  const omnic__tensor **projected, const omnic__tensor **features,
                                  omnic_err *err)
 {
+    omnic__module *mod;
+    int pi, fi;
+    OMNIC_TRY(omnic__media_encode_start(m, it, &mod, &pi, &fi, err));
+    bool done;
+    OMNIC_TRY(omnic__module_run(mod, 0, NULL, &done, err));
+    *projected = omnic__module_output(mod, pi);
+    if (features) *features = fi >= 0 ? omnic__module_output(mod, fi) : NULL;
+    return OMNIC_OK;
+}
+
+omnic_status omnic__media_encode_start(omnic__model *m, const omnic__media_item *it, omnic__module **mod,
+                                       int *projected, int *features, omnic_err *err)
+{
     const omnic__media_ops *o = ops_of(m, it->modality);
     if (!o || !o->ready(m)) return not_taken(m, it->modality, err);
-    return o->encode(m, it, projected, features, err);
+    return o->encode_start(m, it, mod, projected, features, err);
 }
 
 void omnic__media_encode_cost(const omnic__model *m, const omnic__media_item *it, omnic__encode_cost *out)

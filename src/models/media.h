@@ -26,6 +26,7 @@
 #include "core/tensor.h"
 #include "mm/image.h"
 #include "mm/prepared.h"
+#include "runtime/module.h"
 
 typedef enum omnic__modality {
     OMNIC_MODALITY_TEXT,
@@ -119,10 +120,11 @@ typedef struct omnic__media_ops {
     /* Checks an item against m's encoder and gives the rows its placeholder expands to. */
     omnic_status (*item_rows)(const struct omnic__model *m, const omnic__media_item *it, int64_t *rows,
                               omnic_err *err);
-    /* Runs the encoder on one item: *projected [rows, H_text] (and *features, the encoder's
-     * selected hidden state, when not NULL), valid until the next encode call. */
-    omnic_status (*encode)(struct omnic__model *m, const omnic__media_item *it,
-                           const omnic__tensor **projected, const omnic__tensor **features, omnic_err *err);
+    /* Starts the encoder on one item (omnic__module_start: inputs checked and bound, nothing run
+     * yet) and names its module and the outputs the caller reads once it has run: *projected
+     * [rows, H_text] and *features (the encoder's selected hidden state; -1: none). */
+    omnic_status (*encode_start)(struct omnic__model *m, const omnic__media_item *it, omnic__module **mod,
+                                 int *projected, int *features, omnic_err *err);
     /* What one encode of it costs (benchmarks). */
     void (*encode_cost)(const struct omnic__model *m, const omnic__media_item *it, omnic__encode_cost *out);
     /* logical [n] (one placeholder per item) + projected (every item's rows in order,
@@ -184,9 +186,15 @@ omnic_status omnic__media_preprocess(const omnic__media_proc *p, const omnic__de
  * take the item's modality). */
 omnic_status omnic__media_item_rows(const struct omnic__model *m, const omnic__media_item *it, int64_t *rows,
                                     omnic_err *err);
+/* The whole encode: encode_start, then the module run to the end. *projected (and *features when
+ * not NULL) valid until the next encode. */
 omnic_status omnic__media_encode(struct omnic__model *m, const omnic__media_item *it,
                                  const omnic__tensor **projected, const omnic__tensor **features,
                                  omnic_err *err);
+/* encode_start alone, for a caller that runs the module in slices between other work
+ * (omnic__module_run); the table's outputs as encode_start gives them. */
+omnic_status omnic__media_encode_start(struct omnic__model *m, const omnic__media_item *it,
+                                       omnic__module **mod, int *projected, int *features, omnic_err *err);
 void omnic__media_encode_cost(const struct omnic__model *m, const omnic__media_item *it,
                               omnic__encode_cost *out);
 /* Items all of one modality (the prompt's placeholders of that modality, in order). */

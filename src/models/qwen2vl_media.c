@@ -204,10 +204,15 @@ static omnic_status qwen_item_rows(const omnic__model *m, const omnic__media_ite
     return OMNIC_OK;
 }
 
-static omnic_status qwen_encode(omnic__model *m, const omnic__media_item *it, const omnic__tensor **projected,
-                                const omnic__tensor **features, omnic_err *err)
+static omnic_status qwen_encode_start(omnic__model *m, const omnic__media_item *it, omnic__module **mod,
+                                      int *projected, int *features, omnic_err *err)
 {
-    return omnic__qvit_encode(&state(m)->enc, it->input, it->grid, 1, projected, features, err);
+    omnic__qvit_encoder *e = &state(m)->enc;
+    OMNIC_TRY(omnic__qvit_encode_start(e, it->input, it->grid, 1, err));
+    *mod = &e->m;
+    *projected = e->out_projected;
+    *features = e->out_features;
+    return OMNIC_OK;
 }
 
 /* Patch embedding, per layer q/k/v/o, attention within the frame (Qwen2.5-VL: windows on most
@@ -343,7 +348,7 @@ const omnic__media_ops omnic__media_qwen2vl_image = {
     .proc_max_pixels = qwen_proc_max_pixels,
     .preprocess = qwen_preprocess,
     .item_rows = qwen_item_rows,
-    .encode = qwen_encode,
+    .encode_start = qwen_encode_start,
     .encode_cost = qwen_encode_cost,
     .merge = qwen_merge,
     .describe = qwen_describe,

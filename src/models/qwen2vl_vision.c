@@ -596,6 +596,17 @@ omnic_status omnic__qvit_encode(omnic__qvit_encoder *e, const omnic__tensor *pat
                                 int n_images, const omnic__tensor **projected, const omnic__tensor **features,
                                 omnic_err *err)
 {
+    OMNIC_TRY(omnic__qvit_encode_start(e, patches, grids, n_images, err));
+    bool done;
+    OMNIC_TRY(omnic__module_run(&e->m, 0, NULL, &done, err));
+    *projected = omnic__module_output(&e->m, e->out_projected);
+    if (features) *features = omnic__module_output(&e->m, e->out_features);
+    return OMNIC_OK;
+}
+
+omnic_status omnic__qvit_encode_start(omnic__qvit_encoder *e, const omnic__tensor *patches,
+                                      const int64_t *grids, int n_images, omnic_err *err)
+{
     const omnic__qvit_config *c = &e->v->cfg;
     const int64_t K = c->patch_dim;
     if (!patches || patches->dtype != OMNIC_DTYPE_F32 || patches->ndim != 2 || patches->dims[1] != K ||
@@ -652,9 +663,7 @@ omnic_status omnic__qvit_encode(omnic__qvit_encoder *e, const omnic__tensor *pat
         ins[i] = &in[i];
     }
     omnic__call call = {.n = n, .inputs = ins, .n_inputs = n_in};
-    if ((s = omnic__module_call(&e->m, &call, err)) != OMNIC_OK) goto out;
-    *projected = omnic__module_output(&e->m, e->out_projected);
-    if (features) *features = omnic__module_output(&e->m, e->out_features);
+    s = omnic__module_start(&e->m, &call, err); /* the inputs are copied: meta may go */
 out:
     omnic__qvit_meta_deinit(&meta);
     return s;

@@ -170,5 +170,9 @@ void omnic__qvit_encoder_deinit(omnic__qvit_encoder *e);
 omnic_status omnic__qvit_encode(omnic__qvit_encoder *e, const omnic__tensor *patches, const int64_t *grids,
                                 int n_images, const omnic__tensor **projected, const omnic__tensor **features,
                                 omnic_err *err);
+/* The same, started only (omnic__module_start on e->m): the caller runs e->m (omnic__module_run)
+ * and reads outputs out_projected / out_features. */
+omnic_status omnic__qvit_encode_start(omnic__qvit_encoder *e, const omnic__tensor *patches,
+                                      const int64_t *grids, int n_images, omnic_err *err);
 
 #endif

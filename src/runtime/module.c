@@ -6,12 +6,14 @@
 #include "core/arena.h"
 #include "core/dtype.h"
 #include "core/panic.h"
+#include "core/sync.h"
 #include "runtime/module.h"
 
 omnic_status omnic__module_init(omnic__module *m, const char *name, const char *contract, int64_t capacity,
                                 omnic_err *err)
 {
     memset(m, 0, sizeof *m);
+    m->next_node = -1;
     snprintf(m->name, sizeof m->name, "%s", name);
     snprintf(m->contract, sizeof m->contract, "%s", contract);
     return omnic__graph_init(&m->graph, capacity, err);
@@ -232,6 +234,9 @@ typedef struct exec_ctx {
     omnic__barrier barrier;
     const atomic_bool *cancel;
     atomic_bool stop;
+    int from;        /* first node to run */
+    double deadline; /* omnic__now() past which no further node starts; 0: none */
+    atomic_int next; /* the node after the last one run */
 } exec_ctx;
 
 static void exec_task(void *arg, int ith, int nth)
@@ -239,18 +244,45 @@ static void exec_task(void *arg, int ith, int nth)
     exec_ctx *x = arg;
     omnic__graph *g = &x->m->graph;
     void *work = x->m->mem + x->m->plan.inter_bytes + x->m->plan.input_bytes;
-    for (int n = 0; n < g->n_nodes; n++) {
+    for (int n = x->from; n < g->n_nodes; n++) {
         const omnic__node *node = &g->nodes[n].node;
         x->m->backend->kernel[node->op](node, ith, nth, work);
-        if (ith == 0 && x->cancel && atomic_load(x->cancel)) atomic_store(&x->stop, true);
+        if (ith == 0) {
+            atomic_store(&x->next, n + 1);
+            if (x->cancel && atomic_load(x->cancel)) atomic_store(&x->stop, true);
+            if (x->deadline > 0 && n + 1 < g->n_nodes && omnic__now() >= x->deadline)
+                atomic_store(&x->next, -(n + 1));
+        }
         omnic__barrier_wait(&x->barrier);
-        if (atomic_load(&x->stop)) return; /* every thread sees the same value after the barrier */
+        /* every thread sees the same values after the barrier */
+        if (atomic_load(&x->stop) || atomic_load(&x->next) < 0) return;
     }
 }
 
-omnic_status omnic__module_call(omnic__module *m, const omnic__call *c, omnic_err *err)
+/* Runs nodes from m->next_node until the end, the deadline (0: none) or cancel. */
+static omnic_status run_nodes(omnic__module *m, double deadline, const atomic_bool *cancel, omnic_err *err)
+{
+    exec_ctx x = {.m = m, .cancel = cancel, .from = m->next_node, .deadline = deadline};
+    atomic_init(&x.stop, false);
+    atomic_init(&x.next, m->next_node);
+    omnic__barrier_init(&x.barrier, m->nth);
+    if (m->nth > 1)
+        omnic__threadpool_run_n(m->pool, m->nth, exec_task, &x);
+    else
+        exec_task(&x, 0, 1);
+    if (atomic_load(&x.stop)) {
+        m->next_node = -1;
+        return OMNIC_FAIL(err, OMNIC_E_CANCELLED, "%s: cancelled", m->name);
+    }
+    int next = atomic_load(&x.next);
+    m->next_node = next < 0 ? -next : -1; /* paused at a node boundary, or done */
+    return OMNIC_OK;
+}
+
+omnic_status omnic__module_start(omnic__module *m, const omnic__call *c, omnic_err *err)
 {
     OMNIC_CHECK(m->finalized);
+    m->next_node = -1;
     if (c->n < 1 || c->n > m->graph.capacity)
         return OMNIC_FAIL(err, OMNIC_E_CAPACITY, "%s: %lld rows in one call, the module takes 1..%lld",
                           m->name, (long long)c->n, (long long)m->graph.capacity);
@@ -270,14 +302,27 @@ omnic_status omnic__module_call(omnic__module *m, const omnic__call *c, omnic_er
         size_t bytes = omnic__tensor_bytes(dst);
         if (bytes) memcpy(dst->data, c->inputs[i]->data, bytes);
     }
-    exec_ctx x = {.m = m, .cancel = c->cancel};
-    atomic_init(&x.stop, false);
-    omnic__barrier_init(&x.barrier, m->nth);
-    if (m->nth > 1)
-        omnic__threadpool_run_n(m->pool, m->nth, exec_task, &x);
-    else
-        exec_task(&x, 0, 1);
-    if (atomic_load(&x.stop)) return OMNIC_FAIL(err, OMNIC_E_CANCELLED, "%s: cancelled", m->name);
+    m->next_node = 0;
+    return OMNIC_OK;
+}
+
+omnic_status omnic__module_run(omnic__module *m, double budget_s, const atomic_bool *cancel, bool *done,
+                               omnic_err *err)
+{
+    *done = false;
+    if (m->kv_layers > 0)
+        return OMNIC_FAIL(err, OMNIC_E_INTERNAL, "%s: modules with a KV cache are not run in slices",
+                          m->name);
+    if (m->next_node < 0) return OMNIC_FAIL(err, OMNIC_E_INVALID, "%s: no call started", m->name);
+    OMNIC_TRY(run_nodes(m, budget_s > 0 ? omnic__now() + budget_s : 0, cancel, err));
+    *done = m->next_node < 0;
+    return OMNIC_OK;
+}
+
+omnic_status omnic__module_call(omnic__module *m, const omnic__call *c, omnic_err *err)
+{
+    OMNIC_TRY(omnic__module_start(m, c, err));
+    OMNIC_TRY(run_nodes(m, 0, c->cancel, err));
     if (m->kv_layers > 0) {
         if (c->row_slots)
             for (int64_t r = 0; r < c->n; r++)

@@ -45,6 +45,7 @@ typedef struct omnic__module {
     omnic__plan plan;
     uint8_t *mem; /* owned, plan.total_bytes */
     bool finalized;
+    int next_node; /* a started call (omnic__module_start): the next node to run; -1: none */
 } omnic__module;
 
 /* A call of n rows. With a KV pool, rows map to cache rows in one of two ways:
@@ -82,6 +83,17 @@ omnic_status omnic__module_constrain(omnic__module *m, const char *name, int64_t
  * are advanced (one sequence: len = kv_start + n; per row: len + 1). On failure no
  * length changes (cache rows past a slot's length may have been written). */
 omnic_status omnic__module_call(omnic__module *m, const omnic__call *c, omnic_err *err);
+/* A call run in slices (encoders between decode steps): start checks the call, binds it and
+ * copies its inputs as omnic__module_call does, without running anything; run then runs nodes
+ * in order for about budget_s seconds (at least one node; budget_s <= 0: to the end) and sets
+ * *done when the last one ran (outputs then readable). Between start and done the module
+ * must not be called otherwise; a new start abandons an unfinished call. Modules that use KV
+ * are not run this way (E_INTERNAL). run: E_CANCELLED when *cancel was set (checked between
+ * nodes; the call is then abandoned), E_INVALID when no call is started. */
+omnic_status omnic__module_start(omnic__module *m, const omnic__call *c, omnic_err *err);
+omnic_status omnic__module_run(omnic__module *m, double budget_s, const atomic_bool *cancel, bool *done,
+                               omnic_err *err);
+
 /* Output i (borrowed, valid until the next call). */
 const omnic__tensor *omnic__module_output(const omnic__module *m, int i);
 /* Index of the output named name, or -1. */

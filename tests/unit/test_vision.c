@@ -260,6 +260,49 @@ static void test_reference(void **state)
 
 /* Old and new weight spellings hold the same values (mktiny seeds by the old name):
  * the same projected rows, bit for bit, and the same prompt logits. */
+/* The encoder run in slices (omnic__module_start + omnic__module_run with a budget that stops
+ * after every node) gives bit for bit what one whole run gives; a cancel between slices stops
+ * it, and a new start begins afresh. */
+static void test_slices(void **state)
+{
+    (void)state;
+    omnic__model *m = open_model("clip-llama", "cpu");
+    omnic__tensor *pix = pixels(m, 3);
+    const omnic__tensor *proj, *feat;
+    omnic_err err;
+    assert_int_equal(encode_image(m, pix, &proj, &feat, &err), OMNIC_OK);
+    const size_t nb = omnic__tensor_bytes(proj);
+    void *whole = malloc(nb);
+    memcpy(whole, proj->data, nb);
+    omnic__media_item it = {.modality = OMNIC_MODALITY_IMAGE, .input = pix, .grid = {1, 1, 1}};
+    omnic__module *mod;
+    int pi, fi;
+    assert_int_equal(omnic__media_encode_start(m, &it, &mod, &pi, &fi, &err), OMNIC_OK);
+    bool done = false;
+    int slices = 0;
+    while (!done) {
+        assert_int_equal(omnic__module_run(mod, 1e-9, NULL, &done, &err), OMNIC_OK);
+        slices++;
+    }
+    assert_int_equal(slices, mod->graph.n_nodes); /* one node per slice */
+    assert_memory_equal(omnic__module_output(mod, pi)->data, whole, nb);
+    assert_int_equal(omnic__module_run(mod, 0, NULL, &done, &err), OMNIC_E_INVALID); /* nothing started */
+    atomic_bool cancel = false;
+    assert_int_equal(omnic__media_encode_start(m, &it, &mod, &pi, &fi, &err), OMNIC_OK);
+    assert_int_equal(omnic__module_run(mod, 1e-9, &cancel, &done, &err), OMNIC_OK);
+    assert_false(done);
+    atomic_store(&cancel, true);
+    assert_int_equal(omnic__module_run(mod, 1e-9, &cancel, &done, &err), OMNIC_E_CANCELLED);
+    assert_int_equal(omnic__module_run(mod, 0, NULL, &done, &err), OMNIC_E_INVALID);
+    assert_int_equal(omnic__media_encode_start(m, &it, &mod, &pi, &fi, &err), OMNIC_OK); /* afresh */
+    assert_int_equal(omnic__module_run(mod, 0, NULL, &done, &err), OMNIC_OK);
+    assert_true(done);
+    assert_memory_equal(omnic__module_output(mod, pi)->data, whole, nb);
+    free(whole);
+    omnic__tensor_destroy(pix);
+    omnic__model_close(m);
+}
+
 static void test_spellings(void **state)
 {
     (void)state;
@@ -437,6 +480,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_reference),
+        cmocka_unit_test(test_slices),
         cmocka_unit_test(test_spellings),
         cmocka_unit_test(test_predicate_and_inputs),
         cmocka_unit_test(test_bad_configs),
