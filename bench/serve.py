@@ -16,6 +16,7 @@ Inter-token latency comes from stream_options.continuous_usage_stats: every chun
 tokens generated so far, so a chunk covering k tokens counts as k gaps of (gap / k).
 Standard library only."""
 import argparse
+import base64
 import http.client
 import json
 import os
@@ -46,17 +47,26 @@ class Result:
         self.gaps = []  # (time of the chunk, per-token gap) pairs
 
 
-def one_request(host, port, key, prompt, max_tokens, timeout=3600):
+def one_request(host, port, key, prompt, max_tokens, timeout=3600, image=None):
+    """A streamed completion of token ids, or (image: a data URL) a streamed chat turn with that
+    image and a short question."""
     r = Result()
-    body = json.dumps({"prompt": prompt, "max_tokens": max_tokens, "ignore_eos": True, "temperature": 0,
-                       "stream": True, "stream_options": {"include_usage": True, "continuous_usage_stats": True}})
+    opts = {"max_tokens": max_tokens, "ignore_eos": True, "temperature": 0, "stream": True,
+            "stream_options": {"include_usage": True, "continuous_usage_stats": True}}
+    if image:
+        path = "/v1/chat/completions"
+        body = json.dumps(dict(opts, messages=[{"role": "user", "content": [
+            {"type": "image_url", "image_url": {"url": image}}, {"type": "text", "text": "Describe it."}]}]))
+    else:
+        path = "/v1/completions"
+        body = json.dumps(dict(opts, prompt=prompt))
     hdr = {"Content-Type": "application/json"}
     if key:
         hdr["Authorization"] = "Bearer " + key
     try:
         conn = http.client.HTTPConnection(host, port, timeout=timeout)
         r.t_send = time.time()
-        conn.request("POST", "/v1/completions", body=body, headers=hdr)
+        conn.request("POST", path, body=body, headers=hdr)
         resp = conn.getresponse()
         if resp.status != 200:
             r.error = f"HTTP {resp.status}: {resp.read()[:200]!r}"
@@ -133,10 +143,11 @@ def summarize(name, results, wall):
     return row
 
 
-def interference(args, port, rng):
-    """--streams decoding clients; after they warm up, one client sends a --long-prompt prompt.
-    The decoding streams' per-token gaps are split into those that fell inside the long request's
-    prefill window (send -> its first token) and those outside it."""
+def interference(args, port, rng, image=None):
+    """--streams decoding clients; after they warm up, one client sends a --long-prompt prompt (or,
+    with image, a data URL, a chat turn with that image). The decoding streams' per-token gaps are
+    split into those that fell inside the interfering request's window (send -> its first token)
+    and those outside it."""
     decode_tokens = args.interference_tokens
     results = []
     lock = threading.Lock()
@@ -153,7 +164,7 @@ def interference(args, port, rng):
         t.start()
     time.sleep(args.interference_delay)
     long_prompt = [rng.randrange(0, args.vocab) for _ in range(args.long_prompt)]
-    long = one_request(args.host, port, args.api_key, long_prompt, 4)
+    long = one_request(args.host, port, args.api_key, long_prompt, 4, image=image)
     for t in ts:
         t.join()
     lo, hi = long.t_send, long.t_first or long.t_end
@@ -178,6 +189,8 @@ def start_server(args):
         cmd += ["--chunk", str(args.chunk)]
     if args.step_tokens:
         cmd += ["--step-tokens", str(args.step_tokens)]
+    if args.encoder_cache_mb >= 0:
+        cmd += ["--encoder-cache-mb", str(args.encoder_cache_mb)]
     if args.prefix_cache_mb >= 0:
         cmd += ["--prefix-cache-mb", str(args.prefix_cache_mb)]
     log = open(args.log, "w")
@@ -221,6 +234,9 @@ def main():
     ap.add_argument("--interference-tokens", type=int, default=160)
     ap.add_argument("--interference-delay", type=float, default=5.0,
                     help="seconds the streams decode before the long prompt arrives")
+    ap.add_argument("--image", help="image interference run: a chat turn with this image (PNG/JPEG) while "
+                                    "--streams decode")
+    ap.add_argument("--encoder-cache-mb", type=int, default=-1, help="server --encoder-cache-mb (-1: its default)")
     ap.add_argument("--shared-prefix", type=int, default=0,
                     help="prefix-cache run: two prompts sharing this many tokens (0: skip)")
     ap.add_argument("--prefix-cache-mb", type=int, default=-1, help="server --prefix-cache-mb (-1: its default)")
@@ -257,6 +273,18 @@ def main():
             ratio = lv["4"]["tok_s"] / lv["1"]["tok_s"]
             out["decode_ratio_4_vs_1"] = ratio
             print(f"\ntotal output throughput, concurrency 4 vs 1: {ratio:.2f}x (target >= 2.5x)")
+        if args.image:
+            with open(args.image, "rb") as f:
+                mime = "image/png" if args.image.endswith(".png") else "image/jpeg"
+                url = f"data:{mime};base64," + base64.b64encode(f.read()).decode()
+            inter = interference(args, port, rng, image=url)
+            out["image_interference"] = inter
+            ratio = inter["during_p99"] / inter["base_p99"] if inter["base_p99"] else float("nan")
+            print(f"image interference: {args.streams} decoding streams while an image request is encoded and "
+                  f"prefilled ({inter['prefill_s']:.2f} s to its first token): ITL p99 {inter['during_p99'] * 1000:.0f} "
+                  f"ms (p50 {inter['during_p50'] * 1000:.0f}, {inter['during_n']} gaps) vs "
+                  f"{inter['base_p99'] * 1000:.0f} ms without: {ratio:.2f}x (target < 1.5x); errors {inter['errors']} "
+                  f"{inter['long_error'] or ''}", flush=True)
         if args.shared_prefix > 0:
             shared = [rng.randrange(args.vocab) for _ in range(args.shared_prefix)]
             ttft = []
