@@ -8,6 +8,11 @@
  * its request's callback. Slot-scoped state (KV rows, sampler, detokenizer, stop
  * matcher) is cleared on finish, cancel, error and reuse.
  *
+ * An image's encoder runs in slices of about OMNIC_SLICE_SHARE of a decode step while other
+ * slots decode (whole when nothing does), so streams never wait for a whole encode. A prompt
+ * starting with whole blocks of an earlier prompt's rows restores their K/V from the prefix
+ * cache (engine/prefix_cache.h) instead of prefilling them.
+ *
  * Thread safety: submit, cancel, metrics and drain may be called from any thread.
  * Callbacks run on the scheduler thread and must not block or call back into the engine
  * except omnic__engine_cancel. */
