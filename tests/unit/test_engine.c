@@ -19,6 +19,7 @@
 
 #include "core/sync.h"
 #include "engine/engine.h"
+#include "engine/prefix_cache.h"
 #include "models/clip_media.h"
 #include "models/media.h"
 #include "models/qwen2vl_media.h"
@@ -950,6 +951,62 @@ static void test_prefix_cache(void **state)
     omnic__media_item_deinit(&ir.item);
 }
 
+/* Prefix-cache keys: rooted in the bundle identity (another checkpoint's or KV dtype's blocks
+ * can never be found), chained (a block's key covers every row before it), and for embeddings
+ * prompts covering the rest of a span that crosses the block's end. */
+static void test_prefix_keys(void **state)
+{
+    (void)state;
+    omnic__kv_pool kv;
+    omnic_err err;
+    assert_int_equal(omnic__kv_pool_init(&kv, 1, 1, 64, 1, 4, OMNIC_DTYPE_F16, &err), OMNIC_OK);
+    omnic__prefix_cache *a, *b, *a2;
+    assert_int_equal(omnic__prefix_cache_create(1 << 20, 4, &kv, "identity-a", &a, &err), OMNIC_OK);
+    assert_int_equal(omnic__prefix_cache_create(1 << 20, 4, &kv, "identity-b", &b, &err), OMNIC_OK);
+    assert_int_equal(omnic__prefix_cache_create(1 << 20, 4, &kv, "identity-a", &a2, &err), OMNIC_OK);
+    int32_t t1[12] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}, t2[12];
+    memcpy(t2, t1, sizeof t1);
+    t2[1] = 99; /* differs in block 0 only */
+    uint8_t ka[3][32], kb[3][32], ka2[3][32], kc[3][32], kl[3][32];
+    assert_int_equal(omnic__prefix_cache_keys(a, t1, NULL, 12, 0, ka), 3);
+    assert_int_equal(omnic__prefix_cache_keys(b, t1, NULL, 12, 0, kb), 3);
+    assert_int_equal(omnic__prefix_cache_keys(a2, t1, NULL, 11, 0, ka2), 2); /* whole blocks only */
+    assert_int_equal(omnic__prefix_cache_keys(a, t2, NULL, 12, 0, kc), 3);
+    assert_int_equal(omnic__prefix_cache_keys(a, t1, NULL, 12, 1, kl), 3); /* the LongRoPE table */
+    for (int i = 0; i < 3; i++) {
+        assert_memory_not_equal(ka[i], kb[i], 32);
+        assert_memory_not_equal(ka[i], kc[i], 32); /* the chain carries block 0's change */
+        assert_memory_not_equal(ka[i], kl[i], 32);
+    }
+    assert_memory_equal(ka, ka2, 2 * 32);
+    /* an embeddings prompt: 12 rows of width 2, a span over rows 2..6 crossing block 0's end */
+    float emb[24], emb2[24];
+    int32_t pos[12];
+    for (int i = 0; i < 24; i++)
+        emb[i] = emb2[i] = (float)i;
+    for (int i = 0; i < 12; i++)
+        pos[i] = i;
+    emb2[2 * 5] = -1.0f; /* row 5: inside the span, after block 0 */
+    omnic__row_span sp = {2, 7};
+    omnic__prepared_prefill p1 = {.embeds = emb, .n_rows = 12, .hidden = 2, .positions = pos, .spans = &sp,
+                                  .n_spans = 1};
+    omnic__prepared_prefill p2 = p1;
+    p2.embeds = emb2;
+    uint8_t e1[3][32], e2[3][32];
+    omnic__prefix_cache_keys(a, NULL, &p1, 12, 0, e1);
+    omnic__prefix_cache_keys(a, NULL, &p2, 12, 0, e2);
+    assert_memory_not_equal(e1[0], e2[0], 32); /* block 0's rows depend on row 5 through the span */
+    p1.n_spans = p2.n_spans = 0;
+    omnic__prefix_cache_keys(a, NULL, &p1, 12, 0, e1);
+    omnic__prefix_cache_keys(a, NULL, &p2, 12, 0, e2);
+    assert_memory_equal(e1[0], e2[0], 32); /* causal rows: block 0 does not */
+    assert_memory_not_equal(e1[1], e2[1], 32);
+    omnic__prefix_cache_destroy(a);
+    omnic__prefix_cache_destroy(b);
+    omnic__prefix_cache_destroy(a2);
+    omnic__kv_pool_deinit(&kv);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -968,6 +1025,7 @@ int main(void)
         cmocka_unit_test(test_fair_admission),
         cmocka_unit_test(test_encoder_cache),
         cmocka_unit_test(test_prefix_cache),
+        cmocka_unit_test(test_prefix_keys),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
