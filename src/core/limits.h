@@ -122,6 +122,8 @@
  * step (so the streams' inter-token latency rises by about that much), at least one node; the
  * first slices, before a decode step was measured, take OMNIC_SLICE_FIRST_S times the share. */
 #define OMNIC_SLICE_SHARE 0.4
+/* A sliced encoder run splits each node into this many parts (slices can end inside a node). */
+#define OMNIC_SLICE_PARTS 8
 #define OMNIC_SLICE_FIRST_S 0.05
 /* Queued requests the engine looks through for the fairest one to admit (engine.c). */
 #define OMNIC_FAIR_SCAN 1024

@@ -5,6 +5,7 @@
 
 #include "core/arena.h"
 #include "core/dtype.h"
+#include "core/limits.h"
 #include "core/panic.h"
 #include "core/sync.h"
 #include "runtime/module.h"
@@ -23,6 +24,7 @@ void omnic__module_deinit(omnic__module *m)
 {
     omnic__graph_deinit(&m->graph);
     free(m->mem); /* aligned_alloc'd */
+    free(m->slice_work);
     memset(m, 0, sizeof *m);
 }
 
@@ -234,24 +236,26 @@ typedef struct exec_ctx {
     omnic__barrier barrier;
     const atomic_bool *cancel;
     atomic_bool stop;
-    int from;        /* first node to run */
-    double deadline; /* omnic__now() past which no further node starts; 0: none */
-    atomic_int next; /* the node after the last one run */
+    int from, from_part; /* first node (and part) to run */
+    int parts;           /* parts per node: thread ith runs virtual thread part * nth + ith */
+    uint8_t *work;       /* the work buffer for parts x nth virtual threads */
+    double deadline;     /* omnic__now() past which no further part starts; 0: none */
+    atomic_int next;     /* node * parts + part of the next part to run; negated: paused there */
 } exec_ctx;
 
 static void exec_task(void *arg, int ith, int nth)
 {
     exec_ctx *x = arg;
     omnic__graph *g = &x->m->graph;
-    void *work = x->m->mem + x->m->plan.inter_bytes + x->m->plan.input_bytes;
-    for (int n = x->from; n < g->n_nodes; n++) {
-        const omnic__node *node = &g->nodes[n].node;
-        x->m->backend->kernel[node->op](node, ith, nth, work);
+    const int P = x->parts, total = g->n_nodes * P;
+    for (int at = x->from * P + x->from_part; at < total; at++) {
+        const omnic__node *node = &g->nodes[at / P].node;
+        x->m->backend->kernel[node->op](node, (at % P) * nth + ith, P * nth, x->work);
         if (ith == 0) {
-            atomic_store(&x->next, n + 1);
+            atomic_store(&x->next, at + 1);
             if (x->cancel && atomic_load(x->cancel)) atomic_store(&x->stop, true);
-            if (x->deadline > 0 && n + 1 < g->n_nodes && omnic__now() >= x->deadline)
-                atomic_store(&x->next, -(n + 1));
+            if (x->deadline > 0 && at + 1 < total && omnic__now() >= x->deadline)
+                atomic_store(&x->next, -(at + 1));
         }
         omnic__barrier_wait(&x->barrier);
         /* every thread sees the same values after the barrier */
@@ -259,12 +263,20 @@ static void exec_task(void *arg, int ith, int nth)
     }
 }
 
-/* Runs nodes from m->next_node until the end, the deadline (0: none) or cancel. */
+/* Runs parts from (m->next_node, m->next_part) until the end, the deadline (0: none) or
+ * cancel. */
 static omnic_status run_nodes(omnic__module *m, double deadline, const atomic_bool *cancel, omnic_err *err)
 {
-    exec_ctx x = {.m = m, .cancel = cancel, .from = m->next_node, .deadline = deadline};
+    const int P = m->parts;
+    exec_ctx x = {.m = m,
+                  .cancel = cancel,
+                  .from = m->next_node,
+                  .from_part = m->next_part,
+                  .parts = P,
+                  .work = P > 1 ? m->slice_work : m->mem + m->plan.inter_bytes + m->plan.input_bytes,
+                  .deadline = deadline};
     atomic_init(&x.stop, false);
-    atomic_init(&x.next, m->next_node);
+    atomic_init(&x.next, m->next_node * P + m->next_part);
     omnic__barrier_init(&x.barrier, m->nth);
     if (m->nth > 1)
         omnic__threadpool_run_n(m->pool, m->nth, exec_task, &x);
@@ -275,7 +287,30 @@ static omnic_status run_nodes(omnic__module *m, double deadline, const atomic_bo
         return OMNIC_FAIL(err, OMNIC_E_CANCELLED, "%s: cancelled", m->name);
     }
     int next = atomic_load(&x.next);
-    m->next_node = next < 0 ? -next : -1; /* paused at a node boundary, or done */
+    if (next < 0) { /* paused at a part boundary */
+        m->next_node = -next / P;
+        m->next_part = -next % P;
+    } else {
+        m->next_node = -1; /* done */
+    }
+    return OMNIC_OK;
+}
+
+/* The work buffer of OMNIC_SLICE_PARTS x nth virtual threads (once per module). */
+static omnic_status slice_work(omnic__module *m, omnic_err *err)
+{
+    if (m->slice_work) return OMNIC_OK;
+    size_t need = 0;
+    for (int n = 0; n < m->graph.n_nodes; n++) {
+        size_t w = omnic__backend_wsize(m->backend, &m->graph.nodes[n].node, OMNIC_SLICE_PARTS * m->nth);
+        if (w > need) need = w;
+    }
+    size_t bytes;
+    if (!omnic__align_up(&bytes, need ? need : 1) ||
+        !(m->slice_work = aligned_alloc(OMNIC_ARENA_ALIGN, bytes)))
+        return OMNIC_FAIL(err, OMNIC_E_NOMEM, "%s: out of memory for %zu bytes of slice work memory", m->name,
+                          need);
+    m->slice_work_bytes = bytes;
     return OMNIC_OK;
 }
 
@@ -303,6 +338,8 @@ omnic_status omnic__module_start(omnic__module *m, const omnic__call *c, omnic_e
         if (bytes) memcpy(dst->data, c->inputs[i]->data, bytes);
     }
     m->next_node = 0;
+    m->next_part = 0;
+    m->parts = 0; /* chosen by the first run */
     return OMNIC_OK;
 }
 
@@ -314,6 +351,10 @@ omnic_status omnic__module_run(omnic__module *m, double budget_s, const atomic_b
         return OMNIC_FAIL(err, OMNIC_E_INTERNAL, "%s: modules with a KV cache are not run in slices",
                           m->name);
     if (m->next_node < 0) return OMNIC_FAIL(err, OMNIC_E_INVALID, "%s: no call started", m->name);
+    if (!m->parts) {
+        m->parts = budget_s > 0 ? OMNIC_SLICE_PARTS : 1;
+        if (m->parts > 1) OMNIC_TRY(slice_work(m, err));
+    }
     OMNIC_TRY(run_nodes(m, budget_s > 0 ? omnic__now() + budget_s : 0, cancel, err));
     *done = m->next_node < 0;
     return OMNIC_OK;
@@ -322,6 +363,7 @@ omnic_status omnic__module_run(omnic__module *m, double budget_s, const atomic_b
 omnic_status omnic__module_call(omnic__module *m, const omnic__call *c, omnic_err *err)
 {
     OMNIC_TRY(omnic__module_start(m, c, err));
+    m->parts = 1;
     OMNIC_TRY(run_nodes(m, 0, c->cancel, err));
     if (m->kv_layers > 0) {
         if (c->row_slots)

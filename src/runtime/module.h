@@ -45,7 +45,11 @@ typedef struct omnic__module {
     omnic__plan plan;
     uint8_t *mem; /* owned, plan.total_bytes */
     bool finalized;
-    int next_node; /* a started call (omnic__module_start): the next node to run; -1: none */
+    int next_node;       /* a started call (omnic__module_start): the next node to run; -1: none */
+    int next_part;       /* ... and the next of its parts (a sliced run splits each node into parts) */
+    int parts;           /* parts per node of the started call: 1, or OMNIC_SLICE_PARTS when sliced */
+    uint8_t *slice_work; /* owned: the work buffer of parts x nth virtual threads (sliced runs) */
+    size_t slice_work_bytes;
 } omnic__module;
 
 /* A call of n rows. With a KV pool, rows map to cache rows in one of two ways:
@@ -85,8 +89,11 @@ omnic_status omnic__module_constrain(omnic__module *m, const char *name, int64_t
 omnic_status omnic__module_call(omnic__module *m, const omnic__call *c, omnic_err *err);
 /* A call run in slices (encoders between decode steps): start checks the call, binds it and
  * copies its inputs as omnic__module_call does, without running anything; run then runs nodes
- * in order for about budget_s seconds (at least one node; budget_s <= 0: to the end) and sets
- * *done when the last one ran (outputs then readable). Between start and done the module
+ * in order for about budget_s seconds and sets *done when the last one ran (outputs then
+ * readable). A call whose first run has a budget (> 0) runs each node as OMNIC_SLICE_PARTS parts
+ * (the kernel's share of parts x nth virtual threads, nth at a time: bit-identical to one
+ * whole run, as every kernel is for any thread count), so a slice can end inside a long node;
+ * at least one part runs. budget_s <= 0: to the end. Between start and done the module
  * must not be called otherwise; a new start abandons an unfinished call. Modules that use KV
  * are not run this way (E_INTERNAL). run: E_CANCELLED when *cancel was set (checked between
  * nodes; the call is then abandoned), E_INVALID when no call is started. */

@@ -237,6 +237,38 @@ static void test_packed(void **state)
     check_packed("q25", "cpu", 1e-5);
 }
 
+/* Both towers run in slices (every part of every node its own slice: tiled window / frame
+ * attention, the reorder, the merger) give bit for bit the whole run's rows, on cpu. */
+static void test_slices(void **state)
+{
+    (void)state;
+    const char *names[2] = {"q2", "q25"};
+    for (int k = 0; k < 2; k++) {
+        tower t;
+        open_tower(&t, names[k], "cpu", 256);
+        const int64_t K = t.v->cfg.patch_dim, n = grid_rows(GRIDS[0], 1) + grid_rows(GRIDS[1], 1);
+        omnic__tensor *pix = patches(n, K, 9);
+        const omnic__tensor *p, *f;
+        omnic_err err;
+        assert_int_equal(omnic__qvit_encode(&t.enc, pix, &GRIDS[0][0], 2, &p, &f, &err), OMNIC_OK);
+        const size_t nb = omnic__tensor_bytes(p);
+        void *whole = malloc(nb);
+        memcpy(whole, p->data, nb);
+        assert_int_equal(omnic__qvit_encode_start(&t.enc, pix, &GRIDS[0][0], 2, &err), OMNIC_OK);
+        bool done = false;
+        int slices = 0;
+        while (!done && slices < 1000000) {
+            assert_int_equal(omnic__module_run(&t.enc.m, 1e-9, NULL, &done, &err), OMNIC_OK);
+            slices++;
+        }
+        assert_true(slices > t.enc.m.graph.n_nodes);
+        assert_memory_equal(omnic__module_output(&t.enc.m, t.enc.out_projected)->data, whole, nb);
+        free(whole);
+        omnic__tensor_destroy(pix);
+        close_tower(&t);
+    }
+}
+
 /* Both weight spellings (visual.* and model.visual.*; mktiny seeds values by the old name)
  * give the same rows bit for bit. */
 static void test_spellings(void **state)
@@ -593,7 +625,7 @@ static void test_group_rows(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_reference),  cmocka_unit_test(test_packed),
+        cmocka_unit_test(test_reference),  cmocka_unit_test(test_packed), cmocka_unit_test(test_slices),
         cmocka_unit_test(test_spellings),  cmocka_unit_test(test_window_order),
         cmocka_unit_test(test_bad_inputs), cmocka_unit_test(test_bad_configs),
         cmocka_unit_test(test_oom),        cmocka_unit_test(test_group_rows),
