@@ -231,16 +231,22 @@ static omnic_status check_kv(const omnic__module *m, const omnic__call *c, omnic
     return OMNIC_OK;
 }
 
+enum { GO = 0, STOP, PAUSE }; /* what every thread does after a part */
+
 typedef struct exec_ctx {
     omnic__module *m;
     omnic__barrier barrier;
     const atomic_bool *cancel;
-    atomic_bool stop;
     int from, from_part; /* first node (and part) to run */
     int parts;           /* parts per node: thread ith runs virtual thread part * nth + ith */
     uint8_t *work;       /* the work buffer for parts x nth virtual threads */
     double deadline;     /* omnic__now() past which no further part starts; 0: none */
-    atomic_int next;     /* node * parts + part of the next part to run; negated: paused there */
+    /* Thread 0's decision after part `at`, in slot at % 2: a thread reads it after that part's
+     * barrier, and thread 0 writes that slot again only after the next barrier, which every
+     * thread passes after reading it (one slot could change under a slow reader). */
+    atomic_int decide[2];
+    int next;     /* node * parts + part after the last one run (thread 0; read after the run) */
+    bool stopped; /* cancelled (thread 0) */
 } exec_ctx;
 
 static void exec_task(void *arg, int ith, int nth)
@@ -252,14 +258,17 @@ static void exec_task(void *arg, int ith, int nth)
         const omnic__node *node = &g->nodes[at / P].node;
         x->m->backend->kernel[node->op](node, (at % P) * nth + ith, P * nth, x->work);
         if (ith == 0) {
-            atomic_store(&x->next, at + 1);
-            if (x->cancel && atomic_load(x->cancel)) atomic_store(&x->stop, true);
-            if (x->deadline > 0 && at + 1 < total && omnic__now() >= x->deadline)
-                atomic_store(&x->next, -(at + 1));
+            int d = GO;
+            if (x->cancel && atomic_load(x->cancel))
+                d = STOP;
+            else if (x->deadline > 0 && at + 1 < total && omnic__now() >= x->deadline)
+                d = PAUSE;
+            atomic_store(&x->decide[at & 1], d);
+            x->next = at + 1;
+            x->stopped = d == STOP;
         }
         omnic__barrier_wait(&x->barrier);
-        /* every thread sees the same values after the barrier */
-        if (atomic_load(&x->stop) || atomic_load(&x->next) < 0) return;
+        if (atomic_load(&x->decide[at & 1]) != GO) return; /* every thread sees the same value */
     }
 }
 
@@ -267,29 +276,29 @@ static void exec_task(void *arg, int ith, int nth)
  * cancel. */
 static omnic_status run_nodes(omnic__module *m, double deadline, const atomic_bool *cancel, omnic_err *err)
 {
-    const int P = m->parts;
+    const int P = m->parts, total = m->graph.n_nodes * P;
     exec_ctx x = {.m = m,
                   .cancel = cancel,
                   .from = m->next_node,
                   .from_part = m->next_part,
                   .parts = P,
                   .work = P > 1 ? m->slice_work : m->mem + m->plan.inter_bytes + m->plan.input_bytes,
-                  .deadline = deadline};
-    atomic_init(&x.stop, false);
-    atomic_init(&x.next, m->next_node * P + m->next_part);
+                  .deadline = deadline,
+                  .next = m->next_node * P + m->next_part};
+    atomic_init(&x.decide[0], GO);
+    atomic_init(&x.decide[1], GO);
     omnic__barrier_init(&x.barrier, m->nth);
     if (m->nth > 1)
         omnic__threadpool_run_n(m->pool, m->nth, exec_task, &x);
     else
         exec_task(&x, 0, 1);
-    if (atomic_load(&x.stop)) {
+    if (x.stopped) {
         m->next_node = -1;
         return OMNIC_FAIL(err, OMNIC_E_CANCELLED, "%s: cancelled", m->name);
     }
-    int next = atomic_load(&x.next);
-    if (next < 0) { /* paused at a part boundary */
-        m->next_node = -next / P;
-        m->next_part = -next % P;
+    if (x.next < total) { /* paused at a part boundary */
+        m->next_node = x.next / P;
+        m->next_part = x.next % P;
     } else {
         m->next_node = -1; /* done */
     }
