@@ -475,8 +475,8 @@ int omnic__cli_run(int argc, char **argv)
         size_t plen = 0; /* the processor's rewrite (Gemma 3's image sequences), as HF's processor(text=) */
         if (omnic__media_expand_prompt(m, omnic__engine_tokenizer(e), prompt, strlen(prompt), &text, &plen,
                                        &err) != OMNIC_OK ||
-            omnic__tokenizer_encode(omnic__engine_tokenizer(e), text, plen, true, &ids, &n_ids, &err) !=
-                OMNIC_OK) {
+            omnic__tokenizer_encode(omnic__engine_tokenizer(e), text ? text : prompt,
+                                    text ? plen : strlen(prompt), true, &ids, &n_ids, &err) != OMNIC_OK) {
             fprintf(stderr, "omnic run: prompt: %s\n", err.msg);
             goto out;
         }

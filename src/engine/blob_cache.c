@@ -126,18 +126,24 @@ bool omnic__blob_cache_has(const omnic__blob_cache *c, const uint8_t key[32], si
     return e && e->bytes == n;
 }
 
-bool omnic__blob_cache_get(omnic__blob_cache *c, const uint8_t key[32], size_t n, void *out)
+const void *omnic__blob_cache_peek(omnic__blob_cache *c, const uint8_t key[32], size_t n)
 {
     entry *e = find(c, key);
     if (!e || e->bytes != n) {
         c->st.misses++;
-        return false;
+        return NULL;
     }
-    memcpy(out, e->data, n);
     unlink_entry(c, e);
     push_front(c, e);
     c->st.hits++;
-    return true;
+    return e->data;
+}
+
+bool omnic__blob_cache_get(omnic__blob_cache *c, const uint8_t key[32], size_t n, void *out)
+{
+    const void *d = omnic__blob_cache_peek(c, key, n);
+    if (d) memcpy(out, d, n);
+    return d != NULL;
 }
 
 void omnic__blob_cache_put(omnic__blob_cache *c, const uint8_t key[32], size_t n, const void *data)

@@ -72,9 +72,9 @@ omnic_status omnic__chat_apply(const omnic__chat *c, const omnic__tokenizer *tok
         char *x = NULL;
         size_t xn = 0;
         s = omnic__media_expand_prompt(c->model, tok, t, len, &x, &xn, err);
-        omnic_free(t);
+        if (s != OMNIC_OK || x) omnic_free(t);
         if (s != OMNIC_OK) return s;
-        t = x, len = xn;
+        if (x) t = x, len = xn;
     }
     if ((s = omnic__tokenizer_encode(tok, t, len, omnic__chat_adds_special(c, tok, t, len), ids, n, err)) !=
         OMNIC_OK) {

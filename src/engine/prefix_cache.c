@@ -13,7 +13,7 @@ struct omnic__prefix_cache {
     int n_layers;
     size_t row_bytes;   /* one row of one layer's K (and of its V) */
     size_t block_bytes; /* n_layers x 2 x block x row_bytes */
-    uint8_t *buf;       /* owned [block_bytes]: staging between the pool and the blobs */
+    uint8_t *buf;       /* owned [block_bytes]: a block gathered from the pool before it is stored */
     uint8_t root[32];   /* SHA-256 of the format tag and the bundle identity */
     uint64_t reused_rows;
 };
@@ -101,32 +101,24 @@ int64_t omnic__prefix_cache_keys(const omnic__prefix_cache *c, const int32_t *to
     return n_blocks;
 }
 
-/* Between block `b` of the blob layout in c->buf and rows [row0, row0 + block) of kv
- * (to_pool: buf -> pool; else pool -> buf). */
-static void copy_block(omnic__prefix_cache *c, const omnic__kv_pool *kv, int64_t row0, bool to_pool)
+/* The blob layout's parts (layer 0 K, layer 0 V, layer 1 K, ...) of rows [row0, row0 + block) of
+ * kv: part p of blob at p * block * row_bytes. */
+static uint8_t *pool_rows(const omnic__prefix_cache *c, const omnic__kv_pool *kv, int part, int64_t row0)
 {
-    const size_t part = (size_t)c->block * c->row_bytes, at = (size_t)row0 * c->row_bytes;
-    uint8_t *b = c->buf;
-    for (int l = 0; l < c->n_layers; l++) {
-        for (int v = 0; v < 2; v++, b += part) {
-            uint8_t *rows = (uint8_t *)(v ? kv->v[l].data : kv->k[l].data) + at;
-            if (to_pool)
-                memcpy(rows, b, part);
-            else
-                memcpy(b, rows, part);
-        }
-    }
+    const omnic__tensor *t = part % 2 ? &kv->v[part / 2] : &kv->k[part / 2];
+    return (uint8_t *)t->data + (size_t)row0 * c->row_bytes;
 }
 
 int64_t omnic__prefix_cache_restore(omnic__prefix_cache *c, const uint8_t (*keys)[32], int64_t max_blocks,
                                     omnic__kv_pool *kv, int slot)
 {
     const int64_t base = (int64_t)slot * kv->capacity;
+    const size_t part = (size_t)c->block * c->row_bytes;
     int64_t k = 0;
-    while (k < max_blocks && omnic__blob_cache_get(c->blobs, keys[k], c->block_bytes, c->buf)) {
-        copy_block(c, kv, base + k * c->block, true);
-        k++;
-    }
+    for (const uint8_t *b; k < max_blocks && (b = omnic__blob_cache_peek(c->blobs, keys[k], c->block_bytes));
+         k++)
+        for (int p = 0; p < 2 * c->n_layers; p++) /* straight from the blob into the slot's rows */
+            memcpy(pool_rows(c, kv, p, base + k * c->block), b + (size_t)p * part, part);
     kv->len[slot] = k * c->block;
     c->reused_rows += (uint64_t)(k * c->block);
     return k * c->block;
@@ -138,7 +130,9 @@ void omnic__prefix_cache_store(omnic__prefix_cache *c, const uint8_t (*keys)[32]
     const int64_t base = (int64_t)slot * kv->capacity;
     for (int64_t i = from; i < n_blocks; i++) {
         if (omnic__blob_cache_has(c->blobs, keys[i], c->block_bytes)) continue;
-        copy_block(c, kv, base + i * c->block, false);
+        const size_t part = (size_t)c->block * c->row_bytes;
+        for (int p = 0; p < 2 * c->n_layers; p++) /* the layers' rows gathered into one blob */
+            memcpy(c->buf + (size_t)p * part, pool_rows(c, kv, p, base + i * c->block), part);
         omnic__blob_cache_put(c->blobs, keys[i], c->block_bytes, c->buf);
     }
 }

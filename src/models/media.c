@@ -211,16 +211,13 @@ omnic_status omnic__media_expand_prompt(const omnic__model *m, const struct omni
                                         const char *text, size_t len, char **out, size_t *out_len,
                                         omnic_err *err)
 {
-    char *cur = omnic_alloc_array(len + 1, 1);
-    if (!cur) return OMNIC_FAIL(err, OMNIC_E_NOMEM, "out of memory for a prompt of %zu bytes", len);
-    memcpy(cur, text, len);
-    cur[len] = '\0';
+    char *cur = NULL; /* NULL: text as given */
     for (int k = 0; m && k < OMNIC_MODALITY_COUNT; k++) {
         const omnic__media_ops *o = m->media[k].ops;
         if (!o || !o->expand_prompt || !o->ready(m)) continue;
         char *next = NULL;
         size_t n = 0;
-        omnic_status s = o->expand_prompt(m, tok, cur, len, &next, &n, err);
+        omnic_status s = o->expand_prompt(m, tok, cur ? cur : text, len, &next, &n, err);
         if (s != OMNIC_OK) {
             omnic_free(cur);
             return s;

@@ -201,8 +201,8 @@ void omnic__media_encode_cost(const struct omnic__model *m, const omnic__media_i
 omnic_status omnic__media_merge(const struct omnic__model *m, const int32_t *logical, int64_t n,
                                 const omnic__media_item *const *items, int64_t n_items,
                                 const float *projected, omnic__prepared_prefill *out, omnic_err *err);
-/* Every modality's expand_prompt over text[0..len) in turn: owned *out (a copy when nothing
- * changed; NUL-terminated). m NULL: a plain copy. E_NOMEM. */
+/* Every modality's expand_prompt over text[0..len) in turn: owned *out (NUL-terminated), or
+ * NULL when no table rewrote it (m NULL: none). E_NOMEM. */
 omnic_status omnic__media_expand_prompt(const struct omnic__model *m, const struct omnic__tokenizer *tok,
                                         const char *text, size_t len, char **out, size_t *out_len,
                                         omnic_err *err);
