@@ -187,7 +187,7 @@ def start_server(args):
         cmd += ["--quant", args.quant]
     if args.chunk:
         cmd += ["--chunk", str(args.chunk)]
-    if args.step_tokens:
+    if args.step_tokens >= 0:
         cmd += ["--step-tokens", str(args.step_tokens)]
     if args.encoder_cache_mb >= 0:
         cmd += ["--encoder-cache-mb", str(args.encoder_cache_mb)]
@@ -222,8 +222,8 @@ def main():
     ap.add_argument("--parallel", type=int, default=8)
     ap.add_argument("--ctx", type=int, default=4096)
     ap.add_argument("--chunk", type=int, default=0, help="prefill chunk (server default when 0)")
-    ap.add_argument("--step-tokens", type=int, default=0,
-                    help="server --step-tokens: mixed prefill/decode steps (off when 0)")
+    ap.add_argument("--step-tokens", type=int, default=-1,
+                    help="server --step-tokens: cap of a mixed step's rows (-1: the server's default; 0: off)")
     ap.add_argument("--concurrency", default="1,4,8")
     ap.add_argument("--requests", type=int, default=2, help="requests per client per concurrency level")
     ap.add_argument("--prompt-tokens", type=int, default=64)
@@ -254,7 +254,7 @@ def main():
     rng = random.Random(1234)
     out = {"load_s": load_s, "args": vars(args), "levels": []}
     print(f"# omnic serve bench: model {args.model or args.url}, quant {args.quant}, parallel {args.parallel}, "
-          f"threads {args.threads or 'all'}, step tokens {args.step_tokens or 'off'}, prompt {args.prompt_tokens} tokens, {args.max_tokens} generated, "
+          f"threads {args.threads or 'all'}, step tokens {args.step_tokens if args.step_tokens >= 0 else 'default'}, prompt {args.prompt_tokens} tokens, {args.max_tokens} generated, "
           f"{args.requests} requests per client (load {load_s:.1f} s)")
     try:
         one_request(args.host, port, args.api_key, [1, 2, 3, 4], 4)  # warm-up
@@ -298,8 +298,15 @@ def main():
             print(f"prefix cache: {args.shared_prefix}-token shared prefix + 16: TTFT {ttft[0]:.3f} s cold, "
                   f"{ttft[1]:.3f} s with the prefix cached: {ttft[0] / ttft[1]:.1f}x (target >= 10x)", flush=True)
         if args.long_prompt > 0:
+            # the long prompt's own time to first token alone (other random ids: no prefix-cache hit)
+            alone = one_request(args.host, port, args.api_key,
+                                [rng.randrange(0, args.vocab) for _ in range(args.long_prompt)], 4)
+            alone_s = (alone.t_first or alone.t_end) - alone.t_send
             inter = interference(args, port, rng)
+            inter["alone_s"] = alone_s
             out["interference"] = inter
+            print(f"long prompt alone: {alone_s:.2f} s to its first token; with {args.streams} streams decoding "
+                  f"{inter['prefill_s']:.2f} s: {inter['prefill_s'] / alone_s:.2f}x (target <= 1.3x)", flush=True)
             rise = inter["during_p99"] / inter["base_p99"] - 1 if inter["base_p99"] else float("nan")
             print(f"interference: {args.streams} decoding streams while a {args.long_prompt}-token prompt prefills "
                   f"({inter['prefill_s']:.1f} s): ITL p99 {inter['during_p99'] * 1000:.0f} ms "

@@ -41,12 +41,11 @@ static void usage(FILE *f)
         "  --parallel N       sequences decoded together (slots; default 4); n may go up to N\n"
         "  --ctx C            context per slot (default min(max_position_embeddings, 4096))\n"
         "  --quant q4_0       quantize linear weights at load (q8_0 or q4_0)\n"
-        "  --step-tokens N    mixed steps: while other slots decode, a prompt is prefilled N - (decoding\n"
-        "                     slots) rows per step (at least 1) inside the decode call, so streams slow "
-        "down\n"
-        "                     by those rows instead of a whole --chunk; every prompt row then takes the\n"
-        "                     batch-invariant kernels (slower prefill, outputs still independent of the\n"
-        "                     batch). Default 0: one --chunk of prefill per step.\n"
+        "  --step-tokens N    mixed steps: while other slots decode, a prompt's rows ride in their decode\n"
+        "                     call, as many as keep the step within 1.4x a decode step alone, at most N\n"
+        "                     rows in all (default 64); alone, a prompt prefills a --chunk per call.\n"
+        "                     Token prompts take the batch-invariant kernels (outputs never depend on the\n"
+        "                     batch). 0: off (one --chunk of prefill per step, stalling the streams).\n"
         "  --max-queue Q      requests waiting for a slot before 429 (default 64)\n");
     fprintf(
         f,
@@ -172,7 +171,9 @@ int omnic__cli_serve(int argc, char **argv)
     static const char *allowed_hosts[OMNIC_MAX_ALLOWED_HOSTS];
     static loader ld; /* static: the loader thread may outlive this function on an interrupted load */
     omnic__server_opts o = {
-        .host = "127.0.0.1", .port = 8080, .engine = {.model = {.kv_dtype = OMNIC_DTYPE_F16, .slots = 4}}};
+        .host = "127.0.0.1",
+        .port = 8080,
+        .engine = {.model = {.kv_dtype = OMNIC_DTYPE_F16, .slots = 4, .step_tokens = OMNIC_STEP_TOKENS}}};
     o.request_timeout_s = OMNIC_SERVER_REQUEST_TIMEOUT_S;
     const char *key_file = NULL;
     double shutdown_s = 30;

@@ -125,6 +125,18 @@
 /* A sliced encoder run splits each node into this many parts (slices can end inside a node). */
 #define OMNIC_SLICE_PARTS 8
 #define OMNIC_SLICE_FIRST_S 0.05
+/* Mixed steps (engine.c): while streams decode, a prompt's rows ride in their decode call, as
+ * many as keep the step near OMNIC_STEP_RISE times a decode step alone (the streams'
+ * inter-token latency rises by about that much, and by one prompt row's cost more in the steps
+ * that probe for room: engine.c, mix_adapt); the first carries OMNIC_STEP_FIRST_ROWS.
+ * OMNIC_STEP_TOKENS: the server's default cap on a mixed step's rows
+ * (decode rows + prompt rows; --step-tokens). */
+#define OMNIC_STEP_RISE 1.3
+#define OMNIC_STEP_FIRST_ROWS 4
+/* After this many mixed steps in a row, one decode step runs alone: the base of the budget is
+ * measured again as the streams' contexts grow. */
+#define OMNIC_STEP_PROBE 16
+#define OMNIC_STEP_TOKENS 64
 /* Queued requests the engine looks through for the fairest one to admit (engine.c). */
 #define OMNIC_FAIR_SCAN 1024
 

@@ -9,6 +9,7 @@
 #include "engine/chat.h"
 #include "engine/engine.h"
 #include "engine/media.h"
+#include "engine/media_memo.h"
 #include "engine/modality.h"
 #include "io/json.h"
 
@@ -53,7 +54,9 @@ omnic_status omnic_model_load(const char *dir, const omnic_model_params *p, omni
                                        .ctx = p->ctx,
                                        .slots = p->parallel,
                                        .kv_dtype = p->kv_f32 ? OMNIC_DTYPE_F32 : OMNIC_DTYPE_F16,
-                                       .quant = p->quant},
+                                       .quant = p->quant,
+                                       /* mixed steps bound the streams' latency when several decode */
+                                       .step_tokens = p->parallel > 1 ? OMNIC_STEP_TOKENS : 0},
                              .generation_config = p->ignore_generation_config ? OMNIC_GEN_CONFIG_IGNORE
                                                                               : OMNIC_GEN_CONFIG_AUTO};
     omnic_model *m = omnic_alloc_array(1, sizeof *m);
@@ -206,7 +209,8 @@ omnic_status omnic_submit(omnic_model *m, const omnic_request *r, uint64_t *id, 
         ptrs[done] = &items[done];
         const omnic_media *im = &r->images[done];
         s = im->data && im->len
-                ? omnic__media_prepare(&m->img, im->data, im->len, NULL, NULL, &items[done], err)
+                ? omnic__media_prepare_memo(omnic__engine_media_memo(m->engine), &m->img, im->data, im->len,
+                                            NULL, NULL, &items[done], NULL, NULL, err)
                 : OMNIC_FAIL(err, OMNIC_E_INVALID, "omnic_request.images[%zu] is empty", done);
         if (s != OMNIC_OK) omnic__err_prefix(err, "images[%zu]", done);
     }

@@ -126,6 +126,13 @@ bool omnic__blob_cache_has(const omnic__blob_cache *c, const uint8_t key[32], si
     return e && e->bytes == n;
 }
 
+const void *omnic__blob_cache_peek_any(omnic__blob_cache *c, const uint8_t key[32], size_t *n)
+{
+    entry *e = find(c, key);
+    *n = e ? e->bytes : 0;
+    return omnic__blob_cache_peek(c, key, *n);
+}
+
 const void *omnic__blob_cache_peek(omnic__blob_cache *c, const uint8_t key[32], size_t n)
 {
     entry *e = find(c, key);

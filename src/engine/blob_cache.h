@@ -32,6 +32,8 @@ bool omnic__blob_cache_get(omnic__blob_cache *c, const uint8_t key[32], size_t n
 /* The n bytes held under key, borrowed until the next put (the entry becomes most recently
  * used; a hit), or NULL (a miss). */
 const void *omnic__blob_cache_peek(omnic__blob_cache *c, const uint8_t key[32], size_t n);
+/* omnic__blob_cache_peek for a blob of any size: its bytes in *n. */
+const void *omnic__blob_cache_peek_any(omnic__blob_cache *c, const uint8_t key[32], size_t *n);
 /* True when key holds n bytes (no copy, no count, no recency change). */
 bool omnic__blob_cache_has(const omnic__blob_cache *c, const uint8_t key[32], size_t n);
 /* Stores a copy of n bytes under key, evicting the least recently used entries to fit; an entry

@@ -10,6 +10,7 @@
 #include "core/sync.h"
 #include "engine/blob_cache.h"
 #include "engine/engine.h"
+#include "engine/media_memo.h"
 #include "engine/modality.h"
 #include "engine/prefix_cache.h"
 #include "engine/stop.h"
@@ -84,6 +85,7 @@ struct omnic__engine {
     int32_t *pre_pos;                      /* [embed_rows] prefill positions (x3 for M-RoPE) */
     int32_t *pre_span;  /* [embed_rows, 2] prefill attention spans (models with bidirectional media) */
     int32_t *rope_long; /* [max(embed_rows, n_slots + step_tokens)] LongRoPE table per row */
+    float *dec_emb;     /* [n_slots + step_tokens, hidden] embeddings_decode rows (when planned) */
     pthread_t thread;
     bool thread_started;
     pthread_mutex_t mu;
@@ -91,6 +93,7 @@ struct omnic__engine {
     request *q_head, *q_tail;     /* waiting requests, FIFO (admitted fairly: next_fair) */
     int *admitted;                /* [n_slots] scheduler scratch, allocated before its thread starts */
     omnic__blob_cache *enc_cache; /* projected media rows by item key; NULL: off */
+    omnic__media_memo *memo;      /* prepared items by source key (media workers' side); NULL: off */
     omnic__prefix_cache *prefix;  /* KV blocks of earlier prompts; NULL: off */
     /* The encode in progress, run in slices between decode steps (one at a time: the encoder
      * module is the model's): its slot (-1: none), module, output indices, start time. */
@@ -98,7 +101,9 @@ struct omnic__engine {
     omnic__module *enc_mod;
     int enc_proj, enc_feat;
     double enc_t0;
-    double step_ema; /* seconds of a decode step, a moving average (the slice budget's base) */
+    double step_ema;  /* seconds of a decode step alone, a moving average (the budgets' base) */
+    int64_t mix_rows; /* prompt rows of the next mixed step (mix_adapt); 0: not yet sized */
+    int mix_run;      /* mixed steps since the last decode step alone */
     int q_len, max_queue, busy;
     bool stopping, draining;
     uint64_t next_id;
@@ -352,12 +357,40 @@ static int64_t cached_tokens(const omnic__engine *e, const slot *s)
     return n;
 }
 
-/* With mixed steps, the token rows of a prompt longer than one chunk are computed with the
- * batch-invariant kernels (inside decode calls, or prefill_inv), so its tokens never depend
- * on the batch; shorter prompts take the faster text.token_prefill in one call. */
+/* The prepared rows slot s prefills (a media prompt), or NULL (token ids). */
+static const omnic__prepared_prefill *prepared_of(const slot *s)
+{
+    return s->req->pp.n_rows && !s->replay ? &s->req->pp : NULL;
+}
+
+/* Whether slot s's prompt rows may ride in decode calls. With mixed steps the rows of every
+ * prompt are computed with the batch-invariant kernels (inside decode calls while other streams
+ * decode, prefill_inv or the invariant embed_prefill in chunks otherwise), so its tokens never
+ * depend on the batch or on when it arrived; a media prompt needs text.embeddings_decode (not
+ * planned for bidirectional spans: those prefill in chunks of their own). */
 static bool mixed_prompt(const omnic__engine *e, const slot *s)
 {
-    return e->model->step_tokens > 0 && s->pf_len > e->model->chunk && !s->req->pp.n_rows;
+    return e->model->step_tokens > 0 && (!prepared_of(s) || e->model->embed_decode.finalized);
+}
+
+/* Sizes the next mixed step from the last one (k prompt rows in dt seconds) so that steps stay
+ * near OMNIC_STEP_RISE times a decode step alone (d): one row more while under that, scaled
+ * down in proportion (to the nearest row, at least one fewer when 10% over) when over it. A row's cost is not
+ * linear in the rows (a few ride free in a memory-bound decode step, then each costs its compute), so the
+ * size is probed, not solved for; the steps that probe one row too many overshoot by that row's cost. */
+static void mix_adapt(omnic__engine *e, int64_t k, double dt)
+{
+    const double d = e->step_ema, target = OMNIC_STEP_RISE * d;
+    if (d <= 0 || k <= 0) return;
+    int64_t next = k + 1;
+    if (dt > target) { /* in proportion, to the nearest row; at least one fewer when well over */
+        next = (int64_t)((double)k * target / dt + 0.5);
+        if (next >= k) next = dt > 1.1 * target ? k - 1 : k;
+    }
+    if (next < 1) next = 1;
+    if (next > e->model->step_tokens) next = e->model->step_tokens;
+    e->mix_rows = next;
+    omnic__metrics_mixed_step(&e->metrics, target, next);
 }
 
 /* One chunk of slot si's pending rows through text.token_prefill (prefill_inv for a mixed
@@ -367,7 +400,7 @@ static omnic_status prefill_chunk(omnic__engine *e, int si, omnic_err *err)
 {
     slot *s = &e->slots[si];
     omnic__model *m = e->model;
-    const omnic__prepared_prefill *pp = s->req->pp.n_rows && !s->replay ? &s->req->pp : NULL;
+    const omnic__prepared_prefill *pp = prepared_of(s);
     omnic__module *mod = pp ? &m->embed_prefill : mixed_prompt(e, s) ? &m->prefill_inv : &m->prefill;
     int64_t left = s->pf_len - s->prefilled, n = left < m->chunk ? left : m->chunk;
     if (pp && pp->n_spans) OMNIC_TRY(span_chunk(pp, s->prefilled, m->embed_rows, &n, err));
@@ -568,22 +601,54 @@ static void decode_run(omnic__engine *e, int n_dec, int pf, int64_t pf_rows)
     omnic__model *m = e->model;
     int64_t n = n_dec + (pf >= 0 ? pf_rows : 0);
     if (!n) return;
+    const bool mrope = m->dec.cfg.mrope;
+    const omnic__prepared_prefill *pp = pf >= 0 ? prepared_of(&e->slots[pf]) : NULL;
+    const int64_t H = m->dec.cfg.hidden;
+    omnic_err err;
     if (pf >= 0) {
         slot *s = &e->slots[pf];
-        for (int64_t i = 0; i < pf_rows; i++) {
+        for (int64_t i = 0, r = s->prefilled; i < pf_rows; i++, r++) {
             e->dec_rows[n_dec + i] = pf;
-            e->dec_tok[n_dec + i] = s->pf_tokens[s->prefilled + i];
-            set_pos(m, e->dec_pos, n_dec + i, s->prefilled + i);
+            if (!pp) {
+                e->dec_tok[n_dec + i] = s->pf_tokens[r];
+                set_pos(m, e->dec_pos, n_dec + i, r);
+            } else if (!mrope) {
+                e->dec_pos[n_dec + i] = pp->positions[r];
+            } else {
+                for (int a = 0; a < 3; a++)
+                    e->dec_pos[3 * (n_dec + i) + a] =
+                        pp->positions[a * pp->n_rows + r]; /* [3, T] -> [n, 3] */
+            }
         }
     }
-    omnic_err err;
+    /* a media prompt's rows: every row as embeddings (the decode rows' looked up exactly as
+     * text.decode does), through text.embeddings_decode */
+    omnic__module *mod = pp ? &m->embed_decode : &m->decode;
+    if (pp) {
+        if (omnic__text_decoder_embed_rows(&m->dec, m->backend, e->dec_tok, n_dec, e->dec_emb, &err) !=
+            OMNIC_OK) {
+            for (int b = 0; b < n_dec; b++)
+                finish(e, e->dec_rows[b], OMNIC_FINISH_ERROR, err.msg);
+            finish(e, pf, OMNIC_FINISH_ERROR, err.msg);
+            return;
+        }
+        memcpy(e->dec_emb + (int64_t)n_dec * H, pp->embeds + e->slots[pf].prefilled * pp->hidden,
+               (size_t)(pf_rows * H) * sizeof *e->dec_emb);
+    }
     omnic__tensor tok, pos;
-    int64_t d[1] = {n}, d3[2] = {n, 3};
-    omnic__tensor_init(&tok, OMNIC_DTYPE_I32, 1, d, &err);
-    omnic__tensor_init(&pos, OMNIC_DTYPE_I32, m->dec.cfg.mrope ? 2 : 1, m->dec.cfg.mrope ? d3 : d, &err);
-    tok.data = e->dec_tok;
+    int64_t d[1] = {n}, d2[2] = {n, H}, d3[2] = {n, 3};
+    if (pp) {
+        omnic__tensor_init(&tok, OMNIC_DTYPE_F32, 2, d2, &err);
+        tok.data = e->dec_emb;
+    } else {
+        omnic__tensor_init(&tok, OMNIC_DTYPE_I32, 1, d, &err);
+        tok.data = e->dec_tok;
+    }
+    omnic__tensor_init(&pos, OMNIC_DTYPE_I32, mrope ? 2 : 1, mrope ? d3 : d, &err);
     pos.data = e->dec_pos;
-    omnic__tensor sel = tok; /* LongRoPE: a decode row's forward ends at its position */
+    omnic__tensor sel;
+    omnic__tensor_init(&sel, OMNIC_DTYPE_I32, 1, d,
+                       &err); /* LongRoPE: a decode row's forward ends at its position */
     sel.data = e->rope_long;
     for (int64_t b = 0; m->dec.rope_switch && b < n; b++)
         e->rope_long[b] =
@@ -591,14 +656,14 @@ static void decode_run(omnic__engine *e, int n_dec, int pf, int64_t pf_rows)
     const omnic__tensor *in[3] = {&tok, &pos, &sel};
     omnic__call c = {
         .n = n, .inputs = in, .n_inputs = m->dec.rope_switch ? 3 : 2, .kv = &m->kv, .row_slots = e->dec_rows};
-    if (omnic__module_call(&m->decode, &c, &err) != OMNIC_OK) {
+    if (omnic__module_call(mod, &c, &err) != OMNIC_OK) {
         for (int b = 0; b < n_dec; b++)
             finish(e, e->dec_rows[b], OMNIC_FINISH_ERROR, err.msg);
         if (pf >= 0) finish(e, pf, OMNIC_FINISH_ERROR, err.msg);
         return;
     }
     omnic__metrics_steps(&e->metrics, 0, n_dec > 0, (uint64_t)n_dec, pf >= 0 ? (uint64_t)pf_rows : 0);
-    const float *logits = omnic__module_output(&m->decode, 0)->data;
+    const float *logits = omnic__module_output(mod, pp ? m->embed_decode_logits : 0)->data;
     const int64_t V = m->dec.cfg.vocab;
     for (int b = 0; b < n_dec; b++) {
         slot *ds = &e->slots[e->dec_rows[b]];
@@ -653,10 +718,21 @@ static void step(omnic__engine *e)
     }
     if (pf >= 0) prefix_restore(e, pf);
     int n_dec = gather_decode_rows(e);
+    if (pf >= 0 && n_dec > 0 && mixed_prompt(e, &e->slots[pf]) && !e->slots[pf].req->on_prefill &&
+        ++e->mix_run > OMNIC_STEP_PROBE) { /* a decode step alone now and then: d as it is now */
+        e->mix_run = 0;
+        decode_call(e, n_dec, -1, 0);
+        return;
+    }
     if (pf >= 0 && n_dec > 0 && mixed_prompt(e, &e->slots[pf]) && !e->slots[pf].req->on_prefill) {
         int64_t left = e->slots[pf].pf_len - e->slots[pf].prefilled;
         int64_t room = m->step_tokens - n_dec > 1 ? m->step_tokens - n_dec : 1;
-        decode_call(e, n_dec, pf, left < room ? left : room);
+        int64_t k = e->mix_rows > 0 ? e->mix_rows : OMNIC_STEP_FIRST_ROWS;
+        k = k < room ? k : room;
+        k = k < left ? k : left;
+        double t0 = omnic__now();
+        decode_call(e, n_dec, pf, k);
+        mix_adapt(e, k, omnic__now() - t0);
         return;
     }
     if (pf >= 0) {
@@ -894,8 +970,10 @@ omnic_status omnic__engine_create(const char *dir, const omnic__engine_opts *opt
     e->pre_pos = omnic_alloc_array(3 * pre_rows, sizeof *e->pre_pos);
     e->pre_span = omnic_alloc_array(2 * pre_rows, sizeof *e->pre_span);
     e->rope_long = omnic_alloc_array(pre_rows > step_rows ? pre_rows : step_rows, sizeof *e->rope_long);
+    if (e->model->embed_decode.finalized)
+        e->dec_emb = omnic_alloc_array(step_rows * (size_t)e->model->dec.cfg.hidden, sizeof *e->dec_emb);
     if (!e->slots || !e->dec_tok || !e->dec_pos || !e->dec_rows || !e->pre_pos || !e->pre_span ||
-        !e->rope_long) {
+        !e->rope_long || (e->model->embed_decode.finalized && !e->dec_emb)) {
         s = OMNIC_FAIL(err, OMNIC_E_NOMEM, "out of memory for %d slots", e->n_slots);
         goto fail;
     }
@@ -909,6 +987,10 @@ omnic_status omnic__engine_create(const char *dir, const omnic__engine_opts *opt
         int64_t cb =
             opts && opts->encoder_cache_bytes ? opts->encoder_cache_bytes : OMNIC_ENCODER_CACHE_BYTES;
         if (cb > 0 && (s = omnic__blob_cache_create((size_t)cb, &e->enc_cache, err)) != OMNIC_OK) goto fail;
+        /* the prepared items behind those rows: a quarter of the encoder cache's budget */
+        if (cb > 0 && omnic__model_accepts(e->model, OMNIC_MODALITY_IMAGE) &&
+            (s = omnic__media_memo_create((size_t)cb / 4, &e->memo, err)) != OMNIC_OK)
+            goto fail;
         int64_t pb = opts && opts->prefix_cache_bytes ? opts->prefix_cache_bytes : OMNIC_PREFIX_CACHE_BYTES;
         int64_t block = opts && opts->prefix_block > 0 ? opts->prefix_block : OMNIC_PREFIX_BLOCK;
         if (block > e->model->capacity) block = e->model->capacity;
@@ -972,6 +1054,7 @@ void omnic__engine_destroy(omnic__engine *e)
     omnic_free(e->slots);
     omnic_free(e->admitted);
     omnic__blob_cache_destroy(e->enc_cache);
+    omnic__media_memo_destroy(e->memo);
     omnic__prefix_cache_destroy(e->prefix);
     omnic_free(e->dec_tok);
     omnic_free(e->dec_pos);
@@ -979,6 +1062,7 @@ void omnic__engine_destroy(omnic__engine *e)
     omnic_free(e->pre_pos);
     omnic_free(e->pre_span);
     omnic_free(e->rope_long);
+    omnic_free(e->dec_emb);
     omnic_free(e->eos);
     omnic__tokenizer_free(e->tok);
     omnic__model_close(e->model);
@@ -1205,6 +1289,11 @@ const omnic__tokenizer *omnic__engine_tokenizer(const omnic__engine *e)
 omnic__metrics *omnic__engine_metrics(omnic__engine *e)
 {
     return &e->metrics;
+}
+
+omnic__media_memo *omnic__engine_media_memo(omnic__engine *e)
+{
+    return e->memo;
 }
 
 const omnic__gen_defaults *omnic__engine_gen_defaults(const omnic__engine *e)

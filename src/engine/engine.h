@@ -2,8 +2,9 @@
  * through them with continuous batching. Each step it admits queued requests into free
  * slots, runs at most one prefill chunk (so a long prompt delays other streams by one
  * chunk), then one batched decode over every generating slot — or, with mixed steps
- * (omnic__model_opts.step_tokens), one decode call that also carries up to step_tokens
- * rows of one prompt, so a long prompt delays other streams by those rows only. Each slot samples,
+ * (omnic__model_opts.step_tokens), one decode call that also carries rows of one token
+ * prompt, as many as keep the step near OMNIC_STEP_RISE times a decode step alone, so a
+ * prompt delays other streams by those rows only. Each slot samples,
  * detokenizes (streaming, UTF-8 safe), matches stop strings and reports text through
  * its request's callback. Slot-scoped state (KV rows, sampler, detokenizer, stop
  * matcher) is cleared on finish, cancel, error and reuse.
@@ -142,6 +143,9 @@ void omnic__engine_drain(omnic__engine *e, double deadline_s);
 const omnic__model *omnic__engine_model(const omnic__engine *e);
 const omnic__tokenizer *omnic__engine_tokenizer(const omnic__engine *e);
 omnic__metrics *omnic__engine_metrics(omnic__engine *e);
+/* The memo of prepared media items (engine/media_memo.h; thread-safe), or NULL (off: no
+ * encoder cache, or a text-only model). */
+struct omnic__media_memo *omnic__engine_media_memo(omnic__engine *e);
 /* EOS ids (generation_config.json, else config.json; and tokenizer_config.json's eos_token:
  * omnic__gen_eos_ids), borrowed. */
 const int32_t *omnic__engine_eos(const omnic__engine *e, size_t *n);

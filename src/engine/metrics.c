@@ -168,11 +168,28 @@ void omnic__metrics_encoder_cache(omnic__metrics *m, uint64_t hits, uint64_t mis
     pthread_mutex_unlock(&m->mu);
 }
 
+void omnic__metrics_media_memo(omnic__metrics *m, uint64_t hits, uint64_t misses, size_t bytes)
+{
+    pthread_mutex_lock(&m->mu);
+    m->memo_hits = hits;
+    m->memo_misses = misses;
+    m->memo_bytes = (int64_t)bytes;
+    pthread_mutex_unlock(&m->mu);
+}
+
 void omnic__metrics_encode_slice(omnic__metrics *m, double budget_s)
 {
     pthread_mutex_lock(&m->mu);
     m->encode_slices++;
     m->slice_budget_s = budget_s;
+    pthread_mutex_unlock(&m->mu);
+}
+
+void omnic__metrics_mixed_step(omnic__metrics *m, double budget_s, int64_t next_rows)
+{
+    pthread_mutex_lock(&m->mu);
+    m->step_budget_s = budget_s;
+    m->step_prompt_rows = next_rows;
     pthread_mutex_unlock(&m->mu);
 }
 
@@ -240,12 +257,28 @@ omnic_status omnic__metrics_render(const omnic__metrics *s, char **out, size_t *
         (unsigned long long)s->enc_cache_evictions, (long long)s->enc_cache_bytes,
         (long long)s->enc_cache_entries);
     put(&b,
+        "# HELP omnic_media_memo_hits_total Media items whose decode and preprocessing were skipped "
+        "(the same bytes and processor as a kept item).\n"
+        "# TYPE omnic_media_memo_hits_total counter\nomnic_media_memo_hits_total %llu\n"
+        "# HELP omnic_media_memo_misses_total Media items decoded and preprocessed.\n"
+        "# TYPE omnic_media_memo_misses_total counter\nomnic_media_memo_misses_total %llu\n"
+        "# HELP omnic_media_memo_bytes Bytes of prepared items kept.\n"
+        "# TYPE omnic_media_memo_bytes gauge\nomnic_media_memo_bytes %lld\n",
+        (unsigned long long)s->memo_hits, (unsigned long long)s->memo_misses, (long long)s->memo_bytes);
+    put(&b,
         "# HELP omnic_encode_slices_total Encoder runs between decode steps (an image takes one when "
         "nothing decodes, more while streams decode).\n"
         "# TYPE omnic_encode_slices_total counter\nomnic_encode_slices_total %llu\n"
         "# HELP omnic_encode_slice_budget_seconds The last encoder slice's time budget (0: unbounded).\n"
         "# TYPE omnic_encode_slice_budget_seconds gauge\nomnic_encode_slice_budget_seconds %.6f\n",
         (unsigned long long)s->encode_slices, s->slice_budget_s);
+    put(&b,
+        "# HELP omnic_step_budget_seconds Target time of a decode step carrying prompt rows (mixed "
+        "steps: a decode step alone times the allowed rise; 0: none yet).\n"
+        "# TYPE omnic_step_budget_seconds gauge\nomnic_step_budget_seconds %.6f\n"
+        "# HELP omnic_step_prompt_rows Prompt rows the next mixed step carries (sized to the budget).\n"
+        "# TYPE omnic_step_prompt_rows gauge\nomnic_step_prompt_rows %lld\n",
+        s->step_budget_s, (long long)s->step_prompt_rows);
     put(&b,
         "# HELP omnic_prefix_cache_hits_total Prompt blocks whose KV rows came from the prefix cache.\n"
         "# TYPE omnic_prefix_cache_hits_total counter\nomnic_prefix_cache_hits_total %llu\n"

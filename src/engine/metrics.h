@@ -57,9 +57,13 @@ typedef struct omnic__metrics {
     uint64_t mixed_prompt_rows;                                     /* prompt rows carried by decode calls */
     uint64_t enc_cache_hits, enc_cache_misses, enc_cache_evictions; /* engine/blob_cache.h */
     int64_t enc_cache_bytes, enc_cache_entries;
+    uint64_t memo_hits, memo_misses; /* engine/media_memo.h: repeats that skipped decode + preprocess */
+    int64_t memo_bytes;
     omnic__prefix_stats prefix; /* engine/prefix_cache.h */
     uint64_t encode_slices;     /* encoder runs between decode steps */
     double slice_budget_s;      /* the last slice's time budget (0: unbounded, nothing decoding) */
+    double step_budget_s;       /* the last mixed step's target time (OMNIC_STEP_RISE x a decode step) */
+    int64_t step_prompt_rows;   /* prompt rows the next mixed step carries */
     int64_t slots_busy, slots_total, queue_depth;
     omnic__histogram hist[OMNIC_H_COUNT];
     omnic__histogram media[OMNIC_MS_COUNT][OMNIC_METRIC_MODALITIES];
@@ -78,8 +82,12 @@ void omnic__metrics_steps(omnic__metrics *m, uint64_t prefill_chunks, uint64_t d
 /* The encoder cache's counters (totals, as the cache keeps them). */
 void omnic__metrics_encoder_cache(omnic__metrics *m, uint64_t hits, uint64_t misses, uint64_t evictions,
                                   size_t bytes, size_t entries);
+/* The media memo's counters (totals, as the memo keeps them). */
+void omnic__metrics_media_memo(omnic__metrics *m, uint64_t hits, uint64_t misses, size_t bytes);
 /* One encoder slice ran with this budget (seconds; 0: to the end). */
 void omnic__metrics_encode_slice(omnic__metrics *m, double budget_s);
+/* A mixed step was sized: its target time (seconds) and the next one's prompt rows. */
+void omnic__metrics_mixed_step(omnic__metrics *m, double budget_s, int64_t next_rows);
 /* The prefix cache's counters (totals, as the cache keeps them). */
 void omnic__metrics_prefix_cache(omnic__metrics *m, const omnic__prefix_stats *s);
 /* A consistent copy. */

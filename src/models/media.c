@@ -83,7 +83,15 @@ omnic_status omnic__media_proc_init(omnic__media_proc *p, const omnic__model *m,
         o->proc_free(params);
         return s;
     }
-    *p = (omnic__media_proc){.ops = o, .params = params, .user_max_pixels = user_max_pixels};
+    *p = (omnic__media_proc){
+        .ops = o, .params = params, .user_max_pixels = user_max_pixels, .has_ident = true};
+    omnic__sha256 h;
+    omnic__sha256_init(&h);
+    omnic__sha256_field(&h, "omnic.media_proc/1");
+    omnic__sha256_field(&h, m->identity);
+    int64_t meta[2] = {mod, user_max_pixels};
+    omnic__sha256_update(&h, meta, sizeof meta);
+    omnic__sha256_final(&h, p->ident);
     return OMNIC_OK;
 }
 
@@ -129,7 +137,18 @@ omnic_status omnic__media_proc_with(omnic__media_proc *out, const omnic__media_p
             return s;
         }
     }
-    *out = (omnic__media_proc){.ops = src->ops, .params = params, .user_max_pixels = src->user_max_pixels};
+    *out = (omnic__media_proc){.ops = src->ops,
+                               .params = params,
+                               .user_max_pixels = src->user_max_pixels,
+                               .has_ident = src->has_ident};
+    if (src->has_ident) { /* the kwargs change the items */
+        omnic__sha256 h;
+        omnic__sha256_init(&h);
+        omnic__sha256_update(&h, src->ident, sizeof src->ident);
+        int64_t k[2] = {kw ? kw->min_pixels : 0, kw ? kw->max_pixels : 0};
+        omnic__sha256_update(&h, k, sizeof k);
+        omnic__sha256_final(&h, out->ident);
+    }
     return OMNIC_OK;
 }
 

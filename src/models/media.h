@@ -156,6 +156,9 @@ typedef struct omnic__media_proc {
     const omnic__media_ops *ops;
     void *params;            /* owned by ops */
     int64_t user_max_pixels; /* the user limit it was made with; 0 none */
+    bool has_ident;          /* ident is set: made for a model (proc_init, then proc_with) */
+    uint8_t ident[32];       /* SHA-256 of the bundle identity, modality, user limit and kwargs:
+                              * two processors with one ident make the same items (media memo) */
 } omnic__media_proc;
 
 /* m's processor for modality mod (E_UNSUPPORTED naming the modality when m does not take it).

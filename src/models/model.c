@@ -28,8 +28,8 @@ static omnic_status compute_identity(omnic__model *m, omnic_err *err)
     snprintf(modules, sizeof modules, "%s:%s;%s:%s;invariant_prefill=%d", m->prefill.name,
              m->prefill.contract, m->decode.name, m->decode.contract, m->prefill_inv.finalized);
     size_t used = strlen(modules);
-    snprintf(modules + used, sizeof modules - used, ";%s:%s", m->embed_prefill.name,
-             m->embed_prefill.contract);
+    snprintf(modules + used, sizeof modules - used, ";%s:%s%s", m->embed_prefill.name,
+             m->embed_prefill.contract, m->embed_decode.finalized ? ";embeddings_decode" : "");
     char buckets[64] = "";
     for (int k = 0; k < OMNIC_MODALITY_COUNT; k++)
         if (m->media[k].ops && m->media[k].state)
@@ -150,7 +150,9 @@ omnic_status omnic__model_open(const char *dir, const omnic__model_opts *opts, o
     if ((s = omnic__module_init(&m->embed_prefill, "text.embeddings_prefill",
                                 "omnic.text.embeddings_prefill/1", m->embed_rows, err)) != OMNIC_OK)
         goto fail;
-    m->embed_prefill.graph.batch_invariant = false; /* as the token prefill (m->prefill) */
+    /* as the token prompts: batch-invariant with mixed steps, so a media prompt's rows are the
+     * same alone (this module) and beside decode rows (embed_decode) */
+    m->embed_prefill.graph.batch_invariant = m->step_tokens > 0;
     if ((s = omnic__text_decoder_build_embeddings(&m->dec, &m->embed_prefill, m->kv_dtype, kv_rows,
                                                   m->embed_mask, opts && opts->taps, err)) != OMNIC_OK ||
         (s = omnic__module_finalize(&m->embed_prefill, m->backend, m->pool, err)) != OMNIC_OK ||
@@ -167,6 +169,22 @@ omnic_status omnic__model_open(const char *dir, const omnic__model_opts *opts, o
             OMNIC_OK)
         goto fail;
     m->embed_prefill_logits = omnic__module_find_output(&m->embed_prefill, "logits");
+    bool media = false;
+    for (int k = 0; k < OMNIC_MODALITY_COUNT; k++)
+        media |= m->media[k].ops != NULL;
+    if (m->step_tokens > 0 && media && m->embed_mask == OMNIC_MASK_CAUSAL) {
+        omnic__module *ed = &m->embed_decode;
+        if ((s = omnic__module_init(ed, "text.embeddings_decode", "omnic.text.embeddings_decode/1",
+                                    m->n_slots + m->step_tokens, err)) != OMNIC_OK ||
+            (s = omnic__text_decoder_build_embeddings_decode(&m->dec, ed, m->kv_dtype, kv_rows, err)) !=
+                OMNIC_OK ||
+            (s = omnic__module_finalize(ed, m->backend, m->pool, err)) != OMNIC_OK ||
+            (s = omnic__module_constrain(ed, "inputs_embeds", 0, true, err)) != OMNIC_OK ||
+            (s = omnic__module_constrain(ed, "positions", INT32_MAX, false, err)) != OMNIC_OK ||
+            (m->dec.rope_switch && (s = omnic__module_constrain(ed, "rope_long", 2, false, err)) != OMNIC_OK))
+            goto fail;
+        m->embed_decode_logits = omnic__module_find_output(ed, "logits");
+    }
     if ((s = compute_identity(m, err)) != OMNIC_OK) goto fail;
     *out = m;
     return OMNIC_OK;
@@ -181,6 +199,7 @@ void omnic__model_close(omnic__model *m)
     omnic__module_deinit(&m->prefill);
     omnic__module_deinit(&m->prefill_inv);
     omnic__module_deinit(&m->embed_prefill);
+    omnic__module_deinit(&m->embed_decode);
     for (int k = 0; k < OMNIC_MODALITY_COUNT; k++)
         if (m->media[k].ops) m->media[k].ops->close(m);
     omnic__module_deinit(&m->decode);
@@ -194,7 +213,7 @@ void omnic__model_close(omnic__model *m)
 size_t omnic__model_planned_bytes(const omnic__model *m)
 {
     size_t n = m->prefill.plan.total_bytes + m->prefill_inv.plan.total_bytes + m->decode.plan.total_bytes +
-               m->embed_prefill.plan.total_bytes;
+               m->embed_prefill.plan.total_bytes + m->embed_decode.plan.total_bytes;
     for (int k = 0; k < OMNIC_MODALITY_COUNT; k++)
         if (m->media[k].ops) n += m->media[k].ops->planned_bytes(m);
     return n;

@@ -24,11 +24,11 @@ typedef struct omnic__model_opts {
     int64_t ctx;          /* rows per slot; 0: min(max_position_embeddings, 4096) */
     int slots;            /* sequences decoded together; 0: 1 */
     int64_t chunk;        /* prefill rows per call; 0: min(ctx, 512) */
-    int64_t step_tokens;  /* > 0: mixed steps (engine): text.decode also takes up to this many
-                           * rows of a prompt longer than one chunk beside the decode rows, and
-                           * such prompts go through prefill_inv otherwise, so a row's result
-                           * never depends on the step that computed it. 0: prompts only go
-                           * through text.token_prefill. */
+    int64_t step_tokens;  /* > 0: mixed steps (engine): text.decode takes up to this many rows,
+                           * decode rows and a token prompt's rows together, and token prompts go
+                           * through prefill_inv otherwise, so a row's result never depends on
+                           * the step that computed it. 0: prompts only go through
+                           * text.token_prefill. */
     omnic_dtype kv_dtype; /* f16 (default) or f32 */
     bool taps;            /* prefill also outputs inputs_embeds and hidden_l{i} (stage dumps) */
     const char *quant;    /* "q8_0" / "q4_0": quantize linear weights at load (models/quantize.h);
@@ -52,8 +52,8 @@ typedef struct omnic__model {
                                 * prompt rows in mixed steps */
     int64_t step_tokens;       /* 0: no mixed steps */
     omnic__module prefill_inv; /* step_tokens > 0: text.token_prefill with batch-invariant
-                                * matmuls (rows as text.decode computes them), for prompts
-                                * longer than one chunk; not finalized otherwise */
+                                * matmuls (rows as text.decode computes them), for token
+                                * prompts; not finalized otherwise */
     int prefill_inv_logits;
     /* text.embeddings_prefill: one sequence, <= chunk rows of post-scale embeddings
      * (omnic__text_decoder_build_embeddings has the inputs and the bias layout) */
@@ -62,6 +62,11 @@ typedef struct omnic__model {
     omnic__mask_mode embed_mask; /* its mask mode (causal: no attn_bias input; spans: attn_span) */
     int64_t embed_rows;          /* its row capacity: chunk, or the longest media span when longer
                                   * (a span is never split across calls) */
+    /* text.embeddings_decode (step_tokens > 0, media taken, causal mask): text.decode fed rows,
+     * so mixed steps carry a prepared (media) prompt's rows beside the decode rows; not
+     * finalized otherwise */
+    omnic__module embed_decode;
+    int embed_decode_logits;
     /* Media input, one entry per modality (models/media.h): the family's table and its
      * encoder state; ops NULL when the model does not take that modality. */
     omnic__model_media media[OMNIC_MODALITY_COUNT];

@@ -672,6 +672,18 @@ omnic_status omnic__text_decoder_build_embeddings(const omnic__text_decoder *d, 
     return build_body(d, g, x, pos, bias, span, mask != OMNIC_MASK_BIAS, kv_dtype, kv_rows, false, taps, err);
 }
 
+omnic_status omnic__text_decoder_build_embeddings_decode(const omnic__text_decoder *d, omnic__module *m,
+                                                         omnic_dtype kv_dtype, int64_t kv_rows,
+                                                         omnic_err *err)
+{
+    omnic__graph *g = &m->graph;
+    g->batch_invariant = true;
+    int64_t emb[2] = {g->capacity, d->cfg.hidden};
+    omnic__tensor *x = omnic__g_input(g, "inputs_embeds", OMNIC_DTYPE_F32, 2, emb, OMNIC_VAR_T);
+    omnic__tensor *pos = positions_input(g, &d->cfg);
+    return build_body(d, g, x, pos, NULL, NULL, true, kv_dtype, kv_rows, true, false, err);
+}
+
 omnic_status omnic__text_decoder_embed_rows(const omnic__text_decoder *d, const omnic__backend_ops *b,
                                             const int32_t *ids, int64_t n, float *out, omnic_err *err)
 {

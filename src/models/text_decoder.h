@@ -176,6 +176,13 @@ omnic_status omnic__text_decoder_build(const omnic__text_decoder *d, omnic__modu
 omnic_status omnic__text_decoder_build_embeddings(const omnic__text_decoder *d, omnic__module *m,
                                                   omnic_dtype kv_dtype, int64_t kv_rows,
                                                   omnic__mask_mode mask, bool taps, omnic_err *err);
+/* text.embeddings_decode: text.decode fed rows of post-scale embeddings instead of token ids
+ * (inputs "inputs_embeds" f32 [n, H] and "positions"; LongRoPE's "rope_long" as text.decode),
+ * per-row slots, causal, logits of every row, batch-invariant. With a decode row's embedding
+ * (omnic__text_decoder_embed_rows) its result is bit-identical to text.decode's. */
+omnic_status omnic__text_decoder_build_embeddings_decode(const omnic__text_decoder *d, omnic__module *m,
+                                                         omnic_dtype kv_dtype, int64_t kv_rows,
+                                                         omnic_err *err);
 
 /* The masked value of an explicit attention bias (finite, so inputs stay finite-checked). */
 #define OMNIC_MASK_NEG (-1e30f)

@@ -32,6 +32,7 @@
 #include "core/sync.h"
 #include "engine/chat.h"
 #include "engine/media.h"
+#include "engine/media_memo.h"
 #include "engine/modality.h"
 #include "io/json.h"
 #include "server/media.h"
@@ -1123,11 +1124,18 @@ static void media_run(omnic__job *job)
         }
         if (w->img_st == OMNIC_OK) {
             omnic__media_times mt;
-            w->img_st = omnic__media_prepare_timed(&w->proc, bytes, len, &w->lim, &w->media_job.cancel,
-                                                   &w->media[i], &mt, &w->img_err);
-            if (w->img_st == OMNIC_OK) { /* the stages of items that made it through */
+            omnic__media_memo *memo = omnic__engine_media_memo(engine_of(s));
+            bool hit = false;
+            w->img_st = omnic__media_prepare_memo(memo, &w->proc, bytes, len, &w->lim, &w->media_job.cancel,
+                                                  &w->media[i], &mt, &hit, &w->img_err);
+            if (w->img_st == OMNIC_OK && !hit) { /* the stages of items that ran them */
                 omnic__metrics_observe_media(met, OMNIC_MS_DECODE, mod, mt.decode);
                 omnic__metrics_observe_media(met, OMNIC_MS_PREPROCESS, mod, mt.preprocess);
+            }
+            if (memo) {
+                omnic__blob_cache_stats ms;
+                omnic__media_memo_stats(memo, &ms);
+                omnic__metrics_media_memo(met, ms.hits, ms.misses, ms.bytes);
             }
         }
         omnic_free(bytes);

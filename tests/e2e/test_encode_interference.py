@@ -12,15 +12,15 @@ streaming long completions; an image request arrives while they decode.
     gives on a quiet server.
 Standard library only; release builds (run by scripts/test.sh with the release omnic)."""
 import base64
-import http.client
-import json
 import os
-import re
 import subprocess
 import sys
 import tempfile
 import threading
 import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import serve_util  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 OMNIC = os.environ.get("OMNIC", os.path.join(ROOT, "build/release/omnic"))
@@ -35,54 +35,13 @@ def fail(msg):
 
 
 def start(model, log):
-    p = subprocess.Popen([OMNIC, "serve", "-m", model, "--port", "0", "--parallel", "3", "--ctx", "1024",
-                          "--encoder-cache-mb", "0"],  # every request encodes its image
-                         stderr=open(log, "w"), stdout=subprocess.DEVNULL)
-    for _ in range(600):
-        text = open(log).read()
-        m = re.search(r"listening on http://[^:]*:(\d+)", text)
-        if m and "ready on" in text:
-            return p, int(m.group(1))
-        if p.poll() is not None:
-            sys.exit(f"server exited: {text}")
-        time.sleep(0.1)
-    p.kill()
-    sys.exit("server not ready")
+    return serve_util.start([OMNIC, "serve", "-m", model, "--parallel", "3", "--ctx", "1024",
+                             "--encoder-cache-mb", "0"], log)  # every request encodes its image
 
 
 def stream_chat(port, messages, max_tokens, out):
     """Streams one chat completion; out gets the text and (time, token count) per chunk."""
-    body = {"messages": messages, "max_tokens": max_tokens, "temperature": 0, "ignore_eos": True, "stream": True,
-            "stream_options": {"include_usage": True, "continuous_usage_stats": True}}
-    c = http.client.HTTPConnection("127.0.0.1", port, timeout=600)
-    c.request("POST", "/v1/chat/completions", body=json.dumps(body), headers={"Content-Type": "application/json"})
-    r = c.getresponse()
-    out["status"], out["text"], out["times"] = r.status, "", []
-    while True:
-        line = r.readline()
-        if not line:
-            break
-        if not line.startswith(b"data: ") or line.strip() == b"data: [DONE]":
-            continue
-        js = json.loads(line[6:])
-        for ch in js.get("choices", []):
-            out["text"] += ch.get("delta", {}).get("content") or ""
-        if js.get("choices") and js.get("usage"):
-            out["times"].append((time.time(), js["usage"]["completion_tokens"]))
-    c.close()
-
-
-def metrics(port):
-    c = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
-    c.request("GET", "/metrics")
-    text = c.getresponse().read().decode()
-    c.close()
-    out = {}
-    for line in text.splitlines():
-        if line and not line.startswith("#"):
-            k, v = line.rsplit(" ", 1)
-            out[k] = float(v)
-    return out
+    serve_util.stream(port, "/v1/chat/completions", {"messages": messages, "max_tokens": max_tokens}, out)
 
 
 def main():
@@ -99,17 +58,17 @@ def main():
         try:
             quiet = [{} for _ in text_msgs]
             for k, msgs in enumerate(text_msgs):
-                stream_chat(port, msgs, 400, quiet[k])
+                stream_chat(port, msgs, 900, quiet[k])
             img_quiet = {}
             t0 = time.time()
             stream_chat(port, image_msg, 8, img_quiet)
-            encode_s = metrics(port).get('omnic_media_encode_seconds_sum{modality="image"}', 0.0)
+            encode_s = serve_util.metrics(port).get('omnic_media_encode_seconds_sum{modality="image"}', 0.0)
             print(f"quiet: image request {time.time() - t0:.2f} s, encode {encode_s:.2f} s", flush=True)
             if encode_s < 0.3:
                 fail(f"the tower encodes in {encode_s:.2f} s: too fast to measure interference")
-            slices0 = metrics(port).get("omnic_encode_slices_total", 0)
+            slices0 = serve_util.metrics(port).get("omnic_encode_slices_total", 0)
             busy = [{} for _ in text_msgs]
-            ts = [threading.Thread(target=stream_chat, args=(port, text_msgs[k], 400, busy[k]))
+            ts = [threading.Thread(target=stream_chat, args=(port, text_msgs[k], 900, busy[k]))
                   for k in range(len(text_msgs))]
             for t in ts:
                 t.start()
@@ -134,7 +93,7 @@ def main():
                     if t_img <= c <= t_done:
                         gaps.append((c - a) / max(nc - na, 1) if nc > na else c - a)
             worst = max(gaps) if gaps else float("inf")
-            slices = metrics(port).get("omnic_encode_slices_total", 0) - slices0
+            slices = serve_util.metrics(port).get("omnic_encode_slices_total", 0) - slices0
             print(f"during the encode: {len(gaps)} stream gaps, longest {worst * 1000:.0f} ms; image request "
                   f"{t_done - t_img:.2f} s; {slices:.0f} encoder slices", flush=True)
             if not gaps or worst > encode_s / 4:

@@ -19,6 +19,7 @@
 
 #include "core/sync.h"
 #include "engine/engine.h"
+#include "engine/media_memo.h"
 #include "engine/prefix_cache.h"
 #include "models/clip_media.h"
 #include "models/media.h"
@@ -414,6 +415,29 @@ static void test_images_mixed_batch(void **state)
     assert_int_equal(snap.slots_busy, 0);
     assert_int_equal(snap.queue_depth, 0);
     omnic__engine_destroy(e);
+    /* mixed steps: image prompts' rows ride in decode calls (text.embeddings_decode) beside the
+     * others' decode rows, token prompts' too; every request's tokens equal its run alone */
+    static sink alone_m[N], together_m[N];
+    e1 = engine_at(llava, 1, 8, 8);
+    assert_true(omnic__engine_model(e1)->embed_decode.finalized);
+    for (int i = 0; i < N; i++) {
+        sink_init(&alone_m[i]);
+        rs[i].cb_ctx = &alone_m[i];
+        run_one(e1, rs[i], &alone_m[i]);
+    }
+    omnic__engine_destroy(e1);
+    e = engine_at(llava, 4, 16, 8);
+    int64_t text_rows = 0;
+    for (int i = 0; i < N; i++) {
+        sink_init(&together_m[i]);
+        rs[i].cb_ctx = &together_m[i];
+        if (i % 2) text_rows += (int64_t)rs[i].n_prompt;
+        assert_int_equal(omnic__engine_submit(e, &rs[i], &id, &err), OMNIC_OK);
+    }
+    expect_same_tokens(together_m, alone_m, N);
+    omnic__metrics_snapshot(omnic__engine_metrics(e), &snap);
+    assert_true(snap.mixed_prompt_rows > (uint64_t)text_rows); /* image rows rode too */
+    omnic__engine_destroy(e);
     for (int i = 0; i < N; i++)
         omnic__media_item_deinit(&ir[i].item);
 }
@@ -531,6 +555,26 @@ static void test_qwen2vl_batch(void **state)
         assert_int_equal(omnic__engine_submit(e, &rs[i], &id, &err), OMNIC_OK);
     }
     expect_same_tokens(together, alone, N);
+    omnic__engine_destroy(e);
+    /* mixed steps: M-RoPE image rows ride in decode calls with their 3-axis positions */
+    static sink alone_m[N], together_m[N];
+    e1 = engine_at(qvl, 1, 8, 6);
+    for (int i = 0; i < N; i++) {
+        sink_init(&alone_m[i]);
+        rs[i].cb_ctx = &alone_m[i];
+        run_one(e1, rs[i], &alone_m[i]);
+    }
+    omnic__engine_destroy(e1);
+    e = engine_at(qvl, 3, 8, 6);
+    for (int i = 0; i < N; i++) {
+        sink_init(&together_m[i]);
+        rs[i].cb_ctx = &together_m[i];
+        assert_int_equal(omnic__engine_submit(e, &rs[i], &id, &err), OMNIC_OK);
+    }
+    expect_same_tokens(together_m, alone_m, N);
+    omnic__metrics snap;
+    omnic__metrics_snapshot(omnic__engine_metrics(e), &snap);
+    assert_true(snap.mixed_prompt_rows > 0);
     omnic__engine_destroy(e);
     /* chunking invariance: the image prompt prefilled in chunks of 1, 7 and whole gives the
      * same tokens (positions must not break at chunk boundaries) */
@@ -854,12 +898,93 @@ static void test_encoder_cache(void **state)
     omnic__media_item_deinit(&ir[1].item);
 }
 
+/* The media memo: the same bytes through the same processor skip decode and preprocessing (a
+ * hit is the very item: key, input, rows); other bytes or decode limits are other entries; a
+ * processor without an identity never keeps; a memo smaller than one item keeps nothing; no
+ * memo when the encoder cache is off. */
+static void test_media_memo(void **state)
+{
+    (void)state;
+    char llava[160], png[200];
+    snprintf(llava, sizeof llava, "%s/llava", dir);
+    snprintf(png, sizeof png, "%s/memo.png", dir);
+    sh(PY " -c \"import numpy as np; from PIL import Image; Image.fromarray((np.arange(40*30*3) %% 251)"
+          ".astype(np.uint8).reshape(30, 40, 3)).save('%s')\"",
+       png);
+    static uint8_t buf[1 << 16];
+    FILE *f = fopen(png, "rb");
+    assert_non_null(f);
+    size_t n = fread(buf, 1, sizeof buf, f);
+    fclose(f);
+    assert_true(n > 0 && n < sizeof buf);
+    omnic_err err;
+    omnic__engine *e = engine_cache(llava, -1);
+    assert_null(omnic__engine_media_memo(e)); /* no encoder cache: nothing to skip to */
+    omnic__engine_destroy(e);
+    e = engine_cache(llava, 0);
+    omnic__media_memo *memo = omnic__engine_media_memo(e);
+    assert_non_null(memo);
+    omnic__media_proc p;
+    assert_int_equal(omnic__media_proc_init(&p, omnic__engine_model(e), OMNIC_MODALITY_IMAGE, 0, &err),
+                     OMNIC_OK);
+    omnic__media_item a, b, c, d;
+    bool hit = true;
+    assert_int_equal(omnic__media_prepare_memo(memo, &p, buf, n, NULL, NULL, &a, NULL, &hit, &err), OMNIC_OK);
+    assert_false(hit);
+    omnic__media_times t = {1, 1};
+    assert_int_equal(omnic__media_prepare_memo(memo, &p, buf, n, NULL, NULL, &b, &t, &hit, &err), OMNIC_OK);
+    assert_true(hit);
+    assert_true(t.decode == 0 && t.preprocess == 0);
+    assert_true(a.has_key && b.has_key);
+    assert_memory_equal(a.key, b.key, 32);
+    assert_int_equal(a.rows, b.rows);
+    assert_int_equal(a.in_w, b.in_w);
+    assert_int_equal(omnic__tensor_bytes(a.input), omnic__tensor_bytes(b.input));
+    assert_memory_equal(a.input->data, b.input->data, omnic__tensor_bytes(a.input));
+    assert_true(a.input->data != b.input->data); /* a copy: each owned by its holder */
+    const omnic__image_limits lim = {.max_pixels = 1 << 20};
+    assert_int_equal(omnic__media_prepare_memo(memo, &p, buf, n, &lim, NULL, &c, NULL, &hit, &err), OMNIC_OK);
+    assert_false(hit); /* other limits: another entry */
+    buf[n - 1] ^= 1;   /* other bytes (the PNG's trailer CRC: a decode error, nothing kept) */
+    assert_int_not_equal(omnic__media_prepare_memo(memo, &p, buf, n, NULL, NULL, &d, NULL, &hit, &err),
+                         OMNIC_OK);
+    buf[n - 1] ^= 1;
+    omnic__media_proc anon = p;
+    anon.has_ident = false;
+    omnic__blob_cache_stats st0, st1;
+    omnic__media_memo_stats(memo, &st0);
+    assert_int_equal(omnic__media_prepare_memo(memo, &anon, buf, n, NULL, NULL, &d, NULL, &hit, &err),
+                     OMNIC_OK);
+    assert_false(hit);
+    omnic__media_memo_stats(memo, &st1);
+    assert_int_equal(st1.hits, 1);
+    assert_int_equal(st1.misses, 3);
+    assert_int_equal(st1.entries, 2);
+    assert_int_equal(st0.misses, st1.misses); /* not consulted */
+    omnic__media_item_deinit(&d);
+    omnic__media_memo *tiny = NULL;
+    assert_int_equal(omnic__media_memo_create(64, &tiny, &err), OMNIC_OK);
+    for (int k = 0; k < 2; k++) {
+        assert_int_equal(omnic__media_prepare_memo(tiny, &p, buf, n, NULL, NULL, &d, NULL, &hit, &err),
+                         OMNIC_OK);
+        assert_false(hit);
+        omnic__media_item_deinit(&d);
+    }
+    omnic__media_memo_destroy(tiny);
+    omnic__media_item_deinit(&a);
+    omnic__media_item_deinit(&b);
+    omnic__media_item_deinit(&c);
+    omnic__media_proc_deinit(&p);
+    omnic__engine_destroy(e);
+}
+
 static omnic__engine *engine_prefix(const char *model, int slots, int64_t chunk, int64_t bytes, int64_t block)
 {
-    omnic__engine_opts o = {.model = {.backend = "cpu", .threads = 2, .ctx = 256, .slots = slots, .chunk = chunk},
-                            .max_queue = 8,
-                            .prefix_cache_bytes = bytes,
-                            .prefix_block = block};
+    omnic__engine_opts o = {
+        .model = {.backend = "cpu", .threads = 2, .ctx = 256, .slots = slots, .chunk = chunk},
+        .max_queue = 8,
+        .prefix_cache_bytes = bytes,
+        .prefix_block = block};
     omnic__engine *e = NULL;
     omnic_err err;
     assert_int_equal(omnic__engine_create(model, &o, &e, &err), OMNIC_OK);
@@ -909,7 +1034,7 @@ static void test_prefix_cache(void **state)
         assert_int_equal(mm.prefix.reused_rows, 3 * 32);
         assert_int_equal(mm.prefix.hits, 3 * 2);
         assert_int_equal(mm.prefix.entries, 2); /* the shared blocks (47 rows hold 2 whole blocks) */
-        assert_int_equal(mm.prefix.misses, 1); /* the first prompt's lookup */
+        assert_int_equal(mm.prefix.misses, 1);  /* the first prompt's lookup */
         block_bytes = mm.prefix.bytes / mm.prefix.entries;
         /* the same prompt again: its last block holds its last row, so 32 rows, not 47 */
         static sink again;
@@ -988,8 +1113,8 @@ static void test_prefix_keys(void **state)
         pos[i] = i;
     emb2[2 * 5] = -1.0f; /* row 5: inside the span, after block 0 */
     omnic__row_span sp = {2, 7};
-    omnic__prepared_prefill p1 = {.embeds = emb, .n_rows = 12, .hidden = 2, .positions = pos, .spans = &sp,
-                                  .n_spans = 1};
+    omnic__prepared_prefill p1 = {
+        .embeds = emb, .n_rows = 12, .hidden = 2, .positions = pos, .spans = &sp, .n_spans = 1};
     omnic__prepared_prefill p2 = p1;
     p2.embeds = emb2;
     uint8_t e1[3][32], e2[3][32];
@@ -1024,6 +1149,7 @@ int main(void)
         cmocka_unit_test(test_queued_timeout),
         cmocka_unit_test(test_fair_admission),
         cmocka_unit_test(test_encoder_cache),
+        cmocka_unit_test(test_media_memo),
         cmocka_unit_test(test_prefix_cache),
         cmocka_unit_test(test_prefix_keys),
     };

@@ -63,10 +63,15 @@ def main():
     check(m.get("omnic_encoder_cache_hits_total", 0) >= 2 and m.get("omnic_encoder_cache_entries", 0) >= 1,
           "the repeated image came from the encoder cache",
           {k: v for k, v in m.items() if k.startswith("omnic_encoder_cache")})
-    # per-stage histograms, per modality: three items fetched, decoded, processed, merged; one encoded
+    # ... and, the same bytes each time, was decoded and preprocessed once (the media memo)
+    check(m.get("omnic_media_memo_hits_total", 0) >= 2 and m.get("omnic_media_memo_misses_total", 0) >= 1
+          and m.get("omnic_media_memo_bytes", 0) > 0, "the repeated image skipped decode and preprocessing",
+          {k: v for k, v in m.items() if k.startswith("omnic_media_memo")})
+    # per-stage histograms, per modality: three items fetched and merged; decoded, processed and
+    # encoded once
     want = {'omnic_media_fetch_seconds_count{modality="image"}': 3,
-            'omnic_media_decode_seconds_count{modality="image"}': 3,
-            'omnic_media_processor_seconds_count{modality="image"}': 3,
+            'omnic_media_decode_seconds_count{modality="image"}': 1,
+            'omnic_media_processor_seconds_count{modality="image"}': 1,
             'omnic_media_encode_seconds_count{modality="image"}': 1,
             'omnic_media_merge_seconds_count{modality="image"}': 3,
             'omnic_media_encode_seconds_count{modality="audio"}': 0,
