@@ -1734,6 +1734,16 @@ QWEN2VL_PRESETS = {
                       "rope_theta": 1000000.0},
         "mrope_section": [16, 24, 24],
     },
+    # Qwen/Qwen2-VL-2B-Instruct whole: the tower above and its Qwen2-1.5B-shaped text model
+    # (engine benchmarks: bench/serve.py --image with a real-size decoder)
+    "qwen2-vl-2b": {
+        "family": "qwen2_vl",
+        "tower": {"depth": 32, "width": 1280, "heads": 16, "mlp_ratio": 4, "patch": 14, "temporal": 2, "merge": 2},
+        "text_dims": {"hidden": 1536, "layers": 28, "heads": 12, "kv_heads": 2, "head_dim": 128,
+                      "intermediate": 8960, "vocab": 151936, "max_pos": 32768, "rms_eps": 1e-6,
+                      "rope_theta": 1000000.0},
+        "mrope_section": [16, 24, 24],
+    },
     # Qwen/Qwen2.5-VL-3B-Instruct's tower and merger (out 2048) with a small text model
     "qwen2.5-vl-3b-tower": {
         "family": "qwen2_5_vl",
