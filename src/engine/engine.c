@@ -646,9 +646,8 @@ static void decode_run(omnic__engine *e, int n_dec, int pf, int64_t pf_rows)
     }
     omnic__tensor_init(&pos, OMNIC_DTYPE_I32, mrope ? 2 : 1, mrope ? d3 : d, &err);
     pos.data = e->dec_pos;
-    omnic__tensor sel;
-    omnic__tensor_init(&sel, OMNIC_DTYPE_I32, 1, d,
-                       &err); /* LongRoPE: a decode row's forward ends at its position */
+    omnic__tensor sel; /* LongRoPE: a decode row's forward ends at its position */
+    omnic__tensor_init(&sel, OMNIC_DTYPE_I32, 1, d, &err);
     sel.data = e->rope_long;
     for (int64_t b = 0; m->dec.rope_switch && b < n; b++)
         e->rope_long[b] =
@@ -681,9 +680,9 @@ static void decode_run(omnic__engine *e, int n_dec, int pf, int64_t pf_rows)
 }
 
 /* One scheduler step's compute: the next prefilling slot (round robin) gets one chunk of
- * text.token_prefill, then one batched decode; or, with mixed steps (step_tokens > 0) and
- * a prompt longer than one chunk while other slots decode, its next prompt rows ride in the
- * decode call itself, so the decoding streams wait for at most step_tokens extra rows.
+ * text.token_prefill, then one batched decode; or, with mixed steps (step_tokens > 0) while
+ * other slots decode, its next prompt rows ride in the decode call itself (mix_adapt sizes
+ * them), so the decoding streams wait for those rows only.
  * A request that dumps its prefill stages (on_prefill) always takes text.token_prefill, and
  * an image request's rows take text.embeddings_prefill (after its images are encoded, one
  * per step). */
@@ -718,13 +717,14 @@ static void step(omnic__engine *e)
     }
     if (pf >= 0) prefix_restore(e, pf);
     int n_dec = gather_decode_rows(e);
-    if (pf >= 0 && n_dec > 0 && mixed_prompt(e, &e->slots[pf]) && !e->slots[pf].req->on_prefill &&
-        ++e->mix_run > OMNIC_STEP_PROBE) { /* a decode step alone now and then: d as it is now */
+    const bool mixed =
+        pf >= 0 && n_dec > 0 && mixed_prompt(e, &e->slots[pf]) && !e->slots[pf].req->on_prefill;
+    if (mixed && ++e->mix_run > OMNIC_STEP_PROBE) { /* a decode step alone now and then: d as it is now */
         e->mix_run = 0;
         decode_call(e, n_dec, -1, 0);
         return;
     }
-    if (pf >= 0 && n_dec > 0 && mixed_prompt(e, &e->slots[pf]) && !e->slots[pf].req->on_prefill) {
+    if (mixed) {
         int64_t left = e->slots[pf].pf_len - e->slots[pf].prefilled;
         int64_t room = m->step_tokens - n_dec > 1 ? m->step_tokens - n_dec : 1;
         int64_t k = e->mix_rows > 0 ? e->mix_rows : OMNIC_STEP_FIRST_ROWS;
