@@ -596,6 +596,27 @@ static void decode_call(omnic__engine *e, int n_dec, int pf, int64_t pf_rows)
     if (pf < 0) e->step_ema = e->step_ema > 0 ? 0.8 * e->step_ema + 0.2 * dt : dt;
 }
 
+/* The logits of a mixed step's rows that sample, through text.head: body's "hidden" rows
+ * [0, n_dec) (the decode rows) and, when the prompt completes (done), its last row n - 1, moved
+ * to row n_dec. *logits: [n_dec + done, V]. */
+static omnic_status head_rows(omnic__engine *e, omnic__module *body, int n_dec, int64_t n, bool done,
+                              const float **logits, omnic_err *err)
+{
+    omnic__model *m = e->model;
+    const int64_t H = m->dec.cfg.hidden, L = n_dec + (done ? 1 : 0);
+    float *hid = omnic__module_output(body, 0)->data; /* [n, H], ours until the next call */
+    if (done && n - 1 != n_dec) memcpy(hid + (int64_t)n_dec * H, hid + (n - 1) * H, (size_t)H * sizeof *hid);
+    omnic__tensor in;
+    int64_t d[2] = {L, H};
+    OMNIC_TRY(omnic__tensor_init(&in, OMNIC_DTYPE_F32, 2, d, err));
+    in.data = hid;
+    const omnic__tensor *ins[1] = {&in};
+    omnic__call c = {.n = L, .inputs = ins, .n_inputs = 1};
+    OMNIC_TRY(omnic__module_call(&m->head, &c, err));
+    *logits = omnic__module_output(&m->head, 0)->data;
+    return OMNIC_OK;
+}
+
 static void decode_run(omnic__engine *e, int n_dec, int pf, int64_t pf_rows)
 {
     omnic__model *m = e->model;
@@ -621,9 +642,10 @@ static void decode_run(omnic__engine *e, int n_dec, int pf, int64_t pf_rows)
             }
         }
     }
-    /* a media prompt's rows: every row as embeddings (the decode rows' looked up exactly as
-     * text.decode does), through text.embeddings_decode */
-    omnic__module *mod = pp ? &m->embed_decode : &m->decode;
+    /* decode rows alone: text.decode; with a prompt's rows: text.decode_body, or for a media
+     * prompt text.embeddings_decode (every row as embeddings, the decode rows' looked up exactly
+     * as text.decode does), then text.head on the rows that sample */
+    omnic__module *mod = pf < 0 ? &m->decode : pp ? &m->embed_decode : &m->decode_body;
     if (pp) {
         if (omnic__text_decoder_embed_rows(&m->dec, m->backend, e->dec_tok, n_dec, e->dec_emb, &err) !=
             OMNIC_OK) {
@@ -661,8 +683,15 @@ static void decode_run(omnic__engine *e, int n_dec, int pf, int64_t pf_rows)
         if (pf >= 0) finish(e, pf, OMNIC_FINISH_ERROR, err.msg);
         return;
     }
+    const bool done = pf >= 0 && e->slots[pf].prefilled + pf_rows == e->slots[pf].pf_len;
+    const float *logits = omnic__module_output(mod, 0)->data;
+    if (pf >= 0 && head_rows(e, mod, n_dec, n, done, &logits, &err) != OMNIC_OK) {
+        for (int b = 0; b < n_dec; b++)
+            finish(e, e->dec_rows[b], OMNIC_FINISH_ERROR, err.msg);
+        finish(e, pf, OMNIC_FINISH_ERROR, err.msg);
+        return;
+    }
     omnic__metrics_steps(&e->metrics, 0, n_dec > 0, (uint64_t)n_dec, pf >= 0 ? (uint64_t)pf_rows : 0);
-    const float *logits = omnic__module_output(mod, pp ? m->embed_decode_logits : 0)->data;
     const int64_t V = m->dec.cfg.vocab;
     for (int b = 0; b < n_dec; b++) {
         slot *ds = &e->slots[e->dec_rows[b]];
@@ -672,9 +701,9 @@ static void decode_run(omnic__engine *e, int n_dec, int pf, int64_t pf_rows)
     if (pf >= 0) {
         slot *s = &e->slots[pf];
         s->prefilled += pf_rows;
-        if (s->prefilled == s->pf_len) {
+        if (done) {
             prefix_store(e, pf);
-            on_token(e, pf, omnic__sampler_sample(&s->sampler, logits + (n - 1) * V));
+            on_token(e, pf, omnic__sampler_sample(&s->sampler, logits + (int64_t)n_dec * V));
         }
     }
 }

@@ -110,18 +110,24 @@ omnic_status omnic__model_open(const char *dir, const omnic__model_opts *opts, o
         omnic__module *mod;
         const char *name, *contract;
         int64_t rows;
-        bool all, invariant;
-    } mods[3] = {
-        {&m->prefill, "text.token_prefill", "omnic.text.token_prefill/1", m->chunk, false, false},
-        {&m->decode, "text.decode", "omnic.text.decode/1", m->n_slots + m->step_tokens, true, true},
-        {&m->prefill_inv, "text.token_prefill", "omnic.text.token_prefill/1", m->chunk, false, true}};
-    for (int i = 0; i < (m->step_tokens > 0 ? 3 : 2); i++) {
+        omnic__text_head head;
+        bool invariant;
+    } mods[4] = {
+        {&m->prefill, "text.token_prefill", "omnic.text.token_prefill/1", m->chunk, OMNIC_HEAD_LAST, false},
+        {&m->decode, "text.decode", "omnic.text.decode/1", m->n_slots, OMNIC_HEAD_ALL, true},
+        /* mixed steps */
+        {&m->prefill_inv, "text.token_prefill", "omnic.text.token_prefill/1", m->chunk, OMNIC_HEAD_LAST,
+         true},
+        {&m->decode_body, "text.decode_body", "omnic.text.decode_body/1", m->n_slots + m->step_tokens,
+         OMNIC_HEAD_NONE, true}};
+    for (int i = 0; i < (m->step_tokens > 0 ? 4 : 2); i++) {
         omnic__module *mod = mods[i].mod;
         if ((s = omnic__module_init(mod, mods[i].name, mods[i].contract, mods[i].rows, err)) != OMNIC_OK)
             goto fail;
         mod->graph.batch_invariant = mods[i].invariant;
-        if ((s = omnic__text_decoder_build(&m->dec, mod, m->kv_dtype, kv_rows, mods[i].all,
-                                           !mods[i].all && opts && opts->taps, err)) != OMNIC_OK ||
+        if ((s = omnic__text_decoder_build(&m->dec, mod, m->kv_dtype, kv_rows, mods[i].head,
+                                           mods[i].head == OMNIC_HEAD_LAST && opts && opts->taps, err)) !=
+                OMNIC_OK ||
             (s = omnic__module_finalize(mod, m->backend, m->pool, err)) != OMNIC_OK ||
             (s = omnic__module_constrain(mod, "tokens", cfg.vocab, false, err)) != OMNIC_OK ||
             (s = omnic__module_constrain(mod, "positions", INT32_MAX, false, err)) != OMNIC_OK ||
@@ -131,6 +137,13 @@ omnic_status omnic__model_open(const char *dir, const omnic__model_opts *opts, o
     }
     m->prefill_logits = omnic__module_find_output(&m->prefill, "logits");
     m->prefill_inv_logits = omnic__module_find_output(&m->prefill_inv, "logits");
+    /* text.head: the logits of the rows of a mixed step that sample (its decode rows and a
+     * prompt's last row) */
+    if (m->step_tokens > 0 && ((s = omnic__module_init(&m->head, "text.head", "omnic.text.head/1",
+                                                       m->n_slots + 1, err)) != OMNIC_OK ||
+                               (s = omnic__text_decoder_build_head(&m->dec, &m->head, err)) != OMNIC_OK ||
+                               (s = omnic__module_finalize(&m->head, m->backend, m->pool, err)) != OMNIC_OK))
+        goto fail;
     if ((s = open_media(m, err)) != OMNIC_OK) goto fail;
     /* text.embeddings_prefill: the token prefill's graph from the first layer on, fed rows;
      * media whose rows attend both ways (spans) add the attn_span input and may need larger calls */
@@ -183,7 +196,6 @@ omnic_status omnic__model_open(const char *dir, const omnic__model_opts *opts, o
             (s = omnic__module_constrain(ed, "positions", INT32_MAX, false, err)) != OMNIC_OK ||
             (m->dec.rope_switch && (s = omnic__module_constrain(ed, "rope_long", 2, false, err)) != OMNIC_OK))
             goto fail;
-        m->embed_decode_logits = omnic__module_find_output(ed, "logits");
     }
     if ((s = compute_identity(m, err)) != OMNIC_OK) goto fail;
     *out = m;
@@ -200,6 +212,8 @@ void omnic__model_close(omnic__model *m)
     omnic__module_deinit(&m->prefill_inv);
     omnic__module_deinit(&m->embed_prefill);
     omnic__module_deinit(&m->embed_decode);
+    omnic__module_deinit(&m->decode_body);
+    omnic__module_deinit(&m->head);
     for (int k = 0; k < OMNIC_MODALITY_COUNT; k++)
         if (m->media[k].ops) m->media[k].ops->close(m);
     omnic__module_deinit(&m->decode);
@@ -213,7 +227,8 @@ void omnic__model_close(omnic__model *m)
 size_t omnic__model_planned_bytes(const omnic__model *m)
 {
     size_t n = m->prefill.plan.total_bytes + m->prefill_inv.plan.total_bytes + m->decode.plan.total_bytes +
-               m->embed_prefill.plan.total_bytes + m->embed_decode.plan.total_bytes;
+               m->embed_prefill.plan.total_bytes + m->embed_decode.plan.total_bytes +
+               m->decode_body.plan.total_bytes + m->head.plan.total_bytes;
     for (int k = 0; k < OMNIC_MODALITY_COUNT; k++)
         if (m->media[k].ops) n += m->media[k].ops->planned_bytes(m);
     return n;

@@ -45,12 +45,15 @@ typedef struct omnic__model {
     int n_slots;
     int64_t chunk; /* prefill rows per call */
     omnic_dtype kv_dtype;
-    omnic__kv_pool kv;         /* every slot's KV cache */
-    omnic__module prefill;     /* text.token_prefill: one sequence, <= chunk rows */
-    int prefill_logits;        /* index of its "logits" output */
-    omnic__module decode;      /* text.decode: one row per slot, plus up to step_tokens
-                                * prompt rows in mixed steps */
-    int64_t step_tokens;       /* 0: no mixed steps */
+    omnic__kv_pool kv;     /* every slot's KV cache */
+    omnic__module prefill; /* text.token_prefill: one sequence, <= chunk rows */
+    int prefill_logits;    /* index of its "logits" output */
+    omnic__module decode;  /* text.decode: one row per slot */
+    int64_t step_tokens;   /* 0: no mixed steps */
+    /* Mixed steps (step_tokens > 0; not finalized otherwise): text.decode_body, text.decode
+     * without its head over decode rows and up to step_tokens prompt rows (output "hidden"),
+     * then text.head on the rows that sample (n_slots + 1 at most) */
+    omnic__module decode_body, head;
     omnic__module prefill_inv; /* step_tokens > 0: text.token_prefill with batch-invariant
                                 * matmuls (rows as text.decode computes them), for token
                                 * prompts; not finalized otherwise */
@@ -62,11 +65,10 @@ typedef struct omnic__model {
     omnic__mask_mode embed_mask; /* its mask mode (causal: no attn_bias input; spans: attn_span) */
     int64_t embed_rows;          /* its row capacity: chunk, or the longest media span when longer
                                   * (a span is never split across calls) */
-    /* text.embeddings_decode (step_tokens > 0, media taken, causal mask): text.decode fed rows,
-     * so mixed steps carry a prepared (media) prompt's rows beside the decode rows; not
-     * finalized otherwise */
+    /* text.embeddings_decode (step_tokens > 0, media taken, causal mask): text.decode_body fed
+     * rows, so mixed steps carry a prepared (media) prompt's rows beside the decode rows (then
+     * text.head); not finalized otherwise */
     omnic__module embed_decode;
-    int embed_decode_logits;
     /* Media input, one entry per modality (models/media.h): the family's table and its
      * encoder state; ops NULL when the model does not take that modality. */
     omnic__model_media media[OMNIC_MODALITY_COUNT];

@@ -548,9 +548,17 @@ static omnic__tensor *norm(omnic__graph *g, const omnic__text_decoder *d, omnic_
 
 /* The decoder layers, final norm and head over post-scale rows x [T, H]; bias: the explicit
  * additive attention bias (or NULL), causal: the causal flag of every attention. */
+/* logits f32 [n, V] of final-normed rows h [n, H]: lm_head, then the final softcap if any. */
+static void lm_head(const omnic__text_decoder *d, omnic__graph *g, omnic__tensor *h)
+{
+    omnic__tensor *logits = omnic__g_matmul(g, h, omnic__g_weight(g, &d->lm_head), NULL);
+    if (d->cfg.final_softcap > 0) logits = omnic__g_softcap(g, logits, d->cfg.final_softcap);
+    omnic__g_mark_output(g, logits, "logits");
+}
+
 static omnic_status build_body(const omnic__text_decoder *d, omnic__graph *g, omnic__tensor *x,
                                omnic__tensor *pos, omnic__tensor *bias, omnic__tensor *span, bool causal,
-                               omnic_dtype kv_dtype, int64_t kv_rows, bool all_rows, bool taps,
+                               omnic_dtype kv_dtype, int64_t kv_rows, omnic__text_head head, bool taps,
                                omnic_err *err)
 {
     const omnic__text_config *c = &d->cfg;
@@ -622,10 +630,12 @@ static omnic_status build_body(const omnic__text_decoder *d, omnic__graph *g, om
             omnic__g_mark_output(g, x, name);
         }
     }
-    omnic__tensor *last = norm(g, d, all_rows ? x : omnic__g_slice_last_rows(g, x, 1), &d->norm);
-    omnic__tensor *logits = omnic__g_matmul(g, last, omnic__g_weight(g, &d->lm_head), NULL);
-    if (c->final_softcap > 0) logits = omnic__g_softcap(g, logits, c->final_softcap);
-    omnic__g_mark_output(g, logits, "logits");
+    omnic__tensor *last =
+        norm(g, d, head == OMNIC_HEAD_LAST ? omnic__g_slice_last_rows(g, x, 1) : x, &d->norm);
+    if (head == OMNIC_HEAD_NONE)
+        omnic__g_mark_output(g, last, "hidden");
+    else
+        lm_head(d, g, last);
     OMNIC_TRY(omnic__graph_status(g, err));
     return OMNIC_OK;
 }
@@ -638,20 +648,20 @@ static omnic__tensor *positions_input(omnic__graph *g, const omnic__text_config 
 }
 
 omnic_status omnic__text_decoder_build(const omnic__text_decoder *d, omnic__module *m, omnic_dtype kv_dtype,
-                                       int64_t kv_rows, bool all_rows, bool taps, omnic_err *err)
+                                       int64_t kv_rows, omnic__text_head head, bool taps, omnic_err *err)
 {
     const omnic__text_config *c = &d->cfg;
     omnic__graph *g = &m->graph;
     /* decode (and a prefill the caller asked to match it): a row's result never depends on
      * the other rows of the call */
-    g->batch_invariant = all_rows || g->batch_invariant;
+    g->batch_invariant = head != OMNIC_HEAD_LAST || g->batch_invariant;
     int64_t one[1] = {g->capacity};
     omnic__tensor *tokens = omnic__g_input(g, "tokens", OMNIC_DTYPE_I32, 1, one, OMNIC_VAR_T);
     omnic__tensor *pos = positions_input(g, c);
     omnic__tensor *x = omnic__g_get_rows(g, omnic__g_weight(g, &d->embed), tokens);
     if (c->embed_scale > 0) x = omnic__g_scale(g, x, c->embed_scale, 0.0f);
     if (taps) omnic__g_mark_output(g, x, "inputs_embeds");
-    return build_body(d, g, x, pos, NULL, NULL, true, kv_dtype, kv_rows, all_rows, taps, err);
+    return build_body(d, g, x, pos, NULL, NULL, true, kv_dtype, kv_rows, head, taps, err);
 }
 
 omnic_status omnic__text_decoder_build_embeddings(const omnic__text_decoder *d, omnic__module *m,
@@ -669,7 +679,8 @@ omnic_status omnic__text_decoder_build_embeddings(const omnic__text_decoder *d, 
         with_bias ? omnic__g_input(g, "attn_bias", OMNIC_DTYPE_F32, 2, bd, OMNIC_VAR_T) : NULL;
     omnic__tensor *span =
         mask == OMNIC_MASK_SPANS ? omnic__g_input(g, "attn_span", OMNIC_DTYPE_I32, 2, sd, OMNIC_VAR_T) : NULL;
-    return build_body(d, g, x, pos, bias, span, mask != OMNIC_MASK_BIAS, kv_dtype, kv_rows, false, taps, err);
+    return build_body(d, g, x, pos, bias, span, mask != OMNIC_MASK_BIAS, kv_dtype, kv_rows, OMNIC_HEAD_LAST,
+                      taps, err);
 }
 
 omnic_status omnic__text_decoder_build_embeddings_decode(const omnic__text_decoder *d, omnic__module *m,
@@ -681,7 +692,16 @@ omnic_status omnic__text_decoder_build_embeddings_decode(const omnic__text_decod
     int64_t emb[2] = {g->capacity, d->cfg.hidden};
     omnic__tensor *x = omnic__g_input(g, "inputs_embeds", OMNIC_DTYPE_F32, 2, emb, OMNIC_VAR_T);
     omnic__tensor *pos = positions_input(g, &d->cfg);
-    return build_body(d, g, x, pos, NULL, NULL, true, kv_dtype, kv_rows, true, false, err);
+    return build_body(d, g, x, pos, NULL, NULL, true, kv_dtype, kv_rows, OMNIC_HEAD_NONE, false, err);
+}
+
+omnic_status omnic__text_decoder_build_head(const omnic__text_decoder *d, omnic__module *m, omnic_err *err)
+{
+    omnic__graph *g = &m->graph;
+    g->batch_invariant = true;
+    int64_t dims[2] = {g->capacity, d->cfg.hidden};
+    lm_head(d, g, omnic__g_input(g, "hidden", OMNIC_DTYPE_F32, 2, dims, OMNIC_VAR_T));
+    return omnic__graph_status(g, err);
 }
 
 omnic_status omnic__text_decoder_embed_rows(const omnic__text_decoder *d, const omnic__backend_ops *b,

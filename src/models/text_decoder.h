@@ -141,18 +141,29 @@ omnic_status omnic__text_decoder_load(omnic__text_decoder *d, const omnic__text_
                                       const omnic__safetensors *st, omnic_err *err);
 void omnic__text_decoder_deinit(omnic__text_decoder *d);
 
+/* What a decoder graph ends with. */
+typedef enum omnic__text_head {
+    OMNIC_HEAD_LAST, /* logits f32 [1, V] of the last row (prefills: one sequence per call) */
+    OMNIC_HEAD_ALL,  /* logits f32 [n, V] of every row (text.decode) */
+    OMNIC_HEAD_NONE, /* "hidden" f32 [n, H], every row after the final norm: the rows that
+                      * sample go through text.head (mixed steps) */
+} omnic__text_head;
+
 /* Builds the decoder into m (initialized with its row capacity): inputs tokens i32 [n]
  * and positions i32 [n] (rope coordinates); each row's K/V goes to its KV pool row
  * (pool of kv_rows rows, kv_dtype) and it attends over its slot's history.
- * all_rows false: text.token_prefill, output logits f32 [1, V] of the last row (one
- * sequence per call). all_rows true: text.decode, logits f32 [n, V] (one row per slot).
+ * head LAST: text.token_prefill (one sequence per call); ALL: text.decode (rows of any slots,
+ * batch-invariant); NONE: text.decode_body, text.decode without its head (batch-invariant).
  * taps: also output "inputs_embeds" [n, H] (post-scale) and every layer's output
  * "hidden_l{i}" [n, H], for stage dumps (DESIGN.md 5); they stay alive to the end. */
 omnic_status omnic__text_decoder_build(const omnic__text_decoder *d, omnic__module *m, omnic_dtype kv_dtype,
-                                       int64_t kv_rows, bool all_rows, bool taps, omnic_err *err);
+                                       int64_t kv_rows, omnic__text_head head, bool taps, omnic_err *err);
+/* text.head: input "hidden" f32 [n, H] (final-normed rows) -> "logits" f32 [n, V] (lm_head and
+ * the final softcap), batch-invariant: a row's logits are bit-identical to text.decode's. */
+omnic_status omnic__text_decoder_build_head(const omnic__text_decoder *d, omnic__module *m, omnic_err *err);
 
 /* text.embeddings_prefill into m (initialized with its row capacity, the prefill chunk):
- * the decoder of omnic__text_decoder_build (all_rows false) without the embedding lookup
+ * the decoder of omnic__text_decoder_build (head LAST) without the embedding lookup
  * and scale. Inputs, in signature order:
  *   inputs_embeds f32 [n, H]  post-scale rows (omnic__text_decoder_embed_rows for text;
  *                             projected media rows), checked finite;
@@ -176,10 +187,11 @@ omnic_status omnic__text_decoder_build(const omnic__text_decoder *d, omnic__modu
 omnic_status omnic__text_decoder_build_embeddings(const omnic__text_decoder *d, omnic__module *m,
                                                   omnic_dtype kv_dtype, int64_t kv_rows,
                                                   omnic__mask_mode mask, bool taps, omnic_err *err);
-/* text.embeddings_decode: text.decode fed rows of post-scale embeddings instead of token ids
- * (inputs "inputs_embeds" f32 [n, H] and "positions"; LongRoPE's "rope_long" as text.decode),
- * per-row slots, causal, logits of every row, batch-invariant. With a decode row's embedding
- * (omnic__text_decoder_embed_rows) its result is bit-identical to text.decode's. */
+/* text.embeddings_decode: text.decode_body fed rows of post-scale embeddings instead of token
+ * ids (inputs "inputs_embeds" f32 [n, H] and "positions"; LongRoPE's "rope_long" as
+ * text.decode), per-row slots, causal, output "hidden" [n, H], batch-invariant. With a decode
+ * row's embedding (omnic__text_decoder_embed_rows) its result is bit-identical to
+ * text.decode_body's. */
 omnic_status omnic__text_decoder_build_embeddings_decode(const omnic__text_decoder *d, omnic__module *m,
                                                          omnic_dtype kv_dtype, int64_t kv_rows,
                                                          omnic_err *err);

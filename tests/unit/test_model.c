@@ -48,12 +48,13 @@ static int teardown(void **state)
     return mt_rmdir(tmp);
 }
 
-static omnic__model *open_model_ctx(const char *name, const char *backend, omnic_dtype kv, int slots, int64_t chunk,
-                                    int64_t ctx)
+static omnic__model *open_model_ctx(const char *name, const char *backend, omnic_dtype kv, int slots,
+                                    int64_t chunk, int64_t ctx)
 {
     char dir[300];
     snprintf(dir, sizeof dir, "%s/%s", tmp, name);
-    omnic__model_opts o = {.backend = backend, .threads = 2, .ctx = ctx, .kv_dtype = kv, .slots = slots, .chunk = chunk};
+    omnic__model_opts o = {
+        .backend = backend, .threads = 2, .ctx = ctx, .kv_dtype = kv, .slots = slots, .chunk = chunk};
     omnic__model *m = NULL;
     omnic_err err;
     omnic_status s = omnic__model_open(dir, &o, &m, &err);
@@ -62,7 +63,8 @@ static omnic__model *open_model_ctx(const char *name, const char *backend, omnic
     return m;
 }
 
-static omnic__model *open_model_opts(const char *name, const char *backend, omnic_dtype kv, int slots, int64_t chunk)
+static omnic__model *open_model_opts(const char *name, const char *backend, omnic_dtype kv, int slots,
+                                     int64_t chunk)
 {
     return open_model_ctx(name, backend, kv, slots, chunk, CTX);
 }
@@ -74,12 +76,13 @@ static omnic__model *open_model(const char *name, const char *backend, omnic_dty
 
 /* Prefills toks[0..n) into slot through module mod (a text.token_prefill) in calls of at
  * most `chunk` rows; copies the last logits to out. */
-static void prefill_toks_with(omnic__model *m, omnic__module *mod, int slot, const int32_t *toks, int n, int chunk,
-                              float *out)
+static void prefill_toks_with(omnic__model *m, omnic__module *mod, int slot, const int32_t *toks, int n,
+                              int chunk, float *out)
 {
     omnic_err err;
     int32_t pos[4 * CTX];
-    for (int i = 0; i < n; i++) pos[i] = i;
+    for (int i = 0; i < n; i++)
+        pos[i] = i;
     for (int start = 0; start < n; start += chunk) {
         int len = n - start < chunk ? n - start : chunk;
         omnic__tensor tok, p;
@@ -89,7 +92,8 @@ static void prefill_toks_with(omnic__model *m, omnic__module *mod, int slot, con
         tok.data = (void *)(uintptr_t)(toks + start);
         p.data = pos + start;
         const omnic__tensor *in[2] = {&tok, &p};
-        omnic__call c = {.n = len, .inputs = in, .n_inputs = 2, .kv = &m->kv, .slot = slot, .kv_start = start};
+        omnic__call c = {
+            .n = len, .inputs = in, .n_inputs = 2, .kv = &m->kv, .slot = slot, .kv_start = start};
         omnic_status s = omnic__module_call(mod, &c, &err);
         if (s != OMNIC_OK) fprintf(stderr, "prefill: %s\n", err.msg);
         assert_int_equal(s, OMNIC_OK);
@@ -115,7 +119,8 @@ static void decode_step(omnic__model *m, const int32_t *slots, const int32_t *to
 {
     omnic_err err;
     int32_t pos[16];
-    for (int b = 0; b < n; b++) pos[b] = (int32_t)m->kv.len[slots[b]];
+    for (int b = 0; b < n; b++)
+        pos[b] = (int32_t)m->kv.len[slots[b]];
     omnic__tensor t, p;
     int64_t d[1] = {n};
     omnic__tensor_init(&t, OMNIC_DTYPE_I32, 1, d, &err);
@@ -151,7 +156,8 @@ static void check_family(const char *name)
     omnic__model *cpu = open_model(name, "cpu", OMNIC_DTYPE_F32);
     omnic__model *ref = open_model(name, "ref", OMNIC_DTYPE_F32);
     int64_t V = cpu->dec.cfg.vocab;
-    float *a = malloc((size_t)V * sizeof *a), *b = malloc((size_t)V * sizeof *b), *c = malloc((size_t)V * sizeof *c);
+    float *a = malloc((size_t)V * sizeof *a), *b = malloc((size_t)V * sizeof *b),
+          *c = malloc((size_t)V * sizeof *c);
     prefill(cpu, T, T, a);
     prefill(ref, T, T, b);
     assert_int_equal(cpu->kv.len[0], T);
@@ -160,7 +166,8 @@ static void check_family(const char *name)
     assert_true(r < 1e-4);
     assert_int_equal(argmax(a, V), argmax(b, V));
     /* KV rows written match between backends */
-    double kr = max_rel(cpu->kv.k[0].data, ref->kv.k[0].data, T * cpu->dec.cfg.n_kv_heads * cpu->dec.cfg.head_dim);
+    double kr =
+        max_rel(cpu->kv.k[0].data, ref->kv.k[0].data, T * cpu->dec.cfg.n_kv_heads * cpu->dec.cfg.head_dim);
     assert_true(kr < 1e-4);
     int chunks[] = {1, 3, 7};
     for (size_t i = 0; i < sizeof chunks / sizeof chunks[0]; i++) {
@@ -199,21 +206,46 @@ static void check_family(const char *name)
         }
     }
     char toks[128] = "";
-    for (int i = 0; i < T; i++) snprintf(toks + strlen(toks), sizeof toks - strlen(toks), i ? ",%d" : "%d", TOKENS[i]);
+    for (int i = 0; i < T; i++)
+        snprintf(toks + strlen(toks), sizeof toks - strlen(toks), i ? ",%d" : "%d", TOKENS[i]);
     /* f32 KV on both sides: only summation order differs (observed max abs 4e-6) */
-    sh(PY " tools/ref/decoder.py --model %s/%s --tokens %s --compare %s --atol 1e-4 --rtol 0", tmp, name, toks,
-           dir);
+    sh(PY " tools/ref/decoder.py --model %s/%s --tokens %s --compare %s --atol 1e-4 --rtol 0", tmp, name,
+       toks, dir);
     free(a), free(b), free(c);
     omnic__model_close(cpu);
     omnic__model_close(ref);
 }
 
-static void test_llama_f32(void **state) { (void)state; check_family("llama"); }
-static void test_qwen2_bf16(void **state) { (void)state; check_family("qwen2"); }
-static void test_llama_f16_sharded(void **state) { (void)state; check_family("llama-f16"); }
-static void test_qwen3(void **state) { (void)state; check_family("qwen3"); }
-static void test_phi3(void **state) { (void)state; check_family("phi3"); }
-static void test_gemma3_text(void **state) { (void)state; check_family("gemma3_text"); }
+static void test_llama_f32(void **state)
+{
+    (void)state;
+    check_family("llama");
+}
+static void test_qwen2_bf16(void **state)
+{
+    (void)state;
+    check_family("qwen2");
+}
+static void test_llama_f16_sharded(void **state)
+{
+    (void)state;
+    check_family("llama-f16");
+}
+static void test_qwen3(void **state)
+{
+    (void)state;
+    check_family("qwen3");
+}
+static void test_phi3(void **state)
+{
+    (void)state;
+    check_family("phi3");
+}
+static void test_gemma3_text(void **state)
+{
+    (void)state;
+    check_family("gemma3_text");
+}
 
 /* Chunked prefill of a 100-token prompt with chunk sizes 1, 7, 64 and the whole prompt
  * gives the same greedy continuation (chunks past 16 rows take the sgemm path, so
@@ -223,7 +255,8 @@ static void test_chunk_sizes(void **state)
     (void)state;
     enum { LONG = 100, GEN = 8 };
     static int32_t toks[LONG];
-    for (int i = 0; i < LONG; i++) toks[i] = (int32_t)((i * 37 + 11) % 500);
+    for (int i = 0; i < LONG; i++)
+        toks[i] = (int32_t)((i * 37 + 11) % 500);
     int32_t first[GEN];
     const int chunks[] = {LONG, 64, 7, 1};
     for (size_t c = 0; c < sizeof chunks / sizeof chunks[0]; c++) {
@@ -236,8 +269,10 @@ static void test_chunk_sizes(void **state)
             gen[i] = argmax(l, V);
             if (i + 1 < GEN) decode_step(m, &slot, &gen[i], 1, l);
         }
-        if (c == 0) memcpy(first, gen, sizeof gen);
-        else assert_memory_equal(gen, first, sizeof gen);
+        if (c == 0)
+            memcpy(first, gen, sizeof gen);
+        else
+            assert_memory_equal(gen, first, sizeof gen);
         free(l);
         omnic__model_close(m);
     }
@@ -252,7 +287,8 @@ static void test_decode_matches_prefill(void **state)
     float *a = malloc((size_t)V * sizeof *a), *b = malloc((size_t)V * sizeof *b);
     prefill(m, T - 3, T, a);
     int32_t slot = 0;
-    for (int i = T - 3; i < T; i++) decode_step(m, &slot, &TOKENS[i], 1, a);
+    for (int i = T - 3; i < T; i++)
+        decode_step(m, &slot, &TOKENS[i], 1, a);
     omnic__kv_pool_clear_slot(&m->kv, 0);
     prefill(m, T, T, b);
     double r = max_rel(a, b, V);
@@ -281,7 +317,8 @@ static void test_batch_invariance(void **state)
     for (int s = 0; s < STEPS; s++) {
         decode_step(m, slots, cur, B, batch);
         memcpy(steps + (size_t)s * B * V, batch, (size_t)(B * V) * sizeof *batch);
-        for (int b = 0; b < B; b++) hist[b][s] = cur[b], cur[b] = argmax(batch + b * V, V);
+        for (int b = 0; b < B; b++)
+            hist[b][s] = cur[b], cur[b] = argmax(batch + b * V, V);
     }
     /* each alone, in slot 0 */
     for (int b = 0; b < B; b++) {
@@ -298,9 +335,10 @@ static void test_batch_invariance(void **state)
     omnic__model_close(m);
 }
 
-/* Mixed steps (step_tokens > 0): one text.decode call carrying a decode row of one slot and
- * a run of prompt rows of another gives bit-identical logits and KV to the prompt prefilled
- * alone by the batch-invariant text.token_prefill (prefill_inv) and the decode row run alone; rows of one slot that are not
+/* Mixed steps (step_tokens > 0): one text.decode_body call carrying a decode row of one slot
+ * and a run of prompt rows of another, then text.head on the rows that sample, gives
+ * bit-identical logits and KV to the prompt prefilled alone by the batch-invariant
+ * text.token_prefill (prefill_inv) and the decode row run alone by text.decode; rows of one slot that are not
  * adjacent are refused. Float weights, prompt longer than the decode kernel's row block. */
 static void mixed_call(omnic__model *m, const int32_t *slots, const int32_t *tok, int n, float *out)
 {
@@ -316,10 +354,26 @@ static void mixed_call(omnic__model *m, const int32_t *slots, const int32_t *tok
     p.data = pos;
     const omnic__tensor *in[2] = {&t, &p};
     omnic__call c = {.n = n, .inputs = in, .n_inputs = 2, .kv = &m->kv, .row_slots = slots};
-    omnic_status s = omnic__module_call(&m->decode, &c, &err);
+    omnic_status s = omnic__module_call(&m->decode_body, &c, &err);
     if (s != OMNIC_OK) fprintf(stderr, "mixed: %s\n", err.msg);
     assert_int_equal(s, OMNIC_OK);
-    memcpy(out, omnic__module_output(&m->decode, 0)->data, (size_t)(n * m->dec.cfg.vocab) * sizeof(float));
+    /* text.head on rows 0 and n - 1 (the rows that sample), their logits to out[0] and out[n - 1] */
+    const int64_t H = m->dec.cfg.hidden, V = m->dec.cfg.vocab;
+    const float *hid = omnic__module_output(&m->decode_body, 0)->data;
+    float two[2 * 64];
+    assert_true(H <= 64);
+    memcpy(two, hid, (size_t)H * sizeof(float));
+    memcpy(two + H, hid + (n - 1) * H, (size_t)H * sizeof(float));
+    omnic__tensor h;
+    int64_t dh[2] = {2, H};
+    omnic__tensor_init(&h, OMNIC_DTYPE_F32, 2, dh, &err);
+    h.data = two;
+    const omnic__tensor *hin[1] = {&h};
+    omnic__call hc = {.n = 2, .inputs = hin, .n_inputs = 1};
+    assert_int_equal(omnic__module_call(&m->head, &hc, &err), OMNIC_OK);
+    const float *lg = omnic__module_output(&m->head, 0)->data;
+    memcpy(out, lg, (size_t)V * sizeof(float));
+    memcpy(out + (n - 1) * V, lg + V, (size_t)V * sizeof(float));
 }
 
 static void test_mixed_steps(void **state)
@@ -328,12 +382,18 @@ static void test_mixed_steps(void **state)
     static const char *const names[] = {"llama", "qwen2"};
     enum { P = 40, STEP = 8 };
     int32_t prompt[P];
-    for (int i = 0; i < P; i++) prompt[i] = (int32_t)((i * 37 + 11) % 500);
+    for (int i = 0; i < P; i++)
+        prompt[i] = (int32_t)((i * 37 + 11) % 500);
     for (int f = 0; f < 2; f++) {
         char dir[300];
         snprintf(dir, sizeof dir, "%s/%s", tmp, names[f]);
-        omnic__model_opts o = {.backend = "cpu", .threads = 2, .ctx = CTX, .kv_dtype = OMNIC_DTYPE_F16, .slots = 2,
-                               .chunk = CTX, .step_tokens = STEP};
+        omnic__model_opts o = {.backend = "cpu",
+                               .threads = 2,
+                               .ctx = CTX,
+                               .kv_dtype = OMNIC_DTYPE_F16,
+                               .slots = 2,
+                               .chunk = CTX,
+                               .step_tokens = STEP};
         omnic__model *m = NULL;
         omnic_err err;
         assert_int_equal(omnic__model_open(dir, &o, &m, &err), OMNIC_OK);
@@ -361,21 +421,26 @@ static void test_mixed_steps(void **state)
         prefill_toks(m, 0, TOKENS, T, T, mix);
         int32_t slots[STEP + 1], toks[STEP + 1];
         slots[0] = 0, toks[0] = 9;
-        for (int i = 0; i < STEP - 1; i++) slots[1 + i] = 1, toks[1 + i] = prompt[i];
+        for (int i = 0; i < STEP - 1; i++)
+            slots[1 + i] = 1, toks[1 + i] = prompt[i];
         mixed_call(m, slots, toks, STEP, mix);
         assert_memory_equal(mix, alone_dec, (size_t)V * sizeof(float));
         for (int start = STEP - 1; start < P; start += STEP) {
             int n = P - start < STEP ? P - start : STEP;
-            for (int i = 0; i < n; i++) slots[i] = 1, toks[i] = prompt[start + i];
+            for (int i = 0; i < n; i++)
+                slots[i] = 1, toks[i] = prompt[start + i];
             mixed_call(m, slots, toks, n, mix);
-            if (start + n == P) assert_memory_equal(mix + (size_t)(n - 1) * (size_t)V, alone_pf, (size_t)V * sizeof(float));
+            if (start + n == P)
+                assert_memory_equal(mix + (size_t)(n - 1) * (size_t)V, alone_pf, (size_t)V * sizeof(float));
         }
         off = 0;
         for (int l = 0; l < m->kv.n_layers; l++)
             for (int kv = 0; kv < 2; kv++) {
                 const uint8_t *base = (kv ? m->kv.v[l] : m->kv.k[l]).data;
-                assert_memory_equal(kv_alone + off, base, (size_t)(T + 1) * row), off += (size_t)(T + 1) * row;
-                assert_memory_equal(kv_alone + off, base + (size_t)CTX * row, (size_t)P * row), off += (size_t)P * row;
+                assert_memory_equal(kv_alone + off, base, (size_t)(T + 1) * row),
+                    off += (size_t)(T + 1) * row;
+                assert_memory_equal(kv_alone + off, base + (size_t)CTX * row, (size_t)P * row),
+                    off += (size_t)P * row;
             }
         /* rows of slot 1 on both sides of a slot-0 row */
         int32_t bad_slots[3] = {1, 0, 1}, bad_toks[3] = {1, 2, 3}, bad_pos[3] = {0, 0, 0};
@@ -387,7 +452,7 @@ static void test_mixed_steps(void **state)
         const omnic__tensor *in3[2] = {&t3, &p3};
         omnic__call c3 = {.n = 3, .inputs = in3, .n_inputs = 2, .kv = &m->kv, .row_slots = bad_slots};
         int64_t len1 = m->kv.len[1];
-        assert_int_equal(omnic__module_call(&m->decode, &c3, &err), OMNIC_E_INVALID);
+        assert_int_equal(omnic__module_call(&m->decode_body, &c3, &err), OMNIC_E_INVALID);
         assert_non_null(strstr(err.msg, "name slot 1 but are not adjacent"));
         assert_int_equal(m->kv.len[1], len1);
         fprintf(stderr, "%s: mixed steps bit-identical to prefill + decode alone (prompt %d rows, step %d)\n",
@@ -422,18 +487,23 @@ static void mrope_prefill(omnic__model *m, const int32_t *pos3, int n, float *ou
 static void test_mrope_text(void **state)
 {
     (void)state;
-    sh("rm -rf %s/qwen2-mrope && cp -r %s/qwen2 %s/qwen2-mrope && " PY " -c \"import json,sys; p=sys.argv[1]; "
-       "c=json.load(open(p)); c['rope_scaling']={'type':'mrope','mrope_section':[2,3,3]}; json.dump(c,open(p,'w'))\" "
+    sh("rm -rf %s/qwen2-mrope && cp -r %s/qwen2 %s/qwen2-mrope && " PY
+       " -c \"import json,sys; p=sys.argv[1]; "
+       "c=json.load(open(p)); c['rope_scaling']={'type':'mrope','mrope_section':[2,3,3]}; "
+       "json.dump(c,open(p,'w'))\" "
        "%s/qwen2-mrope/config.json",
        tmp, tmp, tmp, tmp);
-    omnic__model *plain = open_model("qwen2", "cpu", OMNIC_DTYPE_F32), *mr = open_model("qwen2-mrope", "cpu", OMNIC_DTYPE_F32);
+    omnic__model *plain = open_model("qwen2", "cpu", OMNIC_DTYPE_F32),
+                 *mr = open_model("qwen2-mrope", "cpu", OMNIC_DTYPE_F32);
     omnic__model *mr_ref = open_model("qwen2-mrope", "ref", OMNIC_DTYPE_F32);
     assert_true(mr->dec.cfg.mrope && !plain->dec.cfg.mrope);
     assert_string_not_equal(mr->identity, plain->identity); /* position mode is part of the identity */
     const int64_t V = mr->dec.cfg.vocab;
-    float *a = malloc((size_t)V * sizeof *a), *b = malloc((size_t)V * sizeof *b), *c = malloc((size_t)V * sizeof *c);
+    float *a = malloc((size_t)V * sizeof *a), *b = malloc((size_t)V * sizeof *b),
+          *c = malloc((size_t)V * sizeof *c);
     int32_t pos3[3 * T];
-    for (int i = 0; i < T; i++) pos3[3 * i] = pos3[3 * i + 1] = pos3[3 * i + 2] = i;
+    for (int i = 0; i < T; i++)
+        pos3[3 * i] = pos3[3 * i + 1] = pos3[3 * i + 2] = i;
     prefill(plain, T, T, a);
     mrope_prefill(mr, pos3, T, b);
     assert_memory_equal(a, b, (size_t)V * sizeof *a);
@@ -441,8 +511,10 @@ static void test_mrope_text(void **state)
     for (int l = 0; l < mr->kv.n_layers; l++)
         assert_memory_equal(plain->kv.k[l].data, mr->kv.k[l].data, (size_t)T * row);
     /* image-like coordinates: a 2 x 3 grid at rows 3..8 (t = 3, h = 3 + y, w = 3 + x), text after */
-    for (int i = 3; i < 9; i++) pos3[3 * i] = 3, pos3[3 * i + 1] = 3 + (i - 3) / 3, pos3[3 * i + 2] = 3 + (i - 3) % 3;
-    for (int i = 9; i < T; i++) pos3[3 * i] = pos3[3 * i + 1] = pos3[3 * i + 2] = i - 3;
+    for (int i = 3; i < 9; i++)
+        pos3[3 * i] = 3, pos3[3 * i + 1] = 3 + (i - 3) / 3, pos3[3 * i + 2] = 3 + (i - 3) % 3;
+    for (int i = 9; i < T; i++)
+        pos3[3 * i] = pos3[3 * i + 1] = pos3[3 * i + 2] = i - 3;
     mrope_prefill(mr, pos3, T, b);
     mrope_prefill(mr_ref, pos3, T, c);
     double r = max_rel(b, c, V);
@@ -455,7 +527,8 @@ static void test_mrope_text(void **state)
     static const char *const bad[] = {"[2,3,4]", "[4,4]"};
     for (int k = 0; k < 2; k++) {
         sh(PY " -c \"import json,sys; p=sys.argv[1]; c=json.load(open(p)); "
-              "c['rope_scaling']={'type':'mrope','mrope_section':%s}; json.dump(c,open(p,'w'))\" %s/qwen2-mrope/config.json",
+              "c['rope_scaling']={'type':'mrope','mrope_section':%s}; json.dump(c,open(p,'w'))\" "
+              "%s/qwen2-mrope/config.json",
            bad[k], tmp);
         char dir[300];
         snprintf(dir, sizeof dir, "%s/qwen2-mrope", tmp);
@@ -534,18 +607,23 @@ static void test_bad_checkpoints(void **state)
     } cases[] = {
         /* an absent key is LlamaConfig's default (hidden_size 4096), which these weights do not fit */
         {"del c['hidden_size']", "model.embed_tokens.weight' is f32 [523, 64], expected a float [523, 4096]"},
-        {"c['num_attention_heads'] = 5; c.pop('head_dim', None)", "hidden_size 64 is not a multiple of num_attention_heads 5"},
+        {"c['num_attention_heads'] = 5; c.pop('head_dim', None)",
+         "hidden_size 64 is not a multiple of num_attention_heads 5"},
         {"c['num_key_value_heads'] = 3", "num_attention_heads 4 is not a multiple of num_key_value_heads 3"},
         {"c['model_type'] = 'mamba'", "model_type 'mamba' is not supported"},
-        {"c['vocab_size'] = 9999", "model.embed_tokens.weight' is f32 [523, 64], expected a float [9999, 64]"},
+        {"c['vocab_size'] = 9999",
+         "model.embed_tokens.weight' is f32 [523, 64], expected a float [9999, 64]"},
         {"c['num_hidden_layers'] = 3", "model.layers.2.input_layernorm.weight' is missing"},
         {"c['hidden_act'] = 'relu'", "hidden_act 'relu' is not supported"},
-        {"c['rope_scaling'] = {'rope_type': 'yarn', 'factor': 2}", "rope_scaling type 'yarn' is not supported"},
+        {"c['rope_scaling'] = {'rope_type': 'yarn', 'factor': 2}",
+         "rope_scaling type 'yarn' is not supported"},
         {"c['hidden_size'] = 'wide'", "hidden_size"},
         {"c['rms_norm_eps'] = -1", "rms_norm_eps"},
         /* keys that change numerics and that omnic does not implement are refused, never ignored */
-        {"c['rope_scaling'] = {'rope_type': 'dynamic', 'factor': 2.0}", "rope_scaling type 'dynamic' is not supported"},
-        {"c['rope_scaling'] = {'rope_type': 'linear', 'factor': 2.0, 'beta': 3}", "key 'beta' is not understood"},
+        {"c['rope_scaling'] = {'rope_type': 'dynamic', 'factor': 2.0}",
+         "rope_scaling type 'dynamic' is not supported"},
+        {"c['rope_scaling'] = {'rope_type': 'linear', 'factor': 2.0, 'beta': 3}",
+         "key 'beta' is not understood"},
         {"c['attn_logit_softcapping'] = 50.0", "key 'attn_logit_softcapping' is not understood"},
         {"c['mlp_bias'] = True", "mlp_bias = true is not supported"},
         {"c['partial_rotary_factor'] = 0.5", "partial_rotary_factor 0.5 is not supported by llama"},
@@ -576,7 +654,8 @@ static void test_misaligned_weights(void **state)
        "b=open(p,'rb').read(); n=struct.unpack('<Q',b[:8])[0]; h=b[8:8+n]+b' '; "
        "open(p,'wb').write(struct.pack('<Q',n+1)+h+b[8+n:])\"",
        tmp, tmp, tmp, tmp);
-    omnic__model *a = open_model("llama", "cpu", OMNIC_DTYPE_F32), *b = open_model("odd", "cpu", OMNIC_DTYPE_F32);
+    omnic__model *a = open_model("llama", "cpu", OMNIC_DTYPE_F32),
+                 *b = open_model("odd", "cpu", OMNIC_DTYPE_F32);
     assert_true(b->dec.copies.n > 0);
     int64_t V = a->dec.cfg.vocab;
     float *la = malloc((size_t)V * sizeof *la), *lb = malloc((size_t)V * sizeof *lb);
