@@ -167,7 +167,8 @@ omnic_status omnic__model_open(const char *dir, const omnic__model_opts *opts, o
      * same alone (this module) and beside decode rows (embed_decode) */
     m->embed_prefill.graph.batch_invariant = m->step_tokens > 0;
     if ((s = omnic__text_decoder_build_embeddings(&m->dec, &m->embed_prefill, m->kv_dtype, kv_rows,
-                                                  m->embed_mask, opts && opts->taps, err)) != OMNIC_OK ||
+                                                  m->embed_mask, OMNIC_HEAD_LAST, opts && opts->taps, err)) !=
+            OMNIC_OK ||
         (s = omnic__module_finalize(&m->embed_prefill, m->backend, m->pool, err)) != OMNIC_OK ||
         (s = omnic__module_constrain(&m->embed_prefill, "inputs_embeds", 0, true, err)) != OMNIC_OK ||
         (s = omnic__module_constrain(&m->embed_prefill, "positions", INT32_MAX, false, err)) != OMNIC_OK ||
@@ -188,9 +189,11 @@ omnic_status omnic__model_open(const char *dir, const omnic__model_opts *opts, o
     if (m->step_tokens > 0 && media && m->embed_mask == OMNIC_MASK_CAUSAL) {
         omnic__module *ed = &m->embed_decode;
         if ((s = omnic__module_init(ed, "text.embeddings_decode", "omnic.text.embeddings_decode/1",
-                                    m->n_slots + m->step_tokens, err)) != OMNIC_OK ||
-            (s = omnic__text_decoder_build_embeddings_decode(&m->dec, ed, m->kv_dtype, kv_rows, err)) !=
-                OMNIC_OK ||
+                                    m->n_slots + m->step_tokens, err)) != OMNIC_OK)
+            goto fail;
+        ed->graph.batch_invariant = true; /* as text.decode_body */
+        if ((s = omnic__text_decoder_build_embeddings(&m->dec, ed, m->kv_dtype, kv_rows, OMNIC_MASK_CAUSAL,
+                                                      OMNIC_HEAD_NONE, false, err)) != OMNIC_OK ||
             (s = omnic__module_finalize(ed, m->backend, m->pool, err)) != OMNIC_OK ||
             (s = omnic__module_constrain(ed, "inputs_embeds", 0, true, err)) != OMNIC_OK ||
             (s = omnic__module_constrain(ed, "positions", INT32_MAX, false, err)) != OMNIC_OK ||

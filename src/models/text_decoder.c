@@ -666,10 +666,10 @@ omnic_status omnic__text_decoder_build(const omnic__text_decoder *d, omnic__modu
 
 omnic_status omnic__text_decoder_build_embeddings(const omnic__text_decoder *d, omnic__module *m,
                                                   omnic_dtype kv_dtype, int64_t kv_rows,
-                                                  omnic__mask_mode mask, bool taps, omnic_err *err)
+                                                  omnic__mask_mode mask, omnic__text_head head, bool taps,
+                                                  omnic_err *err)
 {
-    omnic__graph *g =
-        &m->graph; /* batch_invariant: as the caller set it (it must match the token prefill's) */
+    omnic__graph *g = &m->graph; /* batch_invariant: as the caller set it */
     int64_t emb[2] = {g->capacity, d->cfg.hidden}, bd[2] = {g->capacity, kv_rows};
     omnic__tensor *x = omnic__g_input(g, "inputs_embeds", OMNIC_DTYPE_F32, 2, emb, OMNIC_VAR_T);
     omnic__tensor *pos = positions_input(g, &d->cfg);
@@ -679,20 +679,7 @@ omnic_status omnic__text_decoder_build_embeddings(const omnic__text_decoder *d, 
         with_bias ? omnic__g_input(g, "attn_bias", OMNIC_DTYPE_F32, 2, bd, OMNIC_VAR_T) : NULL;
     omnic__tensor *span =
         mask == OMNIC_MASK_SPANS ? omnic__g_input(g, "attn_span", OMNIC_DTYPE_I32, 2, sd, OMNIC_VAR_T) : NULL;
-    return build_body(d, g, x, pos, bias, span, mask != OMNIC_MASK_BIAS, kv_dtype, kv_rows, OMNIC_HEAD_LAST,
-                      taps, err);
-}
-
-omnic_status omnic__text_decoder_build_embeddings_decode(const omnic__text_decoder *d, omnic__module *m,
-                                                         omnic_dtype kv_dtype, int64_t kv_rows,
-                                                         omnic_err *err)
-{
-    omnic__graph *g = &m->graph;
-    g->batch_invariant = true;
-    int64_t emb[2] = {g->capacity, d->cfg.hidden};
-    omnic__tensor *x = omnic__g_input(g, "inputs_embeds", OMNIC_DTYPE_F32, 2, emb, OMNIC_VAR_T);
-    omnic__tensor *pos = positions_input(g, &d->cfg);
-    return build_body(d, g, x, pos, NULL, NULL, true, kv_dtype, kv_rows, OMNIC_HEAD_NONE, false, err);
+    return build_body(d, g, x, pos, bias, span, mask != OMNIC_MASK_BIAS, kv_dtype, kv_rows, head, taps, err);
 }
 
 omnic_status omnic__text_decoder_build_head(const omnic__text_decoder *d, omnic__module *m, omnic_err *err)

@@ -180,21 +180,17 @@ omnic_status omnic__text_decoder_build_head(const omnic__text_decoder *d, omnic_
  *                 in rows of its slot (b = e: none): every attention of the call lets the row
  *                 also see keys b..e-1 (backend.h, the attention op's span); a span must hold
  *                 its row and end inside the call, checked in [0, capacity].
- * Output logits f32 [1, V] of the last row; each row's K/V is written to its pool row as
- * text.token_prefill does (one sequence per call, chunk by chunk). taps: also outputs
- * hidden_l{i} [n, H]. With the rows token_prefill would look up, the result is
- * bit-identical to it (same graph from the first layer on). */
+ * head LAST: output logits f32 [1, V] of the last row; each row's K/V is written to its pool
+ * row as text.token_prefill does (one sequence per call, chunk by chunk). taps: also outputs
+ * hidden_l{i} [n, H]. With the rows token_prefill would look up, the result is bit-identical
+ * to it (same graph from the first layer on). head NONE with OMNIC_MASK_CAUSAL and per-row
+ * slots (the caller sets batch_invariant): text.embeddings_decode, text.decode_body fed rows,
+ * output "hidden" [n, H]; with a decode row's embedding (omnic__text_decoder_embed_rows) its
+ * result is bit-identical to text.decode_body's. */
 omnic_status omnic__text_decoder_build_embeddings(const omnic__text_decoder *d, omnic__module *m,
                                                   omnic_dtype kv_dtype, int64_t kv_rows,
-                                                  omnic__mask_mode mask, bool taps, omnic_err *err);
-/* text.embeddings_decode: text.decode_body fed rows of post-scale embeddings instead of token
- * ids (inputs "inputs_embeds" f32 [n, H] and "positions"; LongRoPE's "rope_long" as
- * text.decode), per-row slots, causal, output "hidden" [n, H], batch-invariant. With a decode
- * row's embedding (omnic__text_decoder_embed_rows) its result is bit-identical to
- * text.decode_body's. */
-omnic_status omnic__text_decoder_build_embeddings_decode(const omnic__text_decoder *d, omnic__module *m,
-                                                         omnic_dtype kv_dtype, int64_t kv_rows,
-                                                         omnic_err *err);
+                                                  omnic__mask_mode mask, omnic__text_head head, bool taps,
+                                                  omnic_err *err);
 
 /* The masked value of an explicit attention bias (finite, so inputs stay finite-checked). */
 #define OMNIC_MASK_NEG (-1e30f)

@@ -25,10 +25,12 @@
 static char tmp[64];
 static const int32_t TOKENS[T] = {5, 17, 300, 42, 42, 7, 510, 0, 99, 256, 3};
 
-static const struct { const char *family, *dtype; } CKPTS[] = {
-    {"llama", "f32"}, {"qwen2", "f32"}, {"qwen3", "f32"}, {"phi3", "f32"}, {"gemma3_text", "f32"},
-    {"llama", "bf16"}, {"qwen2", "bf16"}, {"qwen3", "bf16"}, {"phi3", "bf16"}, {"gemma3_text", "bf16"},
-    {"llama", "f16"},
+static const struct {
+    const char *family, *dtype;
+} CKPTS[] = {
+    {"llama", "f32"},       {"qwen2", "f32"},        {"qwen3", "f32"},  {"phi3", "f32"},
+    {"gemma3_text", "f32"}, {"llama", "bf16"},       {"qwen2", "bf16"}, {"qwen3", "bf16"},
+    {"phi3", "bf16"},       {"gemma3_text", "bf16"}, {"llama", "f16"},
 };
 #define N_CKPTS (sizeof CKPTS / sizeof CKPTS[0])
 
@@ -52,7 +54,7 @@ static int teardown(void **state)
     return mt_rmdir(tmp);
 }
 
-static const char *g_quant; /* --quant for the next opens (NULL: as stored) */
+static const char *g_quant;   /* --quant for the next opens (NULL: as stored) */
 static int64_t g_step_tokens; /* omnic__model_opts.step_tokens (batch-invariant prefills) */
 static int64_t g_ctx = CTX;   /* context of the next opens */
 
@@ -60,8 +62,14 @@ static omnic__model *open_model(const char *name, const char *backend, omnic_dty
 {
     char dir[300];
     snprintf(dir, sizeof dir, "%s/%s", tmp, name);
-    omnic__model_opts o = {.backend = backend, .threads = 2, .ctx = g_ctx, .kv_dtype = kv, .slots = 2, .chunk = chunk,
-                           .quant = g_quant, .step_tokens = g_step_tokens};
+    omnic__model_opts o = {.backend = backend,
+                           .threads = 2,
+                           .ctx = g_ctx,
+                           .kv_dtype = kv,
+                           .slots = 2,
+                           .chunk = chunk,
+                           .quant = g_quant,
+                           .step_tokens = g_step_tokens};
     omnic__model *m = NULL;
     omnic_err err;
     omnic_status s = omnic__model_open(dir, &o, &m, &err);
@@ -76,7 +84,8 @@ static const int32_t *prompt(const omnic__model *m, int n)
     static int32_t buf[TMAX];
     if (n <= T) return TOKENS;
     uint32_t x = 99;
-    for (int i = 0; i < n; i++) x = x * 1664525u + 1013904223u, buf[i] = (int32_t)((x >> 8) % (uint32_t)m->dec.cfg.vocab);
+    for (int i = 0; i < n; i++)
+        x = x * 1664525u + 1013904223u, buf[i] = (int32_t)((x >> 8) % (uint32_t)m->dec.cfg.vocab);
     return buf;
 }
 
@@ -86,7 +95,8 @@ static int32_t g_rope_long[TMAX];
 
 static void fill_rope_long(const omnic__model *m, int n)
 {
-    for (int i = 0; i < TMAX; i++) g_rope_long[i] = omnic__rope_long(&m->dec.cfg, n);
+    for (int i = 0; i < TMAX; i++)
+        g_rope_long[i] = omnic__rope_long(&m->dec.cfg, n);
 }
 
 /* Token prefill of the n-token prompt into slot in chunks; logits to out [V]. */
@@ -95,7 +105,8 @@ static void token_prefill_n(omnic__model *m, int slot, int n, int chunk, float *
     omnic_err err;
     int32_t pos[TMAX];
     const int32_t *toks = prompt(m, n);
-    for (int i = 0; i < n; i++) pos[i] = i;
+    for (int i = 0; i < n; i++)
+        pos[i] = i;
     fill_rope_long(m, n);
     for (int start = 0; start < n; start += chunk) {
         int len = n - start < chunk ? n - start : chunk;
@@ -108,25 +119,30 @@ static void token_prefill_n(omnic__model *m, int slot, int n, int chunk, float *
         p.data = pos + start;
         rl.data = g_rope_long;
         const omnic__tensor *in[3] = {&tok, &p, &rl};
-        omnic__call c = {.n = len, .inputs = in, .n_inputs = m->dec.rope_switch ? 3 : 2, .kv = &m->kv, .slot = slot,
+        omnic__call c = {.n = len,
+                         .inputs = in,
+                         .n_inputs = m->dec.rope_switch ? 3 : 2,
+                         .kv = &m->kv,
+                         .slot = slot,
                          .kv_start = start};
         omnic_status s = omnic__module_call(&m->prefill, &c, &err);
         if (s != OMNIC_OK) fprintf(stderr, "token prefill: %s\n", err.msg);
         assert_int_equal(s, OMNIC_OK);
     }
-    memcpy(out, omnic__module_output(&m->prefill, m->prefill_logits)->data, (size_t)m->dec.cfg.vocab * sizeof(float));
+    memcpy(out, omnic__module_output(&m->prefill, m->prefill_logits)->data,
+           (size_t)m->dec.cfg.vocab * sizeof(float));
 }
-
 
 /* Embeddings prefill of rows emb [n, H] into slot through module mod (its inputs:
  * inputs_embeds, positions[, attn_bias built from prompt bias pb [n, n]][, rope_long]);
  * logits to out. */
-static omnic_status embed_prefill_n(omnic__model *m, omnic__module *mod, const float *emb, int n, const float *pb,
-                                    int slot, int chunk, float *out, omnic_err *err)
+static omnic_status embed_prefill_n(omnic__model *m, omnic__module *mod, const float *emb, int n,
+                                    const float *pb, int slot, int chunk, float *out, omnic_err *err)
 {
     const int64_t H = m->dec.cfg.hidden, S = m->kv.capacity * m->kv.n_slots;
     int32_t pos[TMAX];
-    for (int i = 0; i < n; i++) pos[i] = i;
+    for (int i = 0; i < n; i++)
+        pos[i] = i;
     fill_rope_long(m, n);
     float *bias = pb ? malloc((size_t)(chunk * S) * sizeof *bias) : NULL;
     omnic_status s = OMNIC_OK;
@@ -142,10 +158,16 @@ static omnic_status embed_prefill_n(omnic__model *m, omnic__module *mod, const f
         p.data = pos + start;
         b.data = bias;
         rl.data = g_rope_long;
-        if (pb && (s = omnic__text_bias_rows(pb, n, start, len, slot, m->kv.capacity, S, bias, err)) != OMNIC_OK) break;
+        if (pb &&
+            (s = omnic__text_bias_rows(pb, n, start, len, slot, m->kv.capacity, S, bias, err)) != OMNIC_OK)
+            break;
         const omnic__tensor *in[4] = {&e, &p, pb ? &b : &rl, &rl};
-        omnic__call c = {.n = len, .inputs = in, .n_inputs = 2 + (pb != NULL) + m->dec.rope_switch, .kv = &m->kv,
-                         .slot = slot, .kv_start = start};
+        omnic__call c = {.n = len,
+                         .inputs = in,
+                         .n_inputs = 2 + (pb != NULL) + m->dec.rope_switch,
+                         .kv = &m->kv,
+                         .slot = slot,
+                         .kv_start = start};
         s = omnic__module_call(mod, &c, err);
     }
     free(bias);
@@ -155,8 +177,8 @@ static omnic_status embed_prefill_n(omnic__model *m, omnic__module *mod, const f
     return s;
 }
 
-static omnic_status embed_prefill(omnic__model *m, omnic__module *mod, const float *emb, const float *pb, int slot,
-                                  int chunk, float *out, omnic_err *err)
+static omnic_status embed_prefill(omnic__model *m, omnic__module *mod, const float *emb, const float *pb,
+                                  int slot, int chunk, float *out, omnic_err *err)
 {
     return embed_prefill_n(m, mod, emb, T, pb, slot, chunk, out, err);
 }
@@ -176,7 +198,8 @@ static const uint8_t *kv_slot(const omnic__model *m, bool v, int layer, int slot
 static double max_abs(const float *a, const float *b, int64_t n)
 {
     double d = 0;
-    for (int64_t i = 0; i < n; i++) d = fmax(d, fabs((double)a[i] - b[i]));
+    for (int64_t i = 0; i < n; i++)
+        d = fmax(d, fabs((double)a[i] - b[i]));
     return d;
 }
 
@@ -198,10 +221,13 @@ static void parity_n(const char *name, const char *backend, omnic_dtype kv, int 
         assert_memory_equal(kv_slot(m, false, l, 0), kv_slot(m, false, l, 1), kv_slot_bytes(m, n));
         assert_memory_equal(kv_slot(m, true, l, 0), kv_slot(m, true, l, 1), kv_slot_bytes(m, n));
     }
-    fprintf(stderr, "%s%s%s%s (%s, kv %s, chunk %d, %d rows): embeddings prefill == token prefill, logits and %d layers of K/V "
-                    "bit-identical\n",
-            name, g_quant ? " --quant " : "", g_quant ? g_quant : "", m->dec.rope_switch ? " rope-switch" : "",
-            backend, omnic_dtype_name(kv), chunk, n, m->kv.n_layers);
+    fprintf(stderr,
+            "%s%s%s%s (%s, kv %s, chunk %d, %d rows): embeddings prefill == token prefill, logits and %d "
+            "layers of K/V "
+            "bit-identical\n",
+            name, g_quant ? " --quant " : "", g_quant ? g_quant : "",
+            m->dec.rope_switch ? " rope-switch" : "", backend, omnic_dtype_name(kv), chunk, n,
+            m->kv.n_layers);
     free(a);
     free(b);
     free(emb);
@@ -257,8 +283,8 @@ static void build_bias_module(omnic__model *m, omnic__module *mod, omnic__mask_m
 {
     omnic_err err;
     assert_int_equal(omnic__module_init(mod, "text.embeddings_prefill", "test", chunk, &err), OMNIC_OK);
-    omnic_status s = omnic__text_decoder_build_embeddings(&m->dec, mod, m->kv_dtype, m->kv.n_slots * m->kv.capacity,
-                                                          mode, false, &err);
+    omnic_status s = omnic__text_decoder_build_embeddings(
+        &m->dec, mod, m->kv_dtype, m->kv.n_slots * m->kv.capacity, mode, OMNIC_HEAD_LAST, false, &err);
     if (s == OMNIC_OK) s = omnic__module_finalize(mod, m->backend, m->pool, &err);
     if (s == OMNIC_OK) s = omnic__module_constrain(mod, "attn_bias", 0, true, &err);
     if (s != OMNIC_OK) fprintf(stderr, "bias module: %s\n", err.msg);
@@ -268,7 +294,8 @@ static void build_bias_module(omnic__model *m, omnic__module *mod, omnic__mask_m
 static void causal_bias(float *pb)
 {
     for (int r = 0; r < T; r++)
-        for (int c = 0; c < T; c++) pb[r * T + c] = c <= r ? 0.0f : OMNIC_MASK_NEG;
+        for (int c = 0; c < T; c++)
+            pb[r * T + c] = c <= r ? 0.0f : OMNIC_MASK_NEG;
 }
 
 static void bias_modes(const char *name)
@@ -276,7 +303,8 @@ static void bias_modes(const char *name)
     omnic__model *m = open_model(name, "cpu", OMNIC_DTYPE_F32, T);
     omnic__model *r = open_model(name, "ref", OMNIC_DTYPE_F32, T);
     const int64_t V = m->dec.cfg.vocab, H = m->dec.cfg.hidden;
-    float *a = malloc((size_t)V * sizeof *a), *b = malloc((size_t)V * sizeof *b), *c = malloc((size_t)V * sizeof *c);
+    float *a = malloc((size_t)V * sizeof *a), *b = malloc((size_t)V * sizeof *b),
+          *c = malloc((size_t)V * sizeof *c);
     float *emb = malloc((size_t)(T * H) * sizeof *emb), pb[T * T];
     omnic_err err;
     assert_int_equal(omnic__model_embed_tokens(m, TOKENS, T, emb, &err), OMNIC_OK);
@@ -298,9 +326,11 @@ static void bias_modes(const char *name)
     assert_true(d <= 1e-5);
     /* a bidirectional span (rows 4..7 see each other) changes the logits, and cpu agrees with ref */
     for (int i = 4; i < 8; i++)
-        for (int j = 4; j < 8; j++) pb[i * T + j] = 0.0f;
+        for (int j = 4; j < 8; j++)
+            pb[i * T + j] = 0.0f;
     omnic__kv_pool_clear_slot(&m->kv, 1);
-    assert_int_equal(embed_prefill(m, &bo, emb, pb, 1, 3, c, &err), OMNIC_E_INVALID); /* chunks of 3 split it */
+    assert_int_equal(embed_prefill(m, &bo, emb, pb, 1, 3, c, &err),
+                     OMNIC_E_INVALID); /* chunks of 3 split it */
     assert_non_null(strstr(err.msg, "later chunk"));
     omnic__kv_pool_clear_slot(&m->kv, 1);
     assert_int_equal(embed_prefill(m, &bo, emb, pb, 1, 4, c, &err), OMNIC_OK); /* 4..7 is one chunk */
@@ -310,8 +340,9 @@ static void bias_modes(const char *name)
     assert_true(dr < 1e-4);
     assert_true(dc > 1e-3);
     /* the split span is refused by the bias helper, naming the chunk */
-    assert_int_equal(omnic__text_bias_rows(pb, T, 0, 6, 0, m->kv.capacity, m->kv.capacity * m->kv.n_slots, c, &err),
-                     OMNIC_E_INVALID);
+    assert_int_equal(
+        omnic__text_bias_rows(pb, T, 0, 6, 0, m->kv.capacity, m->kv.capacity * m->kv.n_slots, c, &err),
+        OMNIC_E_INVALID);
     assert_non_null(strstr(err.msg, "later chunk"));
     omnic__module_deinit(&cb);
     omnic__module_deinit(&bo);
