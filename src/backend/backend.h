@@ -117,6 +117,13 @@ typedef enum omnic__op {
      * R * (G/k) + Cc = the mean of cells (R*k + i, Cc*k + j), 0 <= i, j < k: their sum in
      * (i, j) row-major order divided by k * k (torch AvgPool2d(k, stride k)). */
     OMNIC_OP_POOL_AVG,
+    /* Gaussian top-k activation sparsity (Gemma 3n), per row of x f32 [R, C]:
+     * dst = max(0, x - (mean + fp[0] * std)), mean and std (population: divided by C) of the
+     * row; fp[0] = the standard-normal quantile of the target sparsity. */
+    OMNIC_OP_GAUSS_TOPK,
+    /* Magnitude matching (Gemma 3n AltUp), per row: dst = x * t / m with t = sqrt(mean(ref^2))
+     * and m = sqrt(max(mean(x^2), fp[0])); x = src[0], ref = src[1], both f32 [R, C]. */
+    OMNIC_OP_RMS_MATCH,
     OMNIC_OP_COUNT
 } omnic__op;
 

@@ -327,7 +327,11 @@ static omnic__tensor *binary(omnic__graph *g, omnic__op op, omnic__tensor *a, om
         omnic__tensor_nelem(a) == omnic__tensor_nelem(b) && omnic__g_of(g, a)->var == omnic__g_of(g, b)->var;
     bool row = b->ndim >= 1 && omnic__tensor_nelem(b) == omnic__tensor_cols(a) &&
                omnic__g_of(g, b)->var == OMNIC_VAR_NONE;
-    if (!same && !row)
+    /* one value per row: b [rows of a, 1], varying with a */
+    bool col = b->ndim == a->ndim && omnic__tensor_cols(b) == 1 &&
+               omnic__tensor_rows(b) == omnic__tensor_rows(a) &&
+               omnic__g_of(g, a)->var == omnic__g_of(g, b)->var;
+    if (!same && !row && !col)
         return gfail(g, "%s: %s does not broadcast onto %s", omnic__op_names[op], tname(b), tname(a));
     omnic__tensor *d = result(g, a, OMNIC_DTYPE_F32, a->ndim, a->dims);
     omnic__tensor *src[2] = {a, b};
@@ -576,6 +580,48 @@ omnic__tensor *omnic__g_slice_last_rows(omnic__graph *g, omnic__tensor *x, int64
     n->node.ip[1] = (int32_t)(x->dims[0] - n_rows);
     n->slice_from_end = true;
     return &gt->t;
+}
+
+omnic__tensor *omnic__g_slice(omnic__graph *g, omnic__tensor *x, int dim, int64_t start, int64_t len)
+{
+    if (!x) return NULL;
+    if (dim < 1 || dim >= x->ndim || start < 0 || len < 1 || start + len > x->dims[dim])
+        return gfail(g, "slice: [%lld, %lld) of dim %d of %s", (long long)start, (long long)(start + len),
+                     dim, tname(x));
+    int64_t dims[OMNIC_MAX_DIMS];
+    memcpy(dims, x->dims, sizeof dims);
+    dims[dim] = len;
+    omnic__tensor *d = result(g, x, x->dtype, x->ndim, dims);
+    omnic__gnode *n = new_node(g, OMNIC_OP_SLICE, d, 1, &x);
+    if (!n) return NULL;
+    n->node.ip[0] = dim;
+    n->node.ip[1] = (int32_t)start;
+    return d;
+}
+
+omnic__tensor *omnic__g_gauss_topk(omnic__graph *g, omnic__tensor *x, float z)
+{
+    if (!x || !need_f32(g, x, "gauss_topk")) return NULL;
+    omnic__tensor *d = result(g, x, OMNIC_DTYPE_F32, x->ndim, x->dims);
+    omnic__gnode *n = new_node(g, OMNIC_OP_GAUSS_TOPK, d, 1, &x);
+    if (!n) return NULL;
+    n->node.fp[0] = z;
+    return d;
+}
+
+omnic__tensor *omnic__g_rms_match(omnic__graph *g, omnic__tensor *x, omnic__tensor *ref, float floor)
+{
+    if (!x || !ref || !need_f32(g, x, "rms_match") || !need_f32(g, ref, "rms_match")) return NULL;
+    if (omnic__tensor_nelem(x) != omnic__tensor_nelem(ref) ||
+        omnic__tensor_cols(x) != omnic__tensor_cols(ref) ||
+        omnic__g_of(g, x)->var != omnic__g_of(g, ref)->var)
+        return gfail(g, "rms_match: %s and %s must have one shape", tname(x), tname(ref));
+    omnic__tensor *d = result(g, x, OMNIC_DTYPE_F32, x->ndim, x->dims);
+    omnic__tensor *src[2] = {x, ref};
+    omnic__gnode *n = new_node(g, OMNIC_OP_RMS_MATCH, d, 2, src);
+    if (!n) return NULL;
+    n->node.fp[0] = floor;
+    return d;
 }
 
 omnic__tensor *omnic__g_concat(omnic__graph *g, omnic__tensor *a, omnic__tensor *b, int dim)

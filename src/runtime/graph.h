@@ -98,7 +98,8 @@ omnic__tensor *omnic__g_reshape(omnic__graph *g, omnic__tensor *x, int ndim, con
 omnic__tensor *omnic__g_group_rows(omnic__graph *g, omnic__tensor *x, int64_t k);
 void omnic__g_mark_output(omnic__graph *g, omnic__tensor *t, const char *name);
 
-/* Ops (semantics in backend/backend.h). Output dtype f32 unless noted. */
+/* Ops (semantics in backend/backend.h). Output dtype f32 unless noted. add / mul: b has a's
+ * shape, or is one row [cols] (fixed), or one value per row [rows, 1] (varying with a). */
 omnic__tensor *omnic__g_matmul(omnic__graph *g, omnic__tensor *a, omnic__tensor *w, omnic__tensor *bias);
 omnic__tensor *omnic__g_add(omnic__graph *g, omnic__tensor *a, omnic__tensor *b);
 omnic__tensor *omnic__g_mul(omnic__graph *g, omnic__tensor *a, omnic__tensor *b);
@@ -142,6 +143,12 @@ omnic__tensor *omnic__g_glu(omnic__graph *g, omnic__op op, omnic__tensor *gate, 
 omnic__tensor *omnic__g_get_rows(omnic__graph *g, omnic__tensor *table, omnic__tensor *ids);
 omnic__tensor *omnic__g_slice_last_rows(omnic__graph *g, omnic__tensor *x, int64_t n);
 omnic__tensor *omnic__g_argmax(omnic__graph *g, omnic__tensor *x);
+/* x[..., start : start + len, ...] along dim (>= 1: rows keep x's variability), contiguous. */
+omnic__tensor *omnic__g_slice(omnic__graph *g, omnic__tensor *x, int dim, int64_t start, int64_t len);
+/* Gaussian top-k sparsity of each row (backend.h): max(0, x - (mean + z * std)). */
+omnic__tensor *omnic__g_gauss_topk(omnic__graph *g, omnic__tensor *x, float z);
+/* x rescaled per row to ref's RMS: x * rms(ref) / sqrt(max(mean(x^2), floor)). */
+omnic__tensor *omnic__g_rms_match(omnic__graph *g, omnic__tensor *x, omnic__tensor *ref, float floor);
 /* concat(a, b) along dim (fixed shapes, same dtype: weights converted to f32 first). */
 omnic__tensor *omnic__g_concat(omnic__graph *g, omnic__tensor *a, omnic__tensor *b, int dim);
 /* ViT patch embedding (conv with stride = kernel) of a fixed f32 image [C, H, W] by filter

@@ -24,6 +24,9 @@
  *   op                                    NMSE    MAXERR  what the budget covers
  *   matmul, patch_embed                   1e-10   1e-5    f32 sums, K up to 4103
  *   pool_avg                              1e-12   1e-6    f32 sums of k * k <= 64 values
+ *   gauss_topk                            1e-10   1e-5    as layernorm: f32 mean and std of the row
+ *                                                         move the cutoff by ~ |mean|/std ulp
+ *   rms_match                             1e-10   1e-6    two f32 sums of squares per row
  *   attention                             1e-10   1e-5    f32 scores, exp, f32 sums
  *   rmsnorm, softmax                      1e-10   1e-6    one f32 sum per row, C up to 50021:
  *                                                         sum error ~ sqrt(C) ulp (softmax 2e-11)
@@ -105,10 +108,12 @@ static const op_tol tolerances[OMNIC_OP_COUNT] = {
     [OMNIC_OP_SOFTCAP] = ACT(1e-11, 1e-6),
     [OMNIC_OP_SET_ROWS] = EXACT,
     [OMNIC_OP_POOL_AVG] = TOL(1e-12, 1e-6),
+    [OMNIC_OP_GAUSS_TOPK] = TOL(1e-10, 1e-5),
+    [OMNIC_OP_RMS_MATCH] = TOL(1e-10, 1e-6),
 };
 _Static_assert(sizeof tolerances / sizeof tolerances[0] == OMNIC_OP_COUNT,
                "tolerances out of step with omnic__op");
-_Static_assert(OMNIC_OP_POOL_AVG + 1 == OMNIC_OP_COUNT, "new op: add its tolerance and its cases here");
+_Static_assert(OMNIC_OP_RMS_MATCH + 1 == OMNIC_OP_COUNT, "new op: add its tolerance and its cases here");
 
 /* Worst values seen per op (printed at the end) and cases run per op. */
 static double worst_nmse[OMNIC_OP_COUNT], worst_maxerr[OMNIC_OP_COUNT];
@@ -1864,6 +1869,58 @@ static void test_pool_avg(void **state)
     assert_int_equal(fails, 0);
 }
 
+/* gauss_topk (Gemma 3n sparsity: z = 1.6448536, rows of up to 8192+ features, offset means)
+ * and rms_match (AltUp magnitudes: ref rows of another scale, the floor reached by tiny rows),
+ * then hand cases on ref. */
+static void test_sparsity_magnitude(void **state)
+{
+    (void)state;
+    static const int64_t RC[][2] = {{1, 1}, {3, 5}, {17, 64}, {5, 257}, {2, 8192}, {3, 16387}};
+    int fails = 0;
+    char label[120];
+    for (size_t k = 0; k < sizeof RC / sizeof RC[0]; k++) {
+        int64_t R = RC[k][0], C = RC[k][1];
+        for (int v = 0; v < 2; v++) {
+            rng_seed(8800 + 2 * (uint64_t)k + (uint64_t)v);
+            tbuf *x = T(OMNIC_DTYPE_F32, R, C), *dst = T(OMNIC_DTYPE_F32, R, C);
+            fill_uniform(x, v ? 0.5 : -3, v ? 4 : 3);
+            omnic__node n = mknode(OMNIC_OP_GAUSS_TOPK, dst, x, NULL, NULL, NULL, NULL);
+            n.fp[0] = v ? 0.0f : 1.6448536f;
+            snprintf(label, sizeof label, "gauss_topk R=%lld C=%lld z=%g", (long long)R, (long long)C,
+                     (double)n.fp[0]);
+            fails += check(label, &n, OMNIC_DTYPE_F32);
+            bufs_free();
+            rng_seed(8900 + 2 * (uint64_t)k + (uint64_t)v);
+            tbuf *a = T(OMNIC_DTYPE_F32, R, C), *ref = T(OMNIC_DTYPE_F32, R, C), *o = T(OMNIC_DTYPE_F32, R, C);
+            fill_uniform(a, v ? -1e-3 : -3, v ? 1e-3 : 3); /* v 1: mean(x^2) under the floor */
+            fill_uniform(ref, -40, 40);
+            omnic__node m = mknode(OMNIC_OP_RMS_MATCH, o, a, ref, NULL, NULL, NULL);
+            m.fp[0] = 1e-5f;
+            snprintf(label, sizeof label, "rms_match R=%lld C=%lld%s", (long long)R, (long long)C,
+                     v ? " under the floor" : "");
+            fails += check(label, &m, OMNIC_DTYPE_F32);
+            bufs_free();
+        }
+    }
+    tbuf *x = T(OMNIC_DTYPE_F32, 1, 4), *y = T(OMNIC_DTYPE_F32, 1, 4);
+    for (int i = 0; i < 4; i++)
+        tset(x, i, (float)(i + 1)); /* mean 2.5, std sqrt(1.25) */
+    omnic__node n = mknode(OMNIC_OP_GAUSS_TOPK, y, x, NULL, NULL, NULL, NULL);
+    n.fp[0] = 1.0f; /* cutoff 2.5 + 1.1180340 */
+    run_ref(&n);
+    expect_vec("gauss_topk ref", F(y), (const double[]){0, 0, 0, 4 - 2.5 - sqrt(1.25)}, 4, 1e-6);
+    bufs_free();
+    tbuf *a = T(OMNIC_DTYPE_F32, 2, 2), *r = T(OMNIC_DTYPE_F32, 2, 2), *o = T(OMNIC_DTYPE_F32, 2, 2);
+    set_f32(a, (const float[]){3, 4, 1e-3f, 0}, 4);
+    set_f32(r, (const float[]){1, 1, 2, 2}, 4);
+    omnic__node m = mknode(OMNIC_OP_RMS_MATCH, o, a, r, NULL, NULL, NULL);
+    m.fp[0] = 1.0f; /* row 0: mean(x^2) 12.5 > 1; row 1: the floor 1 */
+    run_ref(&m);
+    expect_vec("rms_match ref", F(o), (const double[]){3 / sqrt(12.5), 4 / sqrt(12.5), 2e-3, 0}, 4, 1e-6);
+    bufs_free();
+    assert_int_equal(fails, 0);
+}
+
 /* ---- main --------------------------------------------------------------------------- */
 
 static int group_setup(void **state)
@@ -1906,6 +1963,7 @@ int main(void)
         cmocka_unit_test(test_activations),
         cmocka_unit_test(test_get_rows_patch_embed),
         cmocka_unit_test(test_pool_avg),
+        cmocka_unit_test(test_sparsity_magnitude),
         cmocka_unit_test(test_layout),
         cmocka_unit_test(test_argmax_cpy),
         cmocka_unit_test(test_set_rows),

@@ -128,7 +128,7 @@ static void cpu_init(void)
     (void)omnic__cpu_isa_level();
 }
 
-_Static_assert(OMNIC_OP_COUNT == OMNIC_OP_POOL_AVG + 1, "new op: add its cpu kernel below");
+_Static_assert(OMNIC_OP_COUNT == OMNIC_OP_RMS_MATCH + 1, "new op: add its cpu kernel below");
 
 static const omnic__backend_ops cpu_ops = {
     .version = OMNIC_BACKEND_OPS_VERSION,
@@ -161,6 +161,8 @@ static const omnic__backend_ops cpu_ops = {
             [OMNIC_OP_SOFTCAP] = omnic__cpu_unary,
             [OMNIC_OP_SET_ROWS] = omnic__cpu_set_rows,
             [OMNIC_OP_POOL_AVG] = omnic__cpu_pool_avg,
+            [OMNIC_OP_GAUSS_TOPK] = omnic__cpu_gauss_topk,
+            [OMNIC_OP_RMS_MATCH] = omnic__cpu_rms_match,
         },
     .wsize =
         {

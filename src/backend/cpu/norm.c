@@ -86,3 +86,40 @@ void omnic__cpu_softmax(const omnic__node *n, int ith, int nth, void *wdata)
         v->mul1(y, 1.0f / s, y, cols);
     }
 }
+
+/* Gaussian top-k: the row's f32 mean (with layernorm's correction pass) and population
+ * std, then max(0, x - cutoff). */
+void omnic__cpu_gauss_topk(const omnic__node *n, int ith, int nth, void *wdata)
+{
+    (void)wdata;
+    const omnic__cpu_vec *v = omnic__cpu_vec_get();
+    const omnic__tensor *X = n->src[0];
+    int64_t cols = omnic__tensor_cols(X), r0, r1;
+    omnic__split_rows(omnic__tensor_rows(X), ith, nth, &r0, &r1);
+    for (int64_t r = r0; r < r1; r++) {
+        const float *x = (const float *)X->data + r * cols;
+        float *y = (float *)n->dst->data + r * cols;
+        float mean = v->sum(x, cols) / (float)cols;
+        v->add1(x, -mean, y, cols);
+        float corr = v->sum(y, cols) / (float)cols;
+        if (corr != 0.0f) v->add1(y, -corr, y, cols);
+        float sd = sqrtf(v->sumsq(y, cols) / (float)cols);
+        float cut = mean + corr + n->fp[0] * sd;
+        for (int64_t c = 0; c < cols; c++)
+            y[c] = x[c] > cut ? x[c] - cut : 0.0f;
+    }
+}
+
+void omnic__cpu_rms_match(const omnic__node *n, int ith, int nth, void *wdata)
+{
+    (void)wdata;
+    const omnic__cpu_vec *v = omnic__cpu_vec_get();
+    const omnic__tensor *X = n->src[0], *Ref = n->src[1];
+    int64_t cols = omnic__tensor_cols(X), r0, r1;
+    omnic__split_rows(omnic__tensor_rows(X), ith, nth, &r0, &r1);
+    for (int64_t r = r0; r < r1; r++) {
+        const float *x = (const float *)X->data + r * cols, *ref = (const float *)Ref->data + r * cols;
+        float mx = v->sumsq(x, cols) / (float)cols, mr = v->sumsq(ref, cols) / (float)cols;
+        v->mul1(x, sqrtf(mr) / sqrtf(mx > n->fp[0] ? mx : n->fp[0]), (float *)n->dst->data + r * cols, cols);
+    }
+}

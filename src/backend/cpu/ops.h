@@ -33,6 +33,8 @@ size_t omnic__cpu_rope_wsize(const omnic__node *n, int nth);
 
 /* norm.c */
 void omnic__cpu_rmsnorm(const omnic__node *n, int ith, int nth, void *wdata);
+void omnic__cpu_gauss_topk(const omnic__node *n, int ith, int nth, void *wdata);
+void omnic__cpu_rms_match(const omnic__node *n, int ith, int nth, void *wdata);
 void omnic__cpu_layernorm(const omnic__node *n, int ith, int nth, void *wdata);
 void omnic__cpu_softmax(const omnic__node *n, int ith, int nth, void *wdata);
 

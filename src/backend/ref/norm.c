@@ -115,3 +115,48 @@ void omnic__ref_argmax(const omnic__node *n, int ith, int nth, void *wdata)
         D[r] = (int32_t)(best < 0 ? 0 : best);
     }
 }
+
+/* per row: max(0, x - (mean + fp[0] * std)), population std, sums in double. */
+void omnic__ref_gauss_topk(const omnic__node *n, int ith, int nth, void *wdata)
+{
+    (void)wdata;
+    const omnic__tensor *x = n->src[0]; /* [R, C] f32 */
+    int64_t R = omnic__tensor_rows(x), C = omnic__tensor_cols(x), lo, hi;
+    const float *X = x->data;
+    float *D = n->dst->data;
+    omnic__split_rows(R, ith, nth, &lo, &hi);
+    for (int64_t r = lo; r < hi; r++) {
+        const float *xr = X + r * C;
+        double sum = 0.0, var = 0.0;
+        for (int64_t c = 0; c < C; c++)
+            sum += xr[c];
+        double mean = sum / (double)C;
+        for (int64_t c = 0; c < C; c++)
+            var += (xr[c] - mean) * (xr[c] - mean);
+        double cut = mean + (double)n->fp[0] * sqrt(var / (double)C);
+        for (int64_t c = 0; c < C; c++)
+            D[r * C + c] = xr[c] > cut ? (float)(xr[c] - cut) : 0.0f;
+    }
+}
+
+/* per row: x * sqrt(mean(ref^2)) / sqrt(max(mean(x^2), fp[0])), sums in double. */
+void omnic__ref_rms_match(const omnic__node *n, int ith, int nth, void *wdata)
+{
+    (void)wdata;
+    const omnic__tensor *x = n->src[0], *ref = n->src[1]; /* [R, C] f32 each */
+    int64_t R = omnic__tensor_rows(x), C = omnic__tensor_cols(x), lo, hi;
+    const float *X = x->data, *Y = ref->data;
+    float *D = n->dst->data;
+    omnic__split_rows(R, ith, nth, &lo, &hi);
+    for (int64_t r = lo; r < hi; r++) {
+        double sx = 0.0, sy = 0.0;
+        for (int64_t c = 0; c < C; c++) {
+            sx += (double)X[r * C + c] * X[r * C + c];
+            sy += (double)Y[r * C + c] * Y[r * C + c];
+        }
+        double mx = sx / (double)C, floor = n->fp[0];
+        double k = sqrt(sy / (double)C) / sqrt(mx > floor ? mx : floor);
+        for (int64_t c = 0; c < C; c++)
+            D[r * C + c] = (float)(X[r * C + c] * k);
+    }
+}

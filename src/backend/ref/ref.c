@@ -3,7 +3,7 @@
 #include "backend/ref/ref.h"
 
 /* The table below names every op; a new op breaks the build here until it has a kernel. */
-_Static_assert(OMNIC_OP_POOL_AVG + 1 == OMNIC_OP_COUNT, "new op: add its ref kernel to ref_ops");
+_Static_assert(OMNIC_OP_RMS_MATCH + 1 == OMNIC_OP_COUNT, "new op: add its ref kernel to ref_ops");
 
 static const omnic__backend_ops ref_ops = {
     .version = OMNIC_BACKEND_OPS_VERSION,
@@ -37,6 +37,8 @@ static const omnic__backend_ops ref_ops = {
             [OMNIC_OP_SOFTCAP] = omnic__ref_unary,
             [OMNIC_OP_SET_ROWS] = omnic__ref_set_rows,
             [OMNIC_OP_POOL_AVG] = omnic__ref_pool_avg,
+            [OMNIC_OP_GAUSS_TOPK] = omnic__ref_gauss_topk,
+            [OMNIC_OP_RMS_MATCH] = omnic__ref_rms_match,
         },
     .wsize =
         {

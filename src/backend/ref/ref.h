@@ -83,6 +83,8 @@ void omnic__ref_gated(const omnic__node *n, int ith, int nth, void *wdata); /* S
 
 /* norm.c: row reductions */
 void omnic__ref_rmsnorm(const omnic__node *n, int ith, int nth, void *wdata);
+void omnic__ref_gauss_topk(const omnic__node *n, int ith, int nth, void *wdata);
+void omnic__ref_rms_match(const omnic__node *n, int ith, int nth, void *wdata);
 void omnic__ref_layernorm(const omnic__node *n, int ith, int nth, void *wdata);
 void omnic__ref_softmax(const omnic__node *n, int ith, int nth, void *wdata);
 void omnic__ref_argmax(const omnic__node *n, int ith, int nth, void *wdata);
