@@ -87,8 +87,11 @@ typedef enum omnic__op {
     /* Gated: dst = act(gate) * up, gate = src[0], up = src[1], same shape. */
     OMNIC_OP_SWIGLU, /* act = silu */
     OMNIC_OP_GEGLU,  /* act = gelu exact (ip[0] = 0) or gelu tanh (ip[0] = 1) */
-    /* dst[T, H] f32 = table[ids[t], :]; table w* or quantized [V, H] (src[0]; quantized rows
-     * dequantize exactly), ids i32 [T] (src[1]). */
+    /* dst[T, H] f32 = table[ids[t] - ip[0], :]; table w* or quantized [V, H] (src[0]; quantized
+     * rows dequantize exactly), ids i32 [T] (src[1]). A row whose index ids[t] - ip[0] falls
+     * outside [0, V) takes row t of base f32 [T, H] (src[2]) when given, else table row 0
+     * (Gemma 3n: multimodal ids read the per-layer table's row 0 and take their hard
+     * embeddings over the text rows; ip[0] = 0 and ids in range: a plain lookup). */
     OMNIC_OP_GET_ROWS,
     /* Conv2d with stride == kernel (ViT patch embedding) as a matmul:
      * image f32 [C, Hi, Wi] (src[0]), weight w* [O, C, ph, pw] (src[1]), optional bias f32 [O]

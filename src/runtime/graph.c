@@ -564,6 +564,22 @@ omnic__tensor *omnic__g_get_rows(omnic__graph *g, omnic__tensor *table, omnic__t
     return new_node(g, OMNIC_OP_GET_ROWS, d, 2, src) ? d : NULL;
 }
 
+omnic__tensor *omnic__g_get_rows_over(omnic__graph *g, omnic__tensor *table, omnic__tensor *ids,
+                                      omnic__tensor *base, int32_t offset)
+{
+    omnic__tensor *d = omnic__g_get_rows(g, table, ids);
+    if (!d || !base) return NULL;
+    if (base->dtype != OMNIC_DTYPE_F32 || base->ndim != 2 || base->dims[1] != table->dims[1] ||
+        base->dims[0] != ids->dims[0] || omnic__g_of(g, base)->var != omnic__g_of(g, ids)->var)
+        return gfail(g, "get_rows: base %s must be f32 [%lld, %lld] like the ids", tname(base),
+                     (long long)ids->dims[0], (long long)table->dims[1]);
+    omnic__gnode *n = &g->nodes[g->n_nodes - 1];
+    n->node.src[2] = base;
+    n->src[2] = omnic__g_of(g, base)->id;
+    n->node.ip[0] = offset;
+    return d;
+}
+
 omnic__tensor *omnic__g_slice_last_rows(omnic__graph *g, omnic__tensor *x, int64_t n_rows)
 {
     if (!x) return NULL;

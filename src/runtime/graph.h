@@ -141,6 +141,10 @@ omnic__tensor *omnic__g_unary(omnic__graph *g, omnic__op op, omnic__tensor *x); 
 omnic__tensor *omnic__g_glu(omnic__graph *g, omnic__op op, omnic__tensor *gate, omnic__tensor *up,
                             int variant);
 omnic__tensor *omnic__g_get_rows(omnic__graph *g, omnic__tensor *table, omnic__tensor *ids);
+/* Rows of ids in [offset, offset + rows of table) read table[id - offset]; the others keep
+ * their row of base f32 [T, H] (Gemma 3n's hard multimodal embeddings over the text rows). */
+omnic__tensor *omnic__g_get_rows_over(omnic__graph *g, omnic__tensor *table, omnic__tensor *ids,
+                                      omnic__tensor *base, int32_t offset);
 omnic__tensor *omnic__g_slice_last_rows(omnic__graph *g, omnic__tensor *x, int64_t n);
 omnic__tensor *omnic__g_argmax(omnic__graph *g, omnic__tensor *x);
 /* x[..., start : start + len, ...] along dim (>= 1: rows keep x's variability), contiguous. */

@@ -65,8 +65,8 @@
 /* ---- tolerances --------------------------------------------------------------------- */
 
 typedef struct op_tol {
-    bool exact;                        /* output bytes must equal ref's */
-    double nmse[OMNIC_DTYPE_COUNT];    /* by weight dtype: F32, F16, BF16, Q8_0, Q4_0, and the x16 layouts */
+    bool exact;                     /* output bytes must equal ref's */
+    double nmse[OMNIC_DTYPE_COUNT]; /* by weight dtype: F32, F16, BF16, Q8_0, Q4_0, and the x16 layouts */
     double maxerr;
     double floor; /* RMS floor of the NMSE denominator (0: plain NMSE) */
 } op_tol;
@@ -461,8 +461,8 @@ static void test_matmul(void **state)
                 if (b) fill_uniform(b, -1, 1);
                 omnic__node n = mknode(OMNIC_OP_MATMUL, dst, a, w, b, NULL, NULL);
                 n.ip[0] = k % 3 == 1; /* batch-invariant blocking on some cases */
-                snprintf(label, sizeof label, "matmul w=%s M=%lld N=%lld K=%lld bias=%d inv=%d", dtn(wdtypes[d]),
-                         (long long)M, (long long)N, (long long)K, bias, n.ip[0]);
+                snprintf(label, sizeof label, "matmul w=%s M=%lld N=%lld K=%lld bias=%d inv=%d",
+                         dtn(wdtypes[d]), (long long)M, (long long)N, (long long)K, bias, n.ip[0]);
                 fails += check(label, &n, wdtypes[d]);
                 bufs_free();
             }
@@ -514,10 +514,12 @@ static void test_matmul(void **state)
 static void test_matmul_quant(void **state)
 {
     (void)state;
-    static const omnic_dtype qdts[4] = {OMNIC_DTYPE_Q8_0, OMNIC_DTYPE_Q4_0, OMNIC_DTYPE_Q4_0X16, OMNIC_DTYPE_Q8_0X16};
+    static const omnic_dtype qdts[4] = {OMNIC_DTYPE_Q8_0, OMNIC_DTYPE_Q4_0, OMNIC_DTYPE_Q4_0X16,
+                                        OMNIC_DTYPE_Q8_0X16};
     static const int64_t Ms[] = {1, 2, 3, 4, 5, 8, 9, 16, 17, 33, 64, 67, 130};
     static const int64_t NK[][2] = {{1, 32}, {3, 64}, {17, 96}, {33, 160}, {67, 256}, {16, 512}, {5, 4128}};
-    static const int64_t NK16[][2] = {{16, 32}, {32, 64}, {48, 96}, {16, 160}, {80, 256}, {16, 512}, {32, 4128}};
+    static const int64_t NK16[][2] = {{16, 32},  {32, 64},  {48, 96},  {16, 160},
+                                      {80, 256}, {16, 512}, {32, 4128}};
     int fails = 0, id = 0;
     char label[160];
     for (int d = 0; d < 4; d++) {
@@ -534,7 +536,8 @@ static void test_matmul_quant(void **state)
                 if (b) fill_uniform(b, -1, 1);
                 if (k == 3) /* a few all-zero activation blocks (d = 0) and one large row */
                     for (int64_t i = 0; i < M; i++) {
-                        for (int64_t j = 32; j < 64; j++) F(a)[i * K + j] = 0.0f;
+                        for (int64_t j = 32; j < 64; j++)
+                            F(a)[i * K + j] = 0.0f;
                         if (i == M / 2) F(a)[i * K] = 300.0f;
                     }
                 omnic__node n = mknode(OMNIC_OP_MATMUL, dst, a, w, b, NULL, NULL);
@@ -728,9 +731,12 @@ static void test_rope(void **state)
             for (int v = 0; v < 5; v++) {
                 if (v == 4 && mode != 0) continue;
                 rng_seed(5000 + (uint64_t)id++);
-                tbuf *x = T(OMNIC_DTYPE_F32, T_, H, D), *pos = v == 4 ? T(OMNIC_DTYPE_I32, T_, 3) : T(OMNIC_DTYPE_I32, T_),
+                tbuf *x = T(OMNIC_DTYPE_F32, T_, H, D),
+                     *pos = v == 4 ? T(OMNIC_DTYPE_I32, T_, 3) : T(OMNIC_DTYPE_I32, T_),
                      *dst = T(OMNIC_DTYPE_F32, T_, H, D);
-                tbuf *tbl = v == 2 ? T(OMNIC_DTYPE_F32, n_rot / 2) : v == 3 ? T(OMNIC_DTYPE_F32, 2, n_rot / 2) : NULL;
+                tbuf *tbl = v == 2   ? T(OMNIC_DTYPE_F32, n_rot / 2)
+                            : v == 3 ? T(OMNIC_DTYPE_F32, 2, n_rot / 2)
+                                     : NULL;
                 tbuf *sel = v == 3 ? T(OMNIC_DTYPE_I32, T_) : NULL;
                 fill_uniform(x, -2, 2);
                 fill_i32(pos, 0, v == 0 ? 4096 : v == 1 ? 32768 : 131072);
@@ -741,7 +747,8 @@ static void test_rope(void **state)
                 for (int64_t i = 0; inv && i < n_rot / 2; i++)
                     inv[i] =
                         (float)(pow(500000.0, -2.0 * (double)i / (double)n_rot) / (1.0 + (double)(i % 3)));
-                for (int64_t i = 0; sel && i < n_rot / 2; i++) inv[n_rot / 2 + i] = inv[i] / (float)(1 + i);
+                for (int64_t i = 0; sel && i < n_rot / 2; i++)
+                    inv[n_rot / 2 + i] = inv[i] / (float)(1 + i);
                 omnic__node n = mknode(OMNIC_OP_ROPE, dst, x, pos, tbl, sel, NULL);
                 n.ip[0] = (int32_t)n_rot;
                 n.ip[1] = mode;
@@ -759,8 +766,10 @@ static void test_rope(void **state)
                 fails += check(label, &n, OMNIC_DTYPE_F32);
                 if (v == 4) { /* equal coordinates: exactly the 1-D op; else each section its own axis */
                     int32_t *pv = pos->t.data;
-                    tbuf *p1 = T(OMNIC_DTYPE_I32, T_), *d1 = T(OMNIC_DTYPE_F32, T_, H, D), *d3 = T(OMNIC_DTYPE_F32, T_, H, D);
-                    for (int64_t t = 0; t < T_; t++) pv[3 * t + 1] = pv[3 * t + 2] = pv[3 * t], ((int32_t *)p1->t.data)[t] = pv[3 * t];
+                    tbuf *p1 = T(OMNIC_DTYPE_I32, T_), *d1 = T(OMNIC_DTYPE_F32, T_, H, D),
+                         *d3 = T(OMNIC_DTYPE_F32, T_, H, D);
+                    for (int64_t t = 0; t < T_; t++)
+                        pv[3 * t + 1] = pv[3 * t + 2] = pv[3 * t], ((int32_t *)p1->t.data)[t] = pv[3 * t];
                     omnic__node n3 = n, n1 = n;
                     n3.dst = &d3->t;
                     n1.src[1] = &p1->t, n1.dst = &d1->t, n1.ip[2] = n1.ip[3] = n1.ip[4] = 0;
@@ -769,8 +778,8 @@ static void test_rope(void **state)
                         be->kernel[OMNIC_OP_ROPE](&n3, 0, 1, rope_work);
                         be->kernel[OMNIC_OP_ROPE](&n1, 0, 1, rope_work);
                         if (memcmp(d1->t.data, d3->t.data, (size_t)(T_ * H * D) * sizeof(float))) {
-                            fprintf(stderr, "FAIL %s: equal coordinates differ from 1-D positions (%s)\n", label,
-                                    be->name);
+                            fprintf(stderr, "FAIL %s: equal coordinates differ from 1-D positions (%s)\n",
+                                    label, be->name);
                             fails++;
                         }
                     }
@@ -786,9 +795,11 @@ static void test_rope(void **state)
                         omnic__node n2 = n;
                         ref_b->kernel[OMNIC_OP_ROPE](&n2, 0, 1, NULL);
                         for (int64_t t = 0; t < T_; t++)
-                            if (sv[t] == k2 && memcmp((float *)d1->t.data + t * H * D, (float *)dst->t.data + t * H * D,
-                                                      (size_t)(H * D) * sizeof(float))) {
-                                fprintf(stderr, "FAIL %s: row %lld (table %d) differs from the one-table op\n", label,
+                            if (sv[t] == k2 &&
+                                memcmp((float *)d1->t.data + t * H * D, (float *)dst->t.data + t * H * D,
+                                       (size_t)(H * D) * sizeof(float))) {
+                                fprintf(stderr,
+                                        "FAIL %s: row %lld (table %d) differs from the one-table op\n", label,
                                         (long long)t, k2);
                                 fails++;
                             }
@@ -907,7 +918,7 @@ static void test_attention_long(void **state)
     /* mode, H, Hkv, D, kv f16, tiled */
     static const int cases[][6] = {
         {BLOCKS, 2, 2, 80, 0, 1}, {BLOCKS, 1, 1, 80, 0, 0}, {WINDOWS, 4, 2, 80, 1, 1},
-        {CAUSAL, 2, 1, 80, 1, 1}, {CAUSAL, 1, 1, 64, 0, 0},  {FULL, 1, 1, 80, 0, 1},
+        {CAUSAL, 2, 1, 80, 1, 1}, {CAUSAL, 1, 1, 64, 0, 0}, {FULL, 1, 1, 80, 0, 1},
     };
     static const char *const mn[] = {"blocks", "windows", "causal kv_begin", "full bidirectional"};
     static const int32_t block_len[] = {1000, 700, 1100, 200}; /* sums to T */
@@ -943,8 +954,8 @@ static void test_attention_long(void **state)
         n.fp[0] = (float)(1.0 / sqrt((double)D));
         n.ip[0] = mode != FULL;
         n.ip[2] = tiled;
-        snprintf(label, sizeof label, "attention T=%lld S=%lld H=%lld Hkv=%lld D=%lld kv=%s %s%s", (long long)T_,
-                 (long long)S, (long long)H, (long long)Hkv, (long long)D, dtn(kvdt), mn[mode],
+        snprintf(label, sizeof label, "attention T=%lld S=%lld H=%lld Hkv=%lld D=%lld kv=%s %s%s",
+                 (long long)T_, (long long)S, (long long)H, (long long)Hkv, (long long)D, dtn(kvdt), mn[mode],
                  tiled ? " tiled" : "");
         fails += check(label, &n, kvdt);
         if (tiled) {
@@ -953,7 +964,8 @@ static void test_attention_long(void **state)
             static const int64_t rows[] = {0, 999, 1000, 1777, 2999};
             for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
                 const int64_t t = rows[i] % T_;
-                tbuf *q1 = T(OMNIC_DTYPE_F32, 1, H, D), *p1 = T(OMNIC_DTYPE_I32, 1), *o1 = T(OMNIC_DTYPE_F32, 1, H, D);
+                tbuf *q1 = T(OMNIC_DTYPE_F32, 1, H, D), *p1 = T(OMNIC_DTYPE_I32, 1),
+                     *o1 = T(OMNIC_DTYPE_F32, 1, H, D);
                 tbuf *b1 = kvb ? T(OMNIC_DTYPE_I32, 1) : NULL;
                 memcpy(F(q1), F(q) + t * H * D, (size_t)(H * D) * sizeof(float));
                 ((int32_t *)p1->t.data)[0] = qp[t];
@@ -964,7 +976,8 @@ static void test_attention_long(void **state)
                 n1.src[5] = b1 ? &b1->t : NULL;
                 if (!run_on(cpu_b, &n1, 1, o1, label)) fails++;
                 if (memcmp(F(o1), F(whole) + t * H * D, (size_t)(H * D) * sizeof(float))) {
-                    print_error("%s: row %lld alone differs from the same row in the call\n", label, (long long)t);
+                    print_error("%s: row %lld alone differs from the same row in the call\n", label,
+                                (long long)t);
                     fails++;
                 }
             }
@@ -975,8 +988,9 @@ static void test_attention_long(void **state)
             n16.src[0] = &q16, n16.src[1] = &k16, n16.src[2] = &v16, n16.src[3] = &p16, n16.src[5] = NULL;
             size_t w3k = omnic__backend_wsize(cpu_b, &n, 2), w16k = omnic__backend_wsize(cpu_b, &n16, 2);
             if (w3k != w16k || w16k > ((size_t)1 << 20)) {
-                print_error("%s: tiled work buffer %zu bytes at S = 3000, %zu at S = 16384 (want equal, < 1 MiB)\n",
-                            label, w3k, w16k);
+                print_error(
+                    "%s: tiled work buffer %zu bytes at S = 3000, %zu at S = 16384 (want equal, < 1 MiB)\n",
+                    label, w3k, w16k);
                 fails++;
             }
         }
@@ -1042,6 +1056,22 @@ static void test_get_rows_patch_embed(void **state)
                      (long long)V, (long long)H, (long long)T_);
             fails += check(label, &n, wdtypes[d]);
             bufs_free();
+            /* ids past the table (row 0), and an offset table over base rows (Gemma 3n) */
+            for (int over = 0; over < 2; over++) {
+                rng_seed(8100 + (uint64_t)id++);
+                tbuf *t2 = T(wdtypes[d], V, H), *i2 = T(OMNIC_DTYPE_I32, T_), *d2 = T(OMNIC_DTYPE_F32, T_, H);
+                tbuf *base = over ? T(OMNIC_DTYPE_F32, T_, H) : NULL;
+                fill_uniform(t2, -1, 1);
+                if (base) fill_uniform(base, -2, 2);
+                fill_i32(i2, 0, 3 * V);
+                omnic__node m = mknode(OMNIC_OP_GET_ROWS, d2, t2, i2, base, NULL, NULL);
+                m.ip[0] = over ? (int32_t)V : 0;
+                snprintf(label, sizeof label, "get_rows table=%s V=%lld H=%lld T=%lld %s", dtn(wdtypes[d]),
+                         (long long)V, (long long)H, (long long)T_,
+                         over ? "offset V over base" : "ids past V");
+                fails += check(label, &m, wdtypes[d]);
+                bufs_free();
+            }
         }
         if (d == 0) /* quantized tables (rows of whole 32-element blocks) */
             for (int qd = 0; qd < 4; qd++) {
@@ -1051,14 +1081,15 @@ static void test_get_rows_patch_embed(void **state)
                 omnic_dtype qdt = qdts[qd];
                 for (size_t k = 0; k < sizeof QVHT / sizeof QVHT[0]; k++) {
                     int64_t H = QVHT[k][1], T_ = QVHT[k][2];
-                    int64_t V = omnic__x16_plain(qdt) != OMNIC_DTYPE_COUNT ? (QVHT[k][0] + 15) / 16 * 16 : QVHT[k][0];
+                    int64_t V =
+                        omnic__x16_plain(qdt) != OMNIC_DTYPE_COUNT ? (QVHT[k][0] + 15) / 16 * 16 : QVHT[k][0];
                     rng_seed(8300 + (uint64_t)id++);
                     tbuf *tbl = T(qdt, V, H), *ids = T(OMNIC_DTYPE_I32, T_), *dst = T(OMNIC_DTYPE_F32, T_, H);
                     fill_uniform(tbl, -1, 1);
                     fill_i32(ids, 0, V);
                     omnic__node n = mknode(OMNIC_OP_GET_ROWS, dst, tbl, ids, NULL, NULL, NULL);
-                    snprintf(label, sizeof label, "get_rows table=%s V=%lld H=%lld T=%lld", dtn(qdt), (long long)V,
-                             (long long)H, (long long)T_);
+                    snprintf(label, sizeof label, "get_rows table=%s V=%lld H=%lld T=%lld", dtn(qdt),
+                             (long long)V, (long long)H, (long long)T_);
                     fails += check(label, &n, qdt);
                     bufs_free();
                 }
@@ -1281,7 +1312,8 @@ static void test_set_rows(void **state)
                 do {
                     ix[t] = (int32_t)rng_int(R);
                     dup = false;
-                    for (int64_t u = 0; u < t; u++) dup |= ix[u] == ix[t];
+                    for (int64_t u = 0; u < t; u++)
+                        dup |= ix[u] == ix[t];
                 } while (dup);
             }
             omnic__node n = mknode(OMNIC_OP_SET_ROWS, dst, src, idx, NULL, NULL, NULL);
@@ -1809,7 +1841,8 @@ static void test_ref_hand_attention(void **state)
      * qpos 3 alone sees key 3; with span [1, 4) relative to kv_begin (keys 2..4) it sees
      * keys 2, 3, 4 (the window does not cut a span); span [0, 3) (keys 1..3) widens the
      * range to the front only; an empty span changes nothing. */
-    tbuf *q1 = T(OMNIC_DTYPE_F32, 1, 1, 1), *k6 = T(OMNIC_DTYPE_F32, 6, 1, 1), *v6 = T(OMNIC_DTYPE_F32, 6, 1, 1);
+    tbuf *q1 = T(OMNIC_DTYPE_F32, 1, 1, 1), *k6 = T(OMNIC_DTYPE_F32, 6, 1, 1),
+         *v6 = T(OMNIC_DTYPE_F32, 6, 1, 1);
     tbuf *kb = T(OMNIC_DTYPE_I32, 1), *sp = T(OMNIC_DTYPE_I32, 1, 2), *o1 = T(OMNIC_DTYPE_F32, 1, 1, 1);
     set_f32(q1, (const float[]){0}, 1);
     set_f32(k6, (const float[]){1, 2, 3, 4, 5, 6}, 6);
@@ -1826,7 +1859,9 @@ static void test_ref_hand_attention(void **state)
         int32_t b, e;
         double want;
         const char *label;
-    } spans[] = {{0, 0, 3.0, "attn span empty"}, {1, 4, 3.0, "attn span 2..4"}, {0, 3, 2.0, "attn span 1..3"},
+    } spans[] = {{0, 0, 3.0, "attn span empty"},
+                 {1, 4, 3.0, "attn span 2..4"},
+                 {0, 3, 2.0, "attn span 1..3"},
                  {2, 5, 4.0, "attn span 3..5"}};
     for (size_t i = 0; i < sizeof spans / sizeof spans[0]; i++) {
         tset(sp, 0, spans[i].b);
@@ -1853,7 +1888,8 @@ static void test_pool_avg(void **state)
         omnic__node n = mknode(OMNIC_OP_POOL_AVG, dst, x, NULL, NULL, NULL, NULL);
         n.ip[0] = (int32_t)G;
         n.ip[1] = (int32_t)K;
-        snprintf(label, sizeof label, "pool_avg grid=%lld k=%lld C=%lld", (long long)G, (long long)K, (long long)C);
+        snprintf(label, sizeof label, "pool_avg grid=%lld k=%lld C=%lld", (long long)G, (long long)K,
+                 (long long)C);
         fails += check(label, &n, OMNIC_DTYPE_F32);
         bufs_free();
     }
@@ -1891,7 +1927,8 @@ static void test_sparsity_magnitude(void **state)
             fails += check(label, &n, OMNIC_DTYPE_F32);
             bufs_free();
             rng_seed(8900 + 2 * (uint64_t)k + (uint64_t)v);
-            tbuf *a = T(OMNIC_DTYPE_F32, R, C), *ref = T(OMNIC_DTYPE_F32, R, C), *o = T(OMNIC_DTYPE_F32, R, C);
+            tbuf *a = T(OMNIC_DTYPE_F32, R, C), *ref = T(OMNIC_DTYPE_F32, R, C),
+                 *o = T(OMNIC_DTYPE_F32, R, C);
             fill_uniform(a, v ? -1e-3 : -3, v ? 1e-3 : 3); /* v 1: mean(x^2) under the floor */
             fill_uniform(ref, -40, 40);
             omnic__node m = mknode(OMNIC_OP_RMS_MATCH, o, a, ref, NULL, NULL, NULL);
@@ -1917,6 +1954,21 @@ static void test_sparsity_magnitude(void **state)
     m.fp[0] = 1.0f; /* row 0: mean(x^2) 12.5 > 1; row 1: the floor 1 */
     run_ref(&m);
     expect_vec("rms_match ref", F(o), (const double[]){3 / sqrt(12.5), 4 / sqrt(12.5), 2e-3, 0}, 4, 1e-6);
+    bufs_free();
+    /* get_rows over a base: table [2, 1] at offset 5; ids 5, 6 read it, 0 and 7 keep base */
+    tbuf *tb = T(OMNIC_DTYPE_F32, 2, 1), *ix = T(OMNIC_DTYPE_I32, 4), *bs = T(OMNIC_DTYPE_F32, 4, 1),
+         *go = T(OMNIC_DTYPE_F32, 4, 1);
+    set_f32(tb, (const float[]){10, 20}, 2);
+    set_f32(bs, (const float[]){1, 2, 3, 4}, 4);
+    const int32_t iv[4] = {5, 0, 6, 7};
+    memcpy(ix->t.data, iv, sizeof iv);
+    omnic__node gr = mknode(OMNIC_OP_GET_ROWS, go, tb, ix, bs, NULL, NULL);
+    gr.ip[0] = 5;
+    run_ref(&gr);
+    expect_vec("get_rows over base ref", F(go), (const double[]){10, 2, 20, 4}, 4, 0);
+    gr.src[2] = NULL; /* no base: outside rows read table row 0 */
+    run_ref(&gr);
+    expect_vec("get_rows past the table ref", F(go), (const double[]){10, 10, 20, 10}, 4, 0);
     bufs_free();
     assert_int_equal(fails, 0);
 }

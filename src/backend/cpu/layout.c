@@ -33,12 +33,21 @@ void omnic__cpu_get_rows(const omnic__node *n, int ith, int nth, void *wdata)
     int64_t H = tab->dims[1], r0, r1;
     size_t row_bytes = omnic__dtype_row_bytes(tab->dtype, H);
     omnic__split_rows(omnic__tensor_nelem(n->src[1]), ith, nth, &r0, &r1);
+    const omnic__tensor *base = n->src[2];
     for (int64_t t = r0; t < r1; t++) {
         float *out = (float *)n->dst->data + t * H;
+        int64_t r = (int64_t)ids[t] - n->ip[0];
+        if (r < 0 || r >= tab->dims[0]) { /* outside the table: the base row, or row 0 */
+            if (base) {
+                memcpy(out, (const float *)base->data + t * H, (size_t)H * sizeof(float));
+                continue;
+            }
+            r = 0;
+        }
         if (omnic__dtype_table[tab->dtype].is_quant)
-            omnic__dequantize_weight_row(tab->dtype, tab->data, ids[t], H, out); /* exact */
+            omnic__dequantize_weight_row(tab->dtype, tab->data, r, H, out); /* exact */
         else
-            omnic__cpu_to_f32(tab->dtype, (const char *)tab->data + (size_t)ids[t] * row_bytes, out, H);
+            omnic__cpu_to_f32(tab->dtype, (const char *)tab->data + (size_t)r * row_bytes, out, H);
     }
 }
 

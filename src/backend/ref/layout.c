@@ -25,9 +25,13 @@ void omnic__ref_get_rows(const omnic__node *n, int ith, int nth, void *wdata)
 
     int64_t lo, hi;
     omnic__split_rows(T, ith, nth, &lo, &hi);
-    for (int64_t t = lo; t < hi; t++)
+    for (int64_t t = lo; t < hi; t++) {
+        int64_t r = (int64_t)ids[t] - n->ip[0];
+        bool in = r >= 0 && r < table->dims[0];
         for (int64_t h = 0; h < H; h++)
-            D[t * H + h] = (float)omnic__ref_ld_rc(table, ids[t], h);
+            D[t * H + h] = in || !n->src[2] ? (float)omnic__ref_ld_rc(table, in ? r : 0, h)
+                                            : ((const float *)n->src[2]->data)[t * H + h];
+    }
 }
 
 /* dst = concat(src[0], src[1]) along dim ip[0]. Viewed as [outer, dim, inner]: each
