@@ -12,6 +12,8 @@ Families (--family; config.json model_type in brackets):
                LongRoPE, o200k-style tokenizer, Phi-3 template
   gemma3_text  Gemma3ForCausalLM [gemma3_text], (1 + w) sandwich norms, q/k norms, sliding and
                global layers, softcapping, SentencePiece-style BPE with byte fallback
+  gemma3n_text Gemma3nForCausalLM [gemma3n_text]: AltUp streams, Laurel, per-layer embeddings,
+               activation sparsity, KV sharing, v_norm, final softcap
 
   llava        LlavaForConditionalGeneration [llava]: --vision clip|siglip tower + projector in
                front of a --text llama|qwen2 model; <image> added token; preprocessor_config.json,
@@ -1266,6 +1268,75 @@ GEMMA3_INIT = {
 }
 
 
+def build_gemma3n_text(d: dict, ids: dict, tie: bool) -> Tuple[dict, List[WeightSpec]]:
+    """Gemma3nForCausalLM: AltUp streams (predict / correct around each layer), Laurel,
+    per-layer embeddings (embed_tokens_per_layer + per_layer_model_projection), plain-w
+    RMSNorms (v_norm without weight), attention scale 1, gaussian top-k sparsity in the first
+    layers, KV sharing in the last num_kv_shared_layers, final softcap (HF names under model.)."""
+    L, H, P, n, r = d["layers"], d["hidden"], d["ple_dim"], d["altup"], d["laurel_rank"]
+    config = {
+        "activation_sparsity_pattern": d["sparsity"],
+        "altup_active_idx": 0,
+        "altup_coef_clip": 120.0,
+        "altup_correct_scale": True,
+        "altup_lr_multiplier": 1.0,
+        "altup_num_inputs": n,
+        "architectures": ["Gemma3nForCausalLM"],
+        "attention_bias": False,
+        "attention_dropout": 0.0,
+        "bos_token_id": ids["bos"],
+        "eos_token_id": ids["eos"],
+        "final_logit_softcapping": d["final_logit_softcapping"],
+        "head_dim": d["head_dim"],
+        "hidden_activation": "gelu_pytorch_tanh",
+        "hidden_size": H,
+        "hidden_size_per_layer_input": P,
+        "initializer_range": 0.02,
+        "intermediate_size": [d["intermediate"]] * L,
+        "laurel_rank": r,
+        "layer_types": gemma3_layer_types(L, d["full_every"]),
+        "max_position_embeddings": d["max_pos"],
+        "model_type": "gemma3n_text",
+        "num_attention_heads": d["heads"],
+        "num_hidden_layers": L,
+        "num_key_value_heads": d["kv_heads"],
+        "num_kv_shared_layers": d["kv_shared"],
+        "pad_token_id": ids["pad"],
+        "query_pre_attn_scalar": d["head_dim"],
+        "rms_norm_eps": d["rms_eps"],
+        "rope_local_base_freq": d["rope_local_base_freq"],
+        "rope_scaling": None,
+        "rope_theta": d["rope_theta"],
+        "sliding_window": d["sliding_window"],
+        "tie_word_embeddings": tie,
+        "use_cache": True,
+        "vocab_size": d["vocab"],
+        "vocab_size_per_layer_input": d["ple_vocab"] or d["vocab"],
+    }
+    w = _decoder_weights(d, qkv_bias=False, tie=tie, qk_norm=True, sandwich=True)
+    out: List[WeightSpec] = []
+    for sp in w:
+        out.append(sp)
+        m = re.match(r"model\.layers\.(\d+)\.post_feedforward_layernorm\.weight$", sp[0])
+        if m:  # the layer's Gemma 3n extras after its norms
+            p = f"model.layers.{m.group(1)}."
+            out += [(p + "altup.correct_output_scale", (H,), "norm"),
+                    (p + "altup.correction_coefs.weight", (n, n), "normal*20"),
+                    (p + "altup.prediction_coefs.weight", (n * n, n), "normal*20"),
+                    (p + "altup.modality_router.weight", (n, H), "normal*20"),
+                    (p + "altup.router_norm.weight", (H,)),
+                    (p + "laurel.linear_left.weight", (r, H)), (p + "laurel.linear_right.weight", (H, r)),
+                    (p + "laurel.post_laurel_norm.weight", (H,)),
+                    (p + "per_layer_input_gate.weight", (P, H)), (p + "per_layer_projection.weight", (H, P)),
+                    (p + "post_per_layer_input_norm.weight", (H,))]
+    out += [("model.embed_tokens_per_layer.weight", (config["vocab_size_per_layer_input"], L * P)),
+            ("model.per_layer_model_projection.weight", (L * P, H)),
+            ("model.per_layer_projection_norm.weight", (P,))]
+    out += [(f"model.altup_projections.{i}.weight", (H, H)) for i in range(n - 1)]
+    out += [(f"model.altup_unembed_projections.{i}.weight", (H, H)) for i in range(n - 1)]
+    return config, out
+
+
 @dataclasses.dataclass
 class Family:
     build: Callable[[dict, dict, bool], Tuple[dict, List[WeightSpec]]]  # (dims, special ids, tie)
@@ -1350,6 +1421,21 @@ FAMILIES: Dict[str, Family] = {
             "rope_theta": 1000000.0, "rope_local_base_freq": 10000.0, "rope_scaling": None,
             "sliding_window": 512, "sliding_window_pattern": 6, "query_pre_attn_scalar": 256,
             "final_logit_softcapping": None, "tie": True}},
+    ),
+    "gemma3n_text": Family(
+        build=build_gemma3n_text, tokenizer="gemma", tiny_tie=True, hf_version="4.53.0",
+        # 6 layers, full every 3rd (2, 5), sliding window 8 (rope 1e4) beside full (rope 1e6);
+        # the last 2 share KV (4 <- 3 sliding, 5 <- 2 full); sparsity on layers 0, 1; 4 streams
+        tiny=dict(_TINY_COMMON, layers=6, intermediate=128, rms_eps=1e-6, rope_theta=1000000.0,
+                  rope_local_base_freq=10000.0, sliding_window=8, full_every=3, final_logit_softcapping=30.0,
+                  ple_dim=16, ple_vocab=None, altup=4, laurel_rank=8, kv_shared=2,
+                  sparsity=[0.95, 0.95, 0.0, 0.0, 0.0, 0.0]),
+        presets={"gemma3n-e2b": {  # google/gemma-3n-E2B-it text_config
+            "hidden": 2048, "layers": 30, "heads": 8, "kv_heads": 2, "head_dim": 256, "intermediate": 8192,
+            "vocab": 262400, "ple_vocab": 262144, "max_pos": 32768, "rms_eps": 1e-6, "rope_theta": 1000000.0,
+            "rope_local_base_freq": 10000.0, "sliding_window": 512, "full_every": 5,
+            "final_logit_softcapping": 30.0, "ple_dim": 256, "altup": 4, "laurel_rank": 64, "kv_shared": 10,
+            "sparsity": [0.95] * 10 + [0.0] * 20, "tie": True}},
     ),
 }
 

@@ -29,6 +29,8 @@ extern const omnic__family omnic__family_gemma3_text;
 extern const omnic__family omnic__family_llava;
 extern const omnic__family omnic__family_qwen2_vl;
 extern const omnic__family omnic__family_gemma3;
+extern const omnic__family omnic__family_gemma3n_text;
+extern const omnic__family omnic__family_gemma3n;
 
 /* Media tables (models/clip_media.c: a CLIP / SigLIP tower + projector, fixed-size images,
  * 1-D positions; models/qwen2vl_media.c: the packed-patch Qwen2-VL towers, M-RoPE). */

@@ -102,7 +102,7 @@ omnic_status omnic__model_open(const char *dir, const omnic__model_opts *opts, o
         (s = omnic__text_decoder_quantize(&m->dec, quant, m->backend, m->ckpt->weights, m->pool, err)) !=
             OMNIC_OK)
         goto fail;
-    if ((s = omnic__kv_pool_init(&m->kv, (int)cfg.n_layers, m->n_slots, m->capacity, cfg.n_kv_heads,
+    if ((s = omnic__kv_pool_init(&m->kv, (int)cfg.n_kv_layers, m->n_slots, m->capacity, cfg.n_kv_heads,
                                  cfg.head_dim, m->kv_dtype, err)) != OMNIC_OK)
         goto fail;
     const int64_t kv_rows = (int64_t)m->n_slots * m->capacity;
@@ -172,6 +172,8 @@ omnic_status omnic__model_open(const char *dir, const omnic__model_opts *opts, o
         (s = omnic__module_finalize(&m->embed_prefill, m->backend, m->pool, err)) != OMNIC_OK ||
         (s = omnic__module_constrain(&m->embed_prefill, "inputs_embeds", 0, true, err)) != OMNIC_OK ||
         (s = omnic__module_constrain(&m->embed_prefill, "positions", INT32_MAX, false, err)) != OMNIC_OK ||
+        (m->dec.altup &&
+         (s = omnic__module_constrain(&m->embed_prefill, "ple_ids", cfg.vocab, false, err)) != OMNIC_OK) ||
         (m->dec.rope_switch &&
          (s = omnic__module_constrain(&m->embed_prefill, "rope_long", 2, false, err)) != OMNIC_OK))
         goto fail;
@@ -241,8 +243,8 @@ size_t omnic__model_kv_bytes(const omnic__model *m)
 {
     size_t n = 0;
     const omnic__text_config *c = &m->dec.cfg;
-    omnic__kv_pool_bytes((int)c->n_layers, m->n_slots, m->capacity, c->n_kv_heads, c->head_dim, m->kv_dtype,
-                         &n, NULL);
+    omnic__kv_pool_bytes((int)c->n_kv_layers, m->n_slots, m->capacity, c->n_kv_heads, c->head_dim,
+                         m->kv_dtype, &n, NULL);
     return n;
 }
 

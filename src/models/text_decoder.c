@@ -5,6 +5,7 @@
 
 #include "core/dtype.h"
 #include "io/json.h"
+#include "models/altup_decoder.h"
 #include "models/text_decoder.h"
 #include "models/weights.h"
 
@@ -262,6 +263,9 @@ omnic_status omnic__text_config_parse(const json_t *cfg, const char *what, const
         return OMNIC_FAIL(err, OMNIC_E_UNSUPPORTED, "%s: %s '%s' is not supported (silu, gelu_pytorch_tanh)",
                           what, d->act_key, act);
     c->attn_scale = (float)(1.0 / sqrt((double)c->head_dim)); /* python float, then f32 */
+    c->n_kv_layers = c->n_layers; /* every layer owns its cache unless the family shares */
+    for (int64_t l = 0; l < c->n_layers; l++)
+        c->kv_layer[l] = (int16_t)l;
     c->prefix = "model.";
     OMNIC_TRY(parse_rope(cfg, what, d, c, err));
     if (c->mrope && c->mrope_sum != c->n_rot / 2)
@@ -451,6 +455,7 @@ omnic_status omnic__text_decoder_load(omnic__text_decoder *d, const omnic__text_
         }
     }
 #undef NAME
+    if (c->altup > 0 && (s = omnic__altup_load(d, st, c->mm_prefix, err)) != OMNIC_OK) goto fail;
     if (c->rope_type == OMNIC_ROPE_LONGROPE) { /* short factors, and [short; long] for rope_switch */
         omnic__tensor *lt = NULL;
         int64_t two[2] = {2, c->n_rot / 2};
@@ -491,6 +496,7 @@ void omnic__text_decoder_deinit(omnic__text_decoder *d)
     omnic__tensor_destroy(d->rope_global);
     omnic__tensor_destroy(d->rope_two);
     omnic__tensor_destroy(d->rope_local);
+    omnic__altup_free(d);
     omnic__weight_copies_free(&d->copies);
     for (size_t i = 0; i < d->n_qweights; i++)
         omnic__tensor_destroy(d->qweights[i]);
@@ -533,6 +539,7 @@ void omnic__text_decoder_param_stats(const omnic__text_decoder *d, int64_t *para
             if (ws[i]) COUNT(ws[i]);
     }
 #undef COUNT
+    if (d->altup) omnic__altup_param_stats(d, &p, &b);
     *params = p;
     *bytes = b;
 }
@@ -556,11 +563,26 @@ static void lm_head(const omnic__text_decoder *d, omnic__graph *g, omnic__tensor
     omnic__g_mark_output(g, logits, "logits");
 }
 
-static omnic_status build_body(const omnic__text_decoder *d, omnic__graph *g, omnic__tensor *x,
-                               omnic__tensor *pos, omnic__tensor *bias, omnic__tensor *span, bool causal,
-                               omnic_dtype kv_dtype, int64_t kv_rows, omnic__text_head head, bool taps,
-                               omnic_err *err)
+/* The final norm and head over the last layer's rows x [T, H]. */
+static omnic_status finish(const omnic__text_decoder *d, omnic__graph *g, omnic__tensor *x,
+                           omnic__text_head head, omnic_err *err)
 {
+    omnic__tensor *last =
+        norm(g, d, head == OMNIC_HEAD_LAST ? omnic__g_slice_last_rows(g, x, 1) : x, &d->norm);
+    if (head == OMNIC_HEAD_NONE)
+        omnic__g_mark_output(g, last, "hidden");
+    else
+        lm_head(d, g, last);
+    return omnic__graph_status(g, err);
+}
+
+static omnic_status build_body(const omnic__text_decoder *d, omnic__graph *g, omnic__tensor *x,
+                               omnic__tensor *ids, omnic__tensor *pos, omnic__tensor *bias,
+                               omnic__tensor *span, bool causal, omnic_dtype kv_dtype, int64_t kv_rows,
+                               omnic__text_head head, bool taps, omnic_err *err)
+{
+    if (d->altup) /* Gemma 3n: its own layers (no bias or span masks) */
+        return finish(d, g, omnic__altup_build_layers(d, g, x, ids, pos, kv_dtype, kv_rows, taps), head, err);
     const omnic__text_config *c = &d->cfg;
     const int64_t T = g->capacity, hd = c->head_dim;
     omnic__tensor *kvi = omnic__g_kv_index(g), *kvb = omnic__g_kv_begin(g);
@@ -630,14 +652,7 @@ static omnic_status build_body(const omnic__text_decoder *d, omnic__graph *g, om
             omnic__g_mark_output(g, x, name);
         }
     }
-    omnic__tensor *last =
-        norm(g, d, head == OMNIC_HEAD_LAST ? omnic__g_slice_last_rows(g, x, 1) : x, &d->norm);
-    if (head == OMNIC_HEAD_NONE)
-        omnic__g_mark_output(g, last, "hidden");
-    else
-        lm_head(d, g, last);
-    OMNIC_TRY(omnic__graph_status(g, err));
-    return OMNIC_OK;
+    return finish(d, g, x, head, err);
 }
 
 /* The rope coordinates input: i32 [n] or, for M-RoPE, [n, 3] (temporal, height, width). */
@@ -660,8 +675,11 @@ omnic_status omnic__text_decoder_build(const omnic__text_decoder *d, omnic__modu
     omnic__tensor *pos = positions_input(g, c);
     omnic__tensor *x = omnic__g_get_rows(g, omnic__g_weight(g, &d->embed), tokens);
     if (c->embed_scale > 0) x = omnic__g_scale(g, x, c->embed_scale, 0.0f);
+    if (d->altup && d->altup->hard) /* Gemma 3n: multimodal ids take their hard embeddings */
+        x = omnic__g_get_rows_over(g, omnic__g_weight(g, d->altup->hard), tokens, x,
+                                   (int32_t)c->mm_vocab_offset);
     if (taps) omnic__g_mark_output(g, x, "inputs_embeds");
-    return build_body(d, g, x, pos, NULL, NULL, true, kv_dtype, kv_rows, head, taps, err);
+    return build_body(d, g, x, tokens, pos, NULL, NULL, true, kv_dtype, kv_rows, head, taps, err);
 }
 
 omnic_status omnic__text_decoder_build_embeddings(const omnic__text_decoder *d, omnic__module *m,
@@ -679,7 +697,13 @@ omnic_status omnic__text_decoder_build_embeddings(const omnic__text_decoder *d, 
         with_bias ? omnic__g_input(g, "attn_bias", OMNIC_DTYPE_F32, 2, bd, OMNIC_VAR_T) : NULL;
     omnic__tensor *span =
         mask == OMNIC_MASK_SPANS ? omnic__g_input(g, "attn_span", OMNIC_DTYPE_I32, 2, sd, OMNIC_VAR_T) : NULL;
-    return build_body(d, g, x, pos, bias, span, mask != OMNIC_MASK_BIAS, kv_dtype, kv_rows, head, taps, err);
+    /* Gemma 3n: the per-layer embeddings' side input, the prompt's logical ids (the
+     * projection part is computed here from the merged rows, as HF orders it) */
+    omnic__tensor *ids = d->altup ? omnic__g_input(g, "ple_ids", OMNIC_DTYPE_I32, 1, sd, OMNIC_VAR_T) : NULL;
+    if (d->altup && (bias || span))
+        return OMNIC_FAIL(err, OMNIC_E_UNSUPPORTED, "gemma3n embeddings prefill: only the causal mask");
+    return build_body(d, g, x, ids, pos, bias, span, mask != OMNIC_MASK_BIAS, kv_dtype, kv_rows, head, taps,
+                      err);
 }
 
 omnic_status omnic__text_decoder_build_head(const omnic__text_decoder *d, omnic__module *m, omnic_err *err)
@@ -713,6 +737,11 @@ omnic_status omnic__text_decoder_embed_rows(const omnic__text_decoder *d, const 
     if (c->embed_scale > 0) {
         omnic__node sc = {.op = OMNIC_OP_SCALE, .src = {&dst}, .dst = &dst, .fp = {c->embed_scale, 0.0f}};
         b->kernel[OMNIC_OP_SCALE](&sc, 0, 1, NULL);
+    }
+    if (d->altup && d->altup->hard) { /* over the text rows, as the graph does */
+        omnic__node hr = {.op = OMNIC_OP_GET_ROWS, .src = {d->altup->hard, &idt, &dst}, .dst = &dst};
+        hr.ip[0] = (int32_t)c->mm_vocab_offset;
+        b->kernel[OMNIC_OP_GET_ROWS](&hr, 0, 1, NULL);
     }
     return OMNIC_OK;
 }

@@ -51,8 +51,25 @@ typedef struct omnic__text_config {
     float attn_softcap, final_softcap; /* 0: none */
     int64_t sliding_window;            /* 0: none */
     uint8_t layer_sliding[OMNIC_MAX_LAYERS]; /* 1: layer uses the sliding window and local RoPE */
-    const char *prefix;                      /* weight-name prefix of the text model ("model.") */
-    const char *lm_head_name;                /* untied head's tensor name; NULL: "lm_head.weight" */
+    /* Gemma 3n (altup > 0; models/altup_decoder.h): altup parallel residual streams with
+     * Laurel, per-layer embeddings (PLE), activation sparsity, v_norm and KV sharing */
+    int64_t altup;         /* altup_num_inputs; 0: one residual stream (every other family) */
+    int64_t altup_active;  /* altup_active_idx: the stream the layer computes on */
+    float altup_coef_clip; /* correction coefficients clamped to +-it at load (HF does in place) */
+    bool altup_correct_scale;
+    int64_t laurel_rank;
+    int64_t ple_dim, ple_vocab;         /* hidden_size_per_layer_input, vocab_size_per_layer_input */
+    int64_t mm_vocab_offset;            /* ids >= it take hard multimodal embeddings (gemma3n); 0 none */
+    double mm_rms_eps;                  /* the multimodal embedders' RMSNorm eps */
+    float sparsity_z[OMNIC_MAX_LAYERS]; /* layer's gate sparsity quantile (icdf); 0: dense MLP */
+    bool v_norm;                        /* v goes through an RMSNorm without weight */
+    int64_t n_kv_layers;                /* layers owning a KV cache (the first ones; n_layers
+                                         * unless the last layers share, Gemma 3n) */
+    int16_t kv_layer[OMNIC_MAX_LAYERS]; /* the cache layer l attends over (l itself, or the
+                                         * last owning layer of its type) */
+    const char *mm_prefix;              /* gemma3n: prefix of embed_vision. / embed_audio. */
+    const char *prefix;                 /* weight-name prefix of the text model ("model.") */
+    const char *lm_head_name;           /* untied head's tensor name; NULL: "lm_head.weight" */
     /* Second spelling of the names (LLaVA: old language_model.model.* vs new
      * model.language_model.*): used instead of prefix / lm_head_name when the checkpoint has
      * no prefix + "embed_tokens.weight" but has alt_prefix + "embed_tokens.weight". NULL: none. */
@@ -94,6 +111,7 @@ typedef struct omnic__text_decoder {
      * which), as HF switches per forward. */
     bool rope_switch;
     omnic__tensor *rope_local;   /* owned f32 [n_rot/2]: sliding layers, or NULL */
+    struct omnic__altup *altup;  /* owned: Gemma 3n's extra weights (cfg.altup > 0), else NULL */
     omnic__weight_copies copies; /* aligned copies of weights the file left misaligned */
     omnic__tensor **qweights;    /* owned: linear weights quantized at load (models/quantize.h) */
     size_t n_qweights;

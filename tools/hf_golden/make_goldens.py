@@ -66,6 +66,7 @@ FAMILIES = {
     "qwen3": (["--family", "qwen3"], "text"),
     "phi3": (["--family", "phi3"], "text"),
     "gemma3_text": (["--family", "gemma3_text"], "text"),
+    "gemma3n_text": (["--family", "gemma3n_text"], "text"),
     "llava_clip_llama": (["--family", "llava", "--vision", "clip", "--text", "llama"], "llava"),
     "llava_siglip_qwen2": (["--family", "llava", "--vision", "siglip", "--text", "qwen2"], "llava"),
     "qwen2_vl": (["--family", "qwen2_vl"], "qwen"),
@@ -288,16 +289,22 @@ def run_case(name, fam, kind, dtype, n_images, mode, tmp, image_paths, only):
         vis = model.model.visual
         hooks.append(vis.merger.register_forward_pre_hook(lambda m, a: caps.setdefault("vf", a[0])))
         hooks.append(vis.register_forward_hook(lambda m, a, o: caps.setdefault("proj", o)))
+    # Gemma 3n's KV sharing only happens through a cache (use_cache=False makes the shared layers
+    # compute their own K/V: families-gemma-phi.md B7.3): its forwards run with a fresh cache
+    cache = fam.startswith("gemma3n")
     with torch.no_grad():
-        res = model(input_ids=input_ids, attention_mask=attn, use_cache=False, **inputs)
+        res = model(input_ids=input_ids, attention_mask=attn, use_cache=cache, **inputs)
     for h in hooks:
         h.remove()
     for layer, fwd in patched:
         layer.forward = fwd
     T = len(hf_ids)
-    stages["inputs_embeds"] = f32(caps["inputs_embeds"][0])
+    # Gemma 3n layers take and return the AltUp streams [n, 1, T, H]: stream 0 is compared
+    # (the embeddings before the first layer; the streams feed every later stage)
+    first = (lambda t: t[0][0]) if cache else (lambda t: t[0])
+    stages["inputs_embeds"] = f32(first(caps["inputs_embeds"]))
     for li in range(len(layers)):
-        stages[f"hidden_l{li}"] = f32(caps[f"hidden_l{li}"][0])
+        stages[f"hidden_l{li}"] = f32(first(caps[f"hidden_l{li}"]))
     logits = res.logits[0]
     stages["prefill_logits"] = f32(logits[-1:])
     sfx = (lambda i: "") if n_images == 1 else (lambda i: f"_{i}")
@@ -363,7 +370,7 @@ def run_case(name, fam, kind, dtype, n_images, mode, tmp, image_paths, only):
                 tail = torch.arange(T, T + len(gen), dtype=torch.long) + rope_delta
                 extra["position_ids"] = torch.cat([pos[:, 0, :], tail[None].expand(3, -1)], 1)[:, None, :]
             kw = {k: v for k, v in inputs.items() if k not in extra}
-            gen.append(int(model(input_ids=x, attention_mask=torch.ones_like(x), use_cache=False, **kw,
+            gen.append(int(model(input_ids=x, attention_mask=torch.ones_like(x), use_cache=cache, **kw,
                                  **extra).logits[0, -1].argmax()))
     generate_note = None
     if mode == "cross":

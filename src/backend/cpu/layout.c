@@ -39,7 +39,8 @@ void omnic__cpu_get_rows(const omnic__node *n, int ith, int nth, void *wdata)
         int64_t r = (int64_t)ids[t] - n->ip[0];
         if (r < 0 || r >= tab->dims[0]) { /* outside the table: the base row, or row 0 */
             if (base) {
-                memcpy(out, (const float *)base->data + t * H, (size_t)H * sizeof(float));
+                const float *b = (const float *)base->data + t * H;
+                if (b != out) memcpy(out, b, (size_t)H * sizeof(float)); /* base may be dst */
                 continue;
             }
             r = 0;
