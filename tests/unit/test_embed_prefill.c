@@ -30,7 +30,8 @@ static const struct {
 } CKPTS[] = {
     {"llama", "f32"},       {"qwen2", "f32"},        {"qwen3", "f32"},  {"phi3", "f32"},
     {"gemma3_text", "f32"}, {"llama", "bf16"},       {"qwen2", "bf16"}, {"qwen3", "bf16"},
-    {"phi3", "bf16"},       {"gemma3_text", "bf16"}, {"llama", "f16"},
+    {"phi3", "bf16"},       {"gemma3_text", "bf16"}, {"llama", "f16"},  {"gemma3n_text", "f32"},
+    {"gemma3n_text", "bf16"},
 };
 #define N_CKPTS (sizeof CKPTS / sizeof CKPTS[0])
 
@@ -161,10 +162,14 @@ static omnic_status embed_prefill_n(omnic__model *m, omnic__module *mod, const f
         if (pb &&
             (s = omnic__text_bias_rows(pb, n, start, len, slot, m->kv.capacity, S, bias, err)) != OMNIC_OK)
             break;
-        const omnic__tensor *in[4] = {&e, &p, pb ? &b : &rl, &rl};
+        /* Gemma 3n: the prompt's ids as the per-layer embeddings' side input */
+        omnic__tensor ids;
+        omnic__tensor_init(&ids, OMNIC_DTYPE_I32, 1, dp, err);
+        ids.data = (void *)(uintptr_t)(prompt(m, n) + start);
+        const omnic__tensor *in[4] = {&e, &p, pb ? &b : m->dec.altup ? &ids : &rl, &rl};
         omnic__call c = {.n = len,
                          .inputs = in,
-                         .n_inputs = 2 + (pb != NULL) + m->dec.rope_switch,
+                         .n_inputs = 2 + (pb != NULL) + m->dec.rope_switch + (m->dec.altup != NULL),
                          .kv = &m->kv,
                          .slot = slot,
                          .kv_start = start};
@@ -250,6 +255,7 @@ static void test_parity_all(void **state)
     }
     parity("llama-f32", "ref", OMNIC_DTYPE_F32, 3);
     parity("gemma3_text-bf16", "ref", OMNIC_DTYPE_F32, 5);
+    parity("gemma3n_text-bf16", "ref", OMNIC_DTYPE_F32, 5);
 }
 
 /* Quantized tables (--quant): the host rows dequantize through the same get_rows kernel. */
@@ -399,6 +405,27 @@ static void test_checks(void **state)
     assert_int_equal(omnic__module_call(&m->embed_prefill, &c, &err), OMNIC_E_CAPACITY);
     free(emb);
     free(l);
+    omnic__model_close(m);
+    /* Gemma 3n declares the per-layer ids side input: a call without it is refused */
+    m = open_model("gemma3n_text-f32", "cpu", OMNIC_DTYPE_F32, 4);
+    emb = calloc((size_t)(2 * m->dec.cfg.hidden), sizeof *emb);
+    int64_t dg[2] = {2, m->dec.cfg.hidden};
+    omnic__tensor_init(&e, OMNIC_DTYPE_F32, 2, dg, &err);
+    e.data = emb;
+    c = (omnic__call){.n = 2, .inputs = in, .n_inputs = 2, .kv = &m->kv, .slot = 0, .kv_start = 0};
+    assert_int_equal(omnic__module_call(&m->embed_prefill, &c, &err), OMNIC_E_INVALID);
+    fprintf(stderr, "gemma3n embeddings prefill without ple_ids: %s\n", err.msg);
+    int32_t big[2] = {0, (int32_t)m->dec.cfg.vocab};
+    omnic__tensor pi;
+    omnic__tensor_init(&pi, OMNIC_DTYPE_I32, 1, dp, &err);
+    pi.data = big;
+    const omnic__tensor *in3[3] = {&e, &p, &pi};
+    c.inputs = in3;
+    c.n_inputs = 3;
+    assert_int_equal(omnic__module_call(&m->embed_prefill, &c, &err), OMNIC_E_INVALID);
+    assert_non_null(strstr(err.msg, "ple_ids"));
+    assert_int_equal(m->kv.len[0], 0);
+    free(emb);
     omnic__model_close(m);
 }
 
