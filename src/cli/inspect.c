@@ -101,7 +101,21 @@ int omnic__cli_inspect(int argc, char **argv)
     if (c->sliding_window) printf(" sliding-window %lld", (long long)c->sliding_window);
     if (c->final_softcap > 0) printf(" final-softcap %g", (double)c->final_softcap);
     if (c->embed_scale > 0) printf(" embed-scale %g", (double)c->embed_scale);
+    if (c->altup > 0) {
+        int sparse = 0;
+        for (int64_t l = 0; l < c->n_layers; l++)
+            sparse += c->sparsity_z[l] != 0;
+        printf(" altup x%lld laurel-rank %lld per-layer-embeddings %lld sparse-layers %d",
+               (long long)c->altup, (long long)c->laurel_rank, (long long)c->ple_dim, sparse);
+    }
     printf("\n");
+    if (c->n_kv_layers < c->n_layers) {
+        printf("kv cache:   %lld of %lld layers own one; shared:", (long long)c->n_kv_layers,
+               (long long)c->n_layers);
+        for (int64_t l = c->n_kv_layers; l < c->n_layers; l++)
+            printf(" %lld<-%d", (long long)l, c->kv_layer[l]);
+        printf("\n");
+    }
     printf("lm head:    %s\n", c->tie_embeddings ? "tied to embeddings" : "separate");
     /* dtypes over all stored tensors */
     size_t n = omnic__st_count(ck->weights), by_dtype[OMNIC_DTYPE_COUNT] = {0};

@@ -156,6 +156,30 @@ static void check_text(const char *name, const json_t *g, const omnic__text_conf
         omnic__text_rope_freqs(c, 2, f);
         eq_list(name, g, "inv_freq_local", f, c->n_rot / 2);
     }
+    if (json_object_get(g, "kv_layer")) { /* Gemma 3n */
+        eq_i(name, g, "n_kv_layers", c->n_kv_layers);
+        eq_i(name, g, "altup", c->altup);
+        eq_i(name, g, "altup_active", c->altup_active);
+        eq_f(name, g, "altup_coef_clip", c->altup_coef_clip, 1e-7);
+        eq_i(name, g, "altup_correct_scale", c->altup_correct_scale);
+        eq_i(name, g, "laurel_rank", c->laurel_rank);
+        eq_i(name, g, "ple_dim", c->ple_dim);
+        eq_i(name, g, "ple_vocab", c->ple_vocab);
+        eq_i(name, g, "mm_vocab_offset", c->mm_vocab_offset);
+        eq_f(name, g, "embed_scale", c->embed_scale, 1e-7);
+        const json_t *kv = json_object_get(g, "kv_layer"), *z = json_object_get(g, "sparsity_z");
+        for (int64_t l = 0; l < c->n_layers; l++) {
+            if (json_integer_value(json_array_get(kv, (size_t)l)) != c->kv_layer[l])
+                mismatch(name, "kv_layer", "layer %lld: HF %lld, omnic %d", (long long)l,
+                         (long long)json_integer_value(json_array_get(kv, (size_t)l)), c->kv_layer[l]);
+            double want = json_number_value(json_array_get(z, (size_t)l));
+            if (!(fabs(want - c->sparsity_z[l]) <= 2e-7 * fabs(want)))
+                mismatch(name, "sparsity_z", "layer %lld: HF %.9g, omnic %.9g", (long long)l, want,
+                         (double)c->sparsity_z[l]);
+        }
+    } else if (c->altup) {
+        mismatch(name, "altup", "omnic parsed a Gemma 3n config, HF's record has no Gemma 3n fields");
+    }
     const json_t *ms = json_object_get(g, "mrope_section");
     if ((ms != NULL) != c->mrope)
         mismatch(name, "mrope", "HF %s, omnic %s", ms ? "yes" : "no", c->mrope ? "yes" : "no");
@@ -184,15 +208,16 @@ static void check_gemma3_vision(const char *name, const json_t *g, const omnic__
 {
     check_tower(name, g, v);
     if (v->projector != OMNIC_PROJ_GEMMA3 || v->feature_index != v->n_layers || !v->bidirectional)
-        mismatch(name, "projector", "omnic: projector %d, %lld of %lld layers, bidirectional %d", (int)v->projector,
-                 (long long)v->feature_index, (long long)v->n_layers, v->bidirectional);
+        mismatch(name, "projector", "omnic: projector %d, %lld of %lld layers, bidirectional %d",
+                 (int)v->projector, (long long)v->feature_index, (long long)v->n_layers, v->bidirectional);
     eq_i(name, g, "rows", v->n_out);
     eq_i(name, g, "pool", v->pool);
     eq_f(name, g, "soft_norm_eps", v->ln_eps, 0);
     const json_t *shape = json_object_get(g, "proj_in_shape");
     if (json_integer_value(json_array_get(shape, 0)) != v->hidden ||
         json_integer_value(json_array_get(shape, 1)) != v->text_hidden)
-        mismatch(name, "proj_in_shape", "omnic [%lld, %lld]", (long long)v->hidden, (long long)v->text_hidden);
+        mismatch(name, "proj_in_shape", "omnic [%lld, %lld]", (long long)v->hidden,
+                 (long long)v->text_hidden);
     eq_i(name, g, "image_token_id", v->image_token_id);
     eq_i(name, g, "boi_id", v->boi_id);
     eq_i(name, g, "eoi_id", v->eoi_id);
@@ -283,8 +308,7 @@ static void resolve(const char *name, const json_t *golden)
         else
             check_qvit(name, gv, &q);
     }
-    if (!fam->parse_vision && !qwen && gv)
-        mismatch(name, "vision", "omnic parsed no vision tower");
+    if (!fam->parse_vision && !qwen && gv) mismatch(name, "vision", "omnic parsed no vision tower");
     json_decref(cfg);
 }
 
@@ -366,6 +390,31 @@ static void test_refused(void **state)
         {"gemma-3-4b-it", "text_config", "{\"model_type\": \"gemma3_text\", \"tie_word_embeddings\": false}",
          "ambiguous"},
         {"gemma-3-4b-it", "text_config", "{\"model_type\": \"gemma3n_text\"}", "model_type 'gemma3n_text'"},
+        /* Gemma 3n ("a.b": key b of object a): an unknown layer type, AltUp and sharing settings
+         * omnic does not compute, per-layer sizes, a key nobody reads */
+        {"gemma-3n-E2B-it", "text_config.layer_types", "[\"chunked_attention\"]",
+         "layer_types has 1 entries"},
+        {"gemma-3n-E2B-it", "text_config.layer_types",
+         "[\"sliding_attention\", \"sliding_attention\", \"sliding_attention\", \"sliding_attention\", "
+         "\"local\", \"sliding_attention\", \"sliding_attention\", \"sliding_attention\", "
+         "\"sliding_attention\", "
+         "\"full_attention\", \"sliding_attention\", \"sliding_attention\", \"sliding_attention\", "
+         "\"sliding_attention\", \"full_attention\", \"sliding_attention\", \"sliding_attention\", "
+         "\"sliding_attention\", \"sliding_attention\", \"full_attention\", \"sliding_attention\", "
+         "\"sliding_attention\", \"sliding_attention\", \"sliding_attention\", \"full_attention\", "
+         "\"sliding_attention\", \"sliding_attention\", \"sliding_attention\", \"sliding_attention\", "
+         "\"full_attention\"]",
+         "layer_types[4] must be sliding_attention or full_attention"},
+        {"gemma-3n-E2B-it", "text_config.altup_num_inputs", "8", "altup_num_inputs 8: omnic supports 1..4"},
+        {"gemma-3n-E2B-it", "text_config.altup_active_idx", "4", "altup_active_idx"},
+        {"gemma-3n-E2B-it", "text_config.num_kv_shared_layers", "29", "have none"},
+        {"gemma-3n-E2B-it", "text_config.intermediate_size", "[8192, 4096]", "a list of 30 numbers"},
+        {"gemma-3n-E2B-it", "text_config.activation_sparsity_pattern", "1.0", "outside [0, 1)"},
+        {"gemma-3n-E2B-it", "text_config.altup_router_scale", "1.0", "key 'altup_router_scale'"},
+        {"gemma-3n-E2B-it", "text_config.attention_bias", "true", "attention_bias = true"},
+        {"gemma-3n-E2B-it", "vision_config", "{\"vocab_offset\": 262000, \"vocab_size\": 128}",
+         "must follow the text ones"},
+        {"gemma-3n-E2B-it", "tie_word_embeddings", "false", "tie_word_embeddings false"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char path[256];
@@ -376,7 +425,14 @@ static void test_refused(void **state)
         assert_int_equal(omnic__json_load_file(path, OMNIC_MAX_CONFIG_BYTES, &cfg, &err), OMNIC_OK);
         json_error_t je;
         assert_non_null(v = json_loads(cases[i].value, JSON_DECODE_ANY, &je));
-        assert_int_equal(json_object_set_new(cfg, cases[i].key, v), 0);
+        const char *dot = strchr(cases[i].key, '.');
+        json_t *obj = cfg;
+        if (dot) { /* a key of a sub-object */
+            char outer[64];
+            snprintf(outer, sizeof outer, "%.*s", (int)(dot - cases[i].key), cases[i].key);
+            assert_non_null(obj = json_object_get(cfg, outer));
+        }
+        assert_int_equal(json_object_set_new(obj, dot ? dot + 1 : cases[i].key, v), 0);
         const omnic__family *fam = NULL;
         omnic__text_config text;
         omnic_status s = omnic__family_find(cfg, &fam, &err);

@@ -28,9 +28,9 @@ static const int32_t TOKENS[T] = {5, 17, 300, 42, 42, 7, 510, 0, 99, 256, 3};
 static const struct {
     const char *family, *dtype;
 } CKPTS[] = {
-    {"llama", "f32"},       {"qwen2", "f32"},        {"qwen3", "f32"},  {"phi3", "f32"},
-    {"gemma3_text", "f32"}, {"llama", "bf16"},       {"qwen2", "bf16"}, {"qwen3", "bf16"},
-    {"phi3", "bf16"},       {"gemma3_text", "bf16"}, {"llama", "f16"},  {"gemma3n_text", "f32"},
+    {"llama", "f32"},         {"qwen2", "f32"},        {"qwen3", "f32"},  {"phi3", "f32"},
+    {"gemma3_text", "f32"},   {"llama", "bf16"},       {"qwen2", "bf16"}, {"qwen3", "bf16"},
+    {"phi3", "bf16"},         {"gemma3_text", "bf16"}, {"llama", "f16"},  {"gemma3n_text", "f32"},
     {"gemma3n_text", "bf16"},
 };
 #define N_CKPTS (sizeof CKPTS / sizeof CKPTS[0])

@@ -36,6 +36,7 @@ TEXT = {
     "qwen3": ("qwen3", "Qwen3Attention", "Qwen3RotaryEmbedding"),
     "phi3": ("phi3", "Phi3Attention", "Phi3RotaryEmbedding"),
     "gemma3_text": ("gemma3", "Gemma3Attention", "Gemma3RotaryEmbedding"),
+    "gemma3n_text": ("gemma3n", "Gemma3nTextAttention", "Gemma3nTextRotaryEmbedding"),
     "qwen2_vl_text": ("qwen2_vl", "Qwen2VLAttention", "Qwen2VLRotaryEmbedding"),
     "qwen2_vl": ("qwen2_vl", "Qwen2VLAttention", "Qwen2VLRotaryEmbedding"),
     "qwen2_5_vl_text": ("qwen2_5_vl", "Qwen2_5_VLAttention", "Qwen2_5_VLRotaryEmbedding"),
@@ -63,7 +64,7 @@ def rope_record(tc, family):
     m, _, rot_name = TEXT[tc.model_type]
     Rot = getattr(mod(m), rot_name)
     rec = {}
-    if family == "gemma3_text":
+    if family in ("gemma3_text", "gemma3n_text"):
         if V5:
             rot = Rot(tc)
             rec["inv_freq"] = floats(rot.full_attention_inv_freq)
@@ -121,7 +122,7 @@ def text_record(cfg):
         sliding = [t == "sliding_attention" and sw is not None for t in tc.layer_types]
     else:
         sliding = [False] * L
-    act = tc.hidden_activation if family == "gemma3_text" else tc.hidden_act
+    act = tc.hidden_activation if family in ("gemma3_text", "gemma3n_text") else tc.hidden_act
     rec = {
         "family": family,
         "vocab": tc.vocab_size, "hidden": tc.hidden_size, "n_layers": L, "n_heads": tc.num_attention_heads,
@@ -129,7 +130,7 @@ def text_record(cfg):
         "max_pos": tc.max_position_embeddings, "rms_eps": float(tc.rms_norm_eps),
         # 5.x ties by the top-level model's flag, 4.x by the text config's
         "tie": bool(cfg.tie_word_embeddings if V5 else tc.tie_word_embeddings), "act": act,
-        "attn_scale": float(attn.scaling),
+        "attn_scale": float(getattr(attn, "scaling", 1.0)),  # Gemma3nTextAttention passes scaling=1.0
         "qkv_bias": q.bias is not None, "o_bias": attn.o_proj.bias is not None,
         "sliding_window": int(sw) if any(sliding) else 0, "layer_sliding": [int(s) for s in sliding],
         # Gemma3ForConditionalGeneration.forward applies no final softcap (4.57.6, 5.2.0)
@@ -139,6 +140,35 @@ def text_record(cfg):
     }
     rec["n_rot"] = 2 * len(rope_record(tc, family)["inv_freq"])
     rec.update(rope_record(tc, family))
+    if family == "gemma3n_text":
+        rec.update(gemma3n_record(cfg, tc, attn))
+    return rec
+
+
+def gemma3n_record(cfg, tc, attn):
+    """What Gemma3nTextModel / Gemma3nTextAttention / Gemma3nTextMLP derive: scale 1 (forward passes
+    scaling=1.0), one intermediate size, the KV-sharing source of every layer, the sparsity
+    quantiles as the MLPs compute them, AltUp / Laurel / per-layer-embedding settings."""
+    m = mod("gemma3n")
+    L = tc.num_hidden_layers
+    sizes = list(tc.intermediate_size)
+    assert len(set(sizes)) == 1, "per-layer intermediate sizes differ"
+    kv = []
+    for li in range(L):
+        a = m.Gemma3nTextAttention(tc, layer_idx=li)
+        kv.append(int(a.kv_shared_layer_index) if a.is_kv_shared_layer else li)
+    z = []
+    for li in range(L):
+        p = tc.activation_sparsity_pattern[li]
+        z.append(float(torch.distributions.normal.Normal(0, 1).icdf(torch.tensor(p, dtype=torch.float32)))
+                 if p > 0 else 0.0)
+    first = L - tc.num_kv_shared_layers
+    rec = {"attn_scale": 1.0, "intermediate": sizes[0], "kv_layer": kv, "n_kv_layers": first if first > 0 else L,
+           "sparsity_z": z, "altup": tc.altup_num_inputs, "altup_active": tc.altup_active_idx,
+           "altup_coef_clip": float(tc.altup_coef_clip or 0), "altup_correct_scale": bool(tc.altup_correct_scale),
+           "laurel_rank": tc.laurel_rank, "ple_dim": tc.hidden_size_per_layer_input,
+           "ple_vocab": tc.vocab_size_per_layer_input, "embed_scale": float(tc.hidden_size ** 0.5),
+           "mm_vocab_offset": cfg.vision_config.vocab_offset if cfg.model_type == "gemma3n" else 0}
     return rec
 
 
