@@ -1321,9 +1321,9 @@ def build_gemma3n_text(d: dict, ids: dict, tie: bool) -> Tuple[dict, List[Weight
         if m:  # the layer's Gemma 3n extras after its norms
             p = f"model.layers.{m.group(1)}."
             out += [(p + "altup.correct_output_scale", (H,), "norm"),
-                    (p + "altup.correction_coefs.weight", (n, n), "normal*20"),
-                    (p + "altup.prediction_coefs.weight", (n * n, n), "normal*20"),
-                    (p + "altup.modality_router.weight", (n, H), "normal*20"),
+                    (p + "altup.correction_coefs.weight", (n, n), "normal*5"),
+                    (p + "altup.prediction_coefs.weight", (n * n, n), "normal*5"),
+                    (p + "altup.modality_router.weight", (n, H), "normal*5"),
                     (p + "altup.router_norm.weight", (H,)),
                     (p + "laurel.linear_left.weight", (r, H)), (p + "laurel.linear_right.weight", (H, r)),
                     (p + "laurel.post_laurel_norm.weight", (H,)),
@@ -1764,6 +1764,82 @@ def main_gemma3(args) -> int:
     print(f"mktiny: gemma3 [{label}] dtype={args.dtype} seed={args.seed} -> {args.out}")
     print(f"  {len(specs)} tensors, {nparams:,} params, {nbytes / 2**20:.1f} MiB; image {S} px, patch {v['patch']}, "
           f"{v['tokens']} rows per image; {time.time() - t0:.2f} s")
+    return 0
+
+
+# -----------------------------------------------------------------------------
+# Gemma 3n (Gemma3nForConditionalGeneration [gemma3n]), text part: the gemma3n_text decoder
+# under model.language_model.*, and the two multimodal embedders (model.embed_vision.*,
+# model.embed_audio.*) whose hard embeddings the multimodal ids [text vocab, vocab) take. The
+# vision (MobileNetV5) and audio (USM conformer) towers are not written: omnic does not run
+# them yet, and HF initializes them at random (unused by text prompts). vision_config /
+# audio_config are small but real Gemma3nVisionConfig / Gemma3nAudioConfig dicts.
+# -----------------------------------------------------------------------------
+
+GEMMA3N_MM_TINY = {"vision_hidden": 24, "vision_vocab": 8, "audio_hidden": 16, "audio_vocab": 8}
+
+
+def main_gemma3n(args) -> int:
+    t0 = time.time()
+    if args.verify or args.dims == "real" or args.preset is not None:
+        raise SystemExit("--family gemma3n: tiny dims only, no --verify (use gemma3n_text --preset for real dims)")
+    fam = FAMILIES["gemma3n_text"]
+    mm = GEMMA3N_MM_TINY
+    # the multimodal ids are the tokenizer's last ones, as in the real tokenizer (<end_of_image> ...)
+    mm_tokens = tuple(f"<vision_token_{i}>" for i in range(mm["vision_vocab"])) + \
+        tuple(f"<audio_token_{i}>" for i in range(mm["audio_vocab"]))
+    tok = train_tokenizer(fam.tokenizer, extra_specials=tuple(fam.extra_specials) + mm_tokens)
+    td, _ = resolve_dims("gemma3n_text", fam, "tiny", None, tok)
+    td.pop("tie", None)
+    vt = tok.size - len(mm_tokens)  # text ids (and the per-layer table) end here; vision, then audio ids
+    td["ple_vocab"] = vt
+    td["vocab"] = vt + mm["vision_vocab"] + mm["audio_vocab"]
+    ids = special_ids(tok)
+    text_cfg, text_w = fam.build(td, ids, True)
+    specs: List[WeightSpec] = []
+    for sp in text_w:  # model.* -> model.language_model.*
+        specs.append(("model.language_model." + sp[0][len("model."):], sp[1], sp[2] if len(sp) > 2 else weight_init(sp),
+                      sp[0]))
+    H = td["hidden"]
+    for key, D, V in (("embed_vision", mm["vision_hidden"], mm["vision_vocab"]),
+                      ("embed_audio", mm["audio_hidden"], mm["audio_vocab"])):
+        p = f"model.{key}."
+        specs += [(p + "embedding.weight", (V, D), "normal*20", None), (p + "hard_embedding_norm.weight", (D,), "norm", None),
+                  (p + "soft_embedding_norm.weight", (D,), "norm", None),
+                  (p + "embedding_projection.weight", (H, D), "normal", None)]
+    specs = [(s[0], s[1], s[2], s[3] or s[0]) for s in specs]
+    text_cfg["torch_dtype"] = DTYPES[args.dtype][2]
+    vision_cfg = {"architecture": "mobilenetv5_300m_enc", "do_pooling": False, "hidden_size": mm["vision_hidden"],
+                  "initializer_range": 0.02, "model_type": "gemma3n_vision", "rms_norm_eps": 1e-6,
+                  "vocab_offset": vt, "vocab_size": mm["vision_vocab"]}
+    audio_cfg = {"conf_attention_chunk_size": 4, "conf_attention_context_left": 5, "conf_attention_context_right": 0,
+                 "conf_attention_logit_cap": 50.0, "conf_conv_kernel_size": 3, "conf_num_attention_heads": 2,
+                 "conf_num_hidden_layers": 1, "conf_reduction_factor": 4, "conf_residual_weight": 0.5,
+                 "gradient_clipping": 1e10, "hidden_size": mm["audio_hidden"], "input_feat_size": 16,
+                 "model_type": "gemma3n_audio", "rms_norm_eps": 1e-6, "sscp_conv_channel_size": [8, 4],
+                 "sscp_conv_group_norm_eps": 1e-3, "sscp_conv_kernel_size": [[3, 3], [3, 3]],
+                 "sscp_conv_stride_size": [[2, 2], [2, 2]], "vocab_offset": vt + mm["vision_vocab"],
+                 "vocab_size": mm["audio_vocab"]}
+    config = {"architectures": ["Gemma3nForConditionalGeneration"], "model_type": "gemma3n",
+              "audio_config": audio_cfg, "vision_config": vision_cfg, "text_config": text_cfg,
+              "audio_soft_tokens_per_image": 188, "vision_soft_tokens_per_image": 256,
+              "boi_token_id": ids["bos"], "eoi_token_id": vt, "image_token_id": vt + 1,
+              "boa_token_id": ids["bos"], "eoa_token_id": vt + mm["vision_vocab"],
+              "audio_token_id": vt + mm["vision_vocab"] + 1, "eos_token_id": ids["eos"], "initializer_range": 0.02,
+              "torch_dtype": DTYPES[args.dtype][2], "transformers_version": "4.53.0"}
+    os.makedirs(args.out, exist_ok=True)
+    write_json(os.path.join(args.out, "config.json"), config)
+    gen = {"bos_token_id": ids["bos"], "do_sample": False, "eos_token_id": ids["gen_eos"],
+           "pad_token_id": ids["pad"], "transformers_version": "4.53.0"}
+    write_json(os.path.join(args.out, "generation_config.json"), gen)
+    write_json(os.path.join(args.out, "tokenizer.json"), tokenizer_json(tok, args.merges_style), sort_keys=False)
+    write_json(os.path.join(args.out, "tokenizer_config.json"), tokenizer_config_json(tok))
+    files = write_weights(args.out, specs, args.seed, STD_TINY, args.dtype, args.shards)
+    nparams = sum(int(np.prod(s[1], dtype=np.int64)) for s in specs)
+    nbytes = sum(os.path.getsize(os.path.join(args.out, f)) for f in files)
+    print(f"mktiny: gemma3n [tiny] dtype={args.dtype} seed={args.seed} -> {args.out}")
+    print(f"  {len(specs)} tensors, {nparams:,} params, {nbytes / 2**20:.1f} MiB; text ids [0, {vt}), vision "
+          f"[{vt}, {vt + mm['vision_vocab']}), audio up to {td['vocab']}; {time.time() - t0:.2f} s")
     return 0
 
 
@@ -2335,7 +2411,7 @@ def resolve_dims(fam_name: str, fam: Family, dims: str, preset: Optional[str], t
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     ap = argparse.ArgumentParser(description="Write a tiny random HF-format checkpoint.")
-    ap.add_argument("--family", choices=sorted(list(FAMILIES) + ["llava", "qwen2_vl", "qwen2_5_vl", "gemma3"]),
+    ap.add_argument("--family", choices=sorted(list(FAMILIES) + ["llava", "qwen2_vl", "qwen2_5_vl", "gemma3", "gemma3n"]),
                     required=True)
     ap.add_argument("--vision", choices=["clip", "siglip"], default="clip", help="llava: vision tower")
     ap.add_argument("--text", choices=["llama", "qwen2"], default="llama", help="llava: text model")
@@ -2375,6 +2451,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return main_qwen2vl(args)
     if args.family == "gemma3":
         return main_gemma3(args)
+    if args.family == "gemma3n":
+        return main_gemma3n(args)
     t0 = time.time()
     fam = FAMILIES[args.family]
     tok = train_tokenizer(fam.tokenizer, extra_specials=fam.extra_specials)

@@ -145,10 +145,10 @@ def main():
     only = os.environ.get("HF_GOLDEN_ONLY")  # a substring: run those cases alone (debugging)
     if only:
         cases = [c for c in cases if only in c]
-    families = ("llama", "qwen2", "qwen3", "phi3", "gemma3_text", "gemma3n_text", "llava_clip_llama", "llava_siglip_qwen2",
+    families = ("llama", "qwen2", "qwen3", "phi3", "gemma3_text", "gemma3n_text", "gemma3n", "llava_clip_llama", "llava_siglip_qwen2",
                 "qwen2_vl", "qwen2_5_vl", "gemma3")
     want = [f"{f}-{d}-{m}" for f in families for d in ("f32", "bf16")
-            for m in (("text",) if "_" not in f or f in ("gemma3_text", "gemma3n_text") else ("text", "1img", "2img"))]
+            for m in (("text",) if "_" not in f or f in ("gemma3_text", "gemma3n_text", "gemma3n") else ("text", "1img", "2img"))]
     want += [f"phi3-{d}-{m}" for d in ("f32", "bf16") for m in ("long", "cross")]
     absent = sorted(set(want) - set(cases)) if not only else []
     if absent:

@@ -72,6 +72,7 @@ FAMILIES = {
     "qwen2_vl": (["--family", "qwen2_vl"], "qwen"),
     "qwen2_5_vl": (["--family", "qwen2_5_vl"], "qwen"),
     "gemma3": (["--family", "gemma3"], "gemma3"),
+    "gemma3n": (["--family", "gemma3n"], "gemma3n"),
 }
 DTYPES = ("f32", "bf16")
 TEXT = "The quick brown fox jumps over the lazy dog."
@@ -133,6 +134,12 @@ def prompt_ids(fam, kind, model_dir, n_images, mode):
     elif kind == "gemma3":
         f = mktiny.FAMILIES["gemma3_text"]
         tok = mktiny.train_tokenizer(f.tokenizer, extra_specials=f.extra_specials)
+    elif kind == "gemma3n":  # text with two multimodal ids (hard embeddings: eoi and an audio soft token)
+        f = mktiny.FAMILIES["gemma3n_text"]
+        tok = mktiny.train_tokenizer(f.tokenizer, extra_specials=f.extra_specials)
+        ids = mktiny.encode(tok, TEXT, add_special_tokens=True)
+        ids = ids[:4] + [cfg["eoi_token_id"], cfg["audio_token_id"]] + ids[4:]
+        return TEXT, ids, cfg
     else:
         tok = mktiny.train_tokenizer("qwen2", extra_specials=mktiny.QWEN2VL_SPECIALS)
     if kind == "gemma3":
@@ -154,13 +161,14 @@ def prompt_ids(fam, kind, model_dir, n_images, mode):
 
 def load_model(kind, model_dir):
     cls = {"text": transformers.AutoModelForCausalLM, "llava": transformers.LlavaForConditionalGeneration,
-           "qwen": None, "gemma3": transformers.Gemma3ForConditionalGeneration}[kind]
+           "qwen": None, "gemma3": transformers.Gemma3ForConditionalGeneration,
+           "gemma3n": transformers.Gemma3nForConditionalGeneration}[kind]
     config = transformers.AutoConfig.from_pretrained(model_dir)
     if kind == "qwen":
         cls = (transformers.Qwen2VLForConditionalGeneration if config.model_type == "qwen2_vl"
                else transformers.Qwen2_5_VLForConditionalGeneration)
     config._attn_implementation = "eager"
-    for sub in ("text_config", "vision_config"):
+    for sub in ("text_config", "vision_config", "audio_config"):
         if getattr(config, sub, None) is not None:
             getattr(config, sub)._attn_implementation = "eager"
     torch.manual_seed(0)
@@ -447,7 +455,7 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         for fam, (_, kind) in FAMILIES.items():
             for dtype in DTYPES:
-                modes = [("text", 0)] if kind == "text" else [("text", 0), ("1img", 1), ("2img", 2)]
+                modes = [("text", 0)] if kind in ("text", "gemma3n") else [("text", 0), ("1img", 1), ("2img", 2)]
                 if fam == "phi3":
                     modes += [(m, 0) for m in PHI3_PROMPTS]
                 for mode, n_images in modes:
