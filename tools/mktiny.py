@@ -1748,6 +1748,9 @@ def main_gemma3(args) -> int:
            "pan_and_scan_min_crop_size": None, "pan_and_scan_min_ratio_to_activate": None,
            "processor_class": "Gemma3Processor", "resample": 2, "rescale_factor": 0.00392156862745098,
            "size": {"height": S, "width": S}}
+    if args.pan_and_scan:  # pan-and-scan on, crops of at least this many pixels (the others: defaults)
+        pre.update({"do_pan_and_scan": True, "pan_and_scan_min_crop_size": args.pan_and_scan,
+                    "pan_and_scan_max_num_crops": 4, "pan_and_scan_min_ratio_to_activate": 1.2})
     os.makedirs(args.out, exist_ok=True)
     write_json(os.path.join(args.out, "config.json"), config)
     gen = {"bos_token_id": ids["bos"], "do_sample": False, "eos_token_id": ids["gen_eos"],
@@ -2436,6 +2439,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     ap.add_argument("--merges-style", choices=["str", "pairs"], default="str",
                     help='tokenizer.json merges as "a b" strings (default) or [a, b] pairs')
     ap.add_argument("--verify", action="store_true", help="re-read and check everything written")
+    ap.add_argument("--pan-and-scan", type=int, default=0, metavar="MIN_CROP",
+                    help="gemma3: preprocessor_config.json with do_pan_and_scan true and this "
+                         "pan_and_scan_min_crop_size (max 4 crops, ratio 1.2)")
     ap.add_argument("--max-pixels", type=int, default=None,
                     help="qwen2_vl, qwen2_5_vl: preprocessor_config.json max_pixels (default: tiny %d, real the "
                          "published 12845056)" % QWEN2VL_TINY_MAX_PIXELS)

@@ -32,6 +32,7 @@ typedef struct run_state {
     const char *dump; /* directory or NULL */
     const int32_t *prompt;
     size_t n_prompt;
+    int64_t n_parts; /* encoder inputs: the images and their pan-and-scan crops */
     size_t n_images;
     int dump_errors;
 } run_state;
@@ -82,10 +83,10 @@ static void dump_i32(run_state *st, const char *name, const int32_t *v, int64_t 
     dump_tensor(st, name, &t);
 }
 
-/* name, or name_i when the request has several images. */
-static void image_name(const run_state *st, const char *base, int64_t i, char *out, size_t cap)
+/* name, or name_i when there are several (images, or encoder inputs). */
+static void image_name(int64_t count, const char *base, int64_t i, char *out, size_t cap)
 {
-    if (st->n_images > 1)
+    if (count > 1)
         snprintf(out, cap, "%s_%lld", base, (long long)i);
     else
         snprintf(out, cap, "%s", base);
@@ -96,9 +97,9 @@ static void on_encode(void *ctx, int64_t i, const omnic__tensor *features, const
 {
     run_state *st = ctx;
     char name[48];
-    image_name(st, "vision_features", i, name, sizeof name);
+    image_name(st->n_parts, "vision_features", i, name, sizeof name); /* one per encoder input */
     dump_tensor(st, name, features);
-    image_name(st, "projected", i, name, sizeof name);
+    image_name(st->n_parts, "projected", i, name, sizeof name);
     dump_tensor(st, name, projected);
 }
 
@@ -461,6 +462,10 @@ int omnic__cli_run(int argc, char **argv)
         }
         omnic__media_proc_deinit(&prep);
     }
+    int64_t crops[OMNIC_MAX_REQUEST_IMAGES] = {0}; /* Gemma 3 pan-and-scan: the prompt names them */
+    bool any_crops = false;
+    for (size_t k = 0; k < n_images && k < OMNIC_MAX_REQUEST_IMAGES; k++)
+        any_crops |= (crops[k] = items[k].crops) > 0;
     if (token_list) {
         if (parse_tokens(token_list, &ids, &n_ids) < 0) {
             rc = 2;
@@ -473,7 +478,8 @@ int omnic__cli_run(int argc, char **argv)
             goto out;
         }
         size_t plen = 0; /* the processor's rewrite (Gemma 3's image sequences), as HF's processor(text=) */
-        if (omnic__media_expand_prompt(m, omnic__engine_tokenizer(e), prompt, strlen(prompt), &text, &plen,
+        if (omnic__media_expand_prompt(m, omnic__engine_tokenizer(e), prompt, strlen(prompt),
+                                       any_crops ? crops : NULL, any_crops ? n_images : 0, &text, &plen,
                                        &err) != OMNIC_OK ||
             omnic__tokenizer_encode(omnic__engine_tokenizer(e), text ? text : prompt,
                                     text ? plen : strlen(prompt), true, &ids, &n_ids, &err) != OMNIC_OK) {
@@ -481,14 +487,16 @@ int omnic__cli_run(int argc, char **argv)
             goto out;
         }
     } else if (omnic__chat_prompt_images(m->ckpt, m, omnic__engine_tokenizer(e), system, prompt, n_images,
-                                         omnic__model_supports_image(m), &text, &ids, &n_ids,
-                                         &err) != OMNIC_OK) {
+                                         any_crops ? crops : NULL, omnic__model_supports_image(m), &text,
+                                         &ids, &n_ids, &err) != OMNIC_OK) {
         fprintf(stderr, "omnic run: %s\n", err.msg);
         goto out;
     }
     int64_t expanded = (int64_t)n_ids, rows = 0;
     for (size_t k = 0; k < n_images; k++)
-        expanded += omnic__media_item_rows(m, &items[k], &rows, &err) == OMNIC_OK ? rows - 1 : 0;
+        expanded += omnic__media_item_rows(m, &items[k], &rows, &err) == OMNIC_OK
+                        ? omnic__media_item_parts(&items[k]) * (rows - 1)
+                        : 0;
     if ((omnic__engine_gen_defaults(e)->set & ~given & OMNIC_GEN_MAX_TOKENS) && expanded < m->capacity &&
         n_predict > m->capacity - expanded)
         n_predict =
@@ -500,9 +508,11 @@ int omnic__cli_run(int argc, char **argv)
         goto out;
     }
     run_state st = {.dump = dump, .prompt = ids, .n_prompt = n_ids, .n_images = n_images, .cap = n_predict};
+    for (size_t k = 0; k < n_images; k++)
+        st.n_parts += omnic__media_item_parts(&items[k]);
     for (size_t k = 0; dump && k < n_images; k++) {
         char name[48];
-        image_name(&st, "pixel_values", (int64_t)k, name, sizeof name);
+        image_name((int64_t)n_images, "pixel_values", (int64_t)k, name, sizeof name);
         dump_tensor(&st, name, items[k].input);
     }
     if (dump && n_images && items[0].has_grid) { /* [n_images, 3] (t, h, w) */

@@ -121,8 +121,8 @@ static void on_engine_event(void *ctx, const omnic__gen_event *ev)
 }
 
 /* messages_json -> logical ids through the chat template; counts its image parts. */
-static omnic_status chat_ids(const omnic_model *m, const char *text, size_t *n_image_parts, int32_t **ids,
-                             size_t *n, omnic_err *err)
+static omnic_status chat_ids(const omnic_model *m, const char *text, const int64_t *crops,
+                             size_t *n_image_parts, int32_t **ids, size_t *n, omnic_err *err)
 {
     if (!m->chat)
         return OMNIC_FAIL(err, OMNIC_E_UNSUPPORTED,
@@ -170,8 +170,8 @@ static omnic_status chat_ids(const omnic_model *m, const char *text, size_t *n_i
         s = OMNIC_FAIL(err, OMNIC_E_NOMEM, "out of memory for messages");
     char *rendered = NULL;
     if (s == OMNIC_OK)
-        s = omnic__chat_apply(m->chat, omnic__engine_tokenizer(m->engine), msgs, true, NULL, NULL, &rendered,
-                              ids, n, err);
+        s = omnic__chat_apply(m->chat, omnic__engine_tokenizer(m->engine), msgs, true, NULL, NULL, crops,
+                              crops ? *n_image_parts : 0, &rendered, ids, n, err);
     omnic_free(rendered);
     json_decref(msgs);
     return s;
@@ -193,7 +193,7 @@ omnic_status omnic_submit(omnic_model *m, const omnic_request *r, uint64_t *id, 
     int32_t *ids = NULL;
     size_t n = 0, parts = 0;
     if (r->messages_json) {
-        OMNIC_TRY(chat_ids(m, r->messages_json, &parts, &ids, &n, err));
+        OMNIC_TRY(chat_ids(m, r->messages_json, NULL, &parts, &ids, &n, err));
         if (parts != r->n_images) {
             omnic_free(ids);
             return OMNIC_FAIL(err, OMNIC_E_INVALID,
@@ -213,6 +213,15 @@ omnic_status omnic_submit(omnic_model *m, const omnic_request *r, uint64_t *id, 
                                             NULL, NULL, &items[done], NULL, NULL, err)
                 : OMNIC_FAIL(err, OMNIC_E_INVALID, "omnic_request.images[%zu] is empty", done);
         if (s != OMNIC_OK) omnic__err_prefix(err, "images[%zu]", done);
+    }
+    /* panned-and-scanned images (Gemma 3): the prompt is rendered again with their crops */
+    int64_t crops[OMNIC_MAX_REQUEST_IMAGES];
+    bool any_crops = false;
+    for (size_t k = 0; s == OMNIC_OK && k < r->n_images; k++)
+        any_crops |= (crops[k] = items[k].crops) > 0;
+    if (s == OMNIC_OK && any_crops && r->messages_json) {
+        omnic_free(ids), ids = NULL;
+        s = chat_ids(m, r->messages_json, crops, &parts, &ids, &n, err);
     }
     omnic__sampling_params sp = omnic__sampling_defaults();
     unsigned given = 0;

@@ -52,7 +52,8 @@ bool omnic__chat_adds_special(const omnic__chat *c, const omnic__tokenizer *tok,
 
 omnic_status omnic__chat_apply(const omnic__chat *c, const omnic__tokenizer *tok, const json_t *messages,
                                bool add_generation_prompt, const json_t *extra, const omnic__budget *budget,
-                               char **text, int32_t **ids, size_t *n, omnic_err *err)
+                               const int64_t *crops, size_t n_crops, char **text, int32_t **ids, size_t *n,
+                               omnic_err *err)
 {
     json_t *vars = NULL;
     char *t = NULL;
@@ -71,7 +72,7 @@ omnic_status omnic__chat_apply(const omnic__chat *c, const omnic__tokenizer *tok
     if (c->model) { /* the processor's rewrite (Gemma 3: image sequences) */
         char *x = NULL;
         size_t xn = 0;
-        s = omnic__media_expand_prompt(c->model, tok, t, len, &x, &xn, err);
+        s = omnic__media_expand_prompt(c->model, tok, t, len, crops, n_crops, &x, &xn, err);
         if (s != OMNIC_OK || x) omnic_free(t);
         if (s != OMNIC_OK) return s;
         if (x) t = x, len = xn;
@@ -87,13 +88,13 @@ omnic_status omnic__chat_apply(const omnic__chat *c, const omnic__tokenizer *tok
 
 omnic_status omnic__chat_encode(const omnic__checkpoint *ck, const struct omnic__model *model, bool processor,
                                 const omnic__tokenizer *tok, const json_t *messages,
-                                bool add_generation_prompt, const json_t *extra, char **text, int32_t **ids,
-                                size_t *n, omnic_err *err)
+                                bool add_generation_prompt, const json_t *extra, const int64_t *crops,
+                                size_t n_crops, char **text, int32_t **ids, size_t *n, omnic_err *err)
 {
     omnic__chat *c = NULL;
     OMNIC_TRY(omnic__chat_create(ck, model, processor, &c, err));
-    omnic_status s =
-        omnic__chat_apply(c, tok, messages, add_generation_prompt, extra, NULL, text, ids, n, err);
+    omnic_status s = omnic__chat_apply(c, tok, messages, add_generation_prompt, extra, NULL, crops, n_crops,
+                                       text, ids, n, err);
     omnic__chat_destroy(c);
     return s;
 }
@@ -112,13 +113,13 @@ omnic_status omnic__chat_content_parts(json_t *messages)
 omnic_status omnic__chat_prompt(const omnic__checkpoint *ck, const omnic__tokenizer *tok, const char *system,
                                 const char *user, char **text, int32_t **ids, size_t *n, omnic_err *err)
 {
-    return omnic__chat_prompt_images(ck, NULL, tok, system, user, 0, false, text, ids, n, err);
+    return omnic__chat_prompt_images(ck, NULL, tok, system, user, 0, NULL, false, text, ids, n, err);
 }
 
 omnic_status omnic__chat_prompt_images(const omnic__checkpoint *ck, const struct omnic__model *model,
                                        const omnic__tokenizer *tok, const char *system, const char *user,
-                                       size_t n_images, bool parts, char **text, int32_t **ids, size_t *n,
-                                       omnic_err *err)
+                                       size_t n_images, const int64_t *crops, bool parts, char **text,
+                                       int32_t **ids, size_t *n, omnic_err *err)
 {
     json_t *msgs = json_array(), *content = NULL;
     if (!msgs) return OMNIC_FAIL(err, OMNIC_E_NOMEM, "out of memory building messages");
@@ -134,7 +135,8 @@ omnic_status omnic__chat_prompt_images(const omnic__checkpoint *ck, const struct
     }
     omnic_status s = parts && omnic__chat_content_parts(msgs) != OMNIC_OK
                          ? OMNIC_FAIL(err, OMNIC_E_NOMEM, "out of memory building messages")
-                         : omnic__chat_encode(ck, model, parts, tok, msgs, true, NULL, text, ids, n, err);
+                         : omnic__chat_encode(ck, model, parts, tok, msgs, true, NULL, crops,
+                                              crops ? n_images : 0, text, ids, n, err);
     json_decref(msgs);
     return s;
 }

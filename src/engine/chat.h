@@ -39,12 +39,14 @@ void omnic__chat_destroy(omnic__chat *c);
  * rewrite: what is tokenized), and encodes it into owned
  * *ids / *n (special tokens as above: omnic__chat_adds_special). Outputs are unchanged on
  * failure. budget (NULL: the library caps) bounds the render (template_steps, template_work,
- * template_output, deadline). Errors: template render errors (E_INVALID "line L: ..." or
- * raise_exception's message, E_TOO_LARGE naming the limit, E_TIMEOUT), tokenizer errors,
+ * template_output, deadline). crops (NULL: none known): the images' pan-and-scan crop counts
+ * in prompt order, for the rewrite (omnic__media_expand_prompt). Errors: template render errors (E_INVALID
+ * "line L: ..." or raise_exception's message, E_TOO_LARGE naming the limit, E_TIMEOUT), tokenizer errors,
  * E_NOMEM. */
 omnic_status omnic__chat_apply(const omnic__chat *c, const omnic__tokenizer *tok, const json_t *messages,
                                bool add_generation_prompt, const json_t *extra, const omnic__budget *budget,
-                               char **text, int32_t **ids, size_t *n, omnic_err *err);
+                               const int64_t *crops, size_t n_crops, char **text, int32_t **ids, size_t *n,
+                               omnic_err *err);
 
 /* Whether the rendered text[0..len) is tokenized with the post-processor's special tokens. */
 bool omnic__chat_adds_special(const omnic__chat *c, const omnic__tokenizer *tok, const char *text,
@@ -53,8 +55,8 @@ bool omnic__chat_adds_special(const omnic__chat *c, const omnic__tokenizer *tok,
 /* One-off omnic__chat_create + omnic__chat_apply + omnic__chat_destroy. */
 omnic_status omnic__chat_encode(const omnic__checkpoint *ck, const struct omnic__model *model, bool processor,
                                 const omnic__tokenizer *tok, const json_t *messages,
-                                bool add_generation_prompt, const json_t *extra, char **text, int32_t **ids,
-                                size_t *n, omnic_err *err);
+                                bool add_generation_prompt, const json_t *extra, const int64_t *crops,
+                                size_t n_crops, char **text, int32_t **ids, size_t *n, omnic_err *err);
 
 /* The common case: an optional system message and one user message, with the
  * generation prompt. */
@@ -67,8 +69,8 @@ omnic_status omnic__chat_prompt(const omnic__checkpoint *ck, const omnic__tokeni
  * processor's. */
 omnic_status omnic__chat_prompt_images(const omnic__checkpoint *ck, const struct omnic__model *model,
                                        const omnic__tokenizer *tok, const char *system, const char *user,
-                                       size_t n_images, bool parts, char **text, int32_t **ids, size_t *n,
-                                       omnic_err *err);
+                                       size_t n_images, const int64_t *crops, bool parts, char **text,
+                                       int32_t **ids, size_t *n, omnic_err *err);
 
 /* Multimodal processors render content as lists of parts: turns every string content of
  * messages (a JSON array, modified in place) into [{"type": "text", "text": ...}].

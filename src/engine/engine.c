@@ -1155,7 +1155,19 @@ omnic_status omnic__engine_submit(omnic__engine *e, const omnic__gen_request *r,
             s = OMNIC_FAIL(err, OMNIC_E_INVALID, "media item %zu has no media modality", i);
             goto reject;
         }
-        given[it->modality]++;
+        given[it->modality] +=
+            (size_t)omnic__media_item_parts(it); /* a panned-and-scanned image: its parts */
+    }
+    size_t all_parts = 0;
+    for (int k = OMNIC_MODALITY_TEXT + 1; k < OMNIC_MODALITY_COUNT; k++)
+        all_parts += given[k];
+    if (all_parts > OMNIC_MAX_REQUEST_IMAGES) {
+        s = OMNIC_FAIL(
+            err, OMNIC_E_INVALID,
+            "%zu media items make %zu encoder inputs (pan-and-scan crops included), over the limit "
+            "of %d per request",
+            r->n_media, all_parts, OMNIC_MAX_REQUEST_IMAGES);
+        goto reject;
     }
     for (int k = OMNIC_MODALITY_TEXT + 1; k < OMNIC_MODALITY_COUNT; k++) {
         const int32_t pad = omnic__media_placeholder(m, (omnic__modality)k);
@@ -1180,8 +1192,8 @@ omnic_status omnic__engine_submit(omnic__engine *e, const omnic__gen_request *r,
             omnic__err_prefix(err, "%s %zu", omnic__modality_name(r->media[i]->modality), i);
             goto reject;
         }
-        media_rows += rows;
-        expanded += rows - 1;
+        media_rows += omnic__media_item_parts(r->media[i]) * rows;
+        expanded += omnic__media_item_parts(r->media[i]) * (rows - 1);
     }
     if (__builtin_add_overflow(expanded, r->max_tokens, &total) || total > cap) {
         why = OMNIC_REJECT_CAPACITY;
@@ -1202,14 +1214,19 @@ omnic_status omnic__engine_submit(omnic__engine *e, const omnic__gen_request *r,
     q = omnic_alloc_array(1, sizeof *q);
     if (!q || !(q->prompt = omnic_alloc_array(r->n_prompt, sizeof *q->prompt))) goto nomem;
     if (r->n_media) {
-        if (!(q->media = omnic_alloc_array(r->n_media, sizeof *q->media)) ||
+        size_t parts = 0; /* one item per placeholder: panned-and-scanned images split into theirs */
+        for (size_t i = 0; i < r->n_media; i++)
+            parts += (size_t)omnic__media_item_parts(r->media[i]);
+        if (!(q->media = omnic_alloc_array(parts, sizeof *q->media)) ||
             !(q->projected =
                   omnic_alloc_array((size_t)media_rows * (size_t)m->dec.cfg.hidden, sizeof *q->projected)))
             goto nomem;
-        for (size_t i = 0; i < r->n_media; i++, q->n_media++) {
-            omnic_err cerr;
-            if (omnic__media_item_copy(&q->media[i], r->media[i], &cerr) != OMNIC_OK) goto nomem;
-        }
+        for (size_t i = 0; i < r->n_media; i++)
+            for (int64_t j = 0; j < omnic__media_item_parts(r->media[i]); j++, q->n_media++) {
+                omnic_err cerr;
+                if (omnic__media_item_part(r->media[i], j, &q->media[q->n_media], &cerr) != OMNIC_OK)
+                    goto nomem;
+            }
     }
     memcpy(q->prompt, r->prompt, r->n_prompt * sizeof *q->prompt);
     q->n_prompt = r->n_prompt;

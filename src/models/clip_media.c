@@ -2,6 +2,8 @@
  * table omnic__media_clip_image. */
 #include <string.h>
 
+#include "io/json.h"
+#include "mm/pan_and_scan.h"
 #include "models/clip_media.h"
 #include "models/image_processor_config.h"
 #include "models/model.h"
@@ -68,12 +70,73 @@ static bool clip_ready(const omnic__model *m)
 typedef struct clip_proc {
     omnic__image_proc_params params;
     int64_t size; /* pixel_values height = width: the tower's (0: any, a processor without a model) */
+    bool gemma3;  /* Gemma3ImageProcessor: pan-and-scan may be switched on */
+    bool pas_on;  /* do_pan_and_scan */
+    omnic__pan_and_scan pas;
 } clip_proc;
+
+/* Bounds of the pan-and-scan settings (a config or request asking for more is refused). */
+#define PAS_MAX_CROPS 16
+
+static omnic_status pas_check(const omnic__pan_and_scan *p, const char *what, omnic_err *err)
+{
+    if (p->min_crop < 1 || p->min_crop > OMNIC_MAX_IMAGE_SIDE)
+        return OMNIC_FAIL(err, OMNIC_E_INVALID, "%s: pan_and_scan_min_crop_size %lld is outside [1, %d]",
+                          what, (long long)p->min_crop, OMNIC_MAX_IMAGE_SIDE);
+    if (p->max_crops < 1 || p->max_crops > PAS_MAX_CROPS)
+        return OMNIC_FAIL(err, OMNIC_E_INVALID, "%s: pan_and_scan_max_num_crops %lld is outside [1, %d]",
+                          what, (long long)p->max_crops, PAS_MAX_CROPS);
+    if (!(p->min_ratio >= 1.0 && p->min_ratio <= 1e6))
+        return OMNIC_FAIL(err, OMNIC_E_INVALID,
+                          "%s: pan_and_scan_min_ratio_to_activate %g is outside [1, 1e6]", what,
+                          p->min_ratio);
+    return OMNIC_OK;
+}
+
+/* Gemma3ImageProcessor's pan-and-scan keys (null: Gemma3Processor's defaults 256, 4, 1.2). */
+static omnic_status pas_parse(const json_t *pc, const char *what, clip_proc *p, omnic_err *err)
+{
+    p->pas = (omnic__pan_and_scan){.min_crop = 256, .max_crops = 4, .min_ratio = 1.2};
+    const json_t *v = json_object_get(pc, "do_pan_and_scan");
+    p->pas_on = json_is_true(v);
+    if (v && !json_is_null(v) && !json_is_boolean(v))
+        return OMNIC_FAIL(err, OMNIC_E_INVALID, "%s: do_pan_and_scan must be a boolean or null", what);
+    const int64_t big = (int64_t)1 << 31;
+    if ((v = json_object_get(pc, "pan_and_scan_min_crop_size")) && !json_is_null(v))
+        OMNIC_TRY(omnic__json_get_i64(pc, "pan_and_scan_min_crop_size", true, 0, -big, big, what,
+                                      &p->pas.min_crop, err));
+    if ((v = json_object_get(pc, "pan_and_scan_max_num_crops")) && !json_is_null(v))
+        OMNIC_TRY(omnic__json_get_i64(pc, "pan_and_scan_max_num_crops", true, 0, -big, big, what,
+                                      &p->pas.max_crops, err));
+    if ((v = json_object_get(pc, "pan_and_scan_min_ratio_to_activate")) && !json_is_null(v))
+        OMNIC_TRY(omnic__json_get_f64(pc, "pan_and_scan_min_ratio_to_activate", true, 0, -1e30, 1e30, what,
+                                      &p->pas.min_ratio, err));
+    return pas_check(&p->pas, what, err);
+}
 
 static bool clip_proc_claims(const json_t *pc)
 {
     (void)pc; /* CLIPImageProcessor, SiglipImageProcessor and their fast variants: the fallback */
     return true;
+}
+
+/* A request's pan-and-scan switch and settings (Gemma 3 only; the output size stays fixed). */
+static omnic_status clip_proc_kwargs(void *params, const omnic__media_kwargs *kw, omnic_err *err)
+{
+    clip_proc *p = params;
+    if (kw->min_pixels || kw->max_pixels)
+        return OMNIC_FAIL(err, OMNIC_E_UNSUPPORTED,
+                          "Invalid 'mm_processor_kwargs': min_pixels / max_pixels apply to Qwen2-VL-style "
+                          "processors only (this model's image processor makes one fixed size)");
+    if (!p->gemma3)
+        return OMNIC_FAIL(err, OMNIC_E_UNSUPPORTED,
+                          "Invalid 'mm_processor_kwargs': pan-and-scan is Gemma 3's (this model's image "
+                          "processor takes no kwargs)");
+    if (kw->pan_and_scan) p->pas_on = kw->pan_and_scan == 2;
+    if (kw->pas_min_crop) p->pas.min_crop = kw->pas_min_crop;
+    if (kw->pas_max_crops) p->pas.max_crops = kw->pas_max_crops;
+    if (kw->pas_min_ratio != 0) p->pas.min_ratio = kw->pas_min_ratio;
+    return pas_check(&p->pas, "Invalid 'mm_processor_kwargs'", err);
 }
 
 static omnic_status clip_proc_parse(const json_t *pc, const char *what, const char *variant,
@@ -83,6 +146,11 @@ static omnic_status clip_proc_parse(const json_t *pc, const char *what, const ch
     clip_proc *p = omnic_alloc_array(1, sizeof *p);
     if (!p) return OMNIC_FAIL(err, OMNIC_E_NOMEM, "out of memory for an image processor");
     omnic_status s = omnic__image_processor_config_parse(pc, what, &p->params, err);
+    char buf[128];
+    const char *type = omnic__processor_config_type(pc, buf, sizeof buf);
+    p->gemma3 = type && !strncmp(type, "Gemma3ImageProcessor", 20);
+    if (s == OMNIC_OK && p->gemma3) s = pas_parse(pc, what, p, err);
+    if (s == OMNIC_OK && kw && omnic__media_kwargs_any(kw)) s = clip_proc_kwargs(p, kw, err);
     if (s != OMNIC_OK) {
         omnic_free(p);
         return s;
@@ -152,7 +220,36 @@ static omnic_status clip_preprocess(const void *params, const omnic__decoded_med
                                .in_h = img->height,
                                .out_w = w,
                                .out_h = h};
-    return omnic__image_preprocess(img, &p->params, &out->input, err);
+    int64_t n_w, n_h, cw, ch;
+    const int64_t crops =
+        p->pas_on ? omnic__pan_and_scan_grid(&p->pas, img->width, img->height, &n_w, &n_h, &cw, &ch) : 0;
+    if (!crops) return omnic__image_preprocess(img, &p->params, &out->input, err);
+    /* pan-and-scan: the image, then each crop (row-major), processed alike: [1 + crops, 3, h, w] */
+    int64_t dims[4] = {1 + crops, 3, h, w};
+    omnic__tensor *all;
+    OMNIC_TRY(omnic__tensor_create(&all, OMNIC_DTYPE_F32, 4, dims, err));
+    snprintf(all->name, sizeof all->name, "pixel_values");
+    const size_t one = (size_t)(3 * h * w) * sizeof(float);
+    omnic_status s = OMNIC_OK;
+    for (int64_t k = 0; k <= crops && s == OMNIC_OK; k++) {
+        omnic__image crop = {0};
+        omnic__tensor *pv = NULL;
+        if (k > 0) s = omnic__pan_and_scan_crop(img, n_w, n_h, cw, ch, k - 1, &crop, err);
+        if (s == OMNIC_OK) s = omnic__image_preprocess(k ? &crop : img, &p->params, &pv, err);
+        if (s == OMNIC_OK && omnic__tensor_bytes(pv) != one)
+            s = OMNIC_FAIL(err, OMNIC_E_INTERNAL, "pan-and-scan crop %lld gave another pixel_values size",
+                           (long long)k);
+        if (s == OMNIC_OK) memcpy((char *)all->data + (size_t)k * one, pv->data, one);
+        omnic__tensor_destroy(pv);
+        omnic__image_deinit(&crop);
+    }
+    if (s != OMNIC_OK) {
+        omnic__tensor_destroy(all);
+        return s;
+    }
+    out->input = all;
+    out->crops = crops;
+    return OMNIC_OK;
 }
 
 /* ---- encoder and merge ----------------------------------------------------------------------- */
@@ -162,10 +259,12 @@ static omnic_status clip_item_rows(const omnic__model *m, const omnic__media_ite
 {
     const omnic__clip_media *c = state(m);
     const omnic__tensor *t = it->input;
-    if (!t || !t->data || t->dtype != OMNIC_DTYPE_F32 || t->ndim != 3 || t->dims[0] != 3 ||
-        t->dims[1] != c->image_size || t->dims[2] != c->image_size)
-        return OMNIC_FAIL(err, OMNIC_E_INVALID, "pixel_values must be f32 [3, %lld, %lld]",
-                          (long long)c->image_size, (long long)c->image_size);
+    const int sub = it->crops > 0; /* pan-and-scan: [1 + crops, 3, S, S], rows per sub-image */
+    if (!t || !t->data || t->dtype != OMNIC_DTYPE_F32 || t->ndim != 3 + sub ||
+        (sub && t->dims[0] != omnic__media_item_parts(it)) || t->dims[sub] != 3 ||
+        t->dims[sub + 1] != c->image_size || t->dims[sub + 2] != c->image_size)
+        return OMNIC_FAIL(err, OMNIC_E_INVALID, "pixel_values must be f32 [%s3, %lld, %lld]",
+                          sub ? "1 + crops, " : "", (long long)c->image_size, (long long)c->image_size);
     *rows = c->image_tokens;
     return OMNIC_OK;
 }
@@ -174,6 +273,9 @@ static omnic_status clip_encode_start(omnic__model *m, const omnic__media_item *
                                       int *projected, int *features, omnic_err *err)
 {
     omnic__clip_media *c = state(m);
+    if (it->crops > 0)
+        return OMNIC_FAIL(err, OMNIC_E_INVALID,
+                          "a panned-and-scanned image encodes part by part (omnic__media_item_part)");
     const omnic__tensor *in[1] = {it->input};
     omnic__call call = {.n = 1, .inputs = in, .n_inputs = 1};
     OMNIC_TRY(omnic__module_start(&c->encode, &call, err));
@@ -260,8 +362,51 @@ out:
 /* Gemma3Processor's prompt rewrite: every boi token string becomes "\n\n" boi placeholder eoi
  * "\n\n" (HF writes image_seq_length placeholders; omnic's logical prompt holds one, which the
  * merge expands), so the newlines tokenize with their neighbours as HF's do. */
+/* Gemma3Processor's pan-and-scan text: the i-th boi of text with crops[i] > 0 becomes "Here is
+ * the original image " boi " and here are some crops to help you see better " and crops[i]
+ * boi joined by " ". *out: owned, or NULL when no image has crops. */
+static omnic_status pas_prompt(const char *text, size_t len, const char *boi, size_t nb, const int64_t *crops,
+                               size_t n_crops, char **out, size_t *out_len, omnic_err *err)
+{
+    static const char head[] = "Here is the original image ",
+                      mid[] = " and here are some crops to help you see better ";
+    *out = NULL;
+    size_t count = 0, extra = 0;
+    for (const char *p = text; (p = memmem(p, len - (size_t)(p - text), boi, nb)); p += nb, count++)
+        if (count < n_crops && crops && crops[count] > 0)
+            extra += sizeof head - 1 + sizeof mid - 1 + (size_t)crops[count] * (nb + 1);
+    if (crops && n_crops > count)
+        return OMNIC_FAIL(err, OMNIC_E_INVALID, "the prompt has %zu images but %zu were panned and scanned",
+                          count, n_crops);
+    if (!extra) return OMNIC_OK;
+    char *o = omnic_alloc_array(len + extra + 1, 1);
+    if (!o) return OMNIC_FAIL(err, OMNIC_E_NOMEM, "out of memory for a prompt of %zu bytes", len + extra);
+    char *w = o;
+    size_t i = 0;
+    for (const char *p = text, *end = text + len; p < end; i++) {
+        const char *hit = memmem(p, (size_t)(end - p), boi, nb);
+        if (!hit) hit = end;
+        memcpy(w, p, (size_t)(hit - p)), w += hit - p;
+        if (hit == end) break;
+        const int64_t k = i < n_crops ? crops[i] : 0;
+        if (k > 0) memcpy(w, head, sizeof head - 1), w += sizeof head - 1;
+        memcpy(w, boi, nb), w += nb;
+        if (k > 0) memcpy(w, mid, sizeof mid - 1), w += sizeof mid - 1;
+        for (int64_t c = 0; c < k; c++) {
+            if (c) *w++ = ' ';
+            memcpy(w, boi, nb), w += nb;
+        }
+        p = hit + nb;
+    }
+    *w = '\0';
+    *out = o;
+    *out_len = (size_t)(w - o);
+    return OMNIC_OK;
+}
+
 static omnic_status clip_expand_prompt(const omnic__model *m, const omnic__tokenizer *tok, const char *text,
-                                       size_t len, char **out, size_t *out_len, omnic_err *err)
+                                       size_t len, const int64_t *crops, size_t n_crops, char **out,
+                                       size_t *out_len, omnic_err *err)
 {
     const omnic__vision_config *vc = &state(m)->tower.cfg;
     *out = NULL;
@@ -275,14 +420,24 @@ static omnic_status clip_expand_prompt(const omnic__model *m, const omnic__token
                           "the tokenizer has no token for boi_token_index %d, image_token_index %d or "
                           "eoi_token_index %d",
                           vc->boi_id, vc->image_token_id, vc->eoi_id);
+    char *pas = NULL; /* panned-and-scanned images first written as Gemma3Processor writes them */
+    size_t pas_len = 0;
+    OMNIC_TRY(pas_prompt(text, len, boi, nb, crops, n_crops, &pas, &pas_len, err));
+    if (pas) text = pas, len = pas_len;
     size_t count = 0;
     for (const char *p = text; (p = memmem(p, len - (size_t)(p - text), boi, nb)); p += nb)
         count++;
-    if (!count) return OMNIC_OK;
+    if (!count) {
+        omnic_free(pas);
+        return OMNIC_OK;
+    }
     const size_t grow = 4 + ni + ne; /* "\n\n" boi img eoi "\n\n" replaces boi */
     size_t n = len + count * grow;
     char *o = omnic_alloc_array(n + 1, 1);
-    if (!o) return OMNIC_FAIL(err, OMNIC_E_NOMEM, "out of memory for a prompt of %zu bytes", n);
+    if (!o) {
+        omnic_free(pas);
+        return OMNIC_FAIL(err, OMNIC_E_NOMEM, "out of memory for a prompt of %zu bytes", n);
+    }
     char *w = o;
     for (const char *p = text, *end = text + len; p < end;) {
         const char *hit = memmem(p, (size_t)(end - p), boi, nb);
@@ -297,6 +452,7 @@ static omnic_status clip_expand_prompt(const omnic__model *m, const omnic__token
         p = hit + nb;
     }
     *w = '\0';
+    omnic_free(pas);
     *out = o;
     *out_len = n;
     return OMNIC_OK;
@@ -360,7 +516,7 @@ const omnic__media_ops omnic__media_clip_image = {
     .proc_fit = clip_proc_fit,
     .proc_clone = clip_proc_clone,
     .proc_free = clip_proc_free,
-    .proc_kwargs = NULL,
+    .proc_kwargs = clip_proc_kwargs,
     .proc_max_pixels = clip_proc_max_pixels,
     .preprocess = clip_preprocess,
     .item_rows = clip_item_rows,

@@ -159,17 +159,9 @@ omnic_status omnic__image_processor_config_parse(const json_t *cfg, const char *
         omnic__image_proc_params_clip_defaults(&p);
     else
         omnic__image_proc_params_siglip_defaults(&p);
-    if (proc_types[k].kind == KIND_GEMMA3) { /* Gemma3ImageProcessor: SigLIP's, but BILINEAR */
+    if (proc_types[k].kind == KIND_GEMMA3) /* Gemma3ImageProcessor: SigLIP's, but BILINEAR; its
+                                            * pan-and-scan keys are the media table's (clip_media.c) */
         p.resample = OMNIC__RESAMPLE_BILINEAR;
-        bool pas = false;
-        OMNIC_TRY(omnic__json_get_bool(cfg, "do_pan_and_scan", false, false, what, &pas, err));
-        if (pas)
-            return OMNIC_FAIL(
-                err, OMNIC_E_UNSUPPORTED,
-                "%s: do_pan_and_scan is true: pan-and-scan crops are not implemented (set it to "
-                "false or null)",
-                what);
-    }
     p.numerics = proc_types[k].numerics;
     p.crop_rounding =
         p.numerics == OMNIC__NUMERICS_TORCHVISION ? OMNIC__CROP_ROUND_HALF_EVEN : OMNIC__CROP_FLOOR;

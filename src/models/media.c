@@ -28,6 +28,30 @@ omnic_status omnic__media_item_copy(omnic__media_item *out, const omnic__media_i
     return OMNIC_OK;
 }
 
+omnic_status omnic__media_item_part(const omnic__media_item *it, int64_t j, omnic__media_item *out,
+                                    omnic_err *err)
+{
+    *out = (omnic__media_item){0};
+    if (j < 0 || j >= omnic__media_item_parts(it))
+        return OMNIC_FAIL(err, OMNIC_E_INVALID, "media item part %lld of %lld", (long long)j,
+                          (long long)omnic__media_item_parts(it));
+    if (it->crops <= 0) return omnic__media_item_copy(out, it, err);
+    const omnic__tensor *in = it->input;
+    if (!in || in->ndim < 2 || in->dims[0] != omnic__media_item_parts(it))
+        return OMNIC_FAIL(err, OMNIC_E_INVALID,
+                          "a media item with %lld crops needs an input of %lld sub-images",
+                          (long long)it->crops, (long long)omnic__media_item_parts(it));
+    *out = *it;
+    out->input = NULL;
+    out->crops = 0;
+    OMNIC_TRY(omnic__tensor_create(&out->input, in->dtype, in->ndim - 1, in->dims + 1, err));
+    const size_t bytes = omnic__tensor_bytes(out->input);
+    memcpy(out->input->data, (const char *)in->data + (size_t)j * bytes, bytes);
+    snprintf(out->input->name, sizeof out->input->name, "%s", in->name);
+    if (it->has_key) omnic__media_item_key(out);
+    return OMNIC_OK;
+}
+
 void omnic__media_item_key(omnic__media_item *it)
 {
     if (!it->input) return;
@@ -121,13 +145,10 @@ omnic_status omnic__media_proc_with(omnic__media_proc *out, const omnic__media_p
                                     const omnic__media_kwargs *kw, omnic_err *err)
 {
     *out = (omnic__media_proc){0};
-    const bool any = kw && (kw->min_pixels || kw->max_pixels);
+    const bool any = omnic__media_kwargs_any(kw);
     if (any && !src->ops->proc_kwargs)
-        return OMNIC_FAIL(
-            err, OMNIC_E_UNSUPPORTED,
-            "min_pixels / max_pixels apply to Qwen2-VL-style image processors only (this model's %s "
-            "processor makes one fixed size)",
-            omnic__modality_name(src->ops->modality));
+        return OMNIC_FAIL(err, OMNIC_E_UNSUPPORTED, "this model's %s processor takes no mm_processor_kwargs",
+                          omnic__modality_name(src->ops->modality));
     void *params;
     OMNIC_TRY(src->ops->proc_clone(src->params, &params, err));
     if (any) {
@@ -145,7 +166,9 @@ omnic_status omnic__media_proc_with(omnic__media_proc *out, const omnic__media_p
         omnic__sha256 h;
         omnic__sha256_init(&h);
         omnic__sha256_update(&h, src->ident, sizeof src->ident);
-        int64_t k[2] = {kw ? kw->min_pixels : 0, kw ? kw->max_pixels : 0};
+        double k[6] = {kw ? (double)kw->min_pixels : 0,    kw ? (double)kw->max_pixels : 0,
+                       kw ? (double)kw->pan_and_scan : 0,  kw ? (double)kw->pas_min_crop : 0,
+                       kw ? (double)kw->pas_max_crops : 0, kw ? kw->pas_min_ratio : 0};
         omnic__sha256_update(&h, k, sizeof k);
         omnic__sha256_final(&h, out->ident);
     }
@@ -227,8 +250,8 @@ omnic_status omnic__media_merge(const omnic__model *m, const int32_t *logical, i
 }
 
 omnic_status omnic__media_expand_prompt(const omnic__model *m, const struct omnic__tokenizer *tok,
-                                        const char *text, size_t len, char **out, size_t *out_len,
-                                        omnic_err *err)
+                                        const char *text, size_t len, const int64_t *crops, size_t n_crops,
+                                        char **out, size_t *out_len, omnic_err *err)
 {
     char *cur = NULL; /* NULL: text as given */
     for (int k = 0; m && k < OMNIC_MODALITY_COUNT; k++) {
@@ -236,7 +259,9 @@ omnic_status omnic__media_expand_prompt(const omnic__model *m, const struct omni
         if (!o || !o->expand_prompt || !o->ready(m)) continue;
         char *next = NULL;
         size_t n = 0;
-        omnic_status s = o->expand_prompt(m, tok, cur ? cur : text, len, &next, &n, err);
+        omnic_status s =
+            o->expand_prompt(m, tok, cur ? cur : text, len, k == OMNIC_MODALITY_IMAGE ? crops : NULL,
+                             k == OMNIC_MODALITY_IMAGE ? n_crops : 0, &next, &n, err);
         if (s != OMNIC_OK) {
             omnic_free(cur);
             return s;

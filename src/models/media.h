@@ -47,6 +47,9 @@ typedef struct omnic__media_item {
     int64_t grid[3];      /* (t, h, w) in patches; (1, 1, 1) without a grid */
     int64_t valid;        /* audio: valid frames of input; 0 for images */
     int64_t rows;         /* prompt rows the item's one placeholder expands to */
+    int64_t crops;        /* Gemma 3 pan-and-scan crops after the image itself: input is then
+                           * [1 + crops, ...], one sub-image per placeholder, split into plain
+                           * items (omnic__media_item_part) before encoding; 0 otherwise */
     int64_t in_w, in_h;   /* the decoded size; out_w, out_h: the size the processor resized to */
     int64_t out_w, out_h;
     bool limited;    /* resized smaller because of a user limit (--max-image-pixels or a
@@ -58,6 +61,16 @@ typedef struct omnic__media_item {
 /* Sets it->key (and has_key) from its content: two items with the same key give the encoder
  * the same input. No-op without an input tensor. */
 void omnic__media_item_key(omnic__media_item *it);
+
+/* Placeholders the item fills in a logical prompt: 1 + its pan-and-scan crops. */
+static inline int64_t omnic__media_item_parts(const omnic__media_item *it)
+{
+    return 1 + (it->crops > 0 ? it->crops : 0);
+}
+/* Sub-image j (0: the image, 1..: its crops) of an item as a plain owned item *out (input
+ * [dims[1..]], key set when it has one). A plain item's part 0 is a copy. E_INVALID, E_NOMEM. */
+omnic_status omnic__media_item_part(const omnic__media_item *it, int64_t j, omnic__media_item *out,
+                                    omnic_err *err);
 
 /* Frees it->input and zeroes *it; NULL ok. */
 void omnic__media_item_deinit(omnic__media_item *it);
@@ -71,8 +84,18 @@ typedef struct omnic__decoded_media {
 
 /* Per-request processor options (vLLM's mm_processor_kwargs): 0 = the processor's own value. */
 typedef struct omnic__media_kwargs {
-    int64_t min_pixels, max_pixels;
+    int64_t min_pixels, max_pixels;      /* Qwen2-VL-style processors */
+    int pan_and_scan;                    /* Gemma 3's do_pan_and_scan: 0 unset, 1 false, 2 true */
+    int64_t pas_min_crop, pas_max_crops; /* pan_and_scan_min_crop_size / _max_num_crops */
+    double pas_min_ratio;                /* pan_and_scan_min_ratio_to_activate */
 } omnic__media_kwargs;
+
+/* True when kw sets anything. */
+static inline bool omnic__media_kwargs_any(const omnic__media_kwargs *kw)
+{
+    return kw && (kw->min_pixels || kw->max_pixels || kw->pan_and_scan || kw->pas_min_crop ||
+                  kw->pas_max_crops || kw->pas_min_ratio != 0);
+}
 
 struct omnic__model;
 struct omnic__tokenizer;
@@ -134,10 +157,13 @@ typedef struct omnic__media_ops {
                           omnic__prepared_prefill *out, omnic_err *err);
     /* (optional) The processor's rewrite of a rendered prompt before it is tokenized (Gemma 3:
      * each <start_of_image> becomes "\n\n<start_of_image><image_soft_token><end_of_image>\n\n",
-     * the soft token being the one logical placeholder). *out: owned rewritten text, or NULL
-     * when text[0..len) needs none. NULL: prompts are tokenized as rendered. */
+     * the soft token being the one logical placeholder; an image i with crops[i] > 0 (n_crops
+     * entries, the prompt's images in order; NULL: none) is first written as Gemma3Processor
+     * writes a panned-and-scanned one). *out: owned rewritten text, or NULL when text[0..len)
+     * needs none. NULL: prompts are tokenized as rendered. */
     omnic_status (*expand_prompt)(const struct omnic__model *m, const struct omnic__tokenizer *tok,
-                                  const char *text, size_t len, char **out, size_t *out_len, omnic_err *err);
+                                  const char *text, size_t len, const int64_t *crops, size_t n_crops,
+                                  char **out, size_t *out_len, omnic_err *err);
     /* Capability report for `omnic inspect`: the encoder, its processor facts, its modules. */
     void (*describe)(const struct omnic__model *m, FILE *out);
     /* One-line description of the encoder (benchmark tables). */
@@ -205,10 +231,12 @@ omnic_status omnic__media_merge(const struct omnic__model *m, const int32_t *log
                                 const omnic__media_item *const *items, int64_t n_items,
                                 const float *projected, omnic__prepared_prefill *out, omnic_err *err);
 /* Every modality's expand_prompt over text[0..len) in turn: owned *out (NUL-terminated), or
- * NULL when no table rewrote it (m NULL: none). E_NOMEM. */
+ * NULL when no table rewrote it (m NULL: none). crops: the images' pan-and-scan crop counts in
+ * prompt order (NULL: none known yet). E_NOMEM; E_INVALID when crops name more images than the
+ * prompt has. */
 omnic_status omnic__media_expand_prompt(const struct omnic__model *m, const struct omnic__tokenizer *tok,
-                                        const char *text, size_t len, char **out, size_t *out_len,
-                                        omnic_err *err);
+                                        const char *text, size_t len, const int64_t *crops, size_t n_crops,
+                                        char **out, size_t *out_len, omnic_err *err);
 /* Placeholder id of modality mod in m's logical prompts; -1 when m does not take it. */
 int32_t omnic__media_placeholder(const struct omnic__model *m, omnic__modality mod);
 

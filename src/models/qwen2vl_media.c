@@ -145,6 +145,10 @@ static void qwen_proc_free(void *params)
 static omnic_status qwen_proc_kwargs(void *params, const omnic__media_kwargs *kw, omnic_err *err)
 {
     qwen_proc *p = params;
+    if (kw->pan_and_scan || kw->pas_min_crop || kw->pas_max_crops || kw->pas_min_ratio != 0)
+        return OMNIC_FAIL(err, OMNIC_E_UNSUPPORTED,
+                          "Invalid 'mm_processor_kwargs': pan-and-scan is Gemma 3's (this processor takes "
+                          "min_pixels and max_pixels)");
     const int64_t hi = p->params.max_pixels;
     if (kw->max_pixels > hi || kw->min_pixels > hi)
         return OMNIC_FAIL(err, OMNIC_E_INVALID,

@@ -511,10 +511,35 @@ static omnic_status parse_request(omnic__api_kind kind, const json_t *body, int 
         r->continuous_usage = json_is_true(u);
     }
     OMNIC_TRY(get_bool(body, "ignore_eos", &r->ignore_eos, e));
-    if ((v = field(body, "mm_processor_kwargs"))) { /* vLLM's spelling: per-request processor bounds */
+    if ((v = field(body, "mm_processor_kwargs"))) { /* vLLM's spelling: per-request processor options */
         if (!json_is_object(v)) return BADTYPE(e, "mm_processor_kwargs", "an object", v);
+        static const char *const known[] = {"min_pixels",
+                                            "max_pixels",
+                                            "do_pan_and_scan",
+                                            "pan_and_scan_min_crop_size",
+                                            "pan_and_scan_max_num_crops",
+                                            "pan_and_scan_min_ratio_to_activate"};
+        json_t *obj = (json_t *)(uintptr_t)v; /* jansson iterates non-const objects only */
+        for (void *it = json_object_iter(obj); it; it = json_object_iter_next(obj, it)) {
+            const char *k = json_object_iter_key(it);
+            size_t i = 0;
+            while (i < sizeof known / sizeof known[0] && strcmp(known[i], k))
+                i++;
+            if (i == sizeof known / sizeof known[0])
+                return UNSUPPORTED(e, "mm_processor_kwargs",
+                                   "Invalid 'mm_processor_kwargs': '%.64s' is not supported", k);
+        }
         OMNIC_TRY(get_int(v, "min_pixels", 1, INT32_MAX, NULL, &r->min_pixels, e));
         OMNIC_TRY(get_int(v, "max_pixels", 1, INT32_MAX, NULL, &r->max_pixels, e));
+        const json_t *pas = json_object_get(v, "do_pan_and_scan");
+        if (pas && !json_is_boolean(pas))
+            return BADTYPE(e, "mm_processor_kwargs.do_pan_and_scan", "a boolean", pas);
+        r->pan_and_scan = pas ? (json_is_true(pas) ? 2 : 1) : 0;
+        OMNIC_TRY(get_int(v, "pan_and_scan_min_crop_size", 1, INT32_MAX, NULL, &r->pas_min_crop, e));
+        OMNIC_TRY(get_int(v, "pan_and_scan_max_num_crops", 1, INT32_MAX, NULL, &r->pas_max_crops, e));
+        float ratio = 0;
+        OMNIC_TRY(get_num(v, "pan_and_scan_min_ratio_to_activate", 1, 1e6, false, &ratio, e));
+        r->pas_min_ratio = ratio;
     }
     r->max_tokens = -1;
     OMNIC_TRY(get_int(body, "max_tokens", 1, INT32_MAX, &given, &x, e));

@@ -73,8 +73,12 @@ typedef struct omnic__api_request {
     size_t n_prompts;
     bool stream, include_usage, continuous_usage, ignore_eos;
     int64_t min_pixels, max_pixels; /* mm_processor_kwargs (Qwen2-VL image processors); 0: not given */
-    int64_t max_tokens;             /* -1: not given */
-    int n;                          /* choices per prompt */
+    int pan_and_scan;               /* mm_processor_kwargs.do_pan_and_scan (Gemma 3): 0 not given,
+                                     * 1 false, 2 true; and its settings (0: not given) */
+    int64_t pas_min_crop, pas_max_crops;
+    double pas_min_ratio;
+    int64_t max_tokens; /* -1: not given */
+    int n;              /* choices per prompt */
     omnic__sampling_params sampling;
     unsigned sampling_given;            /* OMNIC_GEN_* bits of the values the body set (temperature, top_k,
                                          * top_p, min_p, repetition_penalty, max_tokens): generation_config.json

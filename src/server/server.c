@@ -326,6 +326,8 @@ struct work {
     size_t parsed;     /* heap the body's parse took */
     uint64_t client;   /* the engine's fairness key: the peer's IPv4 address or IPv6 /64 */
     atomic_int parts;  /* stages still running (text, media) */
+    bool has_crops;    /* some image was panned and scanned: crops[i] of image i (work_submit) */
+    int64_t crops[OMNIC_MAX_REQUEST_IMAGES];
     json_t *json;
     omnic__api_request req;
     int64_t gen_max_tokens;
@@ -767,8 +769,10 @@ static omnic_status chat_ids(work *w, const json_t *msgs, bool add_generation_pr
     char *text = NULL;
     omnic_err err;
     omnic_err_clear(&err);
+    /* pan-and-scan crops are known once the images are prepared (work_submit renders again) */
     omnic_status st = omnic__chat_apply(s->chat, omnic__engine_tokenizer(engine_of(s)), msgs,
-                                        add_generation_prompt, NULL, &w->bud, &text, ids, n, &err);
+                                        add_generation_prompt, NULL, &w->bud, w->has_crops ? w->crops : NULL,
+                                        w->has_crops ? w->n_media : 0, &text, ids, n, &err);
     omnic_free(text);
     switch (st) {
     case OMNIC_OK:
@@ -1183,7 +1187,12 @@ static bool media_start(work *w)
     w->lim = (omnic__image_limits){.max_pixels = w->bud.image_pixels,
                                    .max_decoder_bytes = w->bud.jpeg_decoder_bytes};
     /* a request's min_pixels / max_pixels, within what the server's processor allows */
-    const omnic__media_kwargs kw = {.min_pixels = w->req.min_pixels, .max_pixels = w->req.max_pixels};
+    const omnic__media_kwargs kw = {.min_pixels = w->req.min_pixels,
+                                    .max_pixels = w->req.max_pixels,
+                                    .pan_and_scan = w->req.pan_and_scan,
+                                    .pas_min_crop = w->req.pas_min_crop,
+                                    .pas_max_crops = w->req.pas_max_crops,
+                                    .pas_min_ratio = w->req.pas_min_ratio};
     omnic_err err;
     omnic_status st = omnic__media_proc_with(&w->proc, &s->prep, &kw, &err);
     if (st != OMNIC_OK) {
@@ -1356,6 +1365,18 @@ static void work_submit(work *w)
     if (omnic__budget_time(&w->bud, "the request's preparation", &terr) != OMNIC_OK) {
         fail_timeout(w, &terr);
         return;
+    }
+    /* Gemma 3 pan-and-scan: the crops change the prompt's text (Gemma3Processor writes each such
+     * image as "Here is the original image ... and here are some crops ..."): render it again */
+    for (size_t i = 0; kind == OMNIC_API_CHAT && i < w->n_media; i++)
+        w->has_crops |= (w->crops[i] = w->media[i].crops) > 0;
+    if (w->has_crops) {
+        omnic__api_error e;
+        omnic_free(w->ids[0]), w->ids[0] = NULL;
+        if (chat_ids(w, rq->messages, true, &w->ids[0], &w->n_ids[0], &e) != OMNIC_OK) {
+            work_error(w, &e, reject_of(&e));
+            return;
+        }
     }
     /* max_tokens: as given (the engine checks it against the context), else what fits
      * (chat) or OpenAI's legacy default of 16 (completions) */

@@ -150,6 +150,7 @@ def main():
     want = [f"{f}-{d}-{m}" for f in families for d in ("f32", "bf16")
             for m in (("text",) if "_" not in f or f in ("gemma3_text", "gemma3n_text", "gemma3n") else ("text", "1img", "2img"))]
     want += [f"phi3-{d}-{m}" for d in ("f32", "bf16") for m in ("long", "cross")]
+    want += [f"gemma3_pas-{d}-2img" for d in ("f32", "bf16")]  # pan-and-scan: two crops per image
     absent = sorted(set(want) - set(cases)) if not only else []
     if absent:
         print(f"FAIL: golden cases missing under {GOLDEN}: {absent}")

@@ -10,8 +10,11 @@ image, more than the text model's sliding window of 8):
   - greedy tokens with 1 and 2 images are identical for prefill chunks 1, 7, 20, 64 and the default
     (the 16-row image span is never split: a chunk smaller than it runs the span as one call),
     on cpu, and equal to the ref backend's;
-  - bad input: a context smaller than one image's span, pan-and-scan switched on, a config with
-    an unknown layer type or a non-square mm_tokens_per_image: clear errors naming the value.
+  - pan-and-scan switched on in preprocessor_config.json: the prompt as Gemma3Processor writes a
+    panned-and-scanned image, every sub-image encoded, chunking and ref agree;
+  - bad input: a context smaller than one image's span, pan-and-scan settings out of range or more
+    crops than a request may encode, a config with an unknown layer type or a non-square
+    mm_tokens_per_image: clear errors naming the value.
 The image path against the real Hugging Face classes is tests/e2e/test_hf_golden.py."""
 import json
 import os
@@ -118,9 +121,42 @@ def main():
                 json.dump(c, f)
             return d
 
+        # pan-and-scan (crops >= 16 px): each test image gets 2 crops; the chat prompt is written as
+        # Gemma3Processor writes it, the 6 sub-images encode and merge in order, chunking and the ref
+        # backend agree (tests/e2e/test_hf_golden.py checks the same path against HF)
+        pas = variant("pas", lambda c: c.update(do_pan_and_scan=True, pan_and_scan_min_crop_size=16),
+                      "preprocessor_config.json")
+        d = os.path.join(tmp, "dump-pas")
+        if run(pas, d, IMAGES).returncode == 0:
+            seq = "\n\n<start_of_image><image_soft_token><end_of_image>\n\n"
+            one = "Here is the original image " + seq + " and here are some crops to help you see better " + \
+                seq + " " + seq
+            text = "<bos><start_of_turn>user\n" + one * 2 + PROMPT + "<end_of_turn>\n<start_of_turn>model\n"
+            want = mktiny.encode(tok, text, add_special_tokens=False)
+            got = np.load(os.path.join(d, "tokens.npy")).tolist()
+            if got != want:
+                fail(f"pan-and-scan: logical prompt {got} != the processor's text tokenized {want}")
+            if np.load(os.path.join(d, "pixel_values_0.npy")).shape[0] != 3 or \
+                    not os.path.exists(os.path.join(d, "projected_5.npy")):
+                fail("pan-and-scan: want pixel_values_0 [3, 3, S, S] and six encoder outputs")
+            base = np.load(os.path.join(d, "generated.npy")).tolist()
+            r0 = run(pas, images=IMAGES)
+            for chunk in ("7", "20"):
+                r = run(pas, images=IMAGES, extra=["--chunk", chunk])
+                if r.returncode == 0 and r.stdout != r0.stdout:
+                    fail(f"pan-and-scan: --chunk {chunk} gives {r.stdout!r}, the default chunk {r0.stdout!r}")
+            dr = os.path.join(tmp, "ref-pas")
+            if run(pas, dr, IMAGES, ["--backend", "ref"]).returncode == 0:
+                if np.load(os.path.join(dr, "generated.npy")).tolist() != base:
+                    fail("pan-and-scan: ref backend differs from cpu")
+            print(f"gemma3 pan-and-scan, 2 images x (1 + 2 crops): prompt as Gemma3Processor's, chunks and ref "
+                  f"agree: {base}")
+        r = run(pas, images=IMAGES * 3, expect_ok=False)  # 6 images x 3 parts = 18 encoder inputs
+        if r.returncode == 0 or "18 encoder inputs" not in r.stderr:
+            fail(f"pan-and-scan over the per-request limit: {r.returncode} {r.stderr[-300:]}")
         cases = [
-            (variant("pas", lambda c: c.update(do_pan_and_scan=True), "preprocessor_config.json"),
-             "do_pan_and_scan"),
+            (variant("pas0", lambda c: c.update(do_pan_and_scan=True, pan_and_scan_max_num_crops=0),
+                     "preprocessor_config.json"), "pan_and_scan_max_num_crops 0"),
             (variant("types", lambda c: c["text_config"]["layer_types"].__setitem__(1, "chunked_attention")),
              "layer_types[1]"),
             (variant("tokens", lambda c: c.update(mm_tokens_per_image=15)), "mm_tokens_per_image 15"),

@@ -62,7 +62,7 @@ static void expect(const char *tc, const char *template, bool processor, const i
     char *text = NULL;
     int32_t *ids = NULL;
     size_t n = 0;
-    if (omnic__chat_apply(c, tok, msgs, false, NULL, NULL, &text, &ids, &n, &err) != OMNIC_OK)
+    if (omnic__chat_apply(c, tok, msgs, false, NULL, NULL, NULL, 0, &text, &ids, &n, &err) != OMNIC_OK)
         fail_msg("%s", err.msg);
     if (n != n_want || memcmp(ids, want, n * sizeof *ids) != 0) {
         char got[128] = "";

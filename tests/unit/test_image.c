@@ -25,6 +25,7 @@
 #include "mm/image.h"
 #include "mm/image_processor.h"
 #include "mm/media_url.h"
+#include "mm/pan_and_scan.h"
 #include "models/image_processor_config.h"
 
 /* ---- helpers ---------------------------------------------------------------------------- */
@@ -586,6 +587,65 @@ static omnic_status parse_cfg(const char *text, omnic__image_proc_params *p, omn
     return rc;
 }
 
+/* Gemma 3 pan-and-scan grids against Gemma3ImageProcessor.pan_and_scan (transformers 4.57.6, run
+ * on these sizes: crop count and the first two crops' width x height), then crop contents. */
+static void test_pan_and_scan(void **state)
+{
+    (void)state;
+    static const struct {
+        int64_t w, h, min_crop, max_crops;
+        double ratio;
+        int64_t n, c[4];
+    } cases[] = {
+        {640, 480, 256, 4, 1.20, 2, {320, 480, 320, 480}},     {896, 300, 256, 4, 1.20, 3, {299, 300, 299, 300}},
+        {1000, 300, 256, 4, 1.20, 3, {334, 300, 334, 300}},    {2000, 300, 256, 4, 1.20, 4, {500, 300, 500, 300}},
+        {300, 2000, 256, 4, 1.20, 4, {300, 500, 300, 500}},    {511, 256, 256, 4, 1.20, 2, {256, 256, 255, 256}},
+        {512, 256, 256, 4, 1.20, 2, {256, 256, 256, 256}},     {600, 500, 256, 4, 1.20, 2, {300, 500, 300, 500}},
+        {40, 30, 16, 4, 1.20, 2, {20, 30, 20, 30}},            {40, 88, 16, 4, 1.20, 2, {40, 44, 40, 44}},
+        {5000, 512, 256, 4, 1.20, 4, {1250, 512, 1250, 512}},  {5000, 512, 256, 8, 1.20, 8, {625, 512, 625, 512}},
+        {41, 20, 16, 4, 1.20, 2, {21, 20, 20, 20}},            {100, 100, 16, 4, 1.00, 2, {50, 100, 50, 100}},
+        {3000, 1000, 256, 1, 1.20, 1, {3000, 1000, 0, 0}},     {257, 100, 50, 3, 2.50, 3, {86, 100, 86, 100}},
+        /* no crops: too square, crops under min_crop */
+        {500, 450, 256, 4, 1.20, 0, {0}},                      {300, 200, 256, 4, 1.20, 0, {0}},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        omnic__pan_and_scan p = {cases[i].min_crop, cases[i].max_crops, cases[i].ratio};
+        int64_t nw, nh, cw, ch;
+        int64_t n = omnic__pan_and_scan_grid(&p, cases[i].w, cases[i].h, &nw, &nh, &cw, &ch);
+        if (n != cases[i].n) fprintf(stderr, "case %zu: %lld crops, HF %lld\n", i, (long long)n, (long long)cases[i].n);
+        assert_int_equal(n, cases[i].n);
+        if (!n) continue;
+        assert_int_equal(nw * nh, n);
+        omnic__image img = {0};
+        omnic_err err;
+        assert_int_equal(omnic__image_alloc(&img, cases[i].w, cases[i].h, &err), OMNIC_OK);
+        for (int64_t k = 0; k < 2 && k < n; k++) {
+            omnic__image c = {0};
+            assert_int_equal(omnic__pan_and_scan_crop(&img, nw, nh, cw, ch, k, &c, &err), OMNIC_OK);
+            assert_int_equal(c.width, cases[i].c[2 * k]);
+            assert_int_equal(c.height, cases[i].c[2 * k + 1]);
+            omnic__image_deinit(&c);
+        }
+        omnic__image_deinit(&img);
+    }
+    /* contents: a 5x2 image whose pixel (x, y) holds x + 10 y, cut in 2 (3 + 2 wide) */
+    omnic__image img = {0};
+    omnic_err err;
+    assert_int_equal(omnic__image_alloc(&img, 5, 2, &err), OMNIC_OK);
+    for (int y = 0; y < 2; y++)
+        for (int x = 0; x < 5; x++)
+            for (int ch = 0; ch < 3; ch++)
+                img.data[(y * 5 + x) * 3 + ch] = (uint8_t)(x + 10 * y);
+    omnic__image c = {0};
+    assert_int_equal(omnic__pan_and_scan_crop(&img, 2, 1, 3, 2, 1, &c, &err), OMNIC_OK);
+    assert_int_equal(c.width, 2);
+    assert_int_equal(c.data[0], 3);
+    assert_int_equal(c.data[(1 * 2 + 1) * 3], 14);
+    omnic__image_deinit(&c);
+    assert_int_equal(omnic__pan_and_scan_crop(&img, 2, 1, 3, 2, 2, &c, &err), OMNIC_E_INVALID);
+    omnic__image_deinit(&img);
+}
+
 static void test_config(void **state)
 {
     (void)state;
@@ -741,6 +801,7 @@ int main(void)
         cmocka_unit_test(test_crop_and_resize),
         cmocka_unit_test(test_norm_lut),
         cmocka_unit_test(test_processor_sizes),
+        cmocka_unit_test(test_pan_and_scan),
         cmocka_unit_test(test_config),
         cmocka_unit_test(test_oom_sweeps),
     };

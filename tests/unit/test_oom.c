@@ -391,7 +391,7 @@ static omnic_status sc_chat_template(omnic_err *err)
     char *text = NULL;
     int32_t *ids = NULL;
     size_t n = 0;
-    if (rc == OMNIC_OK) rc = omnic__chat_apply(c, g_tok, msgs, true, NULL, &b, &text, &ids, &n, err);
+    if (rc == OMNIC_OK) rc = omnic__chat_apply(c, g_tok, msgs, true, NULL, &b, NULL, 0, &text, &ids, &n, err);
     if (rc == OMNIC_OK) assert_true(n > 0);
     omnic_free(text);
     omnic_free(ids);

@@ -72,6 +72,8 @@ FAMILIES = {
     "qwen2_vl": (["--family", "qwen2_vl"], "qwen"),
     "qwen2_5_vl": (["--family", "qwen2_5_vl"], "qwen"),
     "gemma3": (["--family", "gemma3"], "gemma3"),
+    # pan-and-scan on (crops >= 16 px): a.png (40x30) and b.png (40x88) each get 2 crops
+    "gemma3_pas": (["--family", "gemma3", "--pan-and-scan", "16"], "gemma3"),
     "gemma3n": (["--family", "gemma3n"], "gemma3n"),
 }
 DTYPES = ("f32", "bf16")
@@ -244,16 +246,32 @@ def run_case(name, fam, kind, dtype, n_images, mode, tmp, image_paths, only):
         n_rows = cfg["mm_tokens_per_image"]
         full = "\n\n<start_of_image>" + "<image_soft_token>" * n_rows + "<end_of_image>\n\n"
         tok = mktiny.train_tokenizer("gemma", extra_specials=mktiny.FAMILIES["gemma3_text"].extra_specials)
+        num_crops = [0] * n_images
+        if n_images:  # (the image processor reads the checkpoint's pan-and-scan settings)
+            proc = transformers.Gemma3ImageProcessor.from_pretrained(model_dir)
+            proc_name = type(proc).__name__
+            r = proc(images=images, return_tensors="pt")
+            pv = r["pixel_values"]
+            num_crops = [int(c) for c in r["num_crops"]]
+            inputs["pixel_values"] = pv
+            off = 0
+            for i in range(n_images):  # each image with its crops after it
+                k = 1 + num_crops[i]
+                stages[f"pixel_values{'_' + str(i) if n_images > 1 else ''}"] = f32(pv[off] if k == 1 else pv[off:off + k])
+                off += k
+        if any(num_crops):  # Gemma3Processor's pan-and-scan text, image by image (processing_gemma3.py)
+            pieces = text.split("<start_of_image>")
+            text = pieces[0]
+            for i, rest in enumerate(pieces[1:]):
+                k = num_crops[i]
+                text += ("Here is the original image <start_of_image> and here are some crops to help you see better "
+                         + " ".join(["<start_of_image>"] * k) if k else "<start_of_image>") + rest
+            hf_text = text
+            logical = text.replace("<start_of_image>", "\n\n<start_of_image><image_soft_token><end_of_image>\n\n")
+            ids = mktiny.encode(tok, logical, add_special_tokens=True)
         hf_ids = mktiny.encode(tok, text.replace("<start_of_image>", full), add_special_tokens=True)
         image_id = cfg["image_token_index"]
         inputs["token_type_ids"] = torch.tensor([[int(t == image_id) for t in hf_ids]], dtype=torch.long)
-        if n_images:
-            proc = transformers.Gemma3ImageProcessor.from_pretrained(model_dir)
-            proc_name = type(proc).__name__
-            pv = proc(images=images, return_tensors="pt")["pixel_values"]
-            inputs["pixel_values"] = pv
-            for i in range(n_images):
-                stages[f"pixel_values{'_' + str(i) if n_images > 1 else ''}"] = f32(pv[i])
         want = []
         for t in ids:  # omnic's logical prompt, each placeholder expanded: must be HF's ids
             want += [t] * n_rows if t == image_id else [t]
@@ -317,10 +335,11 @@ def run_case(name, fam, kind, dtype, n_images, mode, tmp, image_paths, only):
     stages["prefill_logits"] = f32(logits[-1:])
     sfx = (lambda i: "") if n_images == 1 else (lambda i: f"_{i}")
     if kind == "gemma3" and n_images:
-        vf, pj = f32(caps["vf"]), f32(caps["proj"])  # [n, patches, C], [n, rows, H]
-        for i in range(n_images):
-            stages[f"vision_features{sfx(i)}"] = vf[i]
-            stages[f"projected{sfx(i)}"] = pj[i]
+        vf, pj = f32(caps["vf"]), f32(caps["proj"])  # [n, patches, C], [n, rows, H]: every encoder input
+        for i in range(vf.shape[0]):
+            name_i = "" if vf.shape[0] == 1 else f"_{i}"
+            stages[f"vision_features{name_i}"] = vf[i]
+            stages[f"projected{name_i}"] = pj[i]
     if kind == "gemma3" and n_images:  # the effective masks (text only: plain causal, not compared)
         for key, stage in (("full_attention", "attn_mask_full"), ("sliding_attention", "attn_mask_sliding")):
             mask = caps["mask_" + key]
@@ -456,6 +475,8 @@ def main():
         for fam, (_, kind) in FAMILIES.items():
             for dtype in DTYPES:
                 modes = [("text", 0)] if kind in ("text", "gemma3n") else [("text", 0), ("1img", 1), ("2img", 2)]
+                if fam == "gemma3_pas":
+                    modes = [("2img", 2)]
                 if fam == "phi3":
                     modes += [(m, 0) for m in PHI3_PROMPTS]
                 for mode, n_images in modes:
