@@ -10,6 +10,7 @@
 #include "core/mem.h"
 #include "core/quant.h"
 #include "io/safetensors.h"
+#include "models/altup_decoder.h"
 #include "models/quantize.h"
 
 /* Rows converted per step of a thread; the step's source pages are released after it. */
@@ -82,7 +83,9 @@ omnic_status omnic__text_decoder_quantize(omnic__text_decoder *d, omnic_dtype qt
     int64_t params;
     omnic__text_decoder_param_stats(d, &params, &d->stored_bytes);
     const int64_t L = d->cfg.n_layers;
-    const size_t cap = 2 + 7 * (size_t)L;
+    /* Gemma 3n adds its per-layer table and projections, AltUp's stream projections, and per
+     * layer Laurel's two and the per-layer input gate / projection */
+    const size_t cap = 2 + 7 * (size_t)L + (d->altup ? 2 + 6 + 4 * (size_t)L : 0);
     const int nth = omnic__threadpool_size(pool);
     omnic__tensor **ws = omnic_alloc_array(cap, sizeof *ws);
     omnic__tensor **grown = omnic_realloc(d->qweights, (d->n_qweights + cap) * sizeof *grown);
@@ -103,6 +106,19 @@ omnic_status omnic__text_decoder_quantize(omnic__text_decoder *d, omnic_dtype qt
         omnic__tensor *lw[7] = {&y->wq, &y->wk, &y->wv, &y->wo, &y->w_gate, &y->w_up, &y->w_down};
         for (int i = 0; i < 7; i++)
             ws[n++] = lw[i];
+    }
+    omnic__altup *a = d->altup;
+    if (a) { /* the small AltUp router and coefficient matrices stay as stored */
+        ws[n++] = &a->ple_embed;
+        ws[n++] = &a->ple_model_proj;
+        for (int64_t i = 0; i + 1 < d->cfg.altup; i++)
+            ws[n++] = &a->proj[i], ws[n++] = &a->unembed[i];
+        for (int64_t l = 0; l < L; l++) {
+            omnic__altup_layer *y = &a->layers[l];
+            omnic__tensor *lw[4] = {&y->laurel_left, &y->laurel_right, &y->ple_gate, &y->ple_proj};
+            for (int i = 0; i < 4; i++)
+                ws[n++] = lw[i];
+        }
     }
     for (size_t i = 0; i < n; i++)
         kmax = ws[i]->dims[1] > kmax ? ws[i]->dims[1] : kmax;

@@ -268,6 +268,7 @@ static void test_parity_quant(void **state)
         parity("llama-f32", "cpu", OMNIC_DTYPE_F32, 4);
         parity("qwen2-bf16", "cpu", OMNIC_DTYPE_F16, 5);
         parity("gemma3_text-bf16", "cpu", OMNIC_DTYPE_F32, T);
+        parity("gemma3n_text-bf16", "cpu", OMNIC_DTYPE_F32, 4); /* its per-layer table quantized too */
     }
     g_quant = NULL;
     /* mixed-step models plan batch-invariant prefills: the embeddings prefill follows */

@@ -35,11 +35,12 @@ static int setup(void **state)
              PY " tools/mktiny.py --family llama --dtype f32 --out %s/llama >/dev/null && " PY
                 " tools/mktiny.py --family qwen2 --dtype f32 --out %s/qwen2 >/dev/null && " PY
                 " tools/mktiny.py --family phi3 --dtype bf16 --out %s/phi3 >/dev/null && " PY
+                " tools/mktiny.py --family gemma3n_text --dtype bf16 --out %s/gemma3n_text >/dev/null && " PY
                 " -c \"import sys; sys.path.insert(0, 'tools'); import mktiny; "
                 "mktiny.FAMILIES['llama'].tiny['intermediate'] = 80; "
                 "sys.exit(mktiny.main(['--family', 'llama', '--dtype', 'f32', '--out', '%s/llama-i80']))\" "
                 ">/dev/null",
-             tmp, tmp, tmp, tmp);
+             tmp, tmp, tmp, tmp, tmp);
     return system(cmd) == 0 ? 0 : -1;
 }
 
@@ -271,6 +272,11 @@ static void test_cpu_ref_phi3_q4(void **state)
     (void)state;
     check_cpu_ref("phi3", "q4_0");
 } /* fused, bf16 */
+static void test_cpu_ref_gemma3n_q4(void **state)
+{
+    (void)state;
+    check_cpu_ref("gemma3n_text", "q4_0"); /* the per-layer table and AltUp/Laurel projections too */
+}
 
 /* 4 prompts decoded together give bit-identical logits to each decoded alone. */
 static void check_batch_invariance(const char *quant)
@@ -394,7 +400,8 @@ int main(void)
         cmocka_unit_test(test_agreement_llama),     cmocka_unit_test(test_agreement_qwen2),
         cmocka_unit_test(test_cpu_ref_llama_q8),    cmocka_unit_test(test_cpu_ref_llama_q4),
         cmocka_unit_test(test_cpu_ref_qwen2_q8),    cmocka_unit_test(test_cpu_ref_qwen2_q4),
-        cmocka_unit_test(test_cpu_ref_phi3_q4),     cmocka_unit_test(test_batch_invariance_q8),
+        cmocka_unit_test(test_cpu_ref_phi3_q4),     cmocka_unit_test(test_cpu_ref_gemma3n_q4),
+        cmocka_unit_test(test_batch_invariance_q8),
         cmocka_unit_test(test_batch_invariance_q4), cmocka_unit_test(test_identity),
         cmocka_unit_test(test_partial_blocks),      cmocka_unit_test(test_bad_quant),
     };
