@@ -127,6 +127,24 @@ typedef enum omnic__op {
     /* Magnitude matching (Gemma 3n AltUp), per row: dst = x * t / m with t = sqrt(mean(ref^2))
      * and m = sqrt(max(mean(x^2), fp[0])); x = src[0], ref = src[1], both f32 [R, C]. */
     OMNIC_OP_RMS_MATCH,
+    /* Mixture-of-experts routing: dst i32 [T, k] = the k = ip[0] experts of largest logit in
+     * each row of logits f32 [T, E] (src[0]; ties: the lower index), listed in ascending expert
+     * order (the order their outputs are summed, as HF's loop over experts adds them). A NaN
+     * logit is never chosen unless the row has fewer than k others. */
+    OMNIC_OP_MOE_ROUTE,
+    /* Routing weights: dst f32 [T, k][j] = softmax(logits[t])[ids[t, j]] (src[0] logits [T, E],
+     * src[1] ids i32 [T, k]); ip[0] = 1: divided by their sum (norm_topk_prob). */
+    OMNIC_OP_MOE_WEIGHTS,
+    /* Grouped expert matmul: dst f32 [T, k, N][t, j] = a_r . W[ids[t, j] * N + n, :] for n < N =
+     * ip[0], W = src[1] [E * N, K] (the experts' [N, K] weights stacked; any matmul weight dtype;
+     * x16 layouts need N a multiple of 16), ids = src[2] i32 [T, k] in [0, E); a = src[0] f32:
+     * [T, K] (ip[1] = 0: row t for every j) or [T * k, K] (ip[1] = 1: row t * k + j). Only the
+     * rows routed to an expert read its weights; quantized W quantizes activation rows as matmul
+     * does. ip[2] = 1: batch-invariant (each output row as if computed alone). */
+    OMNIC_OP_MATMUL_ID,
+    /* dst f32 [T, H][t] = sum over j = 0..k-1 in order of w[t, j] * y[t, j, :] (src[0] y f32
+     * [T, k, H], src[1] w f32 [T, k]): each product rounded, then added (HF's index_add_). */
+    OMNIC_OP_MOE_SUM,
     OMNIC_OP_COUNT
 } omnic__op;
 

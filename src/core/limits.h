@@ -35,6 +35,10 @@
 
 /* Decoder layers and head size a text config may declare. */
 #define OMNIC_MAX_LAYERS 512
+/* Experts a mixture-of-experts layer routes each token to (num_experts_per_tok), and experts
+ * per layer (num_experts). */
+#define OMNIC_MAX_EXPERTS_PER_TOKEN 64
+#define OMNIC_MAX_EXPERTS 1024
 #define OMNIC_MAX_HEAD_DIM 1024
 
 /* tokenizer.json: entries in the model vocabulary, and the largest token id (model or added). */

@@ -640,6 +640,66 @@ omnic__tensor *omnic__g_rms_match(omnic__graph *g, omnic__tensor *x, omnic__tens
     return d;
 }
 
+omnic__tensor *omnic__g_moe_route(omnic__graph *g, omnic__tensor *logits, int k)
+{
+    if (!logits || !need_f32(g, logits, "moe_route")) return NULL;
+    if (logits->ndim != 2 || k < 1 || k > logits->dims[1] || k > OMNIC_MAX_EXPERTS_PER_TOKEN)
+        return gfail(g, "moe_route: top-%d of %s (at most %d, and at most the experts)", k, tname(logits),
+                     OMNIC_MAX_EXPERTS_PER_TOKEN);
+    int64_t dims[2] = {logits->dims[0], k};
+    omnic__tensor *d = result(g, logits, OMNIC_DTYPE_I32, 2, dims);
+    omnic__gnode *n = new_node(g, OMNIC_OP_MOE_ROUTE, d, 1, &logits);
+    if (!n) return NULL;
+    n->node.ip[0] = k;
+    return d;
+}
+
+omnic__tensor *omnic__g_moe_weights(omnic__graph *g, omnic__tensor *logits, omnic__tensor *ids, bool norm)
+{
+    if (!logits || !ids || !need_f32(g, logits, "moe_weights")) return NULL;
+    if (ids->dtype != OMNIC_DTYPE_I32 || ids->ndim != 2 || ids->dims[0] != logits->dims[0])
+        return gfail(g, "moe_weights: ids %s must be i32 [rows of %s, k]", tname(ids), tname(logits));
+    omnic__tensor *d = result(g, ids, OMNIC_DTYPE_F32, 2, ids->dims);
+    omnic__tensor *src[2] = {logits, ids};
+    omnic__gnode *n = new_node(g, OMNIC_OP_MOE_WEIGHTS, d, 2, src);
+    if (!n) return NULL;
+    n->node.ip[0] = norm;
+    return d;
+}
+
+omnic__tensor *omnic__g_matmul_id(omnic__graph *g, omnic__tensor *a, omnic__tensor *w, omnic__tensor *ids,
+                                  int64_t n_out, bool per_slot)
+{
+    if (!a || !w || !ids || !need_f32(g, a, "matmul_id")) return NULL;
+    const int64_t T = ids->dims[0], k = ids->ndim == 2 ? ids->dims[1] : 0;
+    const bool x16 = w->dtype == OMNIC_DTYPE_Q4_0X16 || w->dtype == OMNIC_DTYPE_Q8_0X16;
+    if (ids->dtype != OMNIC_DTYPE_I32 || ids->ndim != 2 || w->ndim != 2 || !is_table_w(w) || n_out < 1 ||
+        w->dims[0] % n_out || (x16 && n_out % OMNIC_X16_ROWS) || omnic__tensor_cols(a) != w->dims[1] ||
+        omnic__tensor_rows(a) != (per_slot ? T * k : T) || omnic__g_of(g, a)->var != omnic__g_of(g, ids)->var)
+        return gfail(g, "matmul_id: %s x experts %s ([E * %lld, K]) routed by %s", tname(a), tname(w),
+                     (long long)n_out, tname(ids));
+    int64_t dims[3] = {T, k, n_out};
+    omnic__tensor *d = result(g, ids, OMNIC_DTYPE_F32, 3, dims);
+    omnic__tensor *src[3] = {a, w, ids};
+    omnic__gnode *n = new_node(g, OMNIC_OP_MATMUL_ID, d, 3, src);
+    if (!n) return NULL;
+    n->node.ip[0] = (int32_t)n_out;
+    n->node.ip[1] = per_slot;
+    n->node.ip[2] = g->batch_invariant;
+    return d;
+}
+
+omnic__tensor *omnic__g_moe_sum(omnic__graph *g, omnic__tensor *y, omnic__tensor *w)
+{
+    if (!y || !w || !need_f32(g, y, "moe_sum") || !need_f32(g, w, "moe_sum")) return NULL;
+    if (y->ndim != 3 || w->ndim != 2 || y->dims[0] != w->dims[0] || y->dims[1] != w->dims[1])
+        return gfail(g, "moe_sum: %s weighted by %s", tname(y), tname(w));
+    int64_t dims[2] = {y->dims[0], y->dims[2]};
+    omnic__tensor *d = result(g, w, OMNIC_DTYPE_F32, 2, dims);
+    omnic__tensor *src[2] = {y, w};
+    return new_node(g, OMNIC_OP_MOE_SUM, d, 2, src) ? d : NULL;
+}
+
 omnic__tensor *omnic__g_concat(omnic__graph *g, omnic__tensor *a, omnic__tensor *b, int dim)
 {
     if (!a || !b) return NULL;

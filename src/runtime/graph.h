@@ -151,6 +151,15 @@ omnic__tensor *omnic__g_argmax(omnic__graph *g, omnic__tensor *x);
 omnic__tensor *omnic__g_slice(omnic__graph *g, omnic__tensor *x, int dim, int64_t start, int64_t len);
 /* Gaussian top-k sparsity of each row (backend.h): max(0, x - (mean + z * std)). */
 omnic__tensor *omnic__g_gauss_topk(omnic__graph *g, omnic__tensor *x, float z);
+/* Mixture of experts (backend.h): the top-k experts of each row of logits [T, E] (i32 [T, k],
+ * ascending), their softmax weights (norm: renormalized over the k), the grouped expert matmul
+ * of a ([T, K], or [T, k, K] per slot) by experts stacked in w [E * n_out, K] -> [T, k, n_out],
+ * and the weighted sum over k of y [T, k, H] -> [T, H]. */
+omnic__tensor *omnic__g_moe_route(omnic__graph *g, omnic__tensor *logits, int k);
+omnic__tensor *omnic__g_moe_weights(omnic__graph *g, omnic__tensor *logits, omnic__tensor *ids, bool norm);
+omnic__tensor *omnic__g_matmul_id(omnic__graph *g, omnic__tensor *a, omnic__tensor *w, omnic__tensor *ids,
+                                  int64_t n_out, bool per_slot);
+omnic__tensor *omnic__g_moe_sum(omnic__graph *g, omnic__tensor *y, omnic__tensor *w);
 /* x rescaled per row to ref's RMS: x * rms(ref) / sqrt(max(mean(x^2), floor)). */
 omnic__tensor *omnic__g_rms_match(omnic__graph *g, omnic__tensor *x, omnic__tensor *ref, float floor);
 /* concat(a, b) along dim (fixed shapes, same dtype: weights converted to f32 first). */

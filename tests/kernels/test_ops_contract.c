@@ -27,6 +27,10 @@
  *   gauss_topk                            1e-10   1e-5    as layernorm: f32 mean and std of the row
  *                                                         move the cutoff by ~ |mean|/std ulp
  *   rms_match                             1e-10   1e-6    two f32 sums of squares per row
+ *   moe_route                             exact   exact   a selection of the input logits
+ *   moe_weights                           1e-12   1e-6    f32 exp and sums over <= 130 experts
+ *   matmul_id                             1e-10   1e-5    as matmul (it runs the matmul kernel)
+ *   moe_sum                               1e-13   1e-6    k <= 8 rounded products summed in f32
  *   attention                             1e-10   1e-5    f32 scores, exp, f32 sums
  *   rmsnorm, softmax                      1e-10   1e-6    one f32 sum per row, C up to 50021:
  *                                                         sum error ~ sqrt(C) ulp (softmax 2e-11)
@@ -110,10 +114,14 @@ static const op_tol tolerances[OMNIC_OP_COUNT] = {
     [OMNIC_OP_POOL_AVG] = TOL(1e-12, 1e-6),
     [OMNIC_OP_GAUSS_TOPK] = TOL(1e-10, 1e-5),
     [OMNIC_OP_RMS_MATCH] = TOL(1e-10, 1e-6),
+    [OMNIC_OP_MOE_ROUTE] = EXACT,
+    [OMNIC_OP_MOE_WEIGHTS] = TOL(1e-12, 1e-6),
+    [OMNIC_OP_MATMUL_ID] = TOL(1e-10, 1e-5),
+    [OMNIC_OP_MOE_SUM] = TOL(1e-13, 1e-6),
 };
 _Static_assert(sizeof tolerances / sizeof tolerances[0] == OMNIC_OP_COUNT,
                "tolerances out of step with omnic__op");
-_Static_assert(OMNIC_OP_RMS_MATCH + 1 == OMNIC_OP_COUNT, "new op: add its tolerance and its cases here");
+_Static_assert(OMNIC_OP_MOE_SUM + 1 == OMNIC_OP_COUNT, "new op: add its tolerance and its cases here");
 
 /* Worst values seen per op (printed at the end) and cases run per op. */
 static double worst_nmse[OMNIC_OP_COUNT], worst_maxerr[OMNIC_OP_COUNT];
@@ -1973,6 +1981,138 @@ static void test_sparsity_magnitude(void **state)
     assert_int_equal(fails, 0);
 }
 
+/* Mixture of experts: routing (ties, NaN, k = 1..8 of 4..130 experts, 1..130 rows), routing
+ * weights (normalized or not), the grouped expert matmul over every weight dtype (shared and
+ * per-slot activations, experts with no rows, N past one 128-column task, the batch-invariant
+ * flag) and the weighted sum; then hand cases on ref. */
+static void test_moe(void **state)
+{
+    (void)state;
+    static const int64_t TEK[][3] = {{1, 4, 1}, {5, 8, 2}, {17, 16, 4}, {130, 60, 8}, {33, 130, 8}, {9, 6, 6}};
+    int fails = 0;
+    char label[160];
+    for (size_t c = 0; c < sizeof TEK / sizeof TEK[0]; c++) {
+        const int64_t T_ = TEK[c][0], E = TEK[c][1], k = TEK[c][2];
+        for (int wi = -1; wi < 7; wi++) { /* -1: routing and weights; 0..6: matmul_id per dtype */
+            rng_seed(9100 + (uint64_t)c); /* the same logits and ids for every wi */
+            tbuf *lg = T(OMNIC_DTYPE_F32, T_, E), *ids = T(OMNIC_DTYPE_I32, T_, k), *w = T(OMNIC_DTYPE_F32, T_, k);
+            fill_uniform(lg, -4, 4);
+            for (int64_t i = 0; i < T_ * E; i++) /* ties and a NaN now and then */
+                if (rng_int(5) == 0) F(lg)[i] = (float)(int)F(lg)[i];
+            if (c == 4) F(lg)[3] = NAN;
+            omnic__node r = mknode(OMNIC_OP_MOE_ROUTE, ids, lg, NULL, NULL, NULL, NULL);
+            r.ip[0] = (int32_t)k;
+            if (wi < 0) {
+                snprintf(label, sizeof label, "moe_route T=%lld E=%lld k=%lld", (long long)T_, (long long)E,
+                         (long long)k);
+                fails += check(label, &r, OMNIC_DTYPE_F32);
+            }
+            if (c == 4) F(lg)[3] = 0.0f; /* the NaN was the router's case; weights would be NaN too */
+            run_ref(&r);                 /* ids for the next ops: ref's (cpu's are equal) */
+            for (int norm = 0; wi < 0 && norm < 2; norm++) {
+                omnic__node m = mknode(OMNIC_OP_MOE_WEIGHTS, w, lg, ids, NULL, NULL, NULL);
+                m.ip[0] = norm;
+                snprintf(label, sizeof label, "moe_weights T=%lld E=%lld k=%lld norm=%d", (long long)T_,
+                         (long long)E, (long long)k, norm);
+                fails += check(label, &m, OMNIC_DTYPE_F32);
+            }
+            if (wi >= 0) {
+                static const omnic_dtype wdts[7] = {OMNIC_DTYPE_F32,  OMNIC_DTYPE_F16,     OMNIC_DTYPE_BF16,
+                                                    OMNIC_DTYPE_Q8_0, OMNIC_DTYPE_Q4_0,    OMNIC_DTYPE_Q4_0X16,
+                                                    OMNIC_DTYPE_Q8_0X16};
+                const omnic_dtype wdt = wdts[wi];
+                const int64_t N = wi % 3 == 0 ? 144 : 48, K = wi % 2 ? 96 : 64; /* 144: two column tasks */
+                const int per_slot = (int)((c + (size_t)wi) % 2);
+                tbuf *a = per_slot ? T(OMNIC_DTYPE_F32, T_, k, K) : T(OMNIC_DTYPE_F32, T_, K);
+                tbuf *wt = T(wdt, E * N, K), *y = T(OMNIC_DTYPE_F32, T_, k, N);
+                fill_uniform(a, -1, 1);
+                fill_uniform(wt, -1, 1);
+                omnic__node mm = mknode(OMNIC_OP_MATMUL_ID, y, a, wt, ids, NULL, NULL);
+                mm.ip[0] = (int32_t)N;
+                mm.ip[1] = per_slot;
+                mm.ip[2] = wi % 2;
+                snprintf(label, sizeof label,
+                         "matmul_id w=%s T=%lld E=%lld k=%lld N=%lld K=%lld per_slot=%d inv=%d", dtn(wdt),
+                         (long long)T_, (long long)E, (long long)k, (long long)N, (long long)K, per_slot, mm.ip[2]);
+                fails += check(label, &mm, wdt);
+                if (wi == 0) {
+                    tbuf *o = T(OMNIC_DTYPE_F32, T_, N);
+                    fill_uniform(w, 0, 1);
+                    omnic__node sm = mknode(OMNIC_OP_MOE_SUM, o, y, w, NULL, NULL, NULL);
+                    run_ref(&mm);
+                    snprintf(label, sizeof label, "moe_sum T=%lld k=%lld H=%lld", (long long)T_, (long long)k,
+                             (long long)N);
+                    fails += check(label, &sm, OMNIC_DTYPE_F32);
+                }
+            }
+            bufs_free();
+        }
+    }
+    /* batch invariance of matmul_id (ip[2] = 1): 25 rows over 4 experts, each row alone */
+    for (int d = 0; d < 2; d++) {
+        const omnic_dtype wdt = d ? OMNIC_DTYPE_Q4_0X16 : OMNIC_DTYPE_BF16;
+        const int64_t T_ = 25, E = 4, k = 2, N = 32, K = 64;
+        rng_seed(9300 + (uint64_t)d);
+        tbuf *lg = T(OMNIC_DTYPE_F32, T_, E), *ids = T(OMNIC_DTYPE_I32, T_, k), *a = T(OMNIC_DTYPE_F32, T_, K);
+        tbuf *wt = T(wdt, E * N, K), *y = T(OMNIC_DTYPE_F32, T_, k, N), *one = T(OMNIC_DTYPE_F32, 1, k, N);
+        fill_uniform(lg, -1, 1);
+        fill_uniform(a, -1, 1);
+        fill_uniform(wt, -1, 1);
+        omnic__node r = mknode(OMNIC_OP_MOE_ROUTE, ids, lg, NULL, NULL, NULL, NULL);
+        r.ip[0] = (int32_t)k;
+        run_ref(&r);
+        omnic__node mm = mknode(OMNIC_OP_MATMUL_ID, y, a, wt, ids, NULL, NULL);
+        mm.ip[0] = (int32_t)N;
+        mm.ip[2] = 1;
+        snprintf(label, sizeof label, "batch invariance: matmul_id w=%s T=25", dtn(wdt));
+        fails += run_on(cpu_b, &mm, 3, y, label) ? 0 : 1;
+        for (int64_t t = 0; t < T_; t++) {
+            omnic__tensor a1 = a->t, i1 = ids->t;
+            a1.dims[0] = i1.dims[0] = 1;
+            a1.data = F(a) + t * K;
+            i1.data = (int32_t *)ids->t.data + t * k;
+            omnic__node n1 = mm;
+            n1.src[0] = &a1, n1.src[2] = &i1, n1.dst = &one->t;
+            fails += run_on(cpu_b, &n1, 1, one, label) ? 0 : 1;
+            if (memcmp(one->t.data, F(y) + t * k * N, (size_t)(k * N) * sizeof(float))) {
+                print_error("%s: row %lld alone differs from the batch\n", label, (long long)t);
+                fails++;
+            }
+        }
+        bufs_free();
+    }
+    /* hand cases: route and weights of one row, a 2-expert matmul, the sum */
+    tbuf *lg = T(OMNIC_DTYPE_F32, 1, 4), *ids = T(OMNIC_DTYPE_I32, 1, 2), *w = T(OMNIC_DTYPE_F32, 1, 2);
+    set_f32(lg, (const float[]){0.5f, 2.0f, 2.0f, 1.0f}, 4); /* tie at 2.0: experts 1 and 2 */
+    omnic__node r = mknode(OMNIC_OP_MOE_ROUTE, ids, lg, NULL, NULL, NULL, NULL);
+    r.ip[0] = 2;
+    run_ref(&r);
+    assert_int_equal(((int32_t *)ids->t.data)[0], 1);
+    assert_int_equal(((int32_t *)ids->t.data)[1], 2);
+    omnic__node m = mknode(OMNIC_OP_MOE_WEIGHTS, w, lg, ids, NULL, NULL, NULL);
+    m.ip[0] = 1;
+    run_ref(&m);
+    expect_vec("moe_weights ref norm", F(w), (const double[]){0.5, 0.5}, 2, 1e-7);
+    m.ip[0] = 0;
+    run_ref(&m);
+    const double z = exp(0.5) + 2 * exp(2.0) + exp(1.0);
+    expect_vec("moe_weights ref", F(w), (const double[]){exp(2.0) / z, exp(2.0) / z}, 2, 1e-7);
+    tbuf *a = T(OMNIC_DTYPE_F32, 1, 2), *wt = T(OMNIC_DTYPE_F32, 4, 2), *y = T(OMNIC_DTYPE_F32, 1, 2, 1);
+    set_f32(a, (const float[]){1, 2}, 2);
+    set_f32(wt, (const float[]){1, 0, 0, 1, 3, 4, 5, 6}, 8); /* experts of one [1, 2] row each */
+    omnic__node mm = mknode(OMNIC_OP_MATMUL_ID, y, a, wt, ids, NULL, NULL);
+    mm.ip[0] = 1;
+    run_ref(&mm);
+    expect_vec("matmul_id ref", F(y), (const double[]){2, 11}, 2, 0); /* experts 1 and 2 */
+    tbuf *o = T(OMNIC_DTYPE_F32, 1, 1);
+    set_f32(w, (const float[]){0.25f, 0.75f}, 2);
+    omnic__node sm = mknode(OMNIC_OP_MOE_SUM, o, y, w, NULL, NULL, NULL);
+    run_ref(&sm);
+    expect_vec("moe_sum ref", F(o), (const double[]){0.5 + 8.25}, 1, 1e-7);
+    bufs_free();
+    assert_int_equal(fails, 0);
+}
+
 /* ---- main --------------------------------------------------------------------------- */
 
 static int group_setup(void **state)
@@ -2016,6 +2156,7 @@ int main(void)
         cmocka_unit_test(test_get_rows_patch_embed),
         cmocka_unit_test(test_pool_avg),
         cmocka_unit_test(test_sparsity_magnitude),
+        cmocka_unit_test(test_moe),
         cmocka_unit_test(test_layout),
         cmocka_unit_test(test_argmax_cpy),
         cmocka_unit_test(test_set_rows),

@@ -128,7 +128,7 @@ static void cpu_init(void)
     (void)omnic__cpu_isa_level();
 }
 
-_Static_assert(OMNIC_OP_COUNT == OMNIC_OP_RMS_MATCH + 1, "new op: add its cpu kernel below");
+_Static_assert(OMNIC_OP_COUNT == OMNIC_OP_MOE_SUM + 1, "new op: add its cpu kernel below");
 
 static const omnic__backend_ops cpu_ops = {
     .version = OMNIC_BACKEND_OPS_VERSION,
@@ -163,6 +163,10 @@ static const omnic__backend_ops cpu_ops = {
             [OMNIC_OP_POOL_AVG] = omnic__cpu_pool_avg,
             [OMNIC_OP_GAUSS_TOPK] = omnic__cpu_gauss_topk,
             [OMNIC_OP_RMS_MATCH] = omnic__cpu_rms_match,
+            [OMNIC_OP_MOE_ROUTE] = omnic__cpu_moe_route,
+            [OMNIC_OP_MOE_WEIGHTS] = omnic__cpu_moe_weights,
+            [OMNIC_OP_MATMUL_ID] = omnic__cpu_matmul_id,
+            [OMNIC_OP_MOE_SUM] = omnic__cpu_moe_sum,
         },
     .wsize =
         {
@@ -170,6 +174,7 @@ static const omnic__backend_ops cpu_ops = {
             [OMNIC_OP_ATTENTION] = omnic__cpu_attention_wsize,
             [OMNIC_OP_ROPE] = omnic__cpu_rope_wsize,
             [OMNIC_OP_PATCH_EMBED] = omnic__cpu_patch_embed_wsize,
+            [OMNIC_OP_MATMUL_ID] = omnic__cpu_matmul_id_wsize,
         },
     .init = cpu_init,
     .weight_dtype = omnic__cpu_weight_dtype,

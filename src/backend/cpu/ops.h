@@ -35,6 +35,13 @@ size_t omnic__cpu_rope_wsize(const omnic__node *n, int nth);
 void omnic__cpu_rmsnorm(const omnic__node *n, int ith, int nth, void *wdata);
 void omnic__cpu_gauss_topk(const omnic__node *n, int ith, int nth, void *wdata);
 void omnic__cpu_rms_match(const omnic__node *n, int ith, int nth, void *wdata);
+
+/* moe.c: mixture-of-experts routing, the grouped expert matmul, the weighted sum */
+void omnic__cpu_moe_route(const omnic__node *n, int ith, int nth, void *wdata);
+void omnic__cpu_moe_weights(const omnic__node *n, int ith, int nth, void *wdata);
+void omnic__cpu_matmul_id(const omnic__node *n, int ith, int nth, void *wdata);
+size_t omnic__cpu_matmul_id_wsize(const omnic__node *n, int nth);
+void omnic__cpu_moe_sum(const omnic__node *n, int ith, int nth, void *wdata);
 void omnic__cpu_layernorm(const omnic__node *n, int ith, int nth, void *wdata);
 void omnic__cpu_softmax(const omnic__node *n, int ith, int nth, void *wdata);
 

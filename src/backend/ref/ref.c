@@ -3,7 +3,7 @@
 #include "backend/ref/ref.h"
 
 /* The table below names every op; a new op breaks the build here until it has a kernel. */
-_Static_assert(OMNIC_OP_RMS_MATCH + 1 == OMNIC_OP_COUNT, "new op: add its ref kernel to ref_ops");
+_Static_assert(OMNIC_OP_MOE_SUM + 1 == OMNIC_OP_COUNT, "new op: add its ref kernel to ref_ops");
 
 static const omnic__backend_ops ref_ops = {
     .version = OMNIC_BACKEND_OPS_VERSION,
@@ -39,12 +39,17 @@ static const omnic__backend_ops ref_ops = {
             [OMNIC_OP_POOL_AVG] = omnic__ref_pool_avg,
             [OMNIC_OP_GAUSS_TOPK] = omnic__ref_gauss_topk,
             [OMNIC_OP_RMS_MATCH] = omnic__ref_rms_match,
+            [OMNIC_OP_MOE_ROUTE] = omnic__ref_moe_route,
+            [OMNIC_OP_MOE_WEIGHTS] = omnic__ref_moe_weights,
+            [OMNIC_OP_MATMUL_ID] = omnic__ref_matmul_id,
+            [OMNIC_OP_MOE_SUM] = omnic__ref_moe_sum,
         },
     .wsize =
         {
             [OMNIC_OP_MATMUL] = omnic__ref_matmul_wsize,
             [OMNIC_OP_ATTENTION] = omnic__ref_attention_wsize,
             [OMNIC_OP_PATCH_EMBED] = omnic__ref_patch_embed_wsize,
+            [OMNIC_OP_MATMUL_ID] = omnic__ref_matmul_id_wsize,
         },
     .init = NULL,
 };

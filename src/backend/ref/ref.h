@@ -85,6 +85,12 @@ void omnic__ref_gated(const omnic__node *n, int ith, int nth, void *wdata); /* S
 void omnic__ref_rmsnorm(const omnic__node *n, int ith, int nth, void *wdata);
 void omnic__ref_gauss_topk(const omnic__node *n, int ith, int nth, void *wdata);
 void omnic__ref_rms_match(const omnic__node *n, int ith, int nth, void *wdata);
+/* moe.c */
+void omnic__ref_moe_route(const omnic__node *n, int ith, int nth, void *wdata);
+void omnic__ref_moe_weights(const omnic__node *n, int ith, int nth, void *wdata);
+void omnic__ref_matmul_id(const omnic__node *n, int ith, int nth, void *wdata);
+size_t omnic__ref_matmul_id_wsize(const omnic__node *n, int nth);
+void omnic__ref_moe_sum(const omnic__node *n, int ith, int nth, void *wdata);
 void omnic__ref_layernorm(const omnic__node *n, int ith, int nth, void *wdata);
 void omnic__ref_softmax(const omnic__node *n, int ith, int nth, void *wdata);
 void omnic__ref_argmax(const omnic__node *n, int ith, int nth, void *wdata);
