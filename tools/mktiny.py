@@ -1156,6 +1156,32 @@ def build_qwen3(d: dict, ids: dict, tie: bool) -> Tuple[dict, List[WeightSpec]]:
     return config, _decoder_weights(d, qkv_bias=False, tie=tie, qk_norm=True)
 
 
+def build_qwen3_moe(d: dict, ids: dict, tie: bool) -> Tuple[dict, List[WeightSpec]]:
+    """Qwen3MoeForCausalLM: Qwen3's attention; layers not in mlp_only_layers have a router
+    (mlp.gate [E, H]) and E experts of moe_intermediate_size stored one tensor each."""
+    config, _ = build_qwen3(d, ids, tie)
+    config.update({"architectures": ["Qwen3MoeForCausalLM"], "model_type": "qwen3_moe",
+                   "decoder_sparse_step": 1, "moe_intermediate_size": d["moe_intermediate"],
+                   "num_experts": d["experts"], "num_experts_per_tok": d["experts_per_tok"],
+                   "norm_topk_prob": d["norm_topk_prob"], "mlp_only_layers": d["mlp_only_layers"],
+                   "output_router_logits": False, "router_aux_loss_coef": 0.001})
+    H, E, Im = d["hidden"], d["experts"], d["moe_intermediate"]
+    out: List[WeightSpec] = []
+    for sp in _decoder_weights(d, qkv_bias=False, tie=tie, qk_norm=True):
+        m = re.match(r"model\.layers\.(\d+)\.mlp\.(gate|up|down)_proj\.weight$", sp[0])
+        if not m or int(m.group(1)) in d["mlp_only_layers"]:
+            out.append(sp)
+            continue
+        if m.group(2) != "gate":
+            continue
+        p = f"model.layers.{m.group(1)}.mlp."
+        out.append((p + "gate.weight", (E, H)))
+        for e in range(E):
+            out += [(f"{p}experts.{e}.gate_proj.weight", (Im, H)), (f"{p}experts.{e}.up_proj.weight", (Im, H)),
+                    (f"{p}experts.{e}.down_proj.weight", (H, Im))]
+    return config, out
+
+
 def build_phi3(d: dict, ids: dict, tie: bool) -> Tuple[dict, List[WeightSpec]]:
     """Phi3ForCausalLM (Phi-4-mini layout): fused qkv_proj and gate_up_proj, partial
     rotary (first int(head_dim * partial_rotary_factor) dims), LongRoPE short/long
@@ -1390,6 +1416,17 @@ FAMILIES: Dict[str, Family] = {
             "hidden": 1024, "layers": 28, "heads": 16, "kv_heads": 8, "head_dim": 128,
             "intermediate": 3072, "vocab": 151936, "max_pos": 40960, "rms_eps": 1e-6,
             "rope_theta": 1000000.0, "tie": True}},
+    ),
+    "qwen3_moe": Family(
+        build=build_qwen3_moe, tokenizer="qwen3", tiny_tie=True, hf_version="4.51.0",
+        # 3 layers: 0 and 2 routed (8 experts, top 2, renormalized), 1 dense; 2 * 48 != 64 (hidden)
+        tiny=dict(_TINY_COMMON, layers=3, head_dim=32, intermediate=128, rms_eps=1e-6, rope_theta=1000000.0,
+                  experts=8, experts_per_tok=2, moe_intermediate=48, norm_topk_prob=True, mlp_only_layers=[1]),
+        presets={"qwen3-30b-a3b-4l": {  # Qwen3-30B-A3B's layer shapes, 4 of its 48 layers
+            "hidden": 2048, "layers": 4, "heads": 32, "kv_heads": 4, "head_dim": 128, "intermediate": 6144,
+            "vocab": 151936, "max_pos": 40960, "rms_eps": 1e-6, "rope_theta": 1000000.0, "experts": 128,
+            "experts_per_tok": 8, "moe_intermediate": 768, "norm_topk_prob": True, "mlp_only_layers": [],
+            "tie": False}},
     ),
     "phi3": Family(
         build=build_phi3, tokenizer="phi3", tiny_tie=False, hf_version="4.49.0",

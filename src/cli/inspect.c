@@ -109,6 +109,20 @@ int omnic__cli_inspect(int argc, char **argv)
                (long long)c->altup, (long long)c->laurel_rank, (long long)c->ple_dim, sparse);
     }
     printf("\n");
+    if (c->n_experts > 0) { /* mixture of experts: what a token reads of them */
+        int64_t routed = 0, total = 0, pb = 0;
+        for (int64_t l = 0; l < c->n_layers; l++)
+            routed += c->layer_moe[l] != 0;
+        omnic__text_decoder_param_stats(&m->dec, &total, &pb);
+        const int64_t per_expert = 3 * c->moe_intermediate * c->hidden;
+        const int64_t idle = routed * (c->n_experts - c->experts_per_tok) * per_expert;
+        printf(
+            "experts:    %lld of %lld layers routed: top %lld of %lld experts (ffn %lld%s); parameters per "
+            "token %lld of %lld (%.1f%%)\n",
+            (long long)routed, (long long)c->n_layers, (long long)c->experts_per_tok, (long long)c->n_experts,
+            (long long)c->moe_intermediate, c->norm_topk ? ", renormalized" : "", (long long)(total - idle),
+            (long long)total, 100.0 * (double)(total - idle) / (double)(total ? total : 1));
+    }
     if (c->n_kv_layers < c->n_layers) {
         printf("kv cache:   %lld of %lld layers own one; shared:", (long long)c->n_kv_layers,
                (long long)c->n_layers);

@@ -24,6 +24,7 @@ typedef struct omnic__family {
 extern const omnic__family omnic__family_llama;
 extern const omnic__family omnic__family_qwen2;
 extern const omnic__family omnic__family_qwen3;
+extern const omnic__family omnic__family_qwen3_moe;
 extern const omnic__family omnic__family_phi3;
 extern const omnic__family omnic__family_gemma3_text;
 extern const omnic__family omnic__family_llava;
@@ -31,6 +32,11 @@ extern const omnic__family omnic__family_qwen2_vl;
 extern const omnic__family omnic__family_gemma3;
 extern const omnic__family omnic__family_gemma3n_text;
 extern const omnic__family omnic__family_gemma3n;
+
+/* Qwen3-MoE's expert settings into c (num_experts, num_experts_per_tok, moe_intermediate_size,
+ * norm_topk_prob, decoder_sparse_step, mlp_only_layers), for the families that have them. */
+omnic_status omnic__qwen3_moe_parse(const json_t *cfg, const char *what, omnic__text_config *c,
+                                    omnic_err *err);
 
 /* Media tables (models/clip_media.c: a CLIP / SigLIP tower + projector, fixed-size images,
  * 1-D positions; models/qwen2vl_media.c: the packed-patch Qwen2-VL towers, M-RoPE). */

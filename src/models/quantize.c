@@ -85,15 +85,16 @@ omnic_status omnic__text_decoder_quantize(omnic__text_decoder *d, omnic_dtype qt
     const int64_t L = d->cfg.n_layers;
     /* Gemma 3n adds its per-layer table and projections, AltUp's stream projections, and per
      * layer Laurel's two and the per-layer input gate / projection */
-    const size_t cap = 2 + 7 * (size_t)L + (d->altup ? 2 + 6 + 4 * (size_t)L : 0);
+    const size_t cap = 2 + 7 * (size_t)L + (d->altup ? 2 + 6 + 4 * (size_t)L : 0) + 3 * (size_t)L;
     const int nth = omnic__threadpool_size(pool);
     omnic__tensor **ws = omnic_alloc_array(cap, sizeof *ws);
+    int64_t *group = omnic_alloc_array(cap, sizeof *group); /* rows per expert of stacked experts; 0 */
     omnic__tensor **grown = omnic_realloc(d->qweights, (d->n_qweights + cap) * sizeof *grown);
     float *buf = NULL;
     uint8_t *grp = NULL;
     omnic_status s = OMNIC_OK;
     if (grown) d->qweights = grown;
-    if (!ws || !grown) {
+    if (!ws || !grown || !group) {
         s = OMNIC_FAIL(err, OMNIC_E_NOMEM, "out of memory listing weights to quantize");
         goto out;
     }
@@ -106,6 +107,13 @@ omnic_status omnic__text_decoder_quantize(omnic__text_decoder *d, omnic_dtype qt
         omnic__tensor *lw[7] = {&y->wq, &y->wk, &y->wv, &y->wo, &y->w_gate, &y->w_up, &y->w_down};
         for (int i = 0; i < 7; i++)
             ws[n++] = lw[i];
+    }
+    for (int64_t l = 0; l < L; l++) { /* stacked experts (the router stays as stored) */
+        omnic__text_decoder_layer *y = &d->layers[l];
+        if (!y->experts_gate) continue;
+        group[n] = d->cfg.moe_intermediate, ws[n++] = y->experts_gate;
+        group[n] = d->cfg.moe_intermediate, ws[n++] = y->experts_up;
+        group[n] = d->cfg.hidden, ws[n++] = y->experts_down;
     }
     omnic__altup *a = d->altup;
     if (a) { /* the small AltUp router and coefficient matrices stay as stored */
@@ -139,7 +147,9 @@ omnic_status omnic__text_decoder_quantize(omnic__text_decoder *d, omnic_dtype qt
             continue;
         }
         /* the backend may want another layout of the same values (cpu: q4_0x16, q8_0x16) */
-        const omnic_dtype wt = backend->weight_dtype ? backend->weight_dtype(qt, w->dims[0], w->dims[1]) : qt;
+        /* stacked experts: the layout must keep each expert's rows whole (its row count decides) */
+        const int64_t rows = group[i] ? group[i] : w->dims[0];
+        const omnic_dtype wt = backend->weight_dtype ? backend->weight_dtype(qt, rows, w->dims[1]) : qt;
         omnic__tensor *q;
         if ((s = omnic__tensor_create(&q, wt, 2, w->dims, err)) != OMNIC_OK) goto out;
         memcpy(q->name, w->name, sizeof q->name);
@@ -148,12 +158,17 @@ omnic_status omnic__text_decoder_quantize(omnic__text_decoder *d, omnic_dtype qt
         omnic__threadpool_run(pool, quant_task, &j);
         omnic__st_release(st, w->data, omnic__tensor_bytes(w)); /* pages across step boundaries */
         d->qweights[d->n_qweights++] = q;
+        if (w->owns_data) { /* an owned copy (stacked experts): the quantized tensor replaces it */
+            omnic_free(w->data);
+            w->owns_data = false;
+        }
         w->dtype = wt;
         w->data = q->data;
     }
 out:
     if (d->cfg.tie_embeddings) d->lm_head = d->embed;
     omnic_free(ws);
+    omnic_free(group);
     omnic_free(buf);
     omnic_free(grp);
     return s;

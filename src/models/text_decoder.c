@@ -350,6 +350,43 @@ static omnic_status rope_table(const omnic__text_config *c, double theta, omnic_
     return OMNIC_OK;
 }
 
+/* Layer l's experts, stored one tensor per expert (mlp.experts.{e}.{gate,up,down}_proj.weight,
+ * Qwen3-MoE), stacked into owned [E * Im, H] / [E * H, Im] copies in their dtype (one dtype for
+ * all), the source pages released as they are copied. */
+static omnic_status bind_experts(omnic__text_decoder *d, const omnic__safetensors *st, int64_t l,
+                                 omnic_err *err)
+{
+    const omnic__text_config *c = &d->cfg;
+    const int64_t E = c->n_experts, Im = c->moe_intermediate, H = c->hidden;
+    static const char *const proj[3] = {"gate_proj", "up_proj", "down_proj"};
+    omnic__text_decoder_layer *L = &d->layers[l];
+    omnic__tensor **out[3] = {&L->experts_gate, &L->experts_up, &L->experts_down};
+    char name[192];
+    for (int p = 0; p < 3; p++) {
+        const int64_t rows = p == 2 ? H : Im, cols = p == 2 ? Im : H, dims[2] = {rows, cols};
+        for (int64_t e = 0; e < E; e++) {
+            snprintf(name, sizeof name, "%slayers.%lld.mlp.experts.%lld.%s.weight", c->prefix, (long long)l,
+                     (long long)e, proj[p]);
+            omnic__tensor v;
+            OMNIC_TRY(bind(d, st, name, 2, dims, &v, err));
+            if (!*out[p]) {
+                int64_t all[2] = {E * rows, cols};
+                OMNIC_TRY(omnic__tensor_create(out[p], v.dtype, 2, all, err));
+                snprintf((*out[p])->name, sizeof(*out[p])->name, "%slayers.%lld.mlp.experts.%s", c->prefix,
+                         (long long)l, proj[p]);
+            } else if (v.dtype != (*out[p])->dtype) {
+                return OMNIC_FAIL(err, OMNIC_E_INVALID,
+                                  "%s is %s, expert 0's is %s: one dtype for all experts", name,
+                                  omnic_dtype_name(v.dtype), omnic_dtype_name((*out[p])->dtype));
+            }
+            const size_t bytes = omnic__tensor_bytes(&v);
+            memcpy((char *)(*out[p])->data + (size_t)e * bytes, v.data, bytes);
+            omnic__st_release(st, v.data, bytes);
+        }
+    }
+    return OMNIC_OK;
+}
+
 omnic_status omnic__text_decoder_load(omnic__text_decoder *d, const omnic__text_config *c,
                                       const omnic__safetensors *st, omnic_err *err)
 {
@@ -387,6 +424,7 @@ omnic_status omnic__text_decoder_load(omnic__text_decoder *d, const omnic__text_
     }
     for (int64_t l = 0; l < c->n_layers; l++) {
         omnic__text_decoder_layer *L = &d->layers[l];
+        const bool moe = c->n_experts > 0 && c->layer_moe[l];
         struct w {
             const char *suffix;
             int ndim;
@@ -409,15 +447,17 @@ omnic_status omnic__text_decoder_load(omnic__text_decoder *d, const omnic__text_
              true},
             {"pre_feedforward_layernorm.weight", 1, {H, 0}, &L->mlp_norm, c->sandwich_norms},
             {"post_feedforward_layernorm.weight", 1, {H, 0}, &L->post_mlp_norm, c->sandwich_norms},
-            {"mlp.gate_proj.weight", 2, {I, H}, &L->w_gate, !c->fused_gate_up},
-            {"mlp.up_proj.weight", 2, {I, H}, &L->w_up, !c->fused_gate_up},
-            {"mlp.down_proj.weight", 2, {H, I}, &L->w_down, true},
+            {"mlp.gate_proj.weight", 2, {I, H}, &L->w_gate, !c->fused_gate_up && !moe},
+            {"mlp.up_proj.weight", 2, {I, H}, &L->w_up, !c->fused_gate_up && !moe},
+            {"mlp.down_proj.weight", 2, {H, I}, &L->w_down, !moe},
+            {"mlp.gate.weight", 2, {c->n_experts, H}, &L->router, moe},
         };
         for (size_t i = 0; i < sizeof ws / sizeof ws[0]; i++) {
             if (!ws[i].want) continue;
             NAME("%slayers.%lld.%s", P, (long long)l, ws[i].suffix);
             if ((s = bind(d, st, name, ws[i].ndim, ws[i].dims, ws[i].out, err)) != OMNIC_OK) goto fail;
         }
+        if (moe && (s = bind_experts(d, st, l, err)) != OMNIC_OK) goto fail;
         if (c->fused_qkv) { /* q, k, v are consecutive row blocks of qkv_proj */
             omnic__tensor qkv;
             int64_t dims[2] = {qd + 2 * kvd, H};
@@ -491,6 +531,9 @@ void omnic__text_decoder_deinit(omnic__text_decoder *d)
         omnic__tensor_destroy(d->layers[l].bk);
         omnic__tensor_destroy(d->layers[l].bv);
         omnic__tensor_destroy(d->layers[l].bo);
+        omnic__tensor_destroy(d->layers[l].experts_gate);
+        omnic__tensor_destroy(d->layers[l].experts_up);
+        omnic__tensor_destroy(d->layers[l].experts_down);
     }
     omnic_free(d->layers);
     omnic__tensor_destroy(d->rope_global);
@@ -536,7 +579,13 @@ void omnic__text_decoder_param_stats(const omnic__text_decoder *d, int64_t *para
                                      c_sw ? &L->post_attn_norm : NULL,
                                      c_sw ? &L->post_mlp_norm : NULL};
         for (size_t i = 0; i < sizeof ws / sizeof ws[0]; i++)
-            if (ws[i]) COUNT(ws[i]);
+            if (ws[i] && ws[i]->data) COUNT(ws[i]);
+        if (L->experts_gate) {
+            COUNT(&L->router);
+            COUNT(L->experts_gate);
+            COUNT(L->experts_up);
+            COUNT(L->experts_down);
+        }
     }
 #undef COUNT
     if (d->altup) omnic__altup_param_stats(d, &p, &b);
@@ -639,11 +688,34 @@ static omnic_status build_body(const omnic__text_decoder *d, omnic__graph *g, om
         if (c->sandwich_norms) o = norm(g, d, o, &L->post_attn_norm);
         x = omnic__g_add(g, x, o);
         h = norm(g, d, x, &L->mlp_norm);
-        omnic__tensor *gate = omnic__g_matmul(g, h, omnic__g_weight(g, &L->w_gate), NULL);
-        omnic__tensor *up = omnic__g_matmul(g, h, omnic__g_weight(g, &L->w_up), NULL);
-        omnic__tensor *act = c->act == OMNIC_ACT_SILU ? omnic__g_glu(g, OMNIC_OP_SWIGLU, gate, up, 0)
-                                                      : omnic__g_glu(g, OMNIC_OP_GEGLU, gate, up, 1);
-        omnic__tensor *down = omnic__g_matmul(g, act, omnic__g_weight(g, &L->w_down), NULL);
+        omnic__tensor *down;
+        if (L->experts_gate) { /* routed: each row through its top-k experts, weighted */
+            omnic__tensor *logits = omnic__g_matmul(g, h, omnic__g_weight(g, &L->router), NULL);
+            omnic__tensor *routed = omnic__g_moe_route(g, logits, (int)c->experts_per_tok);
+            if (taps) { /* stage dumps: the router's logits and the experts each row chose */
+                char name[40];
+                snprintf(name, sizeof name, "router_logits_l%lld", (long long)l);
+                omnic__g_mark_output(g, logits, name);
+                snprintf(name, sizeof name, "experts_l%lld", (long long)l);
+                omnic__g_mark_output(g, routed, name);
+            }
+            omnic__tensor *rw = omnic__g_moe_weights(g, logits, routed, c->norm_topk);
+            const int64_t Im = c->moe_intermediate;
+            omnic__tensor *eg =
+                omnic__g_matmul_id(g, h, omnic__g_weight(g, L->experts_gate), routed, Im, false);
+            omnic__tensor *eu =
+                omnic__g_matmul_id(g, h, omnic__g_weight(g, L->experts_up), routed, Im, false);
+            omnic__tensor *ea = omnic__g_glu(g, OMNIC_OP_SWIGLU, eg, eu, 0);
+            omnic__tensor *ed =
+                omnic__g_matmul_id(g, ea, omnic__g_weight(g, L->experts_down), routed, c->hidden, true);
+            down = omnic__g_moe_sum(g, ed, rw);
+        } else {
+            omnic__tensor *gate = omnic__g_matmul(g, h, omnic__g_weight(g, &L->w_gate), NULL);
+            omnic__tensor *up = omnic__g_matmul(g, h, omnic__g_weight(g, &L->w_up), NULL);
+            omnic__tensor *act = c->act == OMNIC_ACT_SILU ? omnic__g_glu(g, OMNIC_OP_SWIGLU, gate, up, 0)
+                                                          : omnic__g_glu(g, OMNIC_OP_GEGLU, gate, up, 1);
+            down = omnic__g_matmul(g, act, omnic__g_weight(g, &L->w_down), NULL);
+        }
         if (c->sandwich_norms) down = norm(g, d, down, &L->post_mlp_norm);
         x = omnic__g_add(g, x, down);
         if (taps) {

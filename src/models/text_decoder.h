@@ -67,9 +67,13 @@ typedef struct omnic__text_config {
                                          * unless the last layers share, Gemma 3n) */
     int16_t kv_layer[OMNIC_MAX_LAYERS]; /* the cache layer l attends over (l itself, or the
                                          * last owning layer of its type) */
-    const char *mm_prefix;              /* gemma3n: prefix of embed_vision. / embed_audio. */
-    const char *prefix;                 /* weight-name prefix of the text model ("model.") */
-    const char *lm_head_name;           /* untied head's tensor name; NULL: "lm_head.weight" */
+    /* Mixture of experts (n_experts > 0): layer l's MLP is routed when layer_moe[l] */
+    int64_t n_experts, experts_per_tok, moe_intermediate;
+    bool norm_topk; /* renormalize the top-k routing weights */
+    uint8_t layer_moe[OMNIC_MAX_LAYERS];
+    const char *mm_prefix;    /* gemma3n: prefix of embed_vision. / embed_audio. */
+    const char *prefix;       /* weight-name prefix of the text model ("model.") */
+    const char *lm_head_name; /* untied head's tensor name; NULL: "lm_head.weight" */
     /* Second spelling of the names (LLaVA: old language_model.model.* vs new
      * model.language_model.*): used instead of prefix / lm_head_name when the checkpoint has
      * no prefix + "embed_tokens.weight" but has alt_prefix + "embed_tokens.weight". NULL: none. */
@@ -95,6 +99,10 @@ typedef struct omnic__text_decoder_layer {
     omnic__tensor mlp_norm;             /* [H] post_attention_layernorm (llama) / pre_feedforward (gemma) */
     omnic__tensor post_mlp_norm;        /* [H] sandwich only */
     omnic__tensor w_gate, w_up, w_down; /* [I, H], [I, H], [H, I] (row views of gate_up_proj when fused) */
+    /* mixture-of-experts layers: router [E, H] (mlp.gate), and the experts' gate / up [E * Im, H]
+     * and down [E * H, Im] stacked (owned copies of the per-expert tensors) */
+    omnic__tensor router;
+    omnic__tensor *experts_gate, *experts_up, *experts_down;
 } omnic__text_decoder_layer;
 
 typedef struct omnic__text_decoder {

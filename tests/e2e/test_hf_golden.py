@@ -30,14 +30,17 @@ def stage_order(name):
         base, idx = name, "0"
     if name.startswith("attn_mask_"):
         base, idx = name, "0"
-    if base == "hidden" or name.startswith("hidden_l"):
-        return (6, int(name[len("hidden_l"):]))
+    for sub, prefix in enumerate(("router_logits_l", "experts_l", "hidden_l")):  # a layer's stages in order
+        if name.startswith(prefix):
+            return (6, int(name[len(prefix):]), sub)
+    if base == "hidden":
+        return (6, 0, 2)
     rank = {"tokens": 0, "pixel_values": 1, "image_grid_thw": 2, "vision_features": 3, "projected": 3.5,
             "positions": 4, "attn_mask_full": 4.2, "attn_mask_sliding": 4.4, "inputs_embeds": 5,
             "prefill_logits": 7, "generated": 8}
     if base not in rank:
         raise SystemExit(f"test_hf_golden: unknown stage {name!r} in a golden's meta.json")
-    return (rank[base], int(idx))
+    return (rank[base], int(idx), 0)
 
 
 WORST = {}  # stage base name -> (max |omnic - hf| / max|hf|, case): printed at the end
@@ -62,7 +65,8 @@ def compare(name, want, got, tol, case=""):
     d = np.abs(w - g).max() if w.size else 0.0
     scale = np.abs(w).max() if w.size else 0.0
     limit = tol["atol"] + tol["rtol"] * scale
-    base = name.rstrip("0123456789_") if not name.startswith("hidden_l") else "hidden_l*"
+    base = name.rstrip("0123456789_") if not name.startswith(("hidden_l", "router_logits_l")) else \
+        name[:name.rindex("_l") + 2] + "*"
     rel = d / scale if scale else 0.0
     if rel >= WORST.get(base, (-1.0, ""))[0]:
         WORST[base] = (rel, case)
@@ -145,10 +149,10 @@ def main():
     only = os.environ.get("HF_GOLDEN_ONLY")  # a substring: run those cases alone (debugging)
     if only:
         cases = [c for c in cases if only in c]
-    families = ("llama", "qwen2", "qwen3", "phi3", "gemma3_text", "gemma3n_text", "gemma3n", "llava_clip_llama", "llava_siglip_qwen2",
+    families = ("llama", "qwen2", "qwen3", "qwen3_moe", "phi3", "gemma3_text", "gemma3n_text", "gemma3n", "llava_clip_llama", "llava_siglip_qwen2",
                 "qwen2_vl", "qwen2_5_vl", "gemma3")
     want = [f"{f}-{d}-{m}" for f in families for d in ("f32", "bf16")
-            for m in (("text",) if "_" not in f or f in ("gemma3_text", "gemma3n_text", "gemma3n") else ("text", "1img", "2img"))]
+            for m in (("text",) if "_" not in f or f in ("gemma3_text", "gemma3n_text", "gemma3n", "qwen3_moe") else ("text", "1img", "2img"))]
     want += [f"phi3-{d}-{m}" for d in ("f32", "bf16") for m in ("long", "cross")]
     want += [f"gemma3_pas-{d}-2img" for d in ("f32", "bf16")]  # pan-and-scan: two crops per image
     absent = sorted(set(want) - set(cases)) if not only else []

@@ -31,7 +31,7 @@ static const struct {
     {"llama", "f32"},         {"qwen2", "f32"},        {"qwen3", "f32"},  {"phi3", "f32"},
     {"gemma3_text", "f32"},   {"llama", "bf16"},       {"qwen2", "bf16"}, {"qwen3", "bf16"},
     {"phi3", "bf16"},         {"gemma3_text", "bf16"}, {"llama", "f16"},  {"gemma3n_text", "f32"},
-    {"gemma3n_text", "bf16"},
+    {"gemma3n_text", "bf16"}, {"qwen3_moe", "bf16"},
 };
 #define N_CKPTS (sizeof CKPTS / sizeof CKPTS[0])
 
@@ -269,6 +269,7 @@ static void test_parity_quant(void **state)
         parity("qwen2-bf16", "cpu", OMNIC_DTYPE_F16, 5);
         parity("gemma3_text-bf16", "cpu", OMNIC_DTYPE_F32, T);
         parity("gemma3n_text-bf16", "cpu", OMNIC_DTYPE_F32, 4); /* its per-layer table quantized too */
+        parity("qwen3_moe-bf16", "cpu", OMNIC_DTYPE_F32, 4);    /* stacked experts quantized */
     }
     g_quant = NULL;
     /* mixed-step models plan batch-invariant prefills: the embeddings prefill follows */

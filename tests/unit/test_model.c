@@ -38,8 +38,9 @@ static int setup(void **state)
                 " tools/mktiny.py --family qwen3 --out %s/qwen3 >/dev/null && " PY
                 " tools/mktiny.py --family phi3 --dtype f32 --out %s/phi3 >/dev/null && " PY
                 " tools/mktiny.py --family gemma3_text --out %s/gemma3_text >/dev/null && " PY
-                " tools/mktiny.py --family gemma3n_text --out %s/gemma3n_text >/dev/null",
-             tmp, tmp, tmp, tmp, tmp, tmp, tmp);
+                " tools/mktiny.py --family gemma3n_text --out %s/gemma3n_text >/dev/null && " PY
+                " tools/mktiny.py --family qwen3_moe --out %s/qwen3_moe >/dev/null",
+             tmp, tmp, tmp, tmp, tmp, tmp, tmp, tmp);
     return system(cmd) == 0 ? 0 : -1;
 }
 
@@ -242,6 +243,13 @@ static void test_gemma3n_text(void **state)
     omnic__model_close(m);
 }
 
+/* Qwen3-MoE (HF goldens are its oracle): cpu == ref, chunking */
+static void test_qwen3_moe(void **state)
+{
+    (void)state;
+    check_family_ref("qwen3_moe", false);
+}
+
 static void test_llama_f32(void **state)
 {
     (void)state;
@@ -365,6 +373,7 @@ static void test_batch_invariance(void **state)
     (void)state;
     batch_invariance("llama");
     batch_invariance("gemma3n_text");
+    batch_invariance("qwen3_moe"); /* rows routed to one expert together, each as if alone */
 }
 
 /* Mixed steps (step_tokens > 0): one text.decode_body call carrying a decode row of one slot
@@ -411,7 +420,7 @@ static void mixed_call(omnic__model *m, const int32_t *slots, const int32_t *tok
 static void test_mixed_steps(void **state)
 {
     (void)state;
-    static const char *const names[] = {"llama", "qwen2", "gemma3n_text"};
+    static const char *const names[] = {"llama", "qwen2", "gemma3n_text", "qwen3_moe"};
     enum { P = 40, STEP = 8 };
     int32_t prompt[P];
     for (int i = 0; i < P; i++)
@@ -709,6 +718,7 @@ int main(void)
         cmocka_unit_test(test_phi3),
         cmocka_unit_test(test_gemma3_text),
         cmocka_unit_test(test_gemma3n_text),
+        cmocka_unit_test(test_qwen3_moe),
         cmocka_unit_test(test_chunk_sizes),
         cmocka_unit_test(test_decode_matches_prefill),
         cmocka_unit_test(test_batch_invariance),

@@ -36,11 +36,12 @@ static int setup(void **state)
                 " tools/mktiny.py --family qwen2 --dtype f32 --out %s/qwen2 >/dev/null && " PY
                 " tools/mktiny.py --family phi3 --dtype bf16 --out %s/phi3 >/dev/null && " PY
                 " tools/mktiny.py --family gemma3n_text --dtype bf16 --out %s/gemma3n_text >/dev/null && " PY
+                " tools/mktiny.py --family qwen3_moe --dtype bf16 --out %s/qwen3_moe >/dev/null && " PY
                 " -c \"import sys; sys.path.insert(0, 'tools'); import mktiny; "
                 "mktiny.FAMILIES['llama'].tiny['intermediate'] = 80; "
                 "sys.exit(mktiny.main(['--family', 'llama', '--dtype', 'f32', '--out', '%s/llama-i80']))\" "
                 ">/dev/null",
-             tmp, tmp, tmp, tmp, tmp);
+             tmp, tmp, tmp, tmp, tmp, tmp);
     return system(cmd) == 0 ? 0 : -1;
 }
 
@@ -272,6 +273,11 @@ static void test_cpu_ref_phi3_q4(void **state)
     (void)state;
     check_cpu_ref("phi3", "q4_0");
 } /* fused, bf16 */
+static void test_cpu_ref_qwen3_moe_q4(void **state)
+{
+    (void)state;
+    check_cpu_ref("qwen3_moe", "q4_0"); /* stacked experts q4_0 (down_proj: 48-wide rows stay bf16) */
+}
 static void test_cpu_ref_gemma3n_q4(void **state)
 {
     (void)state;
@@ -401,6 +407,7 @@ int main(void)
         cmocka_unit_test(test_cpu_ref_llama_q8),    cmocka_unit_test(test_cpu_ref_llama_q4),
         cmocka_unit_test(test_cpu_ref_qwen2_q8),    cmocka_unit_test(test_cpu_ref_qwen2_q4),
         cmocka_unit_test(test_cpu_ref_phi3_q4),     cmocka_unit_test(test_cpu_ref_gemma3n_q4),
+        cmocka_unit_test(test_cpu_ref_qwen3_moe_q4),
         cmocka_unit_test(test_batch_invariance_q8),
         cmocka_unit_test(test_batch_invariance_q4), cmocka_unit_test(test_identity),
         cmocka_unit_test(test_partial_blocks),      cmocka_unit_test(test_bad_quant),

@@ -64,6 +64,7 @@ FAMILIES = {
     "llama": (["--family", "llama"], "text"),
     "qwen2": (["--family", "qwen2"], "text"),
     "qwen3": (["--family", "qwen3"], "text"),
+    "qwen3_moe": (["--family", "qwen3_moe"], "text"),
     "phi3": (["--family", "phi3"], "text"),
     "gemma3_text": (["--family", "gemma3_text"], "text"),
     "gemma3n_text": (["--family", "gemma3n_text"], "text"),
@@ -95,7 +96,7 @@ def tolerances(names):
     tol = {}
     for n in names:
         exact = n in ("tokens", "image_grid_thw", "positions", "generated") or n.startswith(("pixel_values",
-                                                                                              "attn_mask"))
+                                                                                              "attn_mask", "experts_l"))
         tol[n] = dict(EXACT) if exact else dict(FLOAT_TOL)
     tol["generated"]["note"] = "token-exact"
     return tol
@@ -288,6 +289,14 @@ def run_case(name, fam, kind, dtype, n_images, mode, tmp, image_paths, only):
         caps.setdefault("inputs_embeds", args[0])
 
     hooks.append(layers[0].register_forward_pre_hook(pre0))
+    for li, layer in enumerate(layers):  # mixture of experts: the router's logits and each row's experts
+        gate = getattr(getattr(layer, "mlp", None), "gate", None)
+        if isinstance(gate, torch.nn.Linear) and hasattr(layer.mlp, "experts"):
+            def moe(mod, args, output, li=li, block=layer.mlp):
+                caps.setdefault(f"router_logits_l{li}", output)
+                p = torch.softmax(output.float(), dim=-1)
+                caps.setdefault(f"experts_l{li}", torch.sort(torch.topk(p, block.top_k, dim=-1).indices, -1).values)
+            hooks.append(gate.register_forward_hook(moe))
     for li, layer in enumerate(layers):
         def post(mod, args, output, li=li):
             caps.setdefault(f"hidden_l{li}", output[0] if isinstance(output, tuple) else output)
@@ -331,6 +340,9 @@ def run_case(name, fam, kind, dtype, n_images, mode, tmp, image_paths, only):
     stages["inputs_embeds"] = f32(first(caps["inputs_embeds"]))
     for li in range(len(layers)):
         stages[f"hidden_l{li}"] = f32(first(caps[f"hidden_l{li}"]))
+        if f"router_logits_l{li}" in caps:
+            stages[f"router_logits_l{li}"] = f32(caps[f"router_logits_l{li}"].reshape(T, -1))
+            stages[f"experts_l{li}"] = caps[f"experts_l{li}"].reshape(T, -1).numpy().astype(np.int32)
     logits = res.logits[0]
     stages["prefill_logits"] = f32(logits[-1:])
     sfx = (lambda i: "") if n_images == 1 else (lambda i: f"_{i}")
