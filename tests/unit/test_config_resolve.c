@@ -180,6 +180,18 @@ static void check_text(const char *name, const json_t *g, const omnic__text_conf
     } else if (c->altup) {
         mismatch(name, "altup", "omnic parsed a Gemma 3n config, HF's record has no Gemma 3n fields");
     }
+    if (json_object_get(g, "layer_moe")) { /* mixture of experts */
+        eq_i(name, g, "n_experts", c->n_experts);
+        eq_i(name, g, "experts_per_tok", c->experts_per_tok);
+        eq_i(name, g, "moe_intermediate", c->moe_intermediate);
+        eq_i(name, g, "norm_topk", c->norm_topk);
+        const json_t *lm = json_object_get(g, "layer_moe");
+        for (int64_t l = 0; l < c->n_layers; l++)
+            if (json_integer_value(json_array_get(lm, (size_t)l)) != (c->n_experts > 0 && c->layer_moe[l]))
+                mismatch(name, "layer_moe", "layer %lld differs", (long long)l);
+    } else if (c->n_experts) {
+        mismatch(name, "n_experts", "omnic parsed experts, HF's record has none");
+    }
     const json_t *ms = json_object_get(g, "mrope_section");
     if ((ms != NULL) != c->mrope)
         mismatch(name, "mrope", "HF %s, omnic %s", ms ? "yes" : "no", c->mrope ? "yes" : "no");
@@ -415,6 +427,11 @@ static void test_refused(void **state)
         {"gemma-3n-E2B-it", "vision_config", "{\"vocab_offset\": 262000, \"vocab_size\": 128}",
          "must follow the text ones"},
         {"gemma-3n-E2B-it", "tie_word_embeddings", "false", "tie_word_embeddings false"},
+        /* Qwen3-MoE: more routed experts than experts, a layer index past the model, unknown key */
+        {"Qwen3-30B-A3B", "num_experts_per_tok", "200", "out of range [1, 64]"},
+        {"Qwen3-30B-A3B", "num_experts", "4", "num_experts_per_tok 8 exceeds num_experts 4"},
+        {"Qwen3-30B-A3B", "mlp_only_layers", "[3, 48]", "mlp_only_layers[1]"},
+        {"Qwen3-30B-A3B", "shared_expert_intermediate_size", "512", "key 'shared_expert_intermediate_size'"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char path[256];

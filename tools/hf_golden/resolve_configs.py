@@ -34,6 +34,7 @@ TEXT = {
     "llama": ("llama", "LlamaAttention", "LlamaRotaryEmbedding"),
     "qwen2": ("qwen2", "Qwen2Attention", "Qwen2RotaryEmbedding"),
     "qwen3": ("qwen3", "Qwen3Attention", "Qwen3RotaryEmbedding"),
+    "qwen3_moe": ("qwen3_moe", "Qwen3MoeAttention", "Qwen3MoeRotaryEmbedding"),
     "phi3": ("phi3", "Phi3Attention", "Phi3RotaryEmbedding"),
     "gemma3_text": ("gemma3", "Gemma3Attention", "Gemma3RotaryEmbedding"),
     "gemma3n_text": ("gemma3n", "Gemma3nTextAttention", "Gemma3nTextRotaryEmbedding"),
@@ -142,6 +143,15 @@ def text_record(cfg):
     rec.update(rope_record(tc, family))
     if family == "gemma3n_text":
         rec.update(gemma3n_record(cfg, tc, attn))
+    if family == "qwen3_moe":  # which layers Qwen3MoeDecoderLayer makes sparse, and the block's settings
+        m = mod("qwen3_moe")
+        small = copy.deepcopy(tc)  # the layer's choice reads only the expert settings: tiny widths
+        small.hidden_size, small.intermediate_size, small.moe_intermediate_size = 8, 8, 8
+        small.num_attention_heads, small.num_key_value_heads, small.head_dim = 1, 1, 8
+        rec["layer_moe"] = [int(isinstance(m.Qwen3MoeDecoderLayer(small, li).mlp, m.Qwen3MoeSparseMoeBlock))
+                            for li in range(tc.num_hidden_layers)]
+        rec.update({"n_experts": tc.num_experts, "experts_per_tok": tc.num_experts_per_tok,
+                    "moe_intermediate": tc.moe_intermediate_size, "norm_topk": bool(tc.norm_topk_prob)})
     return rec
 
 
