@@ -48,7 +48,10 @@ typedef enum omnic__op {
      * M-RoPE (Qwen2-VL): pos is i32 [T, 3] (temporal, height, width coordinates of each row)
      * and ip[2..4] = mrope sections (s0, s1, s2), s0 + s1 + s2 = n_rot / 2: frequency i takes
      * its angle from coordinate 0 for i < s0, 1 for i < s0 + s1, else 2 (HF's chunked
-     * apply_multimodal_rotary_pos_emb; both halves of a rotate-half pair share it).
+     * apply_multimodal_rotary_pos_emb; both halves of a rotate-half pair share it). ip[5] = 1:
+     * interleaved layout (Qwen3-VL's mrope_interleaved): frequency i takes coordinate 1 when
+     * i % 3 == 1 and i < 3 * s1, coordinate 2 when i % 3 == 2 and i < 3 * s2, else 0
+     * (omnic__mrope_axis).
      * angle = pos * inv_freq[i]; cos and sin are multiplied by fp[1] (attention factor, 1 plain).
      * Angles and cos/sin are computed in f32 as HF does: inv_freq f32, pos*inv_freq f32.
      * Exactly: inv_freq[i] = 1.0f / powf(fp[0], (float)(2i) / (float)n_rot);
@@ -147,6 +150,14 @@ typedef enum omnic__op {
     OMNIC_OP_MOE_SUM,
     OMNIC_OP_COUNT
 } omnic__op;
+
+/* The M-RoPE coordinate (0 temporal, 1 height, 2 width) frequency i of a rope node reads:
+ * sections ip[2..4], layout ip[5] (0 chunked, 1 interleaved). */
+static inline int omnic__mrope_axis(const int32_t *ip, int64_t i)
+{
+    if (ip[5]) return i % 3 == 1 && i < 3 * (int64_t)ip[3] ? 1 : i % 3 == 2 && i < 3 * (int64_t)ip[4] ? 2 : 0;
+    return i < ip[2] ? 0 : i < (int64_t)ip[2] + ip[3] ? 1 : 2;
+}
 
 #define OMNIC_MAX_SRC 7 /* attention: q, k, v, qpos, bias, kv_begin, span */
 #define OMNIC_OP_NPARAMS 8

@@ -664,8 +664,10 @@ static omnic_status build_body(const omnic__text_decoder *d, omnic__graph *g, om
         float theta = (float)(sliding && rope_local ? c->rope_local_theta : c->rope_theta);
         float af = sliding && rope_local ? 1.0f : c->rope_attn_factor;
         if (c->mrope) { /* positions [T, 3]: default frequencies split by mrope_section */
-            q = omnic__g_rope_mrope(g, q, pos, (int)c->n_rot, theta, table, c->mrope_section, af);
-            k = omnic__g_rope_mrope(g, k, pos, (int)c->n_rot, theta, table, c->mrope_section, af);
+            q = omnic__g_rope_mrope(g, q, pos, (int)c->n_rot, theta, table, c->mrope_section,
+                                    c->mrope_interleaved, af);
+            k = omnic__g_rope_mrope(g, k, pos, (int)c->n_rot, theta, table, c->mrope_section,
+                                    c->mrope_interleaved, af);
         } else if (rope_sel && table == rope_global) {
             q = omnic__g_rope_select(g, q, pos, (int)c->n_rot, 0, theta, rope_two, rope_sel, af);
             k = omnic__g_rope_select(g, k, pos, (int)c->n_rot, 0, theta, rope_two, rope_sel, af);

@@ -36,6 +36,7 @@ typedef struct omnic__text_config {
     float rope_attn_factor;  /* cos/sin multiplier (LongRoPE); 1 otherwise */
     bool mrope;              /* Qwen2-VL M-RoPE: positions [n, 3], frequencies split by mrope_section */
     int mrope_section[3];    /* frequencies per axis (temporal, height, width); sum = n_rot / 2 */
+    bool mrope_interleaved;  /* Qwen3-VL: axes interleaved over the frequencies (backend.h ROPE) */
     int64_t mrope_sum;       /* their sum as parsed (checked against n_rot / 2 once n_rot is known) */
     double rope_local_theta; /* sliding layers' base (Gemma3); 0: same as rope_theta, no scaling */
     bool tie_embeddings;

@@ -458,9 +458,11 @@ omnic__tensor *omnic__g_rope_select(omnic__graph *g, omnic__tensor *x, omnic__te
 
 omnic__tensor *omnic__g_rope_mrope(omnic__graph *g, omnic__tensor *x, omnic__tensor *pos, int n_rot,
                                    float theta, omnic__tensor *inv_freq, const int sections[3],
-                                   float attn_factor)
+                                   bool interleaved, float attn_factor)
 {
-    return rope_node(g, x, pos, n_rot, 0, theta, inv_freq, NULL, sections, attn_factor);
+    omnic__tensor *d = rope_node(g, x, pos, n_rot, 0, theta, inv_freq, NULL, sections, attn_factor);
+    if (d) g->nodes[g->n_nodes - 1].node.ip[5] = interleaved;
+    return d;
 }
 
 static omnic__tensor *attention_node(omnic__graph *g, omnic__tensor *q, omnic__tensor *k, omnic__tensor *v,

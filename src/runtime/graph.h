@@ -118,10 +118,12 @@ omnic__tensor *omnic__g_rope_select(omnic__graph *g, omnic__tensor *x, omnic__te
                                     float attn_factor);
 /* M-RoPE (Qwen2-VL, rotate-half): pos i32 [T, 3] (temporal, height, width coordinates);
  * frequency i < sections[0] rotates by coordinate 0, the next sections[1] by coordinate 1,
- * the rest by coordinate 2; sections sum to n_rot / 2 (HF's chunked mrope_section). */
+ * the rest by coordinate 2; sections sum to n_rot / 2 (HF's chunked mrope_section).
+ * interleaved (Qwen3-VL): frequencies 1, 4, 7, .. below 3 * sections[1] by coordinate 1,
+ * 2, 5, 8, .. below 3 * sections[2] by coordinate 2, the others by coordinate 0. */
 omnic__tensor *omnic__g_rope_mrope(omnic__graph *g, omnic__tensor *x, omnic__tensor *pos, int n_rot,
                                    float theta, omnic__tensor *inv_freq, const int sections[3],
-                                   float attn_factor);
+                                   bool interleaved, float attn_factor);
 omnic__tensor *omnic__g_attention(omnic__graph *g, omnic__tensor *q, omnic__tensor *k, omnic__tensor *v,
                                   omnic__tensor *qpos, omnic__tensor *bias, omnic__tensor *kv_begin,
                                   float scale, bool causal, int window, float softcap);

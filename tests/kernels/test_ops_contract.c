@@ -735,12 +735,13 @@ static void test_rope(void **state)
             /* v: 0 base 1e4 pos < 4096; 1 base 1e6, factor 1.2, pos < 32768;
              * 2 explicit inv_freq table, pos < 131072 (f32 angle rounding dominates);
              * 3 two tables [2, n_rot/2] and a per-row selector (LongRoPE short / long);
-             * 4 M-RoPE coordinates [T, 3] with sections (rotate-half only) */
-            for (int v = 0; v < 5; v++) {
-                if (v == 4 && mode != 0) continue;
+             * 4 M-RoPE coordinates [T, 3] with sections (rotate-half only); 5 the same with the
+             * interleaved layout (Qwen3-VL) */
+            for (int v = 0; v < 6; v++) {
+                if (v >= 4 && mode != 0) continue;
                 rng_seed(5000 + (uint64_t)id++);
                 tbuf *x = T(OMNIC_DTYPE_F32, T_, H, D),
-                     *pos = v == 4 ? T(OMNIC_DTYPE_I32, T_, 3) : T(OMNIC_DTYPE_I32, T_),
+                     *pos = v >= 4 ? T(OMNIC_DTYPE_I32, T_, 3) : T(OMNIC_DTYPE_I32, T_),
                      *dst = T(OMNIC_DTYPE_F32, T_, H, D);
                 tbuf *tbl = v == 2   ? T(OMNIC_DTYPE_F32, n_rot / 2)
                             : v == 3 ? T(OMNIC_DTYPE_F32, 2, n_rot / 2)
@@ -764,15 +765,18 @@ static void test_rope(void **state)
                 n.fp[1] = v == 1 ? 1.2f : 1.0f;
                 const int64_t half = n_rot / 2, s0 = half / 4, s1 = (half - s0) / 2;
                 if (v == 4) n.ip[2] = (int32_t)s0, n.ip[3] = (int32_t)s1, n.ip[4] = (int32_t)(half - s0 - s1);
+                if (v == 5) /* Qwen3-VL-like: H and W each a third (rounded down), T the rest */
+                    n.ip[3] = n.ip[4] = (int32_t)(half / 3), n.ip[2] = (int32_t)(half - 2 * (half / 3)), n.ip[5] = 1;
                 snprintf(label, sizeof label, "rope T=%lld H=%lld D=%lld n_rot=%lld mode=%d %s",
                          (long long)T_, (long long)H, (long long)D, (long long)n_rot, mode,
                          v == 0   ? "base=1e4"
                          : v == 1 ? "base=1e6 factor=1.2"
                          : v == 2 ? "inv_freq table, pos<131072"
                          : v == 3 ? "two tables + selector"
-                                  : "M-RoPE [T, 3] positions");
+                         : v == 4 ? "M-RoPE [T, 3] positions"
+                                  : "M-RoPE interleaved");
                 fails += check(label, &n, OMNIC_DTYPE_F32);
-                if (v == 4) { /* equal coordinates: exactly the 1-D op; else each section its own axis */
+                if (v >= 4) { /* equal coordinates: exactly the 1-D op; else each section its own axis */
                     int32_t *pv = pos->t.data;
                     tbuf *p1 = T(OMNIC_DTYPE_I32, T_), *d1 = T(OMNIC_DTYPE_F32, T_, H, D),
                          *d3 = T(OMNIC_DTYPE_F32, T_, H, D);
@@ -780,7 +784,7 @@ static void test_rope(void **state)
                         pv[3 * t + 1] = pv[3 * t + 2] = pv[3 * t], ((int32_t *)p1->t.data)[t] = pv[3 * t];
                     omnic__node n3 = n, n1 = n;
                     n3.dst = &d3->t;
-                    n1.src[1] = &p1->t, n1.dst = &d1->t, n1.ip[2] = n1.ip[3] = n1.ip[4] = 0;
+                    n1.src[1] = &p1->t, n1.dst = &d1->t, n1.ip[2] = n1.ip[3] = n1.ip[4] = n1.ip[5] = 0;
                     for (int b = 0; b < 2; b++) {
                         const omnic__backend_ops *be = b ? cpu_b : ref_b;
                         be->kernel[OMNIC_OP_ROPE](&n3, 0, 1, rope_work);
@@ -2113,6 +2117,19 @@ static void test_moe(void **state)
     assert_int_equal(fails, 0);
 }
 
+/* The M-RoPE axis of each frequency: Qwen2-VL's chunked sections [16, 24, 24], Qwen3-VL's
+ * interleaved [24, 20, 20] (HF apply_interleaved_mrope: H at 1, 4, .., 58; W at 2, 5, .., 59). */
+static void test_mrope_axes(void **state)
+{
+    (void)state;
+    const int32_t chunked[8] = {0, 0, 16, 24, 24, 0}, inter[8] = {0, 0, 24, 20, 20, 1};
+    for (int64_t i = 0; i < 64; i++) {
+        assert_int_equal(omnic__mrope_axis(chunked, i), i < 16 ? 0 : i < 40 ? 1 : 2);
+        int want = i < 60 && i % 3 == 1 ? 1 : i < 60 && i % 3 == 2 ? 2 : 0;
+        assert_int_equal(omnic__mrope_axis(inter, i), want);
+    }
+}
+
 /* ---- main --------------------------------------------------------------------------- */
 
 static int group_setup(void **state)
@@ -2157,6 +2174,7 @@ int main(void)
         cmocka_unit_test(test_pool_avg),
         cmocka_unit_test(test_sparsity_magnitude),
         cmocka_unit_test(test_moe),
+        cmocka_unit_test(test_mrope_axes),
         cmocka_unit_test(test_layout),
         cmocka_unit_test(test_argmax_cpy),
         cmocka_unit_test(test_set_rows),

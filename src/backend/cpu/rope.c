@@ -26,7 +26,6 @@ void omnic__cpu_rope(const omnic__node *n, int ith, int nth, void *wdata)
     bool interleaved = n->ip[1] == 1;
     float base = n->fp[0], attn = n->fp[1];
     const bool mrope = n->src[1]->ndim == 2; /* [T, 3]: frequency i reads coordinate by section */
-    const int64_t s0 = n->ip[2], s01 = (int64_t)n->ip[2] + n->ip[3];
     float *cs = omnic__cpu_wpart(wdata, omnic__cpu_rope_wsize(n, nth) / (size_t)nth, ith);
     float *sn = cs + half;
     int64_t r0, r1, cur_t = -1;
@@ -36,7 +35,7 @@ void omnic__cpu_rope(const omnic__node *n, int ith, int nth, void *wdata)
         if (t != cur_t) {
             if (sel) freqs = tables + sel[t] * half;
             for (int64_t i = 0; i < half; i++) {
-                float p = mrope ? (float)pos[t * 3 + (i < s01 ? (i < s0 ? 0 : 1) : 2)] : (float)pos[t];
+                float p = mrope ? (float)pos[t * 3 + omnic__mrope_axis(n->ip, i)] : (float)pos[t];
                 float inv = freqs ? freqs[i] : 1.0f / powf(base, (float)(2 * i) / (float)n_rot);
                 float ang = p * inv;
                 cs[i] = (float)cos((double)ang) * attn;

@@ -50,7 +50,7 @@ void omnic__ref_rope(const omnic__node *n, int ith, int nth, void *wdata)
         const float *tbl = tables && sel ? tables + sel[t] * (n_rot / 2) : tables;
         for (int64_t i = 0; i < half; i++) {
             /* M-RoPE: pos [T, 3], frequency i reads the coordinate of its section */
-            int axis = i < n->ip[2] ? 0 : i < (int64_t)n->ip[2] + n->ip[3] ? 1 : 2;
+            int axis = omnic__mrope_axis(n->ip, i);
             float p = n->src[1]->ndim == 2 ? (float)pos[t * 3 + axis] : (float)pos[t];
             float inv = tbl ? tbl[i] : rope_inv_freq(n->fp[0], i, n_rot);
             float angle = p * inv;                          /* f32 product, as HF */
