@@ -102,6 +102,8 @@ omnic_status omnic__model_open(const char *dir, const omnic__model_opts *opts, o
         (s = omnic__text_decoder_quantize(&m->dec, quant, m->backend, m->ckpt->weights, m->pool, err)) !=
             OMNIC_OK)
         goto fail;
+    /* experts the quantization did not stack (none, or rows of partial blocks): copies as stored */
+    if ((s = omnic__text_decoder_stack_experts(&m->dec, m->ckpt->weights, err)) != OMNIC_OK) goto fail;
     if ((s = omnic__kv_pool_init(&m->kv, (int)cfg.n_kv_layers, m->n_slots, m->capacity, cfg.n_kv_heads,
                                  cfg.head_dim, m->kv_dtype, err)) != OMNIC_OK)
         goto fail;

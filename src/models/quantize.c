@@ -85,16 +85,16 @@ omnic_status omnic__text_decoder_quantize(omnic__text_decoder *d, omnic_dtype qt
     const int64_t L = d->cfg.n_layers;
     /* Gemma 3n adds its per-layer table and projections, AltUp's stream projections, and per
      * layer Laurel's two and the per-layer input gate / projection */
-    const size_t cap = 2 + 7 * (size_t)L + (d->altup ? 2 + 6 + 4 * (size_t)L : 0) + 3 * (size_t)L;
+    const size_t cap =
+        2 + 7 * (size_t)L + (d->altup ? 2 + 6 + 4 * (size_t)L : 0) + 3 * (size_t)L; /* + experts */
     const int nth = omnic__threadpool_size(pool);
     omnic__tensor **ws = omnic_alloc_array(cap, sizeof *ws);
-    int64_t *group = omnic_alloc_array(cap, sizeof *group); /* rows per expert of stacked experts; 0 */
     omnic__tensor **grown = omnic_realloc(d->qweights, (d->n_qweights + cap) * sizeof *grown);
     float *buf = NULL;
     uint8_t *grp = NULL;
     omnic_status s = OMNIC_OK;
     if (grown) d->qweights = grown;
-    if (!ws || !grown || !group) {
+    if (!ws || !grown) {
         s = OMNIC_FAIL(err, OMNIC_E_NOMEM, "out of memory listing weights to quantize");
         goto out;
     }
@@ -107,13 +107,6 @@ omnic_status omnic__text_decoder_quantize(omnic__text_decoder *d, omnic_dtype qt
         omnic__tensor *lw[7] = {&y->wq, &y->wk, &y->wv, &y->wo, &y->w_gate, &y->w_up, &y->w_down};
         for (int i = 0; i < 7; i++)
             ws[n++] = lw[i];
-    }
-    for (int64_t l = 0; l < L; l++) { /* stacked experts (the router stays as stored) */
-        omnic__text_decoder_layer *y = &d->layers[l];
-        if (!y->experts_gate) continue;
-        group[n] = d->cfg.moe_intermediate, ws[n++] = y->experts_gate;
-        group[n] = d->cfg.moe_intermediate, ws[n++] = y->experts_up;
-        group[n] = d->cfg.hidden, ws[n++] = y->experts_down;
     }
     omnic__altup *a = d->altup;
     if (a) { /* the small AltUp router and coefficient matrices stay as stored */
@@ -130,6 +123,9 @@ omnic_status omnic__text_decoder_quantize(omnic__text_decoder *d, omnic_dtype qt
     }
     for (size_t i = 0; i < n; i++)
         kmax = ws[i]->dims[1] > kmax ? ws[i]->dims[1] : kmax;
+    if (d->cfg.n_experts > 0) /* experts: K is H (gate, up) or the expert width (down) */
+        kmax = d->cfg.hidden > kmax ? d->cfg.hidden : kmax,
+        kmax = d->cfg.moe_intermediate > kmax ? d->cfg.moe_intermediate : kmax;
     buf = omnic_alloc_array((size_t)nth * (size_t)kmax, sizeof *buf);
     grp = omnic_alloc_array((size_t)nth * OMNIC_X16_ROWS, omnic__dtype_row_bytes(OMNIC_DTYPE_Q8_0, kmax));
     if (!buf || !grp) {
@@ -147,9 +143,7 @@ omnic_status omnic__text_decoder_quantize(omnic__text_decoder *d, omnic_dtype qt
             continue;
         }
         /* the backend may want another layout of the same values (cpu: q4_0x16, q8_0x16) */
-        /* stacked experts: the layout must keep each expert's rows whole (its row count decides) */
-        const int64_t rows = group[i] ? group[i] : w->dims[0];
-        const omnic_dtype wt = backend->weight_dtype ? backend->weight_dtype(qt, rows, w->dims[1]) : qt;
+        const omnic_dtype wt = backend->weight_dtype ? backend->weight_dtype(qt, w->dims[0], w->dims[1]) : qt;
         omnic__tensor *q;
         if ((s = omnic__tensor_create(&q, wt, 2, w->dims, err)) != OMNIC_OK) goto out;
         memcpy(q->name, w->name, sizeof q->name);
@@ -158,17 +152,67 @@ omnic_status omnic__text_decoder_quantize(omnic__text_decoder *d, omnic_dtype qt
         omnic__threadpool_run(pool, quant_task, &j);
         omnic__st_release(st, w->data, omnic__tensor_bytes(w)); /* pages across step boundaries */
         d->qweights[d->n_qweights++] = q;
-        if (w->owns_data) { /* an owned copy (stacked experts): the quantized tensor replaces it */
-            omnic_free(w->data);
-            w->owns_data = false;
-        }
         w->dtype = wt;
         w->data = q->data;
+    }
+    /* experts: each layer's per-expert tensors quantized straight into one stacked tensor (no
+     * 16-bit stacked copy in between); the layout keeps every expert's rows whole */
+    for (int64_t l = 0; s == OMNIC_OK && l < L; l++) {
+        omnic__text_decoder_layer *y = &d->layers[l];
+        if (!y->expert_views) continue;
+        omnic__tensor **out[3] = {&y->experts_gate, &y->experts_up, &y->experts_down};
+        for (int p = 0; p < 3 && s == OMNIC_OK; p++) {
+            const omnic__tensor *v0 = &y->expert_views[p];
+            const int64_t N = v0->dims[0], K = v0->dims[1], E = d->cfg.n_experts;
+            if (K % OMNIC_QK != 0) {
+                OMNIC_LOG_W(
+                    "weights: layer %lld experts %s [%lld, %lld] stay %s: rows of %lld elements are not "
+                    "whole %d-element blocks",
+                    (long long)l,
+                    p == 0   ? "gate"
+                    : p == 1 ? "up"
+                             : "down",
+                    (long long)N, (long long)K, omnic_dtype_name(v0->dtype), (long long)K, OMNIC_QK);
+                continue;
+            }
+            const omnic_dtype wt = backend->weight_dtype ? backend->weight_dtype(qt, N, K) : qt;
+            omnic__tensor *q;
+            int64_t all[2] = {E * N, K};
+            if ((s = omnic__tensor_create(&q, wt, 2, all, err)) != OMNIC_OK) break;
+            snprintf(q->name, sizeof q->name, "%slayers.%lld.mlp.experts.%s", d->cfg.prefix, (long long)l,
+                     p == 0   ? "gate_proj"
+                     : p == 1 ? "up_proj"
+                              : "down_proj");
+            (void)omnic__mem_advise_huge(q->data, omnic__tensor_bytes(q));
+            const size_t slice =
+                (size_t)N * omnic__dtype_row_bytes(wt == OMNIC_DTYPE_Q4_0X16   ? OMNIC_DTYPE_Q4_0
+                                                   : wt == OMNIC_DTYPE_Q8_0X16 ? OMNIC_DTYPE_Q8_0
+                                                                               : wt,
+                                                   K);
+            for (int64_t e = 0; e < E; e++) {
+                omnic__tensor part = *q; /* expert e's rows of the stacked tensor */
+                part.dims[0] = N;
+                part.owns_data = false;
+                part.data = (char *)q->data + (size_t)e * slice;
+                const omnic__tensor *src = &y->expert_views[3 * e + p];
+                quant_job j = {.src = src, .dst = &part, .st = st, .buf = buf, .grp = grp};
+                omnic__threadpool_run(pool, quant_task, &j);
+                omnic__st_release(st, src->data, omnic__tensor_bytes(src));
+            }
+            d->qweights[d->n_qweights++] = q;
+            omnic__tensor *h = omnic_alloc_array(1, sizeof *h); /* a header over q's data */
+            if (!h) {
+                s = OMNIC_FAIL(err, OMNIC_E_NOMEM, "out of memory for a tensor header");
+                break;
+            }
+            *h = *q;
+            h->owns_data = false;
+            *out[p] = h;
+        }
     }
 out:
     if (d->cfg.tie_embeddings) d->lm_head = d->embed;
     omnic_free(ws);
-    omnic_free(group);
     omnic_free(buf);
     omnic_free(grp);
     return s;
@@ -176,6 +220,17 @@ out:
 
 const char *omnic__text_decoder_transform(const omnic__text_decoder *d, const char *name)
 {
+    /* a per-expert tensor (...mlp.experts.{e}.{proj}.weight) went into its layer's stacked one */
+    const char *ex = strstr(name, ".mlp.experts.");
+    if (ex) {
+        const char *num = ex + strlen(".mlp.experts."), *dot = strchr(num, '.');
+        const char *w = dot ? strstr(dot + 1, ".weight") : NULL;
+        char stacked[sizeof d->qweights[0]->name];
+        if (w && snprintf(stacked, sizeof stacked, "%.*s.mlp.experts.%.*s", (int)(ex - name), name,
+                          (int)(w - dot - 1), dot + 1) < (int)sizeof stacked)
+            for (size_t i = 0; i < d->n_qweights; i++)
+                if (!strcmp(d->qweights[i]->name, stacked)) return omnic_dtype_name(d->qweights[i]->dtype);
+    }
     for (size_t i = 0; i < d->n_qweights; i++)
         if (!strncmp(d->qweights[i]->name, name, sizeof d->qweights[i]->name - 1)) /* names are cut at 63 */
             return omnic_dtype_name(d->qweights[i]->dtype);

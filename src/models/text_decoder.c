@@ -351,8 +351,8 @@ static omnic_status rope_table(const omnic__text_config *c, double theta, omnic_
 }
 
 /* Layer l's experts, stored one tensor per expert (mlp.experts.{e}.{gate,up,down}_proj.weight,
- * Qwen3-MoE), stacked into owned [E * Im, H] / [E * H, Im] copies in their dtype (one dtype for
- * all), the source pages released as they are copied. */
+ * Qwen3-MoE): bound as views (mapped), stacked later (omnic__text_decoder_stack_experts, or
+ * quantized straight into a stacked tensor). */
 static omnic_status bind_experts(omnic__text_decoder *d, const omnic__safetensors *st, int64_t l,
                                  omnic_err *err)
 {
@@ -360,28 +360,47 @@ static omnic_status bind_experts(omnic__text_decoder *d, const omnic__safetensor
     const int64_t E = c->n_experts, Im = c->moe_intermediate, H = c->hidden;
     static const char *const proj[3] = {"gate_proj", "up_proj", "down_proj"};
     omnic__text_decoder_layer *L = &d->layers[l];
-    omnic__tensor **out[3] = {&L->experts_gate, &L->experts_up, &L->experts_down};
+    L->expert_views = omnic_alloc_array((size_t)(3 * E), sizeof *L->expert_views);
+    if (!L->expert_views)
+        return OMNIC_FAIL(err, OMNIC_E_NOMEM, "out of memory for %lld experts", (long long)E);
     char name[192];
-    for (int p = 0; p < 3; p++) {
-        const int64_t rows = p == 2 ? H : Im, cols = p == 2 ? Im : H, dims[2] = {rows, cols};
-        for (int64_t e = 0; e < E; e++) {
+    for (int64_t e = 0; e < E; e++)
+        for (int p = 0; p < 3; p++) {
+            const int64_t dims[2] = {p == 2 ? H : Im, p == 2 ? Im : H};
             snprintf(name, sizeof name, "%slayers.%lld.mlp.experts.%lld.%s.weight", c->prefix, (long long)l,
                      (long long)e, proj[p]);
-            omnic__tensor v;
-            OMNIC_TRY(bind(d, st, name, 2, dims, &v, err));
-            if (!*out[p]) {
-                int64_t all[2] = {E * rows, cols};
-                OMNIC_TRY(omnic__tensor_create(out[p], v.dtype, 2, all, err));
-                snprintf((*out[p])->name, sizeof(*out[p])->name, "%slayers.%lld.mlp.experts.%s", c->prefix,
-                         (long long)l, proj[p]);
-            } else if (v.dtype != (*out[p])->dtype) {
+            omnic__tensor *v = &L->expert_views[3 * e + p];
+            OMNIC_TRY(bind(d, st, name, 2, dims, v, err));
+            if (v->dtype != L->expert_views[p].dtype)
                 return OMNIC_FAIL(err, OMNIC_E_INVALID,
                                   "%s is %s, expert 0's is %s: one dtype for all experts", name,
-                                  omnic_dtype_name(v.dtype), omnic_dtype_name((*out[p])->dtype));
+                                  omnic_dtype_name(v->dtype), omnic_dtype_name(L->expert_views[p].dtype));
+        }
+    return OMNIC_OK;
+}
+
+omnic_status omnic__text_decoder_stack_experts(omnic__text_decoder *d, const omnic__safetensors *st,
+                                               omnic_err *err)
+{
+    const omnic__text_config *c = &d->cfg;
+    static const char *const proj[3] = {"gate_proj", "up_proj", "down_proj"};
+    for (int64_t l = 0; l < c->n_layers; l++) {
+        omnic__text_decoder_layer *L = &d->layers[l];
+        if (!L->expert_views) continue;
+        omnic__tensor **out[3] = {&L->experts_gate, &L->experts_up, &L->experts_down};
+        for (int p = 0; p < 3; p++) {
+            if (*out[p]) continue; /* stacked by quantization */
+            const omnic__tensor *v0 = &L->expert_views[p];
+            int64_t all[2] = {c->n_experts * v0->dims[0], v0->dims[1]};
+            OMNIC_TRY(omnic__tensor_create(out[p], v0->dtype, 2, all, err));
+            snprintf((*out[p])->name, sizeof(*out[p])->name, "%slayers.%lld.mlp.experts.%s", c->prefix,
+                     (long long)l, proj[p]);
+            const size_t bytes = omnic__tensor_bytes(v0);
+            for (int64_t e = 0; e < c->n_experts; e++) {
+                const omnic__tensor *v = &L->expert_views[3 * e + p];
+                memcpy((char *)(*out[p])->data + (size_t)e * bytes, v->data, bytes);
+                omnic__st_release(st, v->data, bytes);
             }
-            const size_t bytes = omnic__tensor_bytes(&v);
-            memcpy((char *)(*out[p])->data + (size_t)e * bytes, v.data, bytes);
-            omnic__st_release(st, v.data, bytes);
         }
     }
     return OMNIC_OK;
@@ -534,6 +553,7 @@ void omnic__text_decoder_deinit(omnic__text_decoder *d)
         omnic__tensor_destroy(d->layers[l].experts_gate);
         omnic__tensor_destroy(d->layers[l].experts_up);
         omnic__tensor_destroy(d->layers[l].experts_down);
+        omnic_free(d->layers[l].expert_views);
     }
     omnic_free(d->layers);
     omnic__tensor_destroy(d->rope_global);
@@ -580,11 +600,12 @@ void omnic__text_decoder_param_stats(const omnic__text_decoder *d, int64_t *para
                                      c_sw ? &L->post_mlp_norm : NULL};
         for (size_t i = 0; i < sizeof ws / sizeof ws[0]; i++)
             if (ws[i] && ws[i]->data) COUNT(ws[i]);
-        if (L->experts_gate) {
+        if (L->expert_views) { /* stacked, or still the per-expert views */
             COUNT(&L->router);
-            COUNT(L->experts_gate);
-            COUNT(L->experts_up);
-            COUNT(L->experts_down);
+            omnic__tensor *stacked[3] = {L->experts_gate, L->experts_up, L->experts_down};
+            for (int k = 0; k < 3; k++)
+                for (int64_t e = 0; e < (stacked[k] ? 1 : d->cfg.n_experts); e++)
+                    COUNT(stacked[k] ? stacked[k] : &L->expert_views[3 * e + k]);
         }
     }
 #undef COUNT

@@ -104,6 +104,8 @@ typedef struct omnic__text_decoder_layer {
      * and down [E * H, Im] stacked (owned copies of the per-expert tensors) */
     omnic__tensor router;
     omnic__tensor *experts_gate, *experts_up, *experts_down;
+    omnic__tensor *expert_views; /* owned [3 * E]: the per-expert tensors as bound (gate, up,
+                                  * down of expert 0, 1, ...), until stacked */
 } omnic__text_decoder_layer;
 
 typedef struct omnic__text_decoder {
@@ -167,6 +169,12 @@ void omnic__text_rope_freqs(const omnic__text_config *c, int which, float *out);
 omnic_status omnic__text_decoder_load(omnic__text_decoder *d, const omnic__text_config *cfg,
                                       const omnic__safetensors *st, omnic_err *err);
 void omnic__text_decoder_deinit(omnic__text_decoder *d);
+/* Stacks the experts of every mixture-of-experts layer not stacked yet (by quantization,
+ * models/quantize.h) into owned copies in their stored dtype, releasing the mapped pages as
+ * it copies. Called once after load (and quantization). E_INVALID (mixed expert dtypes),
+ * E_NOMEM. */
+omnic_status omnic__text_decoder_stack_experts(omnic__text_decoder *d, const omnic__safetensors *st,
+                                               omnic_err *err);
 
 /* What a decoder graph ends with. */
 typedef enum omnic__text_head {
