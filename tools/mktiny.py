@@ -2037,6 +2037,100 @@ def build_qwen2vl(family: str, v: dict, td: dict, mrope: List[int], tok: BpeToke
     return config, specs, pre
 
 
+# -----------------------------------------------------------------------------
+# Qwen3-VL (Qwen3VLForConditionalGeneration [qwen3_vl]): the Qwen3-VL tower (patch 16 Conv3d
+# with bias, a learned 4x4 position table interpolated per grid, fc1/fc2 blocks, the merger and
+# DeepStack mergers after blocks 0 and 1) and a qwen3 text model in text_config (interleaved
+# M-RoPE [6, 5, 5] over head_dim 32, rope_theta 5e6); weights model.visual.*,
+# model.language_model.*; preprocessor mean = std = 0.5.
+# -----------------------------------------------------------------------------
+
+QWEN3VL_VISION_TINY = {"depth": 3, "width": 32, "heads": 2, "intermediate": 64, "patch": 16, "temporal": 2,
+                       "merge": 2, "n_pos": 16, "deepstack": [0, 1]}
+QWEN3VL_MROPE_TINY = [6, 5, 5]
+
+
+def main_qwen3vl(args) -> int:
+    t0 = time.time()
+    if args.verify or args.dims == "real" or args.preset is not None:
+        raise SystemExit("--family qwen3_vl: tiny dims only, no --verify")
+    v = dict(QWEN3VL_VISION_TINY)
+    tok = train_tokenizer("qwen2", extra_specials=QWEN2VL_SPECIALS)
+    td, _ = resolve_dims("qwen3", FAMILIES["qwen3"], "tiny", None, tok)
+    td.pop("tie", None)
+    td["layers"] = 3
+    td["rope_theta"] = 5000000.0
+    ids = special_ids(tok)
+    tie = True if args.tie is None else bool(args.tie)
+    text_cfg, text_w = build_qwen3(td, ids, tie)
+    for k in ("architectures", "max_window_layers", "sliding_window", "use_sliding_window", "bos_token_id",
+              "eos_token_id"):
+        text_cfg.pop(k, None)
+    text_cfg.update({"model_type": "qwen3_vl_text", "dtype": DTYPES[args.dtype][2],
+                     "rope_scaling": {"mrope_interleaved": True, "mrope_section": list(QWEN3VL_MROPE_TINY),
+                                      "rope_type": "default"}})
+    C, p, T, U, D = v["width"], v["patch"], v["temporal"], v["width"] * v["merge"] ** 2, td["hidden"]
+    specs = [("model.language_model." + s[0][len("model."):] if s[0].startswith("model.") else s[0], s[1],
+              s[2] if len(s) > 2 else weight_init(s), s[0]) for s in text_w]
+    w: List[WeightSpec] = [("model.visual.patch_embed.proj.weight", (C, 3, T, p, p), "normal*0.25"),
+                           ("model.visual.patch_embed.proj.bias", (C,), "normal*0.5"),
+                           ("model.visual.pos_embed.weight", (v["n_pos"], C), "normal*2")]
+    for i in range(v["depth"]):
+        b = f"model.visual.blocks.{i}."
+        w += [(b + "norm1.weight", (C,), "norm"), (b + "norm1.bias", (C,), "normal*0.5"),
+              (b + "norm2.weight", (C,), "norm"), (b + "norm2.bias", (C,), "normal*0.5"),
+              (b + "attn.qkv.weight", (3 * C, C)), (b + "attn.qkv.bias", (3 * C,), "normal*0.5"),
+              (b + "attn.proj.weight", (C, C)), (b + "attn.proj.bias", (C,), "normal*0.5"),
+              (b + "mlp.linear_fc1.weight", (v["intermediate"], C)), (b + "mlp.linear_fc1.bias", (v["intermediate"],), "normal*0.5"),
+              (b + "mlp.linear_fc2.weight", (C, v["intermediate"])), (b + "mlp.linear_fc2.bias", (C,), "normal*0.5")]
+    w += [("model.visual.merger.norm.weight", (C,), "norm"), ("model.visual.merger.norm.bias", (C,), "normal*0.5"),
+          ("model.visual.merger.linear_fc1.weight", (U, U)), ("model.visual.merger.linear_fc1.bias", (U,), "normal*0.5"),
+          ("model.visual.merger.linear_fc2.weight", (D, U)), ("model.visual.merger.linear_fc2.bias", (D,), "normal*0.5")]
+    for k in range(len(v["deepstack"])):
+        b = f"model.visual.deepstack_merger_list.{k}."
+        w += [(b + "norm.weight", (U,), "norm"), (b + "norm.bias", (U,), "normal*0.5"),
+              (b + "linear_fc1.weight", (U, U)), (b + "linear_fc1.bias", (U,), "normal*0.5"),
+              (b + "linear_fc2.weight", (D, U)), (b + "linear_fc2.bias", (D,), "normal*0.5")]
+    specs += [(s[0], s[1], s[2] if len(s) > 2 else weight_init(s), s[0]) for s in w]
+    sp = tok.specials
+    config = {"architectures": ["Qwen3VLForConditionalGeneration"], "model_type": "qwen3_vl",
+              "image_token_id": sp["<|image_pad|>"], "video_token_id": sp["<|video_pad|>"],
+              "vision_start_token_id": sp["<|vision_start|>"], "vision_end_token_id": sp["<|vision_end|>"],
+              "tie_word_embeddings": tie, "text_config": text_cfg, "dtype": DTYPES[args.dtype][2],
+              "transformers_version": "4.57.0",
+              "vision_config": {"model_type": "qwen3_vl", "depth": v["depth"], "hidden_size": C,
+                                "hidden_act": "gelu_pytorch_tanh", "intermediate_size": v["intermediate"],
+                                "num_heads": v["heads"], "in_channels": 3, "patch_size": p,
+                                "spatial_merge_size": v["merge"], "temporal_patch_size": T, "out_hidden_size": D,
+                                "num_position_embeddings": v["n_pos"], "deepstack_visual_indexes": v["deepstack"],
+                                "initializer_range": 0.02}}
+    factor = p * v["merge"]
+    max_pixels = factor * factor * 64
+    pre = {"do_convert_rgb": True, "do_normalize": True, "do_rescale": True, "do_resize": True,
+           "image_mean": [0.5, 0.5, 0.5], "image_std": [0.5, 0.5, 0.5], "image_processor_type": "Qwen2VLImageProcessor",
+           "processor_class": "Qwen3VLProcessor", "merge_size": v["merge"], "patch_size": p, "resample": 3,
+           "rescale_factor": 0.00392156862745098, "temporal_patch_size": T,
+           "size": {"longest_edge": max_pixels, "shortest_edge": factor * factor * 4}}
+    os.makedirs(args.out, exist_ok=True)
+    write_json(os.path.join(args.out, "config.json"), config)
+    gen = {"bos_token_id": ids["bos"], "do_sample": False, "eos_token_id": ids["gen_eos"],
+           "pad_token_id": ids["pad"], "transformers_version": "4.57.0"}
+    write_json(os.path.join(args.out, "generation_config.json"), gen)
+    write_json(os.path.join(args.out, "tokenizer.json"), tokenizer_json(tok, args.merges_style), sort_keys=False)
+    tc = tokenizer_config_json(tok)
+    tc["chat_template"] = QWEN2VL_CHAT_TEMPLATE
+    tc["additional_special_tokens"] = ["<|im_start|>", "<|im_end|>"] + list(QWEN2VL_SPECIALS)
+    write_json(os.path.join(args.out, "tokenizer_config.json"), tc)
+    write_json(os.path.join(args.out, "chat_template.json"), {"chat_template": QWEN2VL_CHAT_TEMPLATE})
+    write_json(os.path.join(args.out, "preprocessor_config.json"), pre)
+    files = write_weights(args.out, specs, args.seed, STD_TINY, args.dtype, args.shards)
+    nparams = sum(int(np.prod(s[1], dtype=np.int64)) for s in specs)
+    print(f"mktiny: qwen3_vl [tiny] dtype={args.dtype} seed={args.seed} -> {args.out}")
+    print(f"  {len(specs)} tensors, {nparams:,} params; vision depth {v['depth']}, DeepStack after {v['deepstack']}; "
+          f"{time.time() - t0:.2f} s")
+    return 0
+
+
 def main_qwen2vl(args) -> int:
     t0 = time.time()
     if args.verify:
@@ -2451,7 +2545,7 @@ def resolve_dims(fam_name: str, fam: Family, dims: str, preset: Optional[str], t
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     ap = argparse.ArgumentParser(description="Write a tiny random HF-format checkpoint.")
-    ap.add_argument("--family", choices=sorted(list(FAMILIES) + ["llava", "qwen2_vl", "qwen2_5_vl", "gemma3", "gemma3n"]),
+    ap.add_argument("--family", choices=sorted(list(FAMILIES) + ["llava", "qwen2_vl", "qwen2_5_vl", "qwen3_vl", "gemma3", "gemma3n"]),
                     required=True)
     ap.add_argument("--vision", choices=["clip", "siglip"], default="clip", help="llava: vision tower")
     ap.add_argument("--text", choices=["llama", "qwen2"], default="llama", help="llava: text model")
@@ -2496,6 +2590,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return main_gemma3(args)
     if args.family == "gemma3n":
         return main_gemma3n(args)
+    if args.family == "qwen3_vl":
+        return main_qwen3vl(args)
     t0 = time.time()
     fam = FAMILIES[args.family]
     tok = train_tokenizer(fam.tokenizer, extra_specials=fam.extra_specials)

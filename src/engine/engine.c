@@ -433,7 +433,7 @@ static omnic_status prefill_chunk(omnic__engine *e, int si, omnic_err *err)
     sel.data = e->rope_long; /* LongRoPE: every prompt row is of a forward of the whole prompt (HF) */
     for (int64_t i = 0; m->dec.rope_switch && i < n; i++)
         e->rope_long[i] = omnic__rope_long(&m->dec.cfg, s->pf_len);
-    const omnic__tensor *in[4] = {&rows, &pos};
+    const omnic__tensor *in[5] = {&rows, &pos};
     int n_in = 2;
     omnic__tensor span;
     if (pp && m->embed_mask == OMNIC_MASK_SPANS) { /* attn_span [n, 2]: each row's span in slot rows */
@@ -442,6 +442,13 @@ static omnic_status prefill_chunk(omnic__engine *e, int si, omnic_err *err)
         span.data = e->pre_span;
         fill_spans(pp, s->prefilled, n, e->pre_span);
         in[n_in++] = &span;
+    }
+    omnic__tensor side;
+    if (pp && pp->n_side) { /* DeepStack: this chunk's rows of the side input */
+        int64_t d5[2] = {n, pp->n_side * pp->hidden};
+        omnic__tensor_init(&side, OMNIC_DTYPE_F32, 2, d5, err);
+        side.data = pp->side + s->prefilled * pp->n_side * pp->hidden;
+        in[n_in++] = &side;
     }
     if (m->dec.rope_switch) in[n_in++] = &sel;
     omnic__call c = {.n = n,
@@ -485,10 +492,12 @@ static omnic_status encode_next(omnic__engine *e, int si, double budget, omnic_e
     int64_t R;
     const omnic__media_item *it = &r->media[k];
     OMNIC_TRY(omnic__media_item_rows(m, it, &R, err));
+    const omnic__model_media *md = &m->media[it->modality];
+    const int64_t RT = R * (1 + md->n_side); /* the item's rows, then its side outputs' (DeepStack) */
     float *dst = r->projected + r->proj_rows * H;
     /* the same input encoded before: its rows (a stage dump wants the encoder's own outputs) */
     bool cached = e->enc_slot != si && e->enc_cache && it->has_key && !r->on_encode &&
-                  omnic__blob_cache_get(e->enc_cache, it->key, (size_t)(R * H) * sizeof *dst, dst);
+                  omnic__blob_cache_get(e->enc_cache, it->key, (size_t)(RT * H) * sizeof *dst, dst);
     if (!cached) {
         if (e->enc_slot != si) { /* start it: inputs bound into the encoder module */
             OMNIC_TRY(omnic__media_encode_start(m, it, &e->enc_mod, &e->enc_proj, &e->enc_feat, err));
@@ -512,8 +521,14 @@ static omnic_status encode_next(omnic__engine *e, int si, double budget, omnic_e
                               "the encoder gave [%lld, %lld] rows, expected [%lld, %lld]",
                               (long long)proj->dims[0], (long long)proj->dims[1], (long long)R, (long long)H);
         memcpy(dst, proj->data, (size_t)(R * H) * sizeof(float));
+        for (int j = 0; j < md->n_side; j++) {
+            const omnic__tensor *side = omnic__module_output(e->enc_mod, md->side_out[j]);
+            if (side->dims[0] != R || omnic__tensor_cols(side) != H)
+                return OMNIC_FAIL(err, OMNIC_E_INTERNAL, "the encoder's side output %d has the wrong shape", j);
+            memcpy(dst + (size_t)((1 + j) * R * H), side->data, (size_t)(R * H) * sizeof(float));
+        }
         if (e->enc_cache && it->has_key)
-            omnic__blob_cache_put(e->enc_cache, it->key, (size_t)(R * H) * sizeof *dst, dst);
+            omnic__blob_cache_put(e->enc_cache, it->key, (size_t)(RT * H) * sizeof *dst, dst);
         if (r->on_encode) r->on_encode(r->cb_ctx, k, feat, proj);
     }
     if (e->enc_cache) {
@@ -521,7 +536,7 @@ static omnic_status encode_next(omnic__engine *e, int si, double budget, omnic_e
         omnic__blob_cache_stats_get(e->enc_cache, &cs);
         omnic__metrics_encoder_cache(&e->metrics, cs.hits, cs.misses, cs.evictions, cs.bytes, cs.entries);
     }
-    r->proj_rows += R;
+    r->proj_rows += RT;
     r->media_rows[k] = R;
     r->encoded++;
     omnic__metrics_steps(&e->metrics, 1, 0, 0, 0);
@@ -536,11 +551,12 @@ static omnic_status encode_next(omnic__engine *e, int si, double budget, omnic_e
     omnic__metrics_observe_media(&e->metrics, OMNIC_MS_MERGE, (int)r->media[0].modality, omnic__now() - t0);
     omnic_free(items);
     OMNIC_TRY(st);
-    if (r->pp.adapter != OMNIC_ADAPTER_NONE || r->pp.n_side)
-        return OMNIC_FAIL(
-            err, OMNIC_E_UNSUPPORTED,
-            "the prompt needs adapter mode %d and %d side inputs, which this engine does not run yet",
-            (int)r->pp.adapter, r->pp.n_side);
+    if (r->pp.adapter != OMNIC_ADAPTER_NONE)
+        return OMNIC_FAIL(err, OMNIC_E_UNSUPPORTED,
+                          "the prompt needs adapter mode %d, which this engine does not run yet", (int)r->pp.adapter);
+    if (r->pp.n_side != (int)m->dec.cfg.n_deepstack)
+        return OMNIC_FAIL(err, OMNIC_E_INTERNAL, "the prompt has %d side input blocks, the model takes %lld",
+                          r->pp.n_side, (long long)m->dec.cfg.n_deepstack);
     for (size_t i = 0; i < r->n_media; i++)
         omnic__media_item_deinit(&r->media[i]);
     omnic_free(r->media), r->media = NULL;
@@ -1192,7 +1208,7 @@ omnic_status omnic__engine_submit(omnic__engine *e, const omnic__gen_request *r,
             omnic__err_prefix(err, "%s %zu", omnic__modality_name(r->media[i]->modality), i);
             goto reject;
         }
-        media_rows += omnic__media_item_parts(r->media[i]) * rows;
+        media_rows += omnic__media_item_parts(r->media[i]) * rows * (1 + m->media[r->media[i]->modality].n_side);
         expanded += omnic__media_item_parts(r->media[i]) * (rows - 1);
     }
     if (__builtin_add_overflow(expanded, r->max_tokens, &total) || total > cap) {

@@ -55,6 +55,11 @@ omnic_status omnic__prepared_prefill_init(omnic__prepared_prefill *out, omnic__p
                                   "prepared prefill: attention bias [%zu, %zu] is not finite",
                                   i / (size_t)p->n_rows, i % (size_t)p->n_rows);
     }
+    if (p->n_side < 0 || (p->n_side > 0) != (p->side != NULL))
+        return OMNIC_FAIL(err, OMNIC_E_INVALID, "prepared prefill: %d side blocks", p->n_side);
+    for (size_t i = 0; i < (size_t)p->n_rows * (size_t)p->n_side * (size_t)p->hidden; i++)
+        if (!isfinite(p->side[i]))
+            return OMNIC_FAIL(err, OMNIC_E_INVALID, "prepared prefill: side input value %zu is not finite", i);
     if (p->n_spans < 0 || (p->n_spans > 0 && !p->spans))
         return OMNIC_FAIL(err, OMNIC_E_INVALID, "prepared prefill: %lld spans", (long long)p->n_spans);
     for (int64_t i = 0; i < p->n_spans; i++) {
@@ -79,5 +84,6 @@ void omnic__prepared_prefill_deinit(omnic__prepared_prefill *p)
     omnic_free(p->positions);
     omnic_free(p->bias);
     omnic_free(p->spans);
+    omnic_free(p->side);
     memset(p, 0, sizeof *p);
 }

@@ -45,8 +45,9 @@ typedef struct omnic__prepared_prefill {
     int64_t n_images;            /* media items (placeholders in logical) */
     int64_t image_rows;          /* rows they expanded to, in all */
     omnic__adapter_mode adapter; /* NONE unless the family's merge sets it */
-    int n_side;                  /* declared side inputs (DeepStack features, per-layer embeddings):
-                                  * none is built yet, and the engine refuses a prefill that has any */
+    int n_side;                  /* side input blocks (Qwen3-VL DeepStack: one per merger) */
+    float *side;                 /* owned [n_rows, n_side * hidden] (zero on text rows), or NULL:
+                                  * the embeddings prefill's "deepstack" input, chunk by chunk */
 } omnic__prepared_prefill;
 
 /* Moves the arrays of *src into *out after validating them: counts >= 1, n_rows ==

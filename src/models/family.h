@@ -25,6 +25,7 @@ extern const omnic__family omnic__family_llama;
 extern const omnic__family omnic__family_qwen2;
 extern const omnic__family omnic__family_qwen3;
 extern const omnic__family omnic__family_qwen3_moe;
+extern const omnic__family omnic__family_qwen3_vl;
 extern const omnic__family omnic__family_phi3;
 extern const omnic__family omnic__family_gemma3_text;
 extern const omnic__family omnic__family_llava;
@@ -35,8 +36,12 @@ extern const omnic__family omnic__family_gemma3n;
 
 /* Qwen3-MoE's expert settings into c (num_experts, num_experts_per_tok, moe_intermediate_size,
  * norm_topk_prob, decoder_sparse_step, mlp_only_layers), for the families that have them. */
-omnic_status omnic__qwen3_moe_parse(const json_t *cfg, const char *what, omnic__text_config *c,
-                                    omnic_err *err);
+typedef struct omnic__moe_defaults { /* the config class's defaults of the expert keys */
+    int64_t experts, per_tok, intermediate;
+    bool norm_topk;
+} omnic__moe_defaults;
+omnic_status omnic__qwen3_moe_parse(const json_t *cfg, const char *what, const omnic__moe_defaults *d,
+                                    omnic__text_config *c, omnic_err *err);
 
 /* Media tables (models/clip_media.c: a CLIP / SigLIP tower + projector, fixed-size images,
  * 1-D positions; models/qwen2vl_media.c: the packed-patch Qwen2-VL towers, M-RoPE). */

@@ -176,6 +176,8 @@ omnic_status omnic__model_open(const char *dir, const omnic__model_opts *opts, o
         (s = omnic__module_constrain(&m->embed_prefill, "positions", INT32_MAX, false, err)) != OMNIC_OK ||
         (m->dec.altup &&
          (s = omnic__module_constrain(&m->embed_prefill, "ple_ids", cfg.vocab, false, err)) != OMNIC_OK) ||
+        (cfg.n_deepstack > 0 &&
+         (s = omnic__module_constrain(&m->embed_prefill, "deepstack", 0, true, err)) != OMNIC_OK) ||
         (m->dec.rope_switch &&
          (s = omnic__module_constrain(&m->embed_prefill, "rope_long", 2, false, err)) != OMNIC_OK))
         goto fail;
@@ -190,7 +192,8 @@ omnic_status omnic__model_open(const char *dir, const omnic__model_opts *opts, o
     bool media = false;
     for (int k = 0; k < OMNIC_MODALITY_COUNT; k++)
         media |= m->media[k].ops != NULL;
-    if (m->step_tokens > 0 && media && m->embed_mask == OMNIC_MASK_CAUSAL) {
+    /* (DeepStack prompts keep calls of their own, as span masks do) */
+    if (m->step_tokens > 0 && media && m->embed_mask == OMNIC_MASK_CAUSAL && cfg.n_deepstack == 0) {
         omnic__module *ed = &m->embed_decode;
         if ((s = omnic__module_init(ed, "text.embeddings_decode", "omnic.text.embeddings_decode/1",
                                     m->n_slots + m->step_tokens, err)) != OMNIC_OK)

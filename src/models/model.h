@@ -16,6 +16,10 @@ typedef struct omnic__model_media {
     int32_t placeholder_id;      /* the one id per item in logical prompts; -1 none */
     int64_t span_rows;           /* rows of the bidirectional span one item makes (its rows attend
                                   * to each other both ways: Gemma 3); 0: causal rows */
+    int n_side;                  /* encoder outputs beside "projected", each [rows, text hidden]
+                                  * (Qwen3-VL's DeepStack features): the engine keeps them after an
+                                  * item's rows, in order, for the family's merge */
+    int side_out[8];             /* their module output indices */
 } omnic__model_media;
 
 typedef struct omnic__model_opts {

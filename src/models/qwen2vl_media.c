@@ -61,6 +61,13 @@ static omnic_status qwen_open(omnic__model *m, omnic_err *err)
             "config.json: image_token_id %d / vision_start_token_id %d must be in the vocabulary of %lld",
             c->image_token_id, c->vision_start_id, (long long)m->dec.cfg.vocab);
     m->media[OMNIC_MODALITY_IMAGE].placeholder_id = c->image_token_id;
+    /* Qwen3-VL: the DeepStack features follow each image's rows (the merge takes them) */
+    m->media[OMNIC_MODALITY_IMAGE].n_side = (int)c->n_deepstack;
+    for (int64_t k = 0; k < c->n_deepstack; k++)
+        m->media[OMNIC_MODALITY_IMAGE].side_out[k] = q->enc.out_deepstack[k];
+    if (c->n_deepstack != m->dec.cfg.n_deepstack)
+        return OMNIC_FAIL(err, OMNIC_E_INTERNAL, "the tower has %lld DeepStack mergers, the text model takes %lld",
+                          (long long)c->n_deepstack, (long long)m->dec.cfg.n_deepstack);
     return OMNIC_OK;
 }
 
@@ -274,10 +281,25 @@ static omnic_status qwen_merge(const omnic__model *m, const int32_t *logical, in
     if ((s = omnic__mrope_positions(ids, p.n_rows, grid_thw, n_images, spec, p.positions, &p.rope_delta,
                                     err)) != OMNIC_OK)
         goto out;
-    int64_t img_row = 0; /* rows of projected consumed, in order (HF masked_scatter) */
+    const int ns = m->media[OMNIC_MODALITY_IMAGE].n_side; /* DeepStack blocks after each image's rows */
+    if (ns > 0) {
+        p.n_side = ns;
+        p.side = omnic_alloc_array((size_t)p.n_rows * (size_t)(ns * H), sizeof *p.side); /* zero: text rows */
+        if (!p.side) {
+            s = OMNIC_FAIL(err, OMNIC_E_NOMEM, "out of memory for %lld rows of DeepStack features",
+                           (long long)p.n_rows);
+            goto out;
+        }
+    }
+    int64_t img = 0, img_row = 0, base = 0; /* image, its row, its first row in projected (HF masked_scatter) */
     for (int64_t i = 0; i < p.n_rows;) {
         if (ids[i] == spec->image_token_id) {
-            memcpy(p.embeds + i * H, projected + img_row * H, (size_t)H * sizeof(float));
+            while (img < n_images && img_row == n_tok[img])
+                base += n_tok[img] * (1 + ns), img++, img_row = 0;
+            memcpy(p.embeds + i * H, projected + (base + img_row) * H, (size_t)H * sizeof(float));
+            for (int j = 0; j < ns; j++)
+                memcpy(p.side + (i * ns + j) * H, projected + (base + (1 + j) * n_tok[img] + img_row) * H,
+                       (size_t)H * sizeof(float));
             img_row++, i++;
             continue;
         }
@@ -300,7 +322,7 @@ out:
 
 static const char *arch_name(const omnic__qvit_config *c)
 {
-    return c->arch == OMNIC_QVIT_QWEN2_VL ? "Qwen2-VL" : "Qwen2.5-VL";
+    return c->arch == OMNIC_QVIT_QWEN2_VL ? "Qwen2-VL" : c->arch == OMNIC_QVIT_QWEN3_VL ? "Qwen3-VL" : "Qwen2.5-VL";
 }
 
 static void qwen_describe(const omnic__model *m, FILE *f)

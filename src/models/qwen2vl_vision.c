@@ -18,14 +18,17 @@ omnic_status omnic__qvit_config_parse(const json_t *cfg, const char *what, int64
     memset(c, 0, sizeof *c);
     const char *type, *act;
     OMNIC_TRY(omnic__json_get_str(cfg, "model_type", true, NULL, what, &type, err));
-    const bool v2 = !strcmp(type, "qwen2_vl");
+    const bool v2 = !strcmp(type, "qwen2_vl"), v3 = !strcmp(type, "qwen3_vl") || !strcmp(type, "qwen3_vl_moe");
     if (v2)
         c->arch = OMNIC_QVIT_QWEN2_VL;
     else if (!strcmp(type, "qwen2_5_vl"))
         c->arch = OMNIC_QVIT_QWEN2_5_VL;
+    else if (v3)
+        c->arch = OMNIC_QVIT_QWEN3_VL;
     else
         return OMNIC_FAIL(err, OMNIC_E_UNSUPPORTED,
-                          "%s: model_type '%s' is not a Qwen2-VL family (qwen2_vl, qwen2_5_vl)", what, type);
+                          "%s: model_type '%s' is not a Qwen2-VL family (qwen2_vl, qwen2_5_vl, qwen3_vl)", what,
+                          type);
     const json_t *vc;
     OMNIC_TRY(omnic__json_get_obj(cfg, "vision_config", false, what, &vc, err));
     const char *vw = "config.json vision_config";
@@ -56,14 +59,17 @@ omnic_status omnic__qvit_config_parse(const json_t *cfg, const char *what, int64
     static const char *const only_v2[] = {"embed_dim", "mlp_ratio", NULL};
     static const char *const only_v25[] = {"intermediate_size",     "out_hidden_size",   "window_size",
                                            "fullatt_block_indexes", "tokens_per_second", NULL};
-    const char *const *const lists[] = {omnic__config_keys_generic, common, v2 ? only_v2 : only_v25, NULL};
+    static const char *const only_v3[] = {"intermediate_size", "out_hidden_size", "num_position_embeddings",
+                                          "deepstack_visual_indexes", NULL};
+    const char *const *const lists[] = {omnic__config_keys_generic, common, v2 ? only_v2 : v3 ? only_v3 : only_v25,
+                                        NULL};
     OMNIC_TRY(omnic__config_check_generic(vc, vw, err));
     OMNIC_TRY(omnic__json_check_keys(vc, vw, lists, err));
     /* HF Qwen2VLVisionConfig / Qwen2_5_VLVisionConfig defaults */
-    OMNIC_TRY(omnic__json_get_i64(vc, "depth", false, 32, 1, OMNIC_MAX_LAYERS, vw, &c->depth, err));
+    OMNIC_TRY(omnic__json_get_i64(vc, "depth", false, v3 ? 27 : 32, 1, OMNIC_MAX_LAYERS, vw, &c->depth, err));
     OMNIC_TRY(omnic__json_get_i64(vc, "num_heads", false, 16, 1, 4096, vw, &c->n_heads, err));
     OMNIC_TRY(omnic__json_get_i64(vc, "in_channels", false, 3, 1, 16, vw, &c->channels, err));
-    OMNIC_TRY(omnic__json_get_i64(vc, "patch_size", false, 14, 1, 1024, vw, &c->patch, err));
+    OMNIC_TRY(omnic__json_get_i64(vc, "patch_size", false, v3 ? 16 : 14, 1, 1024, vw, &c->patch, err));
     OMNIC_TRY(omnic__json_get_i64(vc, "temporal_patch_size", false, 2, 1, 64, vw, &c->temporal, err));
     OMNIC_TRY(omnic__json_get_i64(vc, "spatial_merge_size", false, 2, 1, 64, vw, &c->merge, err));
     if (v2) {
@@ -89,6 +95,42 @@ omnic_status omnic__qvit_config_parse(const json_t *cfg, const char *what, int64
                               "%s: hidden_act '%s' is not supported (quick_gelu, gelu, "
                               "gelu_pytorch_tanh, gelu_new, silu)",
                               vw, act);
+    } else if (v3) { /* Qwen3VLVisionConfig */
+        OMNIC_TRY(omnic__json_get_i64(vc, "hidden_size", false, 1152, 1, 1 << 16, vw, &c->hidden, err));
+        OMNIC_TRY(
+            omnic__json_get_i64(vc, "out_hidden_size", false, 3584, 1, 1 << 20, vw, &c->out_hidden, err));
+        OMNIC_TRY(
+            omnic__json_get_i64(vc, "intermediate_size", false, 4304, 1, 1 << 20, vw, &c->intermediate, err));
+        OMNIC_TRY(omnic__json_get_str(vc, "hidden_act", false, "gelu_pytorch_tanh", vw, &act, err));
+        if (!strcmp(act, "gelu_pytorch_tanh") || !strcmp(act, "gelu_new"))
+            c->act = OMNIC_OP_GELU_TANH;
+        else if (!strcmp(act, "gelu"))
+            c->act = OMNIC_OP_GELU;
+        else if (!strcmp(act, "silu"))
+            c->act = OMNIC_OP_SILU;
+        else
+            return OMNIC_FAIL(err, OMNIC_E_UNSUPPORTED,
+                              "%s: hidden_act '%s' is not supported (gelu_pytorch_tanh, gelu_new, gelu, silu)", vw,
+                              act);
+        OMNIC_TRY(omnic__json_get_i64(vc, "num_position_embeddings", false, 2304, 1, 1 << 24, vw, &c->n_pos, err));
+        const int64_t side = (int64_t)sqrt((double)c->n_pos);
+        if (side * side != c->n_pos)
+            return OMNIC_FAIL(err, OMNIC_E_INVALID, "%s: num_position_embeddings %lld is not a square", vw,
+                              (long long)c->n_pos);
+        const json_t *ds;
+        OMNIC_TRY(omnic__json_get_array(vc, "deepstack_visual_indexes", false, vw, &ds, err));
+        static const int64_t dflt[] = {8, 16, 24};
+        c->n_deepstack = ds ? (int64_t)json_array_size(ds) : 3;
+        if (c->n_deepstack > OMNIC_QVIT_MAX_DEEPSTACK)
+            return OMNIC_FAIL(err, OMNIC_E_UNSUPPORTED, "%s: %lld deepstack_visual_indexes (at most %d)", vw,
+                              (long long)c->n_deepstack, OMNIC_QVIT_MAX_DEEPSTACK);
+        for (int64_t k = 0; k < c->n_deepstack; k++) {
+            const json_t *e = ds ? json_array_get(ds, (size_t)k) : NULL;
+            c->deepstack_layer[k] = ds ? (json_is_integer(e) ? json_integer_value(e) : -1) : dflt[k];
+            if (c->deepstack_layer[k] < 0 || c->deepstack_layer[k] >= c->depth)
+                return OMNIC_FAIL(err, OMNIC_E_INVALID, "%s: deepstack_visual_indexes[%lld] must be a block in 0..%lld",
+                                  vw, (long long)k, (long long)c->depth - 1);
+        }
     } else {
         OMNIC_TRY(omnic__json_get_i64(vc, "hidden_size", false, 3584, 1, 1 << 16, vw, &c->hidden, err));
         OMNIC_TRY(
@@ -144,6 +186,10 @@ omnic_status omnic__qvit_config_parse(const json_t *cfg, const char *what, int64
         return OMNIC_FAIL(
             err, OMNIC_E_INVALID, "%s: %s %lld (the merger output) differs from the text hidden_size %lld",
             vw, v2 ? "hidden_size" : "out_hidden_size", (long long)c->out_hidden, (long long)text_hidden);
+    if (v3) { /* Qwen3-VL: the weights are under model.visual. on disk */
+        c->prefix = "model.visual.";
+        c->alt_prefix = "visual.";
+    }
     int64_t id;
     OMNIC_TRY(omnic__json_get_i64(cfg, "image_token_id", false, 151655, 0, INT32_MAX, what, &id, err));
     c->image_token_id = (int32_t)id;
@@ -151,8 +197,10 @@ omnic_status omnic__qvit_config_parse(const json_t *cfg, const char *what, int64
     c->vision_start_id = (int32_t)id;
     OMNIC_TRY(omnic__json_get_i64(cfg, "vision_end_token_id", false, 151653, 0, INT32_MAX, what, &id, err));
     c->vision_end_id = (int32_t)id;
-    c->prefix = "visual.";
-    c->alt_prefix = "model.visual.";
+    if (!v3) {
+        c->prefix = "visual.";
+        c->alt_prefix = "model.visual.";
+    }
     return OMNIC_OK;
 }
 
@@ -197,7 +245,8 @@ omnic_status omnic__qvit_load(omnic__qvit *v, const omnic__qvit_config *c, const
 {
     memset(v, 0, sizeof *v);
     v->cfg = *c;
-    const bool v2 = c->arch == OMNIC_QVIT_QWEN2_VL;
+    const bool v3 = c->arch == OMNIC_QVIT_QWEN3_VL, v2 = c->arch == OMNIC_QVIT_QWEN2_VL || v3; /* v2: LayerNorm
+                                                                                                 * + fc1/fc2 blocks */
     const int64_t C = c->hidden, I = c->intermediate, U = c->unit * c->hidden, D = c->out_hidden;
     char name[192];
     omnic_status s;
@@ -213,6 +262,12 @@ omnic_status omnic__qvit_load(omnic__qvit *v, const omnic__qvit_config *c, const
     v->patch_w.dims[1] = c->patch_dim;
     for (int i = 2; i < OMNIC_MAX_DIMS; i++)
         v->patch_w.dims[i] = 1;
+    if (v3) {
+        const int64_t pe[2] = {c->n_pos, C};
+        if ((s = bind_f32(v, st, NAME("%spatch_embed.proj.bias", P), C, 1, &v->patch_b, err)) != OMNIC_OK ||
+            (s = bind(v, st, NAME("%spos_embed.weight", P), 2, pe, &v->pos_embed, err)) != OMNIC_OK)
+            goto fail;
+    }
     v->layers = omnic_alloc_array((size_t)c->depth, sizeof *v->layers);
     if (!v->layers) {
         s = OMNIC_FAIL(err, OMNIC_E_NOMEM, "out of memory for %lld vision blocks", (long long)c->depth);
@@ -241,11 +296,14 @@ omnic_status omnic__qvit_load(omnic__qvit *v, const omnic__qvit_config *c, const
             (s = bind_f32(v, st, BLK("attn.proj.bias"), C, 1, &L->bo, err)) != OMNIC_OK)
             goto fail;
         if (v2) {
-            if ((s = bind(v, st, BLK("mlp.fc1.weight"), 2, ic, &L->w1, err)) != OMNIC_OK ||
-                (s = bind_f32(v, st, BLK("mlp.fc1.bias"), I, 1, &L->b1, err)) != OMNIC_OK ||
-                (s = bind(v, st, BLK("mlp.fc2.weight"), 2, ci, &L->w2, err)) != OMNIC_OK ||
-                (s = bind_f32(v, st, BLK("mlp.fc2.bias"), C, 1, &L->b2, err)) != OMNIC_OK)
+            const char *f1 = v3 ? "linear_fc1" : "fc1", *f2 = v3 ? "linear_fc2" : "fc2";
+#define MLP(fc, what) NAME("%sblocks.%lld.mlp.%s." what, P, (long long)l, fc)
+            if ((s = bind(v, st, MLP(f1, "weight"), 2, ic, &L->w1, err)) != OMNIC_OK ||
+                (s = bind_f32(v, st, MLP(f1, "bias"), I, 1, &L->b1, err)) != OMNIC_OK ||
+                (s = bind(v, st, MLP(f2, "weight"), 2, ci, &L->w2, err)) != OMNIC_OK ||
+                (s = bind_f32(v, st, MLP(f2, "bias"), C, 1, &L->b2, err)) != OMNIC_OK)
                 goto fail;
+#undef MLP
         } else if ((s = bind(v, st, BLK("mlp.gate_proj.weight"), 2, ic, &L->w1, err)) != OMNIC_OK ||
                    (s = bind_f32(v, st, BLK("mlp.gate_proj.bias"), I, 1, &L->b1, err)) != OMNIC_OK ||
                    (s = bind(v, st, BLK("mlp.up_proj.weight"), 2, ic, &L->w3, err)) != OMNIC_OK ||
@@ -256,14 +314,28 @@ omnic_status omnic__qvit_load(omnic__qvit *v, const omnic__qvit_config *c, const
         }
 #undef BLK
     }
-    const int64_t vc[1] = {C}, m0[2] = {U, U}, m2[2] = {D, U};
-    if ((s = bind(v, st, NAME("%smerger.ln_q.weight", P), 1, vc, &v->lnq_w, err)) != OMNIC_OK) goto fail;
-    if (v2 && (s = bind(v, st, NAME("%smerger.ln_q.bias", P), 1, vc, &v->lnq_b, err)) != OMNIC_OK) goto fail;
-    if ((s = bind(v, st, NAME("%smerger.mlp.0.weight", P), 2, m0, &v->m0, err)) != OMNIC_OK ||
-        (s = bind_f32(v, st, NAME("%smerger.mlp.0.bias", P), U, 1, &v->m0_b, err)) != OMNIC_OK ||
-        (s = bind(v, st, NAME("%smerger.mlp.2.weight", P), 2, m2, &v->m2, err)) != OMNIC_OK ||
-        (s = bind_f32(v, st, NAME("%smerger.mlp.2.bias", P), D, 1, &v->m2_b, err)) != OMNIC_OK)
+    const int64_t vc[1] = {C}, m0[2] = {U, U}, m2[2] = {D, U}, uc[1] = {U};
+    /* Qwen3-VL names its merger norm / linear_fc1 / linear_fc2 (same shapes and roles) */
+    const char *ln = v3 ? "norm" : "ln_q", *l0 = v3 ? "linear_fc1" : "mlp.0", *l2 = v3 ? "linear_fc2" : "mlp.2";
+    if ((s = bind(v, st, NAME("%smerger.%s.weight", P, ln), 1, vc, &v->lnq_w, err)) != OMNIC_OK) goto fail;
+    if (v2 && (s = bind(v, st, NAME("%smerger.%s.bias", P, ln), 1, vc, &v->lnq_b, err)) != OMNIC_OK) goto fail;
+    if ((s = bind(v, st, NAME("%smerger.%s.weight", P, l0), 2, m0, &v->m0, err)) != OMNIC_OK ||
+        (s = bind_f32(v, st, NAME("%smerger.%s.bias", P, l0), U, 1, &v->m0_b, err)) != OMNIC_OK ||
+        (s = bind(v, st, NAME("%smerger.%s.weight", P, l2), 2, m2, &v->m2, err)) != OMNIC_OK ||
+        (s = bind_f32(v, st, NAME("%smerger.%s.bias", P, l2), D, 1, &v->m2_b, err)) != OMNIC_OK)
         goto fail;
+    for (int64_t k = 0; k < c->n_deepstack; k++) { /* Qwen3-VL: the post-shuffle-norm mergers */
+        omnic__qvit_deepstack *q = &v->ds[k];
+#define DSN(x) NAME("%sdeepstack_merger_list.%lld." x, P, (long long)k)
+        if ((s = bind(v, st, DSN("norm.weight"), 1, uc, &q->norm_w, err)) != OMNIC_OK ||
+            (s = bind(v, st, DSN("norm.bias"), 1, uc, &q->norm_b, err)) != OMNIC_OK ||
+            (s = bind(v, st, DSN("linear_fc1.weight"), 2, m0, &q->fc1, err)) != OMNIC_OK ||
+            (s = bind_f32(v, st, DSN("linear_fc1.bias"), U, 1, &q->fc1_b, err)) != OMNIC_OK ||
+            (s = bind(v, st, DSN("linear_fc2.weight"), 2, m2, &q->fc2, err)) != OMNIC_OK ||
+            (s = bind_f32(v, st, DSN("linear_fc2.bias"), D, 1, &q->fc2_b, err)) != OMNIC_OK)
+            goto fail;
+#undef DSN
+    }
 #undef NAME
     /* 2-D RoPE tables (HF VisionRotaryEmbedding(head_dim / 2), theta 10000, f32):
      * inv_freq_j = 1 / theta^((2j) / (hd/2)), j < hd/4 */
@@ -294,9 +366,13 @@ void omnic__qvit_deinit(omnic__qvit *v)
             omnic__tensor_destroy(ts[i]);
     }
     omnic_free(v->layers);
-    omnic__tensor *ts[] = {v->m0_b, v->m2_b, v->inv_h, v->inv_w};
+    omnic__tensor *ts[] = {v->m0_b, v->m2_b, v->inv_h, v->inv_w, v->patch_b};
     for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++)
         omnic__tensor_destroy(ts[i]);
+    for (int k = 0; k < OMNIC_QVIT_MAX_DEEPSTACK; k++) {
+        omnic__tensor_destroy(v->ds[k].fc1_b);
+        omnic__tensor_destroy(v->ds[k].fc2_b);
+    }
     omnic__weight_copies_free(&v->copies);
     memset(v, 0, sizeof *v);
 }
@@ -326,9 +402,15 @@ void omnic__qvit_destroy(omnic__qvit *v)
 void omnic__qvit_param_stats(const omnic__qvit *v, int64_t *params, int64_t *bytes)
 {
     int64_t p = 0, b = 0;
-    const bool v2 = v->cfg.arch == OMNIC_QVIT_QWEN2_VL;
+    const bool v3 = v->cfg.arch == OMNIC_QVIT_QWEN3_VL, v2 = v->cfg.arch == OMNIC_QVIT_QWEN2_VL || v3;
     const omnic__tensor *top[] = {&v->patch_w, &v->lnq_w, v2 ? &v->lnq_b : NULL, &v->m0, v->m0_b,
-                                  &v->m2,      v->m2_b};
+                                  &v->m2,      v->m2_b,   v->patch_b,           v3 ? &v->pos_embed : NULL};
+    for (int64_t k = 0; k < v->cfg.n_deepstack; k++) {
+        const omnic__qvit_deepstack *q = &v->ds[k];
+        const omnic__tensor *dt[] = {&q->norm_w, &q->norm_b, &q->fc1, q->fc1_b, &q->fc2, q->fc2_b};
+        for (size_t i = 0; i < sizeof dt / sizeof dt[0]; i++)
+            p += omnic__tensor_nelem(dt[i]), b += (int64_t)omnic__tensor_bytes(dt[i]);
+    }
     for (size_t i = 0; i < sizeof top / sizeof top[0]; i++)
         if (top[i]) p += omnic__tensor_nelem(top[i]), b += (int64_t)omnic__tensor_bytes(top[i]);
     for (int64_t l = 0; l < v->cfg.depth; l++) {
@@ -468,7 +550,7 @@ static omnic__tensor *w_or_null(omnic__graph *g, const omnic__tensor *t)
 static omnic__tensor *norm(omnic__graph *g, const omnic__qvit_config *c, omnic__tensor *x,
                            const omnic__tensor *w, const omnic__tensor *b)
 {
-    if (c->arch == OMNIC_QVIT_QWEN2_VL)
+    if (c->arch != OMNIC_QVIT_QWEN2_5_VL) /* Qwen2-VL, Qwen3-VL: LayerNorm with bias */
         return omnic__g_layernorm(g, x, omnic__g_weight(g, w), omnic__g_weight(g, b), (float)c->eps);
     return omnic__g_rmsnorm(g, x, omnic__g_weight(g, w), (float)c->eps, false);
 }
@@ -478,7 +560,7 @@ omnic_status omnic__qvit_build(const omnic__qvit *v, omnic__module *m, omnic_err
     const omnic__qvit_config *c = &v->cfg;
     omnic__graph *g = &m->graph;
     const int64_t N = g->capacity, C = c->hidden, H = c->n_heads, hd = c->head_dim;
-    const bool v2 = c->arch == OMNIC_QVIT_QWEN2_VL;
+    const bool v3 = c->arch == OMNIC_QVIT_QWEN3_VL, v2 = c->arch == OMNIC_QVIT_QWEN2_VL || v3;
     if (N % c->unit)
         return OMNIC_FAIL(err, OMNIC_E_INVALID,
                           "vision.encode: capacity %lld is not a multiple of %lld patches per token",
@@ -496,7 +578,11 @@ omnic_status omnic__qvit_build(const omnic__qvit *v, omnic__module *m, omnic_err
         wl = omnic__g_input(g, "win_last", OMNIC_DTYPE_I32, 1, rd, OMNIC_VAR_T);
         unperm = omnic__g_input(g, "unperm", OMNIC_DTYPE_I32, 1, rd, OMNIC_VAR_T);
     }
-    omnic__tensor *x = omnic__g_matmul(g, pix, omnic__g_weight(g, &v->patch_w), NULL);
+    omnic__tensor *x = omnic__g_matmul(g, pix, omnic__g_weight(g, &v->patch_w), w_or_null(g, v->patch_b));
+    if (v3) { /* the learned position embedding, interpolated to the grid on the host */
+        omnic__tensor *pe = omnic__g_input(g, "pos_embeds", OMNIC_DTYPE_F32, 2, flat, OMNIC_VAR_T);
+        x = omnic__g_add(g, x, pe);
+    }
     omnic__tensor *inv_h = omnic__g_weight(g, v->inv_h), *inv_w = omnic__g_weight(g, v->inv_w);
     for (int64_t l = 0; l < c->depth; l++) {
         const omnic__qvit_layer *L = &v->layers[l];
@@ -532,6 +618,19 @@ omnic_status omnic__qvit_build(const omnic__qvit *v, omnic__module *m, omnic_err
         }
         h = omnic__g_matmul(g, h, omnic__g_weight(g, &L->w2), omnic__g_weight(g, L->b2));
         x = omnic__g_add(g, x, h);
+        for (int64_t di = 0; di < c->n_deepstack; di++) { /* DeepStack: merge^2 rows, then the norm */
+            if (c->deepstack_layer[di] != l) continue;
+            const omnic__qvit_deepstack *dm = &v->ds[di];
+            omnic__tensor *z = omnic__g_group_rows(g, x, c->unit);
+            z = omnic__g_layernorm(g, z, omnic__g_weight(g, &dm->norm_w), omnic__g_weight(g, &dm->norm_b),
+                                   (float)c->eps);
+            z = omnic__g_unary(g, OMNIC_OP_GELU,
+                               omnic__g_matmul(g, z, omnic__g_weight(g, &dm->fc1), w_or_null(g, dm->fc1_b)));
+            z = omnic__g_matmul(g, z, omnic__g_weight(g, &dm->fc2), w_or_null(g, dm->fc2_b));
+            char name[24];
+            snprintf(name, sizeof name, "deepstack_%lld", (long long)di);
+            omnic__g_mark_output(g, z, name);
+        }
     }
     if (!v2) x = omnic__g_get_rows(g, x, unperm); /* back to the processor's order */
     omnic__g_mark_output(g, x, "vision_features");
@@ -567,13 +666,19 @@ omnic_status omnic__qvit_encoder_init(omnic__qvit_encoder *e, const omnic__qvit 
         (s = omnic__module_finalize(&e->m, b, pool, err)) != OMNIC_OK ||
         (s = omnic__module_constrain(&e->m, "patches", 0, true, err)) != OMNIC_OK)
         goto fail;
-    const int n_meta = c->arch == OMNIC_QVIT_QWEN2_VL ? 4 : 7;
+    const int n_meta = c->arch == OMNIC_QVIT_QWEN2_5_VL ? 7 : 4;
     for (int i = 0; i < n_meta; i++)
         if ((s = omnic__module_constrain(&e->m, META_INPUTS[i], capacity, false, err)) != OMNIC_OK) goto fail;
     e->out_features = omnic__module_find_output(&e->m, "vision_features");
     e->out_projected = omnic__module_find_output(&e->m, "projected");
+    for (int64_t k = 0; k < c->n_deepstack; k++) {
+        char name[24];
+        snprintf(name, sizeof name, "deepstack_%lld", (long long)k);
+        e->out_deepstack[k] = omnic__module_find_output(&e->m, name);
+    }
     e->patches = omnic_alloc_array((size_t)(capacity * c->patch_dim), sizeof *e->patches);
-    if (!e->patches) {
+    if (c->arch == OMNIC_QVIT_QWEN3_VL) e->pos = omnic_alloc_array((size_t)(capacity * c->hidden), sizeof *e->pos);
+    if (!e->patches || (c->arch == OMNIC_QVIT_QWEN3_VL && !e->pos)) {
         s = OMNIC_FAIL(err, OMNIC_E_NOMEM, "vision.encode: out of memory for %lld patch rows",
                        (long long)capacity);
         goto fail;
@@ -589,6 +694,7 @@ void omnic__qvit_encoder_deinit(omnic__qvit_encoder *e)
     if (!e) return;
     omnic__module_deinit(&e->m);
     omnic_free(e->patches);
+    omnic_free(e->pos);
     memset(e, 0, sizeof *e);
 }
 
@@ -652,19 +758,74 @@ omnic_status omnic__qvit_encode_start(omnic__qvit_encoder *e, const omnic__tenso
     const omnic__tensor *ins[8];
     const int32_t *arrays[7] = {meta.pos_h,     meta.pos_w,    meta.attn_begin, meta.attn_last,
                                 meta.win_begin, meta.win_last, meta.unperm};
-    const int n_in = c->arch == OMNIC_QVIT_QWEN2_VL ? 5 : 8;
-    const int64_t pd[2] = {n, K}, rd[1] = {n};
+    const bool v3 = c->arch == OMNIC_QVIT_QWEN3_VL;
+    const int n_meta = c->arch == OMNIC_QVIT_QWEN2_5_VL ? 7 : 4, n_in = 1 + n_meta + v3;
+    const int64_t pd[2] = {n, K}, rd[1] = {n}, ed[2] = {n, c->hidden};
     if ((s = omnic__tensor_init(&in[0], OMNIC_DTYPE_F32, 2, pd, err)) != OMNIC_OK) goto out;
     in[0].data = (void *)(uintptr_t)src;
     ins[0] = &in[0];
-    for (int i = 1; i < n_in; i++) {
+    for (int i = 1; i <= n_meta; i++) {
         if ((s = omnic__tensor_init(&in[i], OMNIC_DTYPE_I32, 1, rd, err)) != OMNIC_OK) goto out;
         in[i].data = (void *)(uintptr_t)arrays[i - 1];
         ins[i] = &in[i];
+    }
+    if (v3) { /* Qwen3-VL: the interpolated position embedding, the graph's last input */
+        omnic__qvit_pos_embeds(e->v, grids, n_images, e->pos);
+        if ((s = omnic__tensor_init(&in[n_meta + 1], OMNIC_DTYPE_F32, 2, ed, err)) != OMNIC_OK) goto out;
+        in[n_meta + 1].data = e->pos;
+        ins[n_meta + 1] = &in[n_meta + 1];
     }
     omnic__call call = {.n = n, .inputs = ins, .n_inputs = n_in};
     s = omnic__module_start(&e->m, &call, err); /* the inputs are copied: meta may go */
 out:
     omnic__qvit_meta_deinit(&meta);
     return s;
+}
+
+/* ---- Qwen3-VL position embedding ---- */
+
+/* torch.linspace(0, end, n) in float32 on the CPU: step in f32, the first half counted from
+ * the start, the second half back from the end. */
+static float linspace_f32(float end, int64_t n, int64_t i)
+{
+    if (n == 1) return 0.0f;
+    const float step = end / (float)(n - 1);
+    return i < n / 2 ? 0.0f + step * (float)i : end - step * (float)(n - 1 - i);
+}
+
+static float ld_f32(const omnic__tensor *t, int64_t i)
+{
+    if (t->dtype == OMNIC_DTYPE_BF16) return omnic__bf16_to_f32(((const uint16_t *)t->data)[i]);
+    if (t->dtype == OMNIC_DTYPE_F16) return omnic__f16_to_f32(((const uint16_t *)t->data)[i]);
+    return ((const float *)t->data)[i];
+}
+
+void omnic__qvit_pos_embeds(const omnic__qvit *v, const int64_t *grids, int n_images, float *out)
+{
+    const omnic__qvit_config *c = &v->cfg;
+    const int64_t G = (int64_t)sqrt((double)c->n_pos), C = c->hidden, m = c->merge;
+    int64_t row = 0;
+    for (int i = 0; i < n_images; i++) {
+        const int64_t t = grids[3 * i], h = grids[3 * i + 1], w = grids[3 * i + 2];
+        for (int64_t f = 0; f < t; f++) /* every frame the same; rows in merge-block order */
+            for (int64_t bh = 0; bh < h / m; bh++)
+                for (int64_t bw = 0; bw < w / m; bw++)
+                    for (int64_t ih = 0; ih < m; ih++)
+                        for (int64_t iw = 0; iw < m; iw++, row++) {
+                            const int64_t y = bh * m + ih, x = bw * m + iw;
+                            const float hy = linspace_f32((float)(G - 1), h, y), wx = linspace_f32((float)(G - 1), w, x);
+                            const int64_t h0 = (int64_t)hy, w0 = (int64_t)wx; /* .int(): truncation */
+                            const int64_t h1 = h0 + 1 < G ? h0 + 1 : G - 1, w1 = w0 + 1 < G ? w0 + 1 : G - 1;
+                            const float dh = hy - (float)h0, dw = wx - (float)w0;
+                            const float wt[4] = {(1 - dh) * (1 - dw), (1 - dh) * dw, dh * (1 - dw), dh * dw};
+                            const int64_t idx[4] = {h0 * G + w0, h0 * G + w1, h1 * G + w0, h1 * G + w1};
+                            float *o = out + row * C;
+                            for (int64_t ch = 0; ch < C; ch++) { /* (p0 + p1) + p2 + p3, each product f32 */
+                                float acc = ld_f32(&v->pos_embed, idx[0] * C + ch) * wt[0];
+                                for (int q = 1; q < 4; q++)
+                                    acc += ld_f32(&v->pos_embed, idx[q] * C + ch) * wt[q];
+                                o[ch] = acc;
+                            }
+                        }
+    }
 }

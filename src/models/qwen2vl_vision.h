@@ -55,7 +55,12 @@
 typedef enum omnic__qvit_arch {
     OMNIC_QVIT_QWEN2_VL = 0, /* config.json model_type qwen2_vl */
     OMNIC_QVIT_QWEN2_5_VL,   /* qwen2_5_vl */
+    OMNIC_QVIT_QWEN3_VL,     /* qwen3_vl: patch bias, learned position embedding interpolated per
+                              * grid (input pos_embeds, host-computed), fc1/fc2 blocks with
+                              * LayerNorm, and DeepStack mergers after deepstack_visual_indexes */
 } omnic__qvit_arch;
+
+#define OMNIC_QVIT_MAX_DEEPSTACK 8
 
 typedef struct omnic__qvit_config {
     omnic__qvit_arch arch;
@@ -75,6 +80,9 @@ typedef struct omnic__qvit_config {
     int64_t window_merged;                                  /* window side in merged tokens */
     bool full_att[OMNIC_MAX_LAYERS];                        /* Qwen2.5-VL: layer attends per image frame */
     int32_t image_token_id, vision_start_id, vision_end_id; /* -1 when absent */
+    int64_t n_pos;                                          /* Qwen3-VL: num_position_embeddings (a square) */
+    int64_t n_deepstack;                                    /* Qwen3-VL: DeepStack mergers */
+    int64_t deepstack_layer[OMNIC_QVIT_MAX_DEEPSTACK];      /* the block after which each one reads */
     const char *prefix, *alt_prefix;                        /* "visual.", "model.visual." */
 } omnic__qvit_config;
 
@@ -89,9 +97,20 @@ typedef struct omnic__qvit_layer {
     omnic__tensor *b1, *b3, *b2;          /* owned f32 [I], [I] (2.5 only), [C] */
 } omnic__qvit_layer;
 
+/* A DeepStack merger (Qwen3VLVisionPatchMerger with the post-shuffle norm): merge^2 rows as one,
+ * LayerNorm over them, fc1, GELU, fc2. */
+typedef struct omnic__qvit_deepstack {
+    omnic__tensor norm_w, norm_b; /* [U * C] */
+    omnic__tensor fc1, fc2;       /* [U * C, U * C], [out_hidden, U * C] */
+    omnic__tensor *fc1_b, *fc2_b; /* owned f32 */
+} omnic__qvit_deepstack;
+
 typedef struct omnic__qvit {
     omnic__qvit_config cfg;
     omnic__tensor patch_w;        /* [C, K]: patch_embed.proj.weight [C, C_in, t, p, p] viewed */
+    omnic__tensor *patch_b;       /* Qwen3-VL: owned f32 [C] */
+    omnic__tensor pos_embed;      /* Qwen3-VL: [n_pos, C] */
+    omnic__qvit_deepstack ds[OMNIC_QVIT_MAX_DEEPSTACK];
     omnic__qvit_layer *layers;    /* owned [depth] */
     omnic__tensor lnq_w, lnq_b;   /* [C] merger.ln_q (bias: Qwen2-VL only) */
     omnic__tensor m0, m2;         /* [U*C, U*C], [out_hidden, U*C] merger.mlp.0 / .2 */
@@ -144,14 +163,22 @@ omnic_status omnic__qvit_meta_init(omnic__qvit_meta *out, const omnic__qvit_conf
                                    int n_images, int64_t max_rows, omnic_err *err);
 void omnic__qvit_meta_deinit(omnic__qvit_meta *m);
 
+/* Qwen3-VL's learned position embedding for the grids (Qwen3VLVisionModel.fast_pos_embed_
+ * interpolate, f32 as HF runs it): each image's h x w patch grid samples the sqrt(n_pos)-sided
+ * table bilinearly at torch.linspace(0, side - 1, h) x linspace(0, side - 1, w), repeated per
+ * frame, rows in the processor's (merge-block) order, into out [sum t*h*w, C]. */
+void omnic__qvit_pos_embeds(const omnic__qvit *v, const int64_t *grids, int n_images, float *out);
+
 /* A ready-to-call encoder: the module planned on one backend for up to capacity patch rows,
  * and host buffers for its inputs. */
 typedef struct omnic__qvit_encoder {
     const omnic__qvit *v;            /* borrowed */
     omnic__module m;                 /* vision.encode */
     int out_features, out_projected; /* output indices */
+    int out_deepstack[OMNIC_QVIT_MAX_DEEPSTACK]; /* Qwen3-VL: "deepstack_{k}" [n / U, out_hidden] */
     int64_t capacity;                /* patch rows per call */
     float *patches;                  /* owned [capacity, K]: processing-order copy */
+    float *pos;                      /* Qwen3-VL: owned [capacity, C], the interpolated positions */
 } omnic__qvit_encoder;
 
 /* Builds and finalizes the module for capacity patch rows (rounded down to a multiple of

@@ -75,19 +75,19 @@ static const char *const moe_keys[] = {"hidden_act",           "attention_bias",
                                        "router_aux_loss_coef", NULL};
 
 /* The MoE settings shared by Qwen3-MoE and Qwen3-VL-MoE text configs. */
-omnic_status omnic__qwen3_moe_parse(const json_t *cfg, const char *what, omnic__text_config *c,
-                                    omnic_err *err)
+omnic_status omnic__qwen3_moe_parse(const json_t *cfg, const char *what, const omnic__moe_defaults *d,
+                                    omnic__text_config *c, omnic_err *err)
 {
-    OMNIC_TRY(
-        omnic__json_get_i64(cfg, "num_experts", false, 128, 1, OMNIC_MAX_EXPERTS, what, &c->n_experts, err));
-    OMNIC_TRY(omnic__json_get_i64(cfg, "num_experts_per_tok", false, 8, 1, OMNIC_MAX_EXPERTS_PER_TOKEN, what,
-                                  &c->experts_per_tok, err));
+    OMNIC_TRY(omnic__json_get_i64(cfg, "num_experts", false, d->experts, 1, OMNIC_MAX_EXPERTS, what, &c->n_experts,
+                                  err));
+    OMNIC_TRY(omnic__json_get_i64(cfg, "num_experts_per_tok", false, d->per_tok, 1, OMNIC_MAX_EXPERTS_PER_TOKEN,
+                                  what, &c->experts_per_tok, err));
     if (c->experts_per_tok > c->n_experts)
         return OMNIC_FAIL(err, OMNIC_E_INVALID, "%s: num_experts_per_tok %lld exceeds num_experts %lld", what,
                           (long long)c->experts_per_tok, (long long)c->n_experts);
-    OMNIC_TRY(omnic__json_get_i64(cfg, "moe_intermediate_size", false, 768, 1, 1 << 22, what,
+    OMNIC_TRY(omnic__json_get_i64(cfg, "moe_intermediate_size", false, d->intermediate, 1, 1 << 22, what,
                                   &c->moe_intermediate, err));
-    OMNIC_TRY(omnic__json_get_bool(cfg, "norm_topk_prob", false, false, what, &c->norm_topk, err));
+    OMNIC_TRY(omnic__json_get_bool(cfg, "norm_topk_prob", false, d->norm_topk, what, &c->norm_topk, err));
     int64_t step;
     OMNIC_TRY(omnic__json_get_i64(cfg, "decoder_sparse_step", false, 1, 1, 1 << 20, what, &step, err));
     for (int64_t l = 0; l < c->n_layers; l++)
@@ -115,7 +115,8 @@ static omnic_status parse_moe(const json_t *cfg, const char *what, omnic__text_c
     out->qkv_bias = bias;
     out->o_bias = bias;
     out->qk_norm = true;
-    return omnic__qwen3_moe_parse(cfg, what, out, err);
+    static const omnic__moe_defaults md = {.experts = 128, .per_tok = 8, .intermediate = 768, .norm_topk = false};
+    return omnic__qwen3_moe_parse(cfg, what, &md, out, err);
 }
 
 static const char *const moe_types[] = {"qwen3_moe", NULL};

@@ -44,7 +44,8 @@ static omnic_status parse_rope_dict(const json_t *cfg, const json_t *rs, const c
                           "%s: rope_scaling type '%s' is not supported by omnic's %s", w, type, d->family);
     /* every key of the dict must be one its type reads (others would be ignored) */
     static const char *const base[] = {"type", "rope_type", "rope_theta", "partial_rotary_factor", NULL};
-    static const char *const mrope_keys[] = {"mrope_section", NULL};
+    /* mrope_interleaved: read by Qwen3-VL only (which always interleaves); Qwen2-VL ignores it */
+    static const char *const mrope_keys[] = {"mrope_section", "mrope_interleaved", NULL};
     static const char *const linear[] = {"factor", NULL};
     static const char *const llama3[] = {"factor", "low_freq_factor", "high_freq_factor",
                                          "original_max_position_embeddings", NULL};
@@ -364,6 +365,44 @@ static omnic_status bind_experts(omnic__text_decoder *d, const omnic__safetensor
     if (!L->expert_views)
         return OMNIC_FAIL(err, OMNIC_E_NOMEM, "out of memory for %lld experts", (long long)E);
     char name[192];
+    if (c->experts_fused) { /* [E, H, 2 Im] and [E, Im, H] (x . W): transposed into [out, in] per expert */
+        omnic__tensor gu, dn;
+        const int64_t gd[3] = {E, H, 2 * Im}, dd[3] = {E, Im, H};
+        snprintf(name, sizeof name, "%slayers.%lld.mlp.experts.gate_up_proj", c->prefix, (long long)l);
+        OMNIC_TRY(bind(d, st, name, 3, gd, &gu, err));
+        snprintf(name, sizeof name, "%slayers.%lld.mlp.experts.down_proj", c->prefix, (long long)l);
+        OMNIC_TRY(bind(d, st, name, 3, dd, &dn, err));
+        if (gu.dtype != dn.dtype)
+            return OMNIC_FAIL(err, OMNIC_E_INVALID, "%s is %s, gate_up_proj is %s: one dtype for the experts", name,
+                              omnic_dtype_name(dn.dtype), omnic_dtype_name(gu.dtype));
+        const size_t es = omnic_dtype_size(gu.dtype), per = (size_t)(Im * H) * es;
+        uint8_t *blk = omnic_alloc_array((size_t)(3 * E), per);
+        if (!blk) return OMNIC_FAIL(err, OMNIC_E_NOMEM, "out of memory transposing %lld experts", (long long)E);
+        L->expert_block = blk;
+        const uint8_t *g = gu.data, *dw = dn.data;
+        for (int64_t e = 0; e < E; e++) {
+            uint8_t *pg = blk + (size_t)(3 * e) * per, *pu = pg + per, *pd = pu + per;
+            for (int64_t i = 0; i < Im; i++)
+                for (int64_t h = 0; h < H; h++) {
+                    const size_t src = (size_t)(e * H + h) * (size_t)(2 * Im) + (size_t)i;
+                    memcpy(pg + (size_t)(i * H + h) * es, g + src * es, es);
+                    memcpy(pu + (size_t)(i * H + h) * es, g + (src + (size_t)Im) * es, es);
+                    memcpy(pd + (size_t)(h * Im + i) * es, dw + ((size_t)(e * Im + i) * (size_t)H + (size_t)h) * es,
+                           es);
+                }
+            for (int p = 0; p < 3; p++) {
+                const int64_t dims[2] = {p == 2 ? H : Im, p == 2 ? Im : H};
+                omnic__tensor *v = &L->expert_views[3 * e + p];
+                OMNIC_TRY(omnic__tensor_init(v, gu.dtype, 2, dims, err));
+                v->data = blk + (size_t)(3 * e + p) * per;
+                snprintf(v->name, sizeof v->name, "%slayers.%lld.mlp.experts.%lld.%s", c->prefix, (long long)l,
+                         (long long)e, proj[p]);
+            }
+        }
+        omnic__st_release(st, gu.data, omnic__tensor_bytes(&gu));
+        omnic__st_release(st, dn.data, omnic__tensor_bytes(&dn));
+        return OMNIC_OK;
+    }
     for (int64_t e = 0; e < E; e++)
         for (int p = 0; p < 3; p++) {
             const int64_t dims[2] = {p == 2 ? H : Im, p == 2 ? Im : H};
@@ -554,6 +593,7 @@ void omnic__text_decoder_deinit(omnic__text_decoder *d)
         omnic__tensor_destroy(d->layers[l].experts_up);
         omnic__tensor_destroy(d->layers[l].experts_down);
         omnic_free(d->layers[l].expert_views);
+        omnic_free(d->layers[l].expert_block);
     }
     omnic_free(d->layers);
     omnic__tensor_destroy(d->rope_global);
@@ -648,8 +688,8 @@ static omnic_status finish(const omnic__text_decoder *d, omnic__graph *g, omnic_
 
 static omnic_status build_body(const omnic__text_decoder *d, omnic__graph *g, omnic__tensor *x,
                                omnic__tensor *ids, omnic__tensor *pos, omnic__tensor *bias,
-                               omnic__tensor *span, bool causal, omnic_dtype kv_dtype, int64_t kv_rows,
-                               omnic__text_head head, bool taps, omnic_err *err)
+                               omnic__tensor *span, omnic__tensor *deepstack, bool causal, omnic_dtype kv_dtype,
+                               int64_t kv_rows, omnic__text_head head, bool taps, omnic_err *err)
 {
     if (d->altup) /* Gemma 3n: its own layers (no bias or span masks) */
         return finish(d, g, omnic__altup_build_layers(d, g, x, ids, pos, kv_dtype, kv_rows, taps), head, err);
@@ -741,6 +781,9 @@ static omnic_status build_body(const omnic__text_decoder *d, omnic__graph *g, om
         }
         if (c->sandwich_norms) down = norm(g, d, down, &L->post_mlp_norm);
         x = omnic__g_add(g, x, down);
+        if (deepstack && l < c->n_deepstack) /* Qwen3-VL: the layer's visual features, added to its
+                                              * output (in place in HF: its tap sees them too) */
+            x = omnic__g_add(g, x, omnic__g_slice(g, deepstack, 1, l * c->hidden, c->hidden));
         if (taps) {
             char name[32];
             snprintf(name, sizeof name, "hidden_l%lld", (long long)l);
@@ -774,7 +817,7 @@ omnic_status omnic__text_decoder_build(const omnic__text_decoder *d, omnic__modu
         x = omnic__g_get_rows_over(g, omnic__g_weight(g, d->altup->hard), tokens, x,
                                    (int32_t)c->mm_vocab_offset);
     if (taps) omnic__g_mark_output(g, x, "inputs_embeds");
-    return build_body(d, g, x, tokens, pos, NULL, NULL, true, kv_dtype, kv_rows, head, taps, err);
+    return build_body(d, g, x, tokens, pos, NULL, NULL, NULL, true, kv_dtype, kv_rows, head, taps, err);
 }
 
 omnic_status omnic__text_decoder_build_embeddings(const omnic__text_decoder *d, omnic__module *m,
@@ -797,8 +840,12 @@ omnic_status omnic__text_decoder_build_embeddings(const omnic__text_decoder *d, 
     omnic__tensor *ids = d->altup ? omnic__g_input(g, "ple_ids", OMNIC_DTYPE_I32, 1, sd, OMNIC_VAR_T) : NULL;
     if (d->altup && (bias || span))
         return OMNIC_FAIL(err, OMNIC_E_UNSUPPORTED, "gemma3n embeddings prefill: only the causal mask");
-    return build_body(d, g, x, ids, pos, bias, span, mask != OMNIC_MASK_BIAS, kv_dtype, kv_rows, head, taps,
-                      err);
+    /* Qwen3-VL: DeepStack, the visual features added after the first layers (zero on text rows) */
+    int64_t dsd[2] = {g->capacity, d->cfg.n_deepstack * d->cfg.hidden};
+    omnic__tensor *deepstack =
+        d->cfg.n_deepstack > 0 ? omnic__g_input(g, "deepstack", OMNIC_DTYPE_F32, 2, dsd, OMNIC_VAR_T) : NULL;
+    return build_body(d, g, x, ids, pos, bias, span, deepstack, mask != OMNIC_MASK_BIAS, kv_dtype, kv_rows, head,
+                      taps, err);
 }
 
 omnic_status omnic__text_decoder_build_head(const omnic__text_decoder *d, omnic__module *m, omnic_err *err)

@@ -37,6 +37,8 @@ typedef struct omnic__text_config {
     bool mrope;              /* Qwen2-VL M-RoPE: positions [n, 3], frequencies split by mrope_section */
     int mrope_section[3];    /* frequencies per axis (temporal, height, width); sum = n_rot / 2 */
     bool mrope_interleaved;  /* Qwen3-VL: axes interleaved over the frequencies (backend.h ROPE) */
+    int64_t n_deepstack;     /* Qwen3-VL: the embeddings prefill's "deepstack" input [n, k * H] is added
+                              * to the rows after layers 0..k-1 */
     int64_t mrope_sum;       /* their sum as parsed (checked against n_rot / 2 once n_rot is known) */
     double rope_local_theta; /* sliding layers' base (Gemma3); 0: same as rope_theta, no scaling */
     bool tie_embeddings;
@@ -72,6 +74,8 @@ typedef struct omnic__text_config {
     int64_t n_experts, experts_per_tok, moe_intermediate;
     bool norm_topk; /* renormalize the top-k routing weights */
     uint8_t layer_moe[OMNIC_MAX_LAYERS];
+    bool experts_fused; /* Qwen3-VL-MoE storage: mlp.experts.gate_up_proj [E, H, 2 Im] and down_proj
+                         * [E, Im, H] (x . W), not one Linear per expert */
     const char *mm_prefix;    /* gemma3n: prefix of embed_vision. / embed_audio. */
     const char *prefix;       /* weight-name prefix of the text model ("model.") */
     const char *lm_head_name; /* untied head's tensor name; NULL: "lm_head.weight" */
@@ -106,6 +110,8 @@ typedef struct omnic__text_decoder_layer {
     omnic__tensor *experts_gate, *experts_up, *experts_down;
     omnic__tensor *expert_views; /* owned [3 * E]: the per-expert tensors as bound (gate, up,
                                   * down of expert 0, 1, ...), until stacked */
+    void *expert_block;          /* owned: fused storage transposed into per-expert [out, in]
+                                  * tensors (the views above point into it) */
 } omnic__text_decoder_layer;
 
 typedef struct omnic__text_decoder {

@@ -149,7 +149,7 @@ def main():
     only = os.environ.get("HF_GOLDEN_ONLY")  # a substring: run those cases alone (debugging)
     if only:
         cases = [c for c in cases if only in c]
-    families = ("llama", "qwen2", "qwen3", "qwen3_moe", "phi3", "gemma3_text", "gemma3n_text", "gemma3n", "llava_clip_llama", "llava_siglip_qwen2",
+    families = ("llama", "qwen2", "qwen3", "qwen3_moe", "qwen3_vl", "phi3", "gemma3_text", "gemma3n_text", "gemma3n", "llava_clip_llama", "llava_siglip_qwen2",
                 "qwen2_vl", "qwen2_5_vl", "gemma3")
     want = [f"{f}-{d}-{m}" for f in families for d in ("f32", "bf16")
             for m in (("text",) if "_" not in f or f in ("gemma3_text", "gemma3n_text", "gemma3n", "qwen3_moe") else ("text", "1img", "2img"))]

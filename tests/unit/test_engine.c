@@ -165,8 +165,9 @@ static int setup(void **state)
         " -c \"import json,sys; p=sys.argv[1]; c=json.load(open(p)); "
         "c['rope_scaling']={'type':'mrope','mrope_section':[2,3,3]}; json.dump(c,open(p,'w'))\" "
         "%s/mrope/config.json && " PY
-        " tools/mktiny.py --family qwen2_vl --dtype f32 --out %s/qvl >/dev/null",
-        dir, dir, dir, dir, dir, dir, dir, dir, dir);
+        " tools/mktiny.py --family qwen2_vl --dtype f32 --out %s/qvl >/dev/null && " PY
+        " tools/mktiny.py --family qwen3_vl --dtype f32 --out %s/q3vl >/dev/null",
+        dir, dir, dir, dir, dir, dir, dir, dir, dir, dir);
     return system(cmd) == 0 ? 0 : -1;
 }
 
@@ -475,14 +476,14 @@ static void test_mrope_engine(void **state)
     }
 }
 
-/* Qwen2-VL (tiny): image requests of two grid sizes interleaved with text requests on 3
- * slots equal each alone; an image request's rope_delta never reaches the next request of its
- * slot (text after an image on a 1-slot engine == the text on a fresh engine). */
-static void test_qwen2vl_batch(void **state)
+/* Qwen2-VL and Qwen3-VL (tiny): image requests of two grid sizes interleaved with text requests
+ * on 3 slots equal each alone; an image request's rope_delta (and Qwen3-VL's DeepStack rows) never
+ * reach the next request of its slot (text after an image on a 1-slot engine == the text on a
+ * fresh engine); chunks of 1, 7 and whole agree (DeepStack rows split across chunks). */
+static void qwen_vl_batch(const char *sub)
 {
-    (void)state;
     char qvl[160];
-    snprintf(qvl, sizeof qvl, "%s/qvl", dir);
+    snprintf(qvl, sizeof qvl, "%s/%s", dir, sub);
     enum { N = 5 };
     static sink alone[N], together[N], fresh, after;
     omnic__engine *e1 = engine_at(qvl, 1, 8, 0);
@@ -591,6 +592,14 @@ static void test_qwen2vl_batch(void **state)
     }
     for (int i = 0; i < N; i++)
         omnic__media_item_deinit(&px[i]);
+    memset(px, 0, sizeof px);
+}
+
+static void test_qwen2vl_batch(void **state)
+{
+    (void)state;
+    qwen_vl_batch("qvl");
+    qwen_vl_batch("q3vl");
 }
 
 /* Cancelling frees the slot: the next request on a 1-slot engine runs. */

@@ -72,6 +72,7 @@ FAMILIES = {
     "llava_siglip_qwen2": (["--family", "llava", "--vision", "siglip", "--text", "qwen2"], "llava"),
     "qwen2_vl": (["--family", "qwen2_vl"], "qwen"),
     "qwen2_5_vl": (["--family", "qwen2_5_vl"], "qwen"),
+    "qwen3_vl": (["--family", "qwen3_vl"], "qwen"),
     "gemma3": (["--family", "gemma3"], "gemma3"),
     # pan-and-scan on (crops >= 16 px): a.png (40x30) and b.png (40x88) each get 2 crops
     "gemma3_pas": (["--family", "gemma3", "--pan-and-scan", "16"], "gemma3"),
@@ -83,7 +84,7 @@ TEXT = "The quick brown fox jumps over the lazy dog."
 # (every row uses the long factors), "cross" one whose generation crosses 64 (HF's generate then
 # drops the cache and recomputes the sequence with the long factors).
 PHI3_PROMPTS = {"long": " ".join([TEXT] * 3), "cross": " ".join([TEXT] * 2)}
-IMAGE_FILES = ("a.png", "b.png")
+IMAGE_FILES = ("a.png", "b.png", "c.png", "d.png")
 
 # Per-stage tolerances: pass iff max|omnic - hf| <= atol + rtol * max|hf|. Both sides compute in
 # float32 (bf16 weights are upcast exactly), so only summation order and transcendental
@@ -115,7 +116,9 @@ def make_images():
     b[..., 1] = np.linspace(0, 255, 40)[None, :]
     b[..., 2] = ((np.arange(88)[:, None] // 8 + np.arange(40)[None, :] // 8) % 2) * 200
     paths = []
-    for name, x in zip(IMAGE_FILES, (a, b)):
+    c = np.kron(a, np.ones((2, 2, 1)))[:, :72]  # 60x72 and 100x64: larger sizes (Qwen3-VL's 32-px factor)
+    d = np.kron(b, np.ones((2, 2, 1)))[:100, :64]
+    for name, x in zip(IMAGE_FILES, (a, b, c, d)):
         x = np.clip(x + rng.randint(-40, 41, x.shape), 0, 255).astype(np.uint8)
         p = os.path.join(IMAGES, name)
         Image.fromarray(x, "RGB").save(p, optimize=True)
@@ -168,8 +171,9 @@ def load_model(kind, model_dir):
            "gemma3n": transformers.Gemma3nForConditionalGeneration}[kind]
     config = transformers.AutoConfig.from_pretrained(model_dir)
     if kind == "qwen":
-        cls = (transformers.Qwen2VLForConditionalGeneration if config.model_type == "qwen2_vl"
-               else transformers.Qwen2_5_VLForConditionalGeneration)
+        cls = {"qwen2_vl": transformers.Qwen2VLForConditionalGeneration,
+               "qwen2_5_vl": transformers.Qwen2_5_VLForConditionalGeneration,
+               "qwen3_vl": transformers.Qwen3VLForConditionalGeneration}[config.model_type]
     config._attn_implementation = "eager"
     for sub in ("text_config", "vision_config", "audio_config"):
         if getattr(config, sub, None) is not None:
@@ -201,6 +205,8 @@ def run_case(name, fam, kind, dtype, n_images, mode, tmp, image_paths, only):
     text, ids, cfg = prompt_ids(fam, kind, model_dir, n_images, mode)
     model = load_model(kind, model_dir)
     stages = {}
+    if fam == "qwen3_vl":  # patch 16 x merge 2: images of at least 32 px a side (the larger pair)
+        image_paths = image_paths[2:]
     images = [Image.open(p).convert("RGB") for p in image_paths[:n_images]]
     inputs = {}
     hf_ids = list(ids)
@@ -323,7 +329,11 @@ def run_case(name, fam, kind, dtype, n_images, mode, tmp, image_paths, only):
     if kind == "qwen" and n_images:
         vis = model.model.visual
         hooks.append(vis.merger.register_forward_pre_hook(lambda m, a: caps.setdefault("vf", a[0])))
-        hooks.append(vis.register_forward_hook(lambda m, a, o: caps.setdefault("proj", o)))
+        def vis_out(m, a, o):  # Qwen3-VL returns (rows, DeepStack features); None keeps the output
+            caps.setdefault("proj", o[0] if isinstance(o, tuple) else o)
+            if isinstance(o, tuple):
+                caps.setdefault("deepstack", o[1])
+        hooks.append(vis.register_forward_hook(vis_out))
     # Gemma 3n's KV sharing only happens through a cache (use_cache=False makes the shared layers
     # compute their own K/V: families-gemma-phi.md B7.3): its forwards run with a fresh cache
     cache = fam.startswith("gemma3n")
