@@ -2042,7 +2042,9 @@ def build_qwen2vl(family: str, v: dict, td: dict, mrope: List[int], tok: BpeToke
 # with bias, a learned 4x4 position table interpolated per grid, fc1/fc2 blocks, the merger and
 # DeepStack mergers after blocks 0 and 1) and a qwen3 text model in text_config (interleaved
 # M-RoPE [6, 5, 5] over head_dim 32, rope_theta 5e6); weights model.visual.*,
-# model.language_model.*; preprocessor mean = std = 0.5.
+# model.language_model.*; preprocessor mean = std = 0.5. qwen3_vl_moe
+# (Qwen3VLMoeForConditionalGeneration): the same with qwen3_moe's tiny experts (8, top 2,
+# layer 1 dense, moe_intermediate 48 with hidden 64) stored fused as HF stores them.
 # -----------------------------------------------------------------------------
 
 QWEN3VL_VISION_TINY = {"depth": 3, "width": 32, "heads": 2, "intermediate": 64, "patch": 16, "temporal": 2,
@@ -2050,23 +2052,41 @@ QWEN3VL_VISION_TINY = {"depth": 3, "width": 32, "heads": 2, "intermediate": 64, 
 QWEN3VL_MROPE_TINY = [6, 5, 5]
 
 
+def fuse_experts(w: List[WeightSpec], d: dict) -> List[WeightSpec]:
+    """Qwen3VLMoeTextExperts storage: each layer's per-expert gate/up/down tensors become
+    mlp.experts.gate_up_proj [E, H, 2 Im] (x . W: gate columns first) and down_proj [E, Im, H]."""
+    H, E, Im = d["hidden"], d["experts"], d["moe_intermediate"]
+    out: List[WeightSpec] = []
+    for sp in w:
+        m = re.match(r"(model\.layers\.\d+\.mlp\.experts\.)(\d+)\.(gate|up|down)_proj\.weight$", sp[0])
+        if not m:
+            out.append(sp)
+        elif m.group(2) == "0" and m.group(3) == "gate":
+            out += [(m.group(1) + "gate_up_proj", (E, H, 2 * Im)), (m.group(1) + "down_proj", (E, Im, H))]
+    return out
+
+
 def main_qwen3vl(args) -> int:
     t0 = time.time()
+    moe = args.family == "qwen3_vl_moe"
     if args.verify or args.dims == "real" or args.preset is not None:
-        raise SystemExit("--family qwen3_vl: tiny dims only, no --verify")
+        raise SystemExit(f"--family {args.family}: tiny dims only, no --verify")
     v = dict(QWEN3VL_VISION_TINY)
     tok = train_tokenizer("qwen2", extra_specials=QWEN2VL_SPECIALS)
-    td, _ = resolve_dims("qwen3", FAMILIES["qwen3"], "tiny", None, tok)
+    base = "qwen3_moe" if moe else "qwen3"  # MoE: 8 experts, top 2, layer 1 dense, 2 * 48 != 64
+    td, _ = resolve_dims(base, FAMILIES[base], "tiny", None, tok)
     td.pop("tie", None)
     td["layers"] = 3
     td["rope_theta"] = 5000000.0
     ids = special_ids(tok)
     tie = True if args.tie is None else bool(args.tie)
-    text_cfg, text_w = build_qwen3(td, ids, tie)
+    text_cfg, text_w = (build_qwen3_moe if moe else build_qwen3)(td, ids, tie)
+    if moe:
+        text_w = fuse_experts(text_w, td)
     for k in ("architectures", "max_window_layers", "sliding_window", "use_sliding_window", "bos_token_id",
-              "eos_token_id"):
+              "eos_token_id", "output_router_logits"):
         text_cfg.pop(k, None)
-    text_cfg.update({"model_type": "qwen3_vl_text", "dtype": DTYPES[args.dtype][2],
+    text_cfg.update({"model_type": "qwen3_vl_moe_text" if moe else "qwen3_vl_text", "dtype": DTYPES[args.dtype][2],
                      "rope_scaling": {"mrope_interleaved": True, "mrope_section": list(QWEN3VL_MROPE_TINY),
                                       "rope_type": "default"}})
     C, p, T, U, D = v["width"], v["patch"], v["temporal"], v["width"] * v["merge"] ** 2, td["hidden"]
@@ -2093,12 +2113,13 @@ def main_qwen3vl(args) -> int:
               (b + "linear_fc2.weight", (D, U)), (b + "linear_fc2.bias", (D,), "normal*0.5")]
     specs += [(s[0], s[1], s[2] if len(s) > 2 else weight_init(s), s[0]) for s in w]
     sp = tok.specials
-    config = {"architectures": ["Qwen3VLForConditionalGeneration"], "model_type": "qwen3_vl",
+    config = {"architectures": ["Qwen3VLMoeForConditionalGeneration" if moe else "Qwen3VLForConditionalGeneration"],
+              "model_type": args.family,
               "image_token_id": sp["<|image_pad|>"], "video_token_id": sp["<|video_pad|>"],
               "vision_start_token_id": sp["<|vision_start|>"], "vision_end_token_id": sp["<|vision_end|>"],
               "tie_word_embeddings": tie, "text_config": text_cfg, "dtype": DTYPES[args.dtype][2],
               "transformers_version": "4.57.0",
-              "vision_config": {"model_type": "qwen3_vl", "depth": v["depth"], "hidden_size": C,
+              "vision_config": {"model_type": args.family, "depth": v["depth"], "hidden_size": C,
                                 "hidden_act": "gelu_pytorch_tanh", "intermediate_size": v["intermediate"],
                                 "num_heads": v["heads"], "in_channels": 3, "patch_size": p,
                                 "spatial_merge_size": v["merge"], "temporal_patch_size": T, "out_hidden_size": D,
@@ -2125,7 +2146,7 @@ def main_qwen3vl(args) -> int:
     write_json(os.path.join(args.out, "preprocessor_config.json"), pre)
     files = write_weights(args.out, specs, args.seed, STD_TINY, args.dtype, args.shards)
     nparams = sum(int(np.prod(s[1], dtype=np.int64)) for s in specs)
-    print(f"mktiny: qwen3_vl [tiny] dtype={args.dtype} seed={args.seed} -> {args.out}")
+    print(f"mktiny: {args.family} [tiny] dtype={args.dtype} seed={args.seed} -> {args.out}")
     print(f"  {len(specs)} tensors, {nparams:,} params; vision depth {v['depth']}, DeepStack after {v['deepstack']}; "
           f"{time.time() - t0:.2f} s")
     return 0
@@ -2545,7 +2566,8 @@ def resolve_dims(fam_name: str, fam: Family, dims: str, preset: Optional[str], t
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     ap = argparse.ArgumentParser(description="Write a tiny random HF-format checkpoint.")
-    ap.add_argument("--family", choices=sorted(list(FAMILIES) + ["llava", "qwen2_vl", "qwen2_5_vl", "qwen3_vl", "gemma3", "gemma3n"]),
+    ap.add_argument("--family", choices=sorted(list(FAMILIES) + ["llava", "qwen2_vl", "qwen2_5_vl", "qwen3_vl", "qwen3_vl_moe", "gemma3",
+                                                          "gemma3n"]),
                     required=True)
     ap.add_argument("--vision", choices=["clip", "siglip"], default="clip", help="llava: vision tower")
     ap.add_argument("--text", choices=["llama", "qwen2"], default="llama", help="llava: text model")
@@ -2590,7 +2612,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return main_gemma3(args)
     if args.family == "gemma3n":
         return main_gemma3n(args)
-    if args.family == "qwen3_vl":
+    if args.family in ("qwen3_vl", "qwen3_vl_moe"):
         return main_qwen3vl(args)
     t0 = time.time()
     fam = FAMILIES[args.family]

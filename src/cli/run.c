@@ -93,14 +93,21 @@ static void image_name(int64_t count, const char *base, int64_t i, char *out, si
 }
 
 /* After image i is encoded (scheduler thread): the selected features and projected rows. */
-static void on_encode(void *ctx, int64_t i, const omnic__tensor *features, const omnic__tensor *projected)
+static void on_encode(void *ctx, int64_t i, const omnic__tensor *features, const omnic__tensor *projected,
+                      int n_side, const omnic__tensor *const *side, const char *const *names)
 {
     run_state *st = ctx;
-    char name[48];
-    image_name(st->n_parts, "vision_features", i, name, sizeof name); /* one per encoder input */
-    dump_tensor(st, name, features);
+    char name[96];
+    if (features) {
+        image_name(st->n_parts, "vision_features", i, name, sizeof name); /* one per encoder input */
+        dump_tensor(st, name, features);
+    }
     image_name(st->n_parts, "projected", i, name, sizeof name);
     dump_tensor(st, name, projected);
+    for (int j = 0; j < n_side; j++) { /* e.g. deepstack_k */
+        image_name(st->n_parts, names[j], i, name, sizeof name);
+        dump_tensor(st, name, side[j]);
+    }
 }
 
 /* After prefill (scheduler thread): module taps, last-row logits and the slot's KV rows;
@@ -202,7 +209,8 @@ static void usage(FILE *f)
         "  --image, the model's image placeholder id once per image, as the logical prompt has it).\n"
         "  --dump writes every prefill stage as .npy (tokens, positions, inputs_embeds,\n"
         "  hidden_l*, kv_l*_k/v, prefill_logits, generated; with images also pixel_values,\n"
-        "  vision_features, projected, attn_bias; _i suffixes for several images).\n");
+        "  vision_features, projected, the encoder's side outputs (deepstack_k), attn_bias; _i suffixes\n"
+        "  for several images).\n");
 }
 
 /* --tokens "1,2,3" -> owned *out (omnic_free) of *n ids, used as given (no template, no BOS).

@@ -529,7 +529,15 @@ static omnic_status encode_next(omnic__engine *e, int si, double budget, omnic_e
         }
         if (e->enc_cache && it->has_key)
             omnic__blob_cache_put(e->enc_cache, it->key, (size_t)(RT * H) * sizeof *dst, dst);
-        if (r->on_encode) r->on_encode(r->cb_ctx, k, feat, proj);
+        if (r->on_encode) {
+            const omnic__tensor *side[OMNIC_MAX_SIDE];
+            const char *names[OMNIC_MAX_SIDE];
+            for (int j = 0; j < md->n_side; j++) {
+                side[j] = omnic__module_output(e->enc_mod, md->side_out[j]);
+                names[j] = omnic__module_output_name(e->enc_mod, md->side_out[j]);
+            }
+            r->on_encode(r->cb_ctx, k, feat, proj, md->n_side, side, names);
+        }
     }
     if (e->enc_cache) {
         omnic__blob_cache_stats cs;

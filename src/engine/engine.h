@@ -86,8 +86,10 @@ typedef struct omnic__prefill_info {
 /* Called once the prompt is in the cache, before the first token is sampled. */
 typedef void (*omnic__prefill_cb)(void *ctx, const omnic__prefill_info *info);
 /* Called after media item i is encoded: the encoder's selected features and projected rows. */
+/* features may be NULL; side: the encoder's n_side side outputs (DeepStack), named in names. */
 typedef void (*omnic__encode_cb)(void *ctx, int64_t image, const omnic__tensor *features,
-                                 const omnic__tensor *projected);
+                                 const omnic__tensor *projected, int n_side, const omnic__tensor *const *side,
+                                 const char *const *names);
 
 typedef struct omnic__gen_request {
     const int32_t *prompt; /* borrowed for the call; copied */

@@ -10,6 +10,8 @@
 #include "runtime/module.h"
 
 /* One modality of a model (models/media.h). */
+#define OMNIC_MAX_SIDE 8 /* side outputs per modality */
+
 typedef struct omnic__model_media {
     const omnic__media_ops *ops; /* the family's table; NULL: not taken */
     void *state;                 /* the family's encoder state, owned (ops->close frees it) */
@@ -19,7 +21,7 @@ typedef struct omnic__model_media {
     int n_side;                  /* encoder outputs beside "projected", each [rows, text hidden]
                                   * (Qwen3-VL's DeepStack features): the engine keeps them after an
                                   * item's rows, in order, for the family's merge */
-    int side_out[8];             /* their module output indices */
+    int side_out[OMNIC_MAX_SIDE]; /* their module output indices */
 } omnic__model_media;
 
 typedef struct omnic__model_opts {

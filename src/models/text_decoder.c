@@ -441,6 +441,12 @@ omnic_status omnic__text_decoder_stack_experts(omnic__text_decoder *d, const omn
                 omnic__st_release(st, v->data, bytes);
             }
         }
+        if (L->expert_block) { /* the transposed fused storage is in the stacked tensors now */
+            omnic_free(L->expert_block);
+            L->expert_block = NULL;
+            for (int64_t i = 0; i < 3 * c->n_experts; i++)
+                L->expert_views[i].data = NULL;
+        }
     }
     return OMNIC_OK;
 }

@@ -397,6 +397,11 @@ int omnic__module_find_output(const omnic__module *m, const char *name)
     return -1;
 }
 
+const char *omnic__module_output_name(const omnic__module *m, int i)
+{
+    return m->out[i].name;
+}
+
 static void print_entry(const omnic__sig_entry *e, FILE *f)
 {
     fprintf(f, "%s %s [", e->name, omnic_dtype_name(e->dtype));

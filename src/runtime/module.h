@@ -105,6 +105,8 @@ omnic_status omnic__module_run(omnic__module *m, double budget_s, const atomic_b
 const omnic__tensor *omnic__module_output(const omnic__module *m, int i);
 /* Index of the output named name, or -1. */
 int omnic__module_find_output(const omnic__module *m, const char *name);
+/* The name of output i (borrowed, lives with the module). */
+const char *omnic__module_output_name(const omnic__module *m, int i);
 
 /* Writes "name(contract): in[...] -> out[...]" lines. */
 void omnic__module_print(const omnic__module *m, FILE *f);

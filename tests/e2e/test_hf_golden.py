@@ -30,6 +30,9 @@ def stage_order(name):
         base, idx = name, "0"
     if name.startswith("attn_mask_"):
         base, idx = name, "0"
+    if name.startswith("deepstack_"):  # deepstack_k[_i]: merger k's rows of image i, after projected
+        k, _, i = name[len("deepstack_"):].partition("_")
+        return (3.7, int(i or 0), int(k))
     for sub, prefix in enumerate(("router_logits_l", "experts_l", "hidden_l")):  # a layer's stages in order
         if name.startswith(prefix):
             return (6, int(name[len(prefix):]), sub)
@@ -149,7 +152,7 @@ def main():
     only = os.environ.get("HF_GOLDEN_ONLY")  # a substring: run those cases alone (debugging)
     if only:
         cases = [c for c in cases if only in c]
-    families = ("llama", "qwen2", "qwen3", "qwen3_moe", "qwen3_vl", "phi3", "gemma3_text", "gemma3n_text", "gemma3n", "llava_clip_llama", "llava_siglip_qwen2",
+    families = ("llama", "qwen2", "qwen3", "qwen3_moe", "qwen3_vl", "qwen3_vl_moe", "phi3", "gemma3_text", "gemma3n_text", "gemma3n", "llava_clip_llama", "llava_siglip_qwen2",
                 "qwen2_vl", "qwen2_5_vl", "gemma3")
     want = [f"{f}-{d}-{m}" for f in families for d in ("f32", "bf16")
             for m in (("text",) if "_" not in f or f in ("gemma3_text", "gemma3n_text", "gemma3n", "qwen3_moe") else ("text", "1img", "2img"))]

@@ -73,6 +73,7 @@ FAMILIES = {
     "qwen2_vl": (["--family", "qwen2_vl"], "qwen"),
     "qwen2_5_vl": (["--family", "qwen2_5_vl"], "qwen"),
     "qwen3_vl": (["--family", "qwen3_vl"], "qwen"),
+    "qwen3_vl_moe": (["--family", "qwen3_vl_moe"], "qwen"),
     "gemma3": (["--family", "gemma3"], "gemma3"),
     # pan-and-scan on (crops >= 16 px): a.png (40x30) and b.png (40x88) each get 2 crops
     "gemma3_pas": (["--family", "gemma3", "--pan-and-scan", "16"], "gemma3"),
@@ -173,7 +174,8 @@ def load_model(kind, model_dir):
     if kind == "qwen":
         cls = {"qwen2_vl": transformers.Qwen2VLForConditionalGeneration,
                "qwen2_5_vl": transformers.Qwen2_5_VLForConditionalGeneration,
-               "qwen3_vl": transformers.Qwen3VLForConditionalGeneration}[config.model_type]
+               "qwen3_vl": transformers.Qwen3VLForConditionalGeneration,
+               "qwen3_vl_moe": transformers.Qwen3VLMoeForConditionalGeneration}[config.model_type]
     config._attn_implementation = "eager"
     for sub in ("text_config", "vision_config", "audio_config"):
         if getattr(config, sub, None) is not None:
@@ -205,7 +207,7 @@ def run_case(name, fam, kind, dtype, n_images, mode, tmp, image_paths, only):
     text, ids, cfg = prompt_ids(fam, kind, model_dir, n_images, mode)
     model = load_model(kind, model_dir)
     stages = {}
-    if fam == "qwen3_vl":  # patch 16 x merge 2: images of at least 32 px a side (the larger pair)
+    if fam.startswith("qwen3_vl"):  # patch 16 x merge 2: images of at least 32 px a side (the larger pair)
         image_paths = image_paths[2:]
     images = [Image.open(p).convert("RGB") for p in image_paths[:n_images]]
     inputs = {}
@@ -386,6 +388,8 @@ def run_case(name, fam, kind, dtype, n_images, mode, tmp, image_paths, only):
             n = int(grid[i].prod())
             stages[f"vision_features{sfx(i)}"] = vf[off:off + n]
             stages[f"projected{sfx(i)}"] = pj[off // unit:(off + n) // unit]
+            for k, ds in enumerate(caps.get("deepstack") or []):  # Qwen3-VL: merger k's rows of image i
+                stages[f"deepstack_{k}{sfx(i)}"] = f32(ds)[off // unit:(off + n) // unit]
             off += n
     if kind == "qwen":
         pos, delta = model.model.get_rope_index(input_ids, inputs.get("image_grid_thw"), None, attention_mask=attn)
