@@ -195,6 +195,7 @@ static void check_text(const char *name, const json_t *g, const omnic__text_conf
     const json_t *ms = json_object_get(g, "mrope_section");
     if ((ms != NULL) != c->mrope)
         mismatch(name, "mrope", "HF %s, omnic %s", ms ? "yes" : "no", c->mrope ? "yes" : "no");
+    if (ms) eq_i(name, g, "mrope_interleaved", c->mrope_interleaved);
     for (size_t k = 0; ms && k < 3; k++)
         if (json_integer_value(json_array_get(ms, k)) != c->mrope_section[k])
             mismatch(name, "mrope_section", "[%zu] differs", k);
@@ -269,6 +270,17 @@ static void check_qvit(const char *name, const json_t *g, const omnic__qvit_conf
     eq_i(name, g, "image_token_id", v->image_token_id);
     eq_i(name, g, "vision_start_id", v->vision_start_id);
     eq_i(name, g, "vision_end_id", v->vision_end_id);
+    if (v->arch == OMNIC_QVIT_QWEN3_VL) { /* learned positions, DeepStack */
+        eq_i(name, g, "n_pos", v->n_pos);
+        eq_i(name, g, "n_deepstack", v->n_deepstack);
+        const json_t *ds = json_object_get(g, "deepstack");
+        for (int64_t k = 0; k < v->n_deepstack; k++)
+            if (json_integer_value(json_array_get(ds, (size_t)k)) != v->deepstack_layer[k])
+                mismatch(name, "deepstack", "merger %lld: HF block %lld, omnic %lld", (long long)k,
+                         (long long)json_integer_value(json_array_get(ds, (size_t)k)), (long long)v->deepstack_layer[k]);
+    } else if (json_object_get(g, "deepstack")) {
+        mismatch(name, "deepstack", "HF has DeepStack mergers, omnic's tower has none");
+    }
     if (v->arch != OMNIC_QVIT_QWEN2_5_VL) return;
     eq_i(name, g, "window_size", v->window_size);
     const json_t *fa = json_object_get(g, "fullatt");
@@ -432,6 +444,18 @@ static void test_refused(void **state)
         {"Qwen3-30B-A3B", "num_experts", "4", "num_experts_per_tok 8 exceeds num_experts 4"},
         {"Qwen3-30B-A3B", "mlp_only_layers", "[3, 48]", "mlp_only_layers[1]"},
         {"Qwen3-30B-A3B", "shared_expert_intermediate_size", "512", "key 'shared_expert_intermediate_size'"},
+        /* Qwen3-VL: a DeepStack block past the tower, more mergers than text layers, no
+         * mrope_section, the other text model type, an unknown vision key, MoE keys checked */
+        {"Qwen3-VL-2B-Instruct", "vision_config.deepstack_visual_indexes", "[5, 11, 24]",
+         "deepstack_visual_indexes[2] must be a block in 0..23"},
+        {"Qwen3-VL-2B-Instruct", "vision_config.deepstack_visual_indexes", "[0, 1, 2, 3, 4, 5, 6, 7, 8]",
+         "9 deepstack_visual_indexes (at most 8)"},
+        {"Qwen3-VL-2B-Instruct", "text_config.rope_scaling", "{\"rope_type\": \"default\"}", "mrope_section"},
+        {"Qwen3-VL-2B-Instruct", "text_config.model_type", "\"qwen3_vl_moe_text\"", "'qwen3_vl_moe_text' is not supported"},
+        {"Qwen3-VL-2B-Instruct", "vision_config.window_size", "112", "key 'window_size'"},
+        {"Qwen3-VL-2B-Instruct", "tie_word_embeddings", "false", "ambiguous"},
+        {"Qwen3-VL-30B-A3B-Instruct", "text_config.num_experts", "4", "num_experts_per_tok 8 exceeds num_experts 4"},
+        {"Qwen3-VL-30B-A3B-Instruct", "text_config.mlp_only_layers", "[48]", "mlp_only_layers[0]"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char path[256];

@@ -154,7 +154,7 @@ static int setup(void **state)
     (void)state;
     snprintf(dir, sizeof dir, "/tmp/omnic-test-engine-XXXXXX");
     if (!mkdtemp(dir)) return -1;
-    char cmd[2048];
+    char cmd[4096];
     snprintf(
         cmd, sizeof cmd,
         PY
@@ -166,8 +166,9 @@ static int setup(void **state)
         "c['rope_scaling']={'type':'mrope','mrope_section':[2,3,3]}; json.dump(c,open(p,'w'))\" "
         "%s/mrope/config.json && " PY
         " tools/mktiny.py --family qwen2_vl --dtype f32 --out %s/qvl >/dev/null && " PY
-        " tools/mktiny.py --family qwen3_vl --dtype f32 --out %s/q3vl >/dev/null",
-        dir, dir, dir, dir, dir, dir, dir, dir, dir, dir);
+        " tools/mktiny.py --family qwen3_vl --dtype f32 --out %s/q3vl >/dev/null && " PY
+        " tools/mktiny.py --family qwen3_vl_moe --dtype f32 --out %s/q3vlm >/dev/null",
+        dir, dir, dir, dir, dir, dir, dir, dir, dir, dir, dir);
     return system(cmd) == 0 ? 0 : -1;
 }
 
@@ -600,6 +601,7 @@ static void test_qwen2vl_batch(void **state)
     (void)state;
     qwen_vl_batch("qvl");
     qwen_vl_batch("q3vl");
+    qwen_vl_batch("q3vlm"); /* DeepStack with routed experts */
 }
 
 /* Cancelling frees the slot: the next request on a 1-slot engine runs. */

@@ -42,6 +42,8 @@ TEXT = {
     "qwen2_vl": ("qwen2_vl", "Qwen2VLAttention", "Qwen2VLRotaryEmbedding"),
     "qwen2_5_vl_text": ("qwen2_5_vl", "Qwen2_5_VLAttention", "Qwen2_5_VLRotaryEmbedding"),
     "qwen2_5_vl": ("qwen2_5_vl", "Qwen2_5_VLAttention", "Qwen2_5_VLRotaryEmbedding"),
+    "qwen3_vl_text": ("qwen3_vl", "Qwen3VLTextAttention", "Qwen3VLTextRotaryEmbedding"),
+    "qwen3_vl_moe_text": ("qwen3_vl_moe", "Qwen3VLMoeTextAttention", "Qwen3VLMoeTextRotaryEmbedding"),
 }
 
 
@@ -102,6 +104,7 @@ def rope_record(tc, family):
         rec["inv_freq_long"] = floats(inv)
     if "mrope_section" in rd:
         rec["mrope_section"] = list(rd["mrope_section"])
+        rec["mrope_interleaved"] = hasattr(Rot, "apply_interleaved_mrope")  # Qwen3-VL's rotary always interleaves
     return rec
 
 
@@ -109,7 +112,7 @@ def text_record(cfg):
     tc = cfg.get_text_config(decoder=True)
     mt = tc.model_type
     family = {"qwen2_vl_text": "qwen2", "qwen2_vl": "qwen2", "qwen2_5_vl_text": "qwen2",
-              "qwen2_5_vl": "qwen2"}.get(mt, mt)
+              "qwen2_5_vl": "qwen2", "qwen3_vl_text": "qwen3_vl", "qwen3_vl_moe_text": "qwen3_vl_moe"}.get(mt, mt)
     m, attn_name, _ = TEXT[mt]
     Attn = getattr(mod(m), attn_name)
     tc._attn_implementation = "eager"
@@ -143,15 +146,19 @@ def text_record(cfg):
     rec.update(rope_record(tc, family))
     if family == "gemma3n_text":
         rec.update(gemma3n_record(cfg, tc, attn))
-    if family == "qwen3_moe":  # which layers Qwen3MoeDecoderLayer makes sparse, and the block's settings
-        m = mod("qwen3_moe")
+    if family in ("qwen3_moe", "qwen3_vl_moe"):  # which layers the decoder layer makes sparse, the block's settings
+        m = mod(family)
+        layer_cls, block_cls = ((m.Qwen3MoeDecoderLayer, m.Qwen3MoeSparseMoeBlock) if family == "qwen3_moe" else
+                                (m.Qwen3VLMoeTextDecoderLayer, m.Qwen3VLMoeTextSparseMoeBlock))
         small = copy.deepcopy(tc)  # the layer's choice reads only the expert settings: tiny widths
         small.hidden_size, small.intermediate_size, small.moe_intermediate_size = 8, 8, 8
         small.num_attention_heads, small.num_key_value_heads, small.head_dim = 1, 1, 8
-        rec["layer_moe"] = [int(isinstance(m.Qwen3MoeDecoderLayer(small, li).mlp, m.Qwen3MoeSparseMoeBlock))
-                            for li in range(tc.num_hidden_layers)]
+        small.num_experts = min(tc.num_experts, 2) if tc.num_experts > 0 else 0
+        rec["layer_moe"] = [int(isinstance(layer_cls(small, li).mlp, block_cls)) for li in range(tc.num_hidden_layers)]
+        # Qwen3VLMoeTextSparseMoeBlock renormalizes the top-k weights whatever norm_topk_prob says
+        norm = bool(tc.norm_topk_prob) if family == "qwen3_moe" else True
         rec.update({"n_experts": tc.num_experts, "experts_per_tok": tc.num_experts_per_tok,
-                    "moe_intermediate": tc.moe_intermediate_size, "norm_topk": bool(tc.norm_topk_prob)})
+                    "moe_intermediate": tc.moe_intermediate_size, "norm_topk": norm})
     return rec
 
 
@@ -219,6 +226,20 @@ def vision_record(cfg):
             rec["window_size"] = vc.window_size
             rec["fullatt"] = list(vc.fullatt_block_indexes)
         return rec
+    if mt in ("qwen3_vl", "qwen3_vl_moe"):  # Qwen3VLVisionModel: learned positions, DeepStack mergers
+        vc = cfg.vision_config
+        vis = mod(mt).__dict__["Qwen3VLMoeVisionModel" if mt == "qwen3_vl_moe" else "Qwen3VLVisionModel"]
+        small = copy.deepcopy(vc)  # what the model builds from the settings: tiny widths
+        small.hidden_size, small.intermediate_size, small.out_hidden_size, small.num_heads = 8, 8, 8, 2
+        v = vis(small)
+        return {"kind": "qvit", "depth": vc.depth, "n_heads": vc.num_heads, "hidden": vc.hidden_size,
+                "intermediate": vc.intermediate_size, "out_hidden": vc.out_hidden_size, "channels": vc.in_channels,
+                "patch": vc.patch_size, "temporal": vc.temporal_patch_size, "merge": vc.spatial_merge_size,
+                "act": vc.hidden_act, "image_token_id": cfg.image_token_id,
+                "vision_start_id": cfg.vision_start_token_id, "vision_end_id": cfg.vision_end_token_id,
+                "n_pos": v.pos_embed.num_embeddings, "deepstack": list(v.deepstack_visual_indexes),
+                "n_deepstack": len(v.deepstack_merger_list), "patch_bias": v.patch_embed.proj.bias is not None}
+    return None
     return None
 
 
