@@ -2050,6 +2050,31 @@ def build_qwen2vl(family: str, v: dict, td: dict, mrope: List[int], tok: BpeToke
 QWEN3VL_VISION_TINY = {"depth": 3, "width": 32, "heads": 2, "intermediate": 64, "patch": 16, "temporal": 2,
                        "merge": 2, "n_pos": 16, "deepstack": [0, 1]}
 QWEN3VL_MROPE_TINY = [6, 5, 5]
+QWEN3VL_PRESETS = {
+    # Qwen/Qwen3-VL-2B-Instruct's tower, merger and DeepStack mergers in front of a 2-layer text
+    # model of the 2B's width (2048: the merger output; 3 layers, one per DeepStack merger)
+    "qwen3-vl-2b-tower": {
+        "family": "qwen3_vl",
+        "tower": {"depth": 24, "width": 1024, "heads": 16, "intermediate": 4096, "patch": 16, "temporal": 2,
+                  "merge": 2, "n_pos": 2304, "deepstack": [5, 11, 17]},
+        "text_dims": {"hidden": 2048, "layers": 3, "heads": 16, "kv_heads": 8, "head_dim": 128,
+                      "intermediate": 1024, "vocab": None, "max_pos": 262144, "rms_eps": 1e-6,
+                      "rope_theta": 5000000.0},
+        "mrope_section": [24, 20, 20],
+    },
+    # Qwen/Qwen3-VL-30B-A3B-Instruct's tower (27 x 1152, DeepStack after 8, 16, 24) and 4 of its 48
+    # text layers (128 fused experts of 768, top 8), untied head: MoE decode benchmarks
+    "qwen3-vl-30b-a3b-4l": {
+        "family": "qwen3_vl_moe",
+        "tower": {"depth": 27, "width": 1152, "heads": 16, "intermediate": 4304, "patch": 16, "temporal": 2,
+                  "merge": 2, "n_pos": 2304, "deepstack": [8, 16, 24]},
+        "text_dims": {"hidden": 2048, "layers": 4, "heads": 32, "kv_heads": 4, "head_dim": 128,
+                      "intermediate": 6144, "vocab": 151936, "max_pos": 262144, "rms_eps": 1e-6,
+                      "rope_theta": 5000000.0, "experts": 128, "experts_per_tok": 8, "moe_intermediate": 768,
+                      "norm_topk_prob": True, "mlp_only_layers": [], "tie": False},
+        "mrope_section": [24, 20, 20],
+    },
+}
 
 
 def fuse_experts(w: List[WeightSpec], d: dict) -> List[WeightSpec]:
@@ -2069,15 +2094,30 @@ def fuse_experts(w: List[WeightSpec], d: dict) -> List[WeightSpec]:
 def main_qwen3vl(args) -> int:
     t0 = time.time()
     moe = args.family == "qwen3_vl_moe"
-    if args.verify or args.dims == "real" or args.preset is not None:
-        raise SystemExit(f"--family {args.family}: tiny dims only, no --verify")
-    v = dict(QWEN3VL_VISION_TINY)
+    if args.verify:
+        raise SystemExit(f"--verify is not implemented for --family {args.family}")
     tok = train_tokenizer("qwen2", extra_specials=QWEN2VL_SPECIALS)
-    base = "qwen3_moe" if moe else "qwen3"  # MoE: 8 experts, top 2, layer 1 dense, 2 * 48 != 64
-    td, _ = resolve_dims(base, FAMILIES[base], "tiny", None, tok)
-    td.pop("tie", None)
-    td["layers"] = 3
-    td["rope_theta"] = 5000000.0
+    if args.dims == "real" or args.preset is not None:
+        names = [k for k, p in QWEN3VL_PRESETS.items() if p["family"] == args.family]
+        preset = args.preset or (names[0] if names else None)
+        if preset not in names:
+            raise SystemExit(f"{args.family} has no preset {preset!r} (has: {', '.join(names) or 'none'})")
+        p = QWEN3VL_PRESETS[preset]
+        v, td, mrope, label, std = dict(p["tower"]), dict(p["text_dims"]), p["mrope_section"], preset, STD_REAL
+        td["vocab"] = td["vocab"] or tok.size
+        min_pixels, max_pixels = 65536, 16777216  # the official preprocessor_config
+        if args.tie is None and "tie" in td:
+            args.tie = td["tie"]
+        td.pop("tie", None)
+    else:
+        v, mrope, label, std = dict(QWEN3VL_VISION_TINY), QWEN3VL_MROPE_TINY, "tiny", STD_TINY
+        base = "qwen3_moe" if moe else "qwen3"  # MoE: 8 experts, top 2, layer 1 dense, 2 * 48 != 64
+        td, _ = resolve_dims(base, FAMILIES[base], "tiny", None, tok)
+        td.pop("tie", None)
+        td["layers"] = 3
+        td["rope_theta"] = 5000000.0
+        factor = v["patch"] * v["merge"]
+        min_pixels, max_pixels = factor * factor * 4, factor * factor * 64
     ids = special_ids(tok)
     tie = True if args.tie is None else bool(args.tie)
     text_cfg, text_w = (build_qwen3_moe if moe else build_qwen3)(td, ids, tie)
@@ -2087,7 +2127,7 @@ def main_qwen3vl(args) -> int:
               "eos_token_id", "output_router_logits"):
         text_cfg.pop(k, None)
     text_cfg.update({"model_type": "qwen3_vl_moe_text" if moe else "qwen3_vl_text", "dtype": DTYPES[args.dtype][2],
-                     "rope_scaling": {"mrope_interleaved": True, "mrope_section": list(QWEN3VL_MROPE_TINY),
+                     "rope_scaling": {"mrope_interleaved": True, "mrope_section": list(mrope),
                                       "rope_type": "default"}})
     C, p, T, U, D = v["width"], v["patch"], v["temporal"], v["width"] * v["merge"] ** 2, td["hidden"]
     specs = [("model.language_model." + s[0][len("model."):] if s[0].startswith("model.") else s[0], s[1],
@@ -2125,13 +2165,11 @@ def main_qwen3vl(args) -> int:
                                 "spatial_merge_size": v["merge"], "temporal_patch_size": T, "out_hidden_size": D,
                                 "num_position_embeddings": v["n_pos"], "deepstack_visual_indexes": v["deepstack"],
                                 "initializer_range": 0.02}}
-    factor = p * v["merge"]
-    max_pixels = factor * factor * 64
     pre = {"do_convert_rgb": True, "do_normalize": True, "do_rescale": True, "do_resize": True,
            "image_mean": [0.5, 0.5, 0.5], "image_std": [0.5, 0.5, 0.5], "image_processor_type": "Qwen2VLImageProcessor",
            "processor_class": "Qwen3VLProcessor", "merge_size": v["merge"], "patch_size": p, "resample": 3,
            "rescale_factor": 0.00392156862745098, "temporal_patch_size": T,
-           "size": {"longest_edge": max_pixels, "shortest_edge": factor * factor * 4}}
+           "size": {"longest_edge": max_pixels, "shortest_edge": min_pixels}}
     os.makedirs(args.out, exist_ok=True)
     write_json(os.path.join(args.out, "config.json"), config)
     gen = {"bos_token_id": ids["bos"], "do_sample": False, "eos_token_id": ids["gen_eos"],
@@ -2144,9 +2182,9 @@ def main_qwen3vl(args) -> int:
     write_json(os.path.join(args.out, "tokenizer_config.json"), tc)
     write_json(os.path.join(args.out, "chat_template.json"), {"chat_template": QWEN2VL_CHAT_TEMPLATE})
     write_json(os.path.join(args.out, "preprocessor_config.json"), pre)
-    files = write_weights(args.out, specs, args.seed, STD_TINY, args.dtype, args.shards)
+    files = write_weights(args.out, specs, args.seed, std, args.dtype, args.shards)
     nparams = sum(int(np.prod(s[1], dtype=np.int64)) for s in specs)
-    print(f"mktiny: {args.family} [tiny] dtype={args.dtype} seed={args.seed} -> {args.out}")
+    print(f"mktiny: {args.family} [{label}] dtype={args.dtype} seed={args.seed} -> {args.out}")
     print(f"  {len(specs)} tensors, {nparams:,} params; vision depth {v['depth']}, DeepStack after {v['deepstack']}; "
           f"{time.time() - t0:.2f} s")
     return 0

@@ -161,6 +161,7 @@ omnic_status omnic__text_decoder_quantize(omnic__text_decoder *d, omnic_dtype qt
         omnic__text_decoder_layer *y = &d->layers[l];
         if (!y->expert_views) continue;
         omnic__tensor **out[3] = {&y->experts_gate, &y->experts_up, &y->experts_down};
+        if ((s = omnic__text_decoder_experts_open(d, st, l, err)) != OMNIC_OK) break;
         for (int p = 0; p < 3 && s == OMNIC_OK; p++) {
             const omnic__tensor *v0 = &y->expert_views[p];
             const int64_t N = v0->dims[0], K = v0->dims[1], E = d->cfg.n_experts;
@@ -209,6 +210,8 @@ omnic_status omnic__text_decoder_quantize(omnic__text_decoder *d, omnic_dtype qt
             h->owns_data = false;
             *out[p] = h;
         }
+        if (y->experts_gate && y->experts_up && y->experts_down) /* else stack_experts copies the rest */
+            omnic__text_decoder_experts_close(d, l);
     }
 out:
     if (d->cfg.tie_embeddings) d->lm_head = d->embed;

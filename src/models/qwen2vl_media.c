@@ -227,17 +227,18 @@ static omnic_status qwen_encode_start(omnic__model *m, const omnic__media_item *
 }
 
 /* Patch embedding, per layer q/k/v/o, attention within the frame (Qwen2.5-VL: windows on most
- * layers, counted as full frames here: an upper bound), the MLP (2 or 3 matrices), the merger. */
+ * layers, counted as full frames here: an upper bound), the MLP (Qwen2.5-VL: 3 matrices, else
+ * 2), the merger and Qwen3-VL's DeepStack mergers (the same shapes). */
 static void qwen_encode_cost(const omnic__model *m, const omnic__media_item *it, omnic__encode_cost *out)
 {
     const omnic__qvit_config *c = &state(m)->qvit->cfg;
     const int64_t *g = it->grid;
     double N = (double)(g[0] * g[1] * g[2]), F = (double)(g[1] * g[2]), C = (double)c->hidden;
     double I = (double)c->intermediate, U = (double)c->unit, D = (double)c->out_hidden;
-    double mlp = c->arch == OMNIC_QVIT_QWEN2_VL ? 2 : 3;
+    double mlp = c->arch == OMNIC_QVIT_QWEN2_5_VL ? 3 : 2;
     out->macs = N * (double)c->patch_dim * C +
                 (double)c->depth * (4 * N * C * C + 2 * N * F * C + mlp * N * C * I) +
-                (N / U) * (U * C) * (U * C) + (N / U) * (U * C) * D;
+                (double)(1 + c->n_deepstack) * ((N / U) * (U * C) * (U * C) + (N / U) * (U * C) * D);
     out->rows = g[0] * g[1] * g[2], out->width = c->hidden, out->inter = c->intermediate;
 }
 

@@ -365,42 +365,23 @@ static omnic_status bind_experts(omnic__text_decoder *d, const omnic__safetensor
     if (!L->expert_views)
         return OMNIC_FAIL(err, OMNIC_E_NOMEM, "out of memory for %lld experts", (long long)E);
     char name[192];
-    if (c->experts_fused) { /* [E, H, 2 Im] and [E, Im, H] (x . W): transposed into [out, in] per expert */
-        omnic__tensor gu, dn;
+    if (c->experts_fused) { /* [E, H, 2 Im] and [E, Im, H] (x . W): transposed when opened */
         const int64_t gd[3] = {E, H, 2 * Im}, dd[3] = {E, Im, H};
         snprintf(name, sizeof name, "%slayers.%lld.mlp.experts.gate_up_proj", c->prefix, (long long)l);
-        OMNIC_TRY(bind(d, st, name, 3, gd, &gu, err));
+        OMNIC_TRY(bind(d, st, name, 3, gd, &L->fused_gu, err));
         snprintf(name, sizeof name, "%slayers.%lld.mlp.experts.down_proj", c->prefix, (long long)l);
-        OMNIC_TRY(bind(d, st, name, 3, dd, &dn, err));
-        if (gu.dtype != dn.dtype)
+        OMNIC_TRY(bind(d, st, name, 3, dd, &L->fused_dn, err));
+        if (L->fused_gu.dtype != L->fused_dn.dtype)
             return OMNIC_FAIL(err, OMNIC_E_INVALID, "%s is %s, gate_up_proj is %s: one dtype for the experts", name,
-                              omnic_dtype_name(dn.dtype), omnic_dtype_name(gu.dtype));
-        const size_t es = omnic_dtype_size(gu.dtype), per = (size_t)(Im * H) * es;
-        uint8_t *blk = omnic_alloc_array((size_t)(3 * E), per);
-        if (!blk) return OMNIC_FAIL(err, OMNIC_E_NOMEM, "out of memory transposing %lld experts", (long long)E);
-        L->expert_block = blk;
-        const uint8_t *g = gu.data, *dw = dn.data;
-        for (int64_t e = 0; e < E; e++) {
-            uint8_t *pg = blk + (size_t)(3 * e) * per, *pu = pg + per, *pd = pu + per;
-            for (int64_t i = 0; i < Im; i++)
-                for (int64_t h = 0; h < H; h++) {
-                    const size_t src = (size_t)(e * H + h) * (size_t)(2 * Im) + (size_t)i;
-                    memcpy(pg + (size_t)(i * H + h) * es, g + src * es, es);
-                    memcpy(pu + (size_t)(i * H + h) * es, g + (src + (size_t)Im) * es, es);
-                    memcpy(pd + (size_t)(h * Im + i) * es, dw + ((size_t)(e * Im + i) * (size_t)H + (size_t)h) * es,
-                           es);
-                }
+                              omnic_dtype_name(L->fused_dn.dtype), omnic_dtype_name(L->fused_gu.dtype));
+        for (int64_t e = 0; e < E; e++)
             for (int p = 0; p < 3; p++) {
                 const int64_t dims[2] = {p == 2 ? H : Im, p == 2 ? Im : H};
                 omnic__tensor *v = &L->expert_views[3 * e + p];
-                OMNIC_TRY(omnic__tensor_init(v, gu.dtype, 2, dims, err));
-                v->data = blk + (size_t)(3 * e + p) * per;
+                OMNIC_TRY(omnic__tensor_init(v, L->fused_gu.dtype, 2, dims, err));
                 snprintf(v->name, sizeof v->name, "%slayers.%lld.mlp.experts.%lld.%s", c->prefix, (long long)l,
                          (long long)e, proj[p]);
             }
-        }
-        omnic__st_release(st, gu.data, omnic__tensor_bytes(&gu));
-        omnic__st_release(st, dn.data, omnic__tensor_bytes(&dn));
         return OMNIC_OK;
     }
     for (int64_t e = 0; e < E; e++)
@@ -418,6 +399,66 @@ static omnic_status bind_experts(omnic__text_decoder *d, const omnic__safetensor
     return OMNIC_OK;
 }
 
+/* dst [cols, rows] = src [rows, cols]^T, src rows `stride` elements apart; elements of es bytes,
+ * in 64 x 64 tiles (both sides stay in cache). */
+static void transpose(const uint8_t *src, int64_t stride, uint8_t *dst, int64_t rows, int64_t cols, size_t es)
+{
+    enum { B = 64 };
+    for (int64_t r0 = 0; r0 < rows; r0 += B)
+        for (int64_t c0 = 0; c0 < cols; c0 += B) {
+            const int64_t r1 = r0 + B < rows ? r0 + B : rows, c1 = c0 + B < cols ? c0 + B : cols;
+            for (int64_t r = r0; r < r1; r++) {
+                const uint8_t *s = src + (size_t)(r * stride) * es;
+                if (es == 2)
+                    for (int64_t c = c0; c < c1; c++)
+                        ((uint16_t *)dst)[c * rows + r] = ((const uint16_t *)s)[c];
+                else if (es == 4)
+                    for (int64_t c = c0; c < c1; c++)
+                        ((uint32_t *)dst)[c * rows + r] = ((const uint32_t *)s)[c];
+                else
+                    for (int64_t c = c0; c < c1; c++)
+                        memcpy(dst + (size_t)(c * rows + r) * es, s + (size_t)c * es, es);
+            }
+        }
+}
+
+omnic_status omnic__text_decoder_experts_open(omnic__text_decoder *d, const omnic__safetensors *st, int64_t l,
+                                              omnic_err *err)
+{
+    omnic__text_decoder_layer *L = &d->layers[l];
+    if (!L->expert_views || !L->fused_gu.data || L->expert_block) return OMNIC_OK;
+    const int64_t E = d->cfg.n_experts, Im = d->cfg.moe_intermediate, H = d->cfg.hidden;
+    const size_t es = omnic_dtype_size(L->fused_gu.dtype), per = (size_t)(Im * H) * es;
+    uint8_t *blk = omnic_alloc_array((size_t)(3 * E), per);
+    if (!blk) return OMNIC_FAIL(err, OMNIC_E_NOMEM, "out of memory transposing %lld experts", (long long)E);
+    L->expert_block = blk;
+    for (int64_t e = 0; e < E; e++) {
+        const uint8_t *g = (const uint8_t *)L->fused_gu.data + (size_t)(e * H) * (size_t)(2 * Im) * es,
+                      *dw = (const uint8_t *)L->fused_dn.data + (size_t)(e * Im) * (size_t)H * es;
+        uint8_t *pg = blk + (size_t)(3 * e) * per, *pu = pg + per, *pd = pu + per;
+        /* gate_up [H, 2 Im]: gate = columns [0, Im), up = [Im, 2 Im), each transposed to [Im, H];
+         * down [Im, H] transposed to [H, Im] */
+        transpose(g, 2 * Im, pg, H, Im, es);
+        transpose(g + (size_t)Im * es, 2 * Im, pu, H, Im, es);
+        transpose(dw, H, pd, Im, H, es);
+        omnic__st_release(st, g, (size_t)(H * 2 * Im) * es);
+        omnic__st_release(st, dw, (size_t)(Im * H) * es);
+        for (int p = 0; p < 3; p++)
+            L->expert_views[3 * e + p].data = blk + (size_t)(3 * e + p) * per;
+    }
+    return OMNIC_OK;
+}
+
+void omnic__text_decoder_experts_close(omnic__text_decoder *d, int64_t l)
+{
+    omnic__text_decoder_layer *L = &d->layers[l];
+    if (!L->expert_block) return;
+    omnic_free(L->expert_block);
+    L->expert_block = NULL;
+    for (int64_t i = 0; i < 3 * d->cfg.n_experts; i++)
+        L->expert_views[i].data = NULL;
+}
+
 omnic_status omnic__text_decoder_stack_experts(omnic__text_decoder *d, const omnic__safetensors *st,
                                                omnic_err *err)
 {
@@ -427,6 +468,8 @@ omnic_status omnic__text_decoder_stack_experts(omnic__text_decoder *d, const omn
         omnic__text_decoder_layer *L = &d->layers[l];
         if (!L->expert_views) continue;
         omnic__tensor **out[3] = {&L->experts_gate, &L->experts_up, &L->experts_down};
+        if (L->experts_gate && L->experts_up && L->experts_down) continue; /* stacked by quantization */
+        OMNIC_TRY(omnic__text_decoder_experts_open(d, st, l, err));
         for (int p = 0; p < 3; p++) {
             if (*out[p]) continue; /* stacked by quantization */
             const omnic__tensor *v0 = &L->expert_views[p];
@@ -441,12 +484,7 @@ omnic_status omnic__text_decoder_stack_experts(omnic__text_decoder *d, const omn
                 omnic__st_release(st, v->data, bytes);
             }
         }
-        if (L->expert_block) { /* the transposed fused storage is in the stacked tensors now */
-            omnic_free(L->expert_block);
-            L->expert_block = NULL;
-            for (int64_t i = 0; i < 3 * c->n_experts; i++)
-                L->expert_views[i].data = NULL;
-        }
+        omnic__text_decoder_experts_close(d, l); /* fused storage: in the stacked tensors now */
     }
     return OMNIC_OK;
 }

@@ -109,9 +109,11 @@ typedef struct omnic__text_decoder_layer {
     omnic__tensor router;
     omnic__tensor *experts_gate, *experts_up, *experts_down;
     omnic__tensor *expert_views; /* owned [3 * E]: the per-expert tensors as bound (gate, up,
-                                  * down of expert 0, 1, ...), until stacked */
-    void *expert_block;          /* owned: fused storage transposed into per-expert [out, in]
-                                  * tensors (the views above point into it) */
+                                  * down of expert 0, 1, ...), until stacked; with fused storage
+                                  * their data is NULL outside omnic__text_decoder_experts_open */
+    omnic__tensor fused_gu, fused_dn; /* fused storage (mapped): [E, H, 2 Im], [E, Im, H]; else data NULL */
+    void *expert_block;               /* owned while open: fused storage transposed into the
+                                       * per-expert [out, in] tensors the views point into */
 } omnic__text_decoder_layer;
 
 typedef struct omnic__text_decoder {
@@ -181,6 +183,12 @@ void omnic__text_decoder_deinit(omnic__text_decoder *d);
  * E_NOMEM. */
 omnic_status omnic__text_decoder_stack_experts(omnic__text_decoder *d, const omnic__safetensors *st,
                                                omnic_err *err);
+/* Layer l's expert views readable: fused storage (Qwen3-VL-MoE) is transposed into an owned
+ * block of per-expert [out, in] tensors (one layer at a time: peak memory one layer's experts),
+ * releasing the mapped pages; per-expert storage is already readable. close frees the block. */
+omnic_status omnic__text_decoder_experts_open(omnic__text_decoder *d, const omnic__safetensors *st, int64_t l,
+                                              omnic_err *err);
+void omnic__text_decoder_experts_close(omnic__text_decoder *d, int64_t l);
 
 /* What a decoder graph ends with. */
 typedef enum omnic__text_head {
