@@ -524,7 +524,8 @@ static omnic_status encode_next(omnic__engine *e, int si, double budget, omnic_e
         for (int j = 0; j < md->n_side; j++) {
             const omnic__tensor *side = omnic__module_output(e->enc_mod, md->side_out[j]);
             if (side->dims[0] != R || omnic__tensor_cols(side) != H)
-                return OMNIC_FAIL(err, OMNIC_E_INTERNAL, "the encoder's side output %d has the wrong shape", j);
+                return OMNIC_FAIL(err, OMNIC_E_INTERNAL, "the encoder's side output %d has the wrong shape",
+                                  j);
             memcpy(dst + (size_t)((1 + j) * R * H), side->data, (size_t)(R * H) * sizeof(float));
         }
         if (e->enc_cache && it->has_key)
@@ -561,7 +562,8 @@ static omnic_status encode_next(omnic__engine *e, int si, double budget, omnic_e
     OMNIC_TRY(st);
     if (r->pp.adapter != OMNIC_ADAPTER_NONE)
         return OMNIC_FAIL(err, OMNIC_E_UNSUPPORTED,
-                          "the prompt needs adapter mode %d, which this engine does not run yet", (int)r->pp.adapter);
+                          "the prompt needs adapter mode %d, which this engine does not run yet",
+                          (int)r->pp.adapter);
     if (r->pp.n_side != (int)m->dec.cfg.n_deepstack)
         return OMNIC_FAIL(err, OMNIC_E_INTERNAL, "the prompt has %d side input blocks, the model takes %lld",
                           r->pp.n_side, (long long)m->dec.cfg.n_deepstack);
@@ -1216,7 +1218,8 @@ omnic_status omnic__engine_submit(omnic__engine *e, const omnic__gen_request *r,
             omnic__err_prefix(err, "%s %zu", omnic__modality_name(r->media[i]->modality), i);
             goto reject;
         }
-        media_rows += omnic__media_item_parts(r->media[i]) * rows * (1 + m->media[r->media[i]->modality].n_side);
+        media_rows +=
+            omnic__media_item_parts(r->media[i]) * rows * (1 + m->media[r->media[i]->modality].n_side);
         expanded += omnic__media_item_parts(r->media[i]) * (rows - 1);
     }
     if (__builtin_add_overflow(expanded, r->max_tokens, &total) || total > cap) {

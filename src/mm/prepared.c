@@ -59,7 +59,8 @@ omnic_status omnic__prepared_prefill_init(omnic__prepared_prefill *out, omnic__p
         return OMNIC_FAIL(err, OMNIC_E_INVALID, "prepared prefill: %d side blocks", p->n_side);
     for (size_t i = 0; i < (size_t)p->n_rows * (size_t)p->n_side * (size_t)p->hidden; i++)
         if (!isfinite(p->side[i]))
-            return OMNIC_FAIL(err, OMNIC_E_INVALID, "prepared prefill: side input value %zu is not finite", i);
+            return OMNIC_FAIL(err, OMNIC_E_INVALID, "prepared prefill: side input value %zu is not finite",
+                              i);
     if (p->n_spans < 0 || (p->n_spans > 0 && !p->spans))
         return OMNIC_FAIL(err, OMNIC_E_INVALID, "prepared prefill: %lld spans", (long long)p->n_spans);
     for (int64_t i = 0; i < p->n_spans; i++) {

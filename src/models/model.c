@@ -30,6 +30,10 @@ static omnic_status compute_identity(omnic__model *m, omnic_err *err)
     size_t used = strlen(modules);
     snprintf(modules + used, sizeof modules - used, ";%s:%s%s", m->embed_prefill.name,
              m->embed_prefill.contract, m->embed_decode.finalized ? ";embeddings_decode" : "");
+    used = strlen(modules);
+    if (m->dec.cfg.n_deepstack > 0) /* the embeddings prefill's side input schema */
+        snprintf(modules + used, sizeof modules - used, ";side=deepstack[n,%lld*%lld]",
+                 (long long)m->dec.cfg.n_deepstack, (long long)m->dec.cfg.hidden);
     char buckets[64] = "";
     for (int k = 0; k < OMNIC_MODALITY_COUNT; k++)
         if (m->media[k].ops && m->media[k].state)

@@ -13,14 +13,14 @@
 #define OMNIC_MAX_SIDE 8 /* side outputs per modality */
 
 typedef struct omnic__model_media {
-    const omnic__media_ops *ops; /* the family's table; NULL: not taken */
-    void *state;                 /* the family's encoder state, owned (ops->close frees it) */
-    int32_t placeholder_id;      /* the one id per item in logical prompts; -1 none */
-    int64_t span_rows;           /* rows of the bidirectional span one item makes (its rows attend
-                                  * to each other both ways: Gemma 3); 0: causal rows */
-    int n_side;                  /* encoder outputs beside "projected", each [rows, text hidden]
-                                  * (Qwen3-VL's DeepStack features): the engine keeps them after an
-                                  * item's rows, in order, for the family's merge */
+    const omnic__media_ops *ops;  /* the family's table; NULL: not taken */
+    void *state;                  /* the family's encoder state, owned (ops->close frees it) */
+    int32_t placeholder_id;       /* the one id per item in logical prompts; -1 none */
+    int64_t span_rows;            /* rows of the bidirectional span one item makes (its rows attend
+                                   * to each other both ways: Gemma 3); 0: causal rows */
+    int n_side;                   /* encoder outputs beside "projected", each [rows, text hidden]
+                                   * (Qwen3-VL's DeepStack features): the engine keeps them after an
+                                   * item's rows, in order, for the family's merge */
     int side_out[OMNIC_MAX_SIDE]; /* their module output indices */
 } omnic__model_media;
 

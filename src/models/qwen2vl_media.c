@@ -66,7 +66,8 @@ static omnic_status qwen_open(omnic__model *m, omnic_err *err)
     for (int64_t k = 0; k < c->n_deepstack; k++)
         m->media[OMNIC_MODALITY_IMAGE].side_out[k] = q->enc.out_deepstack[k];
     if (c->n_deepstack != m->dec.cfg.n_deepstack)
-        return OMNIC_FAIL(err, OMNIC_E_INTERNAL, "the tower has %lld DeepStack mergers, the text model takes %lld",
+        return OMNIC_FAIL(err, OMNIC_E_INTERNAL,
+                          "the tower has %lld DeepStack mergers, the text model takes %lld",
                           (long long)c->n_deepstack, (long long)m->dec.cfg.n_deepstack);
     return OMNIC_OK;
 }
@@ -292,7 +293,8 @@ static omnic_status qwen_merge(const omnic__model *m, const int32_t *logical, in
             goto out;
         }
     }
-    int64_t img = 0, img_row = 0, base = 0; /* image, its row, its first row in projected (HF masked_scatter) */
+    int64_t img = 0, img_row = 0,
+            base = 0; /* image, its row, its first row in projected (HF masked_scatter) */
     for (int64_t i = 0; i < p.n_rows;) {
         if (ids[i] == spec->image_token_id) {
             while (img < n_images && img_row == n_tok[img])
@@ -323,7 +325,9 @@ out:
 
 static const char *arch_name(const omnic__qvit_config *c)
 {
-    return c->arch == OMNIC_QVIT_QWEN2_VL ? "Qwen2-VL" : c->arch == OMNIC_QVIT_QWEN3_VL ? "Qwen3-VL" : "Qwen2.5-VL";
+    return c->arch == OMNIC_QVIT_QWEN2_VL   ? "Qwen2-VL"
+           : c->arch == OMNIC_QVIT_QWEN3_VL ? "Qwen3-VL"
+                                            : "Qwen2.5-VL";
 }
 
 static void qwen_describe(const omnic__model *m, FILE *f)
@@ -333,11 +337,18 @@ static void qwen_describe(const omnic__model *m, FILE *f)
     fprintf(
         f,
         "vision:     %s tower, patch %lld, temporal %lld, merge %lld, hidden %lld, %lld layers, up to %lld "
-        "patches per image (image pad %d, vision start %d), M-RoPE sections %d/%d/%d\n",
+        "patches per image (image pad %d, vision start %d), M-RoPE sections %d/%d/%d%s\n",
         arch_name(qc), (long long)qc->patch, (long long)qc->temporal, (long long)qc->merge,
         (long long)qc->hidden, (long long)qc->depth, (long long)q->enc.capacity, qc->image_token_id,
         qc->vision_start_id, m->dec.cfg.mrope_section[0], m->dec.cfg.mrope_section[1],
-        m->dec.cfg.mrope_section[2]);
+        m->dec.cfg.mrope_section[2], m->dec.cfg.mrope_interleaved ? " interleaved" : "");
+    if (qc->n_deepstack > 0) {
+        fprintf(f, "deepstack:  %lld mergers after vision blocks", (long long)qc->n_deepstack);
+        for (int64_t k = 0; k < qc->n_deepstack; k++)
+            fprintf(f, "%s%lld", k ? ", " : " ", (long long)qc->deepstack_layer[k]);
+        fprintf(f, "; their rows are added to the image rows after text layers 0..%lld (prefill only)\n",
+                (long long)qc->n_deepstack - 1);
+    }
     omnic__module_print(&q->enc.m, f);
 }
 

@@ -18,7 +18,8 @@ omnic_status omnic__qvit_config_parse(const json_t *cfg, const char *what, int64
     memset(c, 0, sizeof *c);
     const char *type, *act;
     OMNIC_TRY(omnic__json_get_str(cfg, "model_type", true, NULL, what, &type, err));
-    const bool v2 = !strcmp(type, "qwen2_vl"), v3 = !strcmp(type, "qwen3_vl") || !strcmp(type, "qwen3_vl_moe");
+    const bool v2 = !strcmp(type, "qwen2_vl"),
+               v3 = !strcmp(type, "qwen3_vl") || !strcmp(type, "qwen3_vl_moe");
     if (v2)
         c->arch = OMNIC_QVIT_QWEN2_VL;
     else if (!strcmp(type, "qwen2_5_vl"))
@@ -27,8 +28,8 @@ omnic_status omnic__qvit_config_parse(const json_t *cfg, const char *what, int64
         c->arch = OMNIC_QVIT_QWEN3_VL;
     else
         return OMNIC_FAIL(err, OMNIC_E_UNSUPPORTED,
-                          "%s: model_type '%s' is not a Qwen2-VL family (qwen2_vl, qwen2_5_vl, qwen3_vl)", what,
-                          type);
+                          "%s: model_type '%s' is not a Qwen2-VL family (qwen2_vl, qwen2_5_vl, qwen3_vl)",
+                          what, type);
     const json_t *vc;
     OMNIC_TRY(omnic__json_get_obj(cfg, "vision_config", false, what, &vc, err));
     const char *vw = "config.json vision_config";
@@ -61,7 +62,10 @@ omnic_status omnic__qvit_config_parse(const json_t *cfg, const char *what, int64
                                            "fullatt_block_indexes", "tokens_per_second", NULL};
     static const char *const only_v3[] = {"intermediate_size", "out_hidden_size", "num_position_embeddings",
                                           "deepstack_visual_indexes", NULL};
-    const char *const *const lists[] = {omnic__config_keys_generic, common, v2 ? only_v2 : v3 ? only_v3 : only_v25,
+    const char *const *const lists[] = {omnic__config_keys_generic, common,
+                                        v2   ? only_v2
+                                        : v3 ? only_v3
+                                             : only_v25,
                                         NULL};
     OMNIC_TRY(omnic__config_check_generic(vc, vw, err));
     OMNIC_TRY(omnic__json_check_keys(vc, vw, lists, err));
@@ -109,10 +113,11 @@ omnic_status omnic__qvit_config_parse(const json_t *cfg, const char *what, int64
         else if (!strcmp(act, "silu"))
             c->act = OMNIC_OP_SILU;
         else
-            return OMNIC_FAIL(err, OMNIC_E_UNSUPPORTED,
-                              "%s: hidden_act '%s' is not supported (gelu_pytorch_tanh, gelu_new, gelu, silu)", vw,
-                              act);
-        OMNIC_TRY(omnic__json_get_i64(vc, "num_position_embeddings", false, 2304, 1, 1 << 24, vw, &c->n_pos, err));
+            return OMNIC_FAIL(
+                err, OMNIC_E_UNSUPPORTED,
+                "%s: hidden_act '%s' is not supported (gelu_pytorch_tanh, gelu_new, gelu, silu)", vw, act);
+        OMNIC_TRY(
+            omnic__json_get_i64(vc, "num_position_embeddings", false, 2304, 1, 1 << 24, vw, &c->n_pos, err));
         const int64_t side = (int64_t)sqrt((double)c->n_pos);
         if (side * side != c->n_pos)
             return OMNIC_FAIL(err, OMNIC_E_INVALID, "%s: num_position_embeddings %lld is not a square", vw,
@@ -128,8 +133,9 @@ omnic_status omnic__qvit_config_parse(const json_t *cfg, const char *what, int64
             const json_t *e = ds ? json_array_get(ds, (size_t)k) : NULL;
             c->deepstack_layer[k] = ds ? (json_is_integer(e) ? json_integer_value(e) : -1) : dflt[k];
             if (c->deepstack_layer[k] < 0 || c->deepstack_layer[k] >= c->depth)
-                return OMNIC_FAIL(err, OMNIC_E_INVALID, "%s: deepstack_visual_indexes[%lld] must be a block in 0..%lld",
-                                  vw, (long long)k, (long long)c->depth - 1);
+                return OMNIC_FAIL(err, OMNIC_E_INVALID,
+                                  "%s: deepstack_visual_indexes[%lld] must be a block in 0..%lld", vw,
+                                  (long long)k, (long long)c->depth - 1);
         }
     } else {
         OMNIC_TRY(omnic__json_get_i64(vc, "hidden_size", false, 3584, 1, 1 << 16, vw, &c->hidden, err));
@@ -245,8 +251,9 @@ omnic_status omnic__qvit_load(omnic__qvit *v, const omnic__qvit_config *c, const
 {
     memset(v, 0, sizeof *v);
     v->cfg = *c;
-    const bool v3 = c->arch == OMNIC_QVIT_QWEN3_VL, v2 = c->arch == OMNIC_QVIT_QWEN2_VL || v3; /* v2: LayerNorm
-                                                                                                 * + fc1/fc2 blocks */
+    const bool v3 = c->arch == OMNIC_QVIT_QWEN3_VL,
+               v2 = c->arch == OMNIC_QVIT_QWEN2_VL || v3; /* v2: LayerNorm
+                                                           * + fc1/fc2 blocks */
     const int64_t C = c->hidden, I = c->intermediate, U = c->unit * c->hidden, D = c->out_hidden;
     char name[192];
     omnic_status s;
@@ -316,9 +323,11 @@ omnic_status omnic__qvit_load(omnic__qvit *v, const omnic__qvit_config *c, const
     }
     const int64_t vc[1] = {C}, m0[2] = {U, U}, m2[2] = {D, U}, uc[1] = {U};
     /* Qwen3-VL names its merger norm / linear_fc1 / linear_fc2 (same shapes and roles) */
-    const char *ln = v3 ? "norm" : "ln_q", *l0 = v3 ? "linear_fc1" : "mlp.0", *l2 = v3 ? "linear_fc2" : "mlp.2";
+    const char *ln = v3 ? "norm" : "ln_q", *l0 = v3 ? "linear_fc1" : "mlp.0",
+               *l2 = v3 ? "linear_fc2" : "mlp.2";
     if ((s = bind(v, st, NAME("%smerger.%s.weight", P, ln), 1, vc, &v->lnq_w, err)) != OMNIC_OK) goto fail;
-    if (v2 && (s = bind(v, st, NAME("%smerger.%s.bias", P, ln), 1, vc, &v->lnq_b, err)) != OMNIC_OK) goto fail;
+    if (v2 && (s = bind(v, st, NAME("%smerger.%s.bias", P, ln), 1, vc, &v->lnq_b, err)) != OMNIC_OK)
+        goto fail;
     if ((s = bind(v, st, NAME("%smerger.%s.weight", P, l0), 2, m0, &v->m0, err)) != OMNIC_OK ||
         (s = bind_f32(v, st, NAME("%smerger.%s.bias", P, l0), U, 1, &v->m0_b, err)) != OMNIC_OK ||
         (s = bind(v, st, NAME("%smerger.%s.weight", P, l2), 2, m2, &v->m2, err)) != OMNIC_OK ||
@@ -403,8 +412,8 @@ void omnic__qvit_param_stats(const omnic__qvit *v, int64_t *params, int64_t *byt
 {
     int64_t p = 0, b = 0;
     const bool v3 = v->cfg.arch == OMNIC_QVIT_QWEN3_VL, v2 = v->cfg.arch == OMNIC_QVIT_QWEN2_VL || v3;
-    const omnic__tensor *top[] = {&v->patch_w, &v->lnq_w, v2 ? &v->lnq_b : NULL, &v->m0, v->m0_b,
-                                  &v->m2,      v->m2_b,   v->patch_b,           v3 ? &v->pos_embed : NULL};
+    const omnic__tensor *top[] = {&v->patch_w, &v->lnq_w,  v2 ? &v->lnq_b : NULL,    &v->m0, v->m0_b, &v->m2,
+                                  v->m2_b,     v->patch_b, v3 ? &v->pos_embed : NULL};
     for (int64_t k = 0; k < v->cfg.n_deepstack; k++) {
         const omnic__qvit_deepstack *q = &v->ds[k];
         const omnic__tensor *dt[] = {&q->norm_w, &q->norm_b, &q->fc1, q->fc1_b, &q->fc2, q->fc2_b};
@@ -677,7 +686,8 @@ omnic_status omnic__qvit_encoder_init(omnic__qvit_encoder *e, const omnic__qvit 
         e->out_deepstack[k] = omnic__module_find_output(&e->m, name);
     }
     e->patches = omnic_alloc_array((size_t)(capacity * c->patch_dim), sizeof *e->patches);
-    if (c->arch == OMNIC_QVIT_QWEN3_VL) e->pos = omnic_alloc_array((size_t)(capacity * c->hidden), sizeof *e->pos);
+    if (c->arch == OMNIC_QVIT_QWEN3_VL)
+        e->pos = omnic_alloc_array((size_t)(capacity * c->hidden), sizeof *e->pos);
     if (!e->patches || (c->arch == OMNIC_QVIT_QWEN3_VL && !e->pos)) {
         s = OMNIC_FAIL(err, OMNIC_E_NOMEM, "vision.encode: out of memory for %lld patch rows",
                        (long long)capacity);
@@ -813,7 +823,8 @@ void omnic__qvit_pos_embeds(const omnic__qvit *v, const int64_t *grids, int n_im
                     for (int64_t ih = 0; ih < m; ih++)
                         for (int64_t iw = 0; iw < m; iw++, row++) {
                             const int64_t y = bh * m + ih, x = bw * m + iw;
-                            const float hy = linspace_f32((float)(G - 1), h, y), wx = linspace_f32((float)(G - 1), w, x);
+                            const float hy = linspace_f32((float)(G - 1), h, y),
+                                        wx = linspace_f32((float)(G - 1), w, x);
                             const int64_t h0 = (int64_t)hy, w0 = (int64_t)wx; /* .int(): truncation */
                             const int64_t h1 = h0 + 1 < G ? h0 + 1 : G - 1, w1 = w0 + 1 < G ? w0 + 1 : G - 1;
                             const float dh = hy - (float)h0, dw = wx - (float)w0;

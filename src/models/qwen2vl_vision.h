@@ -107,9 +107,9 @@ typedef struct omnic__qvit_deepstack {
 
 typedef struct omnic__qvit {
     omnic__qvit_config cfg;
-    omnic__tensor patch_w;        /* [C, K]: patch_embed.proj.weight [C, C_in, t, p, p] viewed */
-    omnic__tensor *patch_b;       /* Qwen3-VL: owned f32 [C] */
-    omnic__tensor pos_embed;      /* Qwen3-VL: [n_pos, C] */
+    omnic__tensor patch_w;   /* [C, K]: patch_embed.proj.weight [C, C_in, t, p, p] viewed */
+    omnic__tensor *patch_b;  /* Qwen3-VL: owned f32 [C] */
+    omnic__tensor pos_embed; /* Qwen3-VL: [n_pos, C] */
     omnic__qvit_deepstack ds[OMNIC_QVIT_MAX_DEEPSTACK];
     omnic__qvit_layer *layers;    /* owned [depth] */
     omnic__tensor lnq_w, lnq_b;   /* [C] merger.ln_q (bias: Qwen2-VL only) */
@@ -172,13 +172,13 @@ void omnic__qvit_pos_embeds(const omnic__qvit *v, const int64_t *grids, int n_im
 /* A ready-to-call encoder: the module planned on one backend for up to capacity patch rows,
  * and host buffers for its inputs. */
 typedef struct omnic__qvit_encoder {
-    const omnic__qvit *v;            /* borrowed */
-    omnic__module m;                 /* vision.encode */
-    int out_features, out_projected; /* output indices */
+    const omnic__qvit *v;                        /* borrowed */
+    omnic__module m;                             /* vision.encode */
+    int out_features, out_projected;             /* output indices */
     int out_deepstack[OMNIC_QVIT_MAX_DEEPSTACK]; /* Qwen3-VL: "deepstack_{k}" [n / U, out_hidden] */
-    int64_t capacity;                /* patch rows per call */
-    float *patches;                  /* owned [capacity, K]: processing-order copy */
-    float *pos;                      /* Qwen3-VL: owned [capacity, C], the interpolated positions */
+    int64_t capacity;                            /* patch rows per call */
+    float *patches;                              /* owned [capacity, K]: processing-order copy */
+    float *pos; /* Qwen3-VL: owned [capacity, C], the interpolated positions */
 } omnic__qvit_encoder;
 
 /* Builds and finalizes the module for capacity patch rows (rounded down to a multiple of

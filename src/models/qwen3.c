@@ -78,10 +78,10 @@ static const char *const moe_keys[] = {"hidden_act",           "attention_bias",
 omnic_status omnic__qwen3_moe_parse(const json_t *cfg, const char *what, const omnic__moe_defaults *d,
                                     omnic__text_config *c, omnic_err *err)
 {
-    OMNIC_TRY(omnic__json_get_i64(cfg, "num_experts", false, d->experts, 1, OMNIC_MAX_EXPERTS, what, &c->n_experts,
-                                  err));
-    OMNIC_TRY(omnic__json_get_i64(cfg, "num_experts_per_tok", false, d->per_tok, 1, OMNIC_MAX_EXPERTS_PER_TOKEN,
-                                  what, &c->experts_per_tok, err));
+    OMNIC_TRY(omnic__json_get_i64(cfg, "num_experts", false, d->experts, 1, OMNIC_MAX_EXPERTS, what,
+                                  &c->n_experts, err));
+    OMNIC_TRY(omnic__json_get_i64(cfg, "num_experts_per_tok", false, d->per_tok, 1,
+                                  OMNIC_MAX_EXPERTS_PER_TOKEN, what, &c->experts_per_tok, err));
     if (c->experts_per_tok > c->n_experts)
         return OMNIC_FAIL(err, OMNIC_E_INVALID, "%s: num_experts_per_tok %lld exceeds num_experts %lld", what,
                           (long long)c->experts_per_tok, (long long)c->n_experts);
@@ -115,7 +115,8 @@ static omnic_status parse_moe(const json_t *cfg, const char *what, omnic__text_c
     out->qkv_bias = bias;
     out->o_bias = bias;
     out->qk_norm = true;
-    static const omnic__moe_defaults md = {.experts = 128, .per_tok = 8, .intermediate = 768, .norm_topk = false};
+    static const omnic__moe_defaults md = {
+        .experts = 128, .per_tok = 8, .intermediate = 768, .norm_topk = false};
     return omnic__qwen3_moe_parse(cfg, what, &md, out, err);
 }
 

@@ -48,13 +48,12 @@ static const omnic__text_defaults moe_defaults = {.family = "qwen3_vl_moe",
                                                   .act = "silu",
                                                   .mrope = true,
                                                   .rope_types = (const char *const[]){"default", NULL}};
-static const char *const moe_text_keys[] = {"hidden_act",          "attention_bias",        "decoder_sparse_step",
-                                            "moe_intermediate_size", "num_experts_per_tok", "num_experts",
-                                            "norm_topk_prob",      "router_aux_loss_coef",  "mlp_only_layers",
-                                            NULL};
-static const char *const top_keys[] = {"text_config",           "vision_config",       "image_token_id",
-                                       "video_token_id",        "vision_start_token_id", "vision_end_token_id",
-                                       "tie_word_embeddings", NULL};
+static const char *const moe_text_keys[] = {
+    "hidden_act",  "attention_bias", "decoder_sparse_step",  "moe_intermediate_size", "num_experts_per_tok",
+    "num_experts", "norm_topk_prob", "router_aux_loss_coef", "mlp_only_layers",       NULL};
+static const char *const top_keys[] = {
+    "text_config",           "vision_config",       "image_token_id",      "video_token_id",
+    "vision_start_token_id", "vision_end_token_id", "tie_word_embeddings", NULL};
 
 static omnic_status parse(const json_t *cfg, const char *what, omnic__text_config *out, omnic_err *err)
 {
@@ -66,15 +65,17 @@ static omnic_status parse(const json_t *cfg, const char *what, omnic__text_confi
     const char *top_type;
     OMNIC_TRY(omnic__json_get_str(cfg, "model_type", true, NULL, what, &top_type, err));
     const bool moe = !strcmp(top_type, "qwen3_vl_moe");
-    const char *tw = "config.json text_config", *want = moe ? "qwen3_vl_moe_text" : "qwen3_vl_text", *type = want;
+    const char *tw = "config.json text_config", *want = moe ? "qwen3_vl_moe_text" : "qwen3_vl_text",
+               *type = want;
     OMNIC_TRY(omnic__json_get_str(tc, "model_type", false, type, tw, &type, err));
     if (strcmp(type, want) != 0)
-        return OMNIC_FAIL(err, OMNIC_E_UNSUPPORTED, "%s: text_config model_type '%s' is not supported (%s)", what, type,
-                          want);
+        return OMNIC_FAIL(err, OMNIC_E_UNSUPPORTED, "%s: text_config model_type '%s' is not supported (%s)",
+                          what, type, want);
     OMNIC_TRY(omnic__config_check_keys_for(tc, tw, moe ? moe_text_keys : text_keys, err));
     OMNIC_TRY(omnic__text_config_parse(tc, tw, moe ? &moe_defaults : &defaults, out, err));
     if (moe) {
-        static const omnic__moe_defaults md = {.experts = 60, .per_tok = 4, .intermediate = 1408, .norm_topk = true};
+        static const omnic__moe_defaults md = {
+            .experts = 60, .per_tok = 4, .intermediate = 1408, .norm_topk = true};
         OMNIC_TRY(omnic__qwen3_moe_parse(tc, tw, &md, out, err));
         out->norm_topk = true; /* Qwen3VLMoeTextSparseMoeBlock always renormalizes */
         out->experts_fused = true;
@@ -105,7 +106,8 @@ static omnic_status parse(const json_t *cfg, const char *what, omnic__text_confi
 }
 
 static const char *const types[] = {"qwen3_vl", "qwen3_vl_moe", NULL};
-const omnic__family omnic__family_qwen3_vl = {.name = "qwen3_vl",
-                                              .model_types = types,
-                                              .parse_config = parse,
-                                              .media = {[OMNIC_MODALITY_IMAGE] = &omnic__media_qwen2vl_image}};
+const omnic__family omnic__family_qwen3_vl = {
+    .name = "qwen3_vl",
+    .model_types = types,
+    .parse_config = parse,
+    .media = {[OMNIC_MODALITY_IMAGE] = &omnic__media_qwen2vl_image}};

@@ -372,15 +372,15 @@ static omnic_status bind_experts(omnic__text_decoder *d, const omnic__safetensor
         snprintf(name, sizeof name, "%slayers.%lld.mlp.experts.down_proj", c->prefix, (long long)l);
         OMNIC_TRY(bind(d, st, name, 3, dd, &L->fused_dn, err));
         if (L->fused_gu.dtype != L->fused_dn.dtype)
-            return OMNIC_FAIL(err, OMNIC_E_INVALID, "%s is %s, gate_up_proj is %s: one dtype for the experts", name,
-                              omnic_dtype_name(L->fused_dn.dtype), omnic_dtype_name(L->fused_gu.dtype));
+            return OMNIC_FAIL(err, OMNIC_E_INVALID, "%s is %s, gate_up_proj is %s: one dtype for the experts",
+                              name, omnic_dtype_name(L->fused_dn.dtype), omnic_dtype_name(L->fused_gu.dtype));
         for (int64_t e = 0; e < E; e++)
             for (int p = 0; p < 3; p++) {
                 const int64_t dims[2] = {p == 2 ? H : Im, p == 2 ? Im : H};
                 omnic__tensor *v = &L->expert_views[3 * e + p];
                 OMNIC_TRY(omnic__tensor_init(v, L->fused_gu.dtype, 2, dims, err));
-                snprintf(v->name, sizeof v->name, "%slayers.%lld.mlp.experts.%lld.%s", c->prefix, (long long)l,
-                         (long long)e, proj[p]);
+                snprintf(v->name, sizeof v->name, "%slayers.%lld.mlp.experts.%lld.%s", c->prefix,
+                         (long long)l, (long long)e, proj[p]);
             }
         return OMNIC_OK;
     }
@@ -732,8 +732,9 @@ static omnic_status finish(const omnic__text_decoder *d, omnic__graph *g, omnic_
 
 static omnic_status build_body(const omnic__text_decoder *d, omnic__graph *g, omnic__tensor *x,
                                omnic__tensor *ids, omnic__tensor *pos, omnic__tensor *bias,
-                               omnic__tensor *span, omnic__tensor *deepstack, bool causal, omnic_dtype kv_dtype,
-                               int64_t kv_rows, omnic__text_head head, bool taps, omnic_err *err)
+                               omnic__tensor *span, omnic__tensor *deepstack, bool causal,
+                               omnic_dtype kv_dtype, int64_t kv_rows, omnic__text_head head, bool taps,
+                               omnic_err *err)
 {
     if (d->altup) /* Gemma 3n: its own layers (no bias or span masks) */
         return finish(d, g, omnic__altup_build_layers(d, g, x, ids, pos, kv_dtype, kv_rows, taps), head, err);
@@ -888,8 +889,8 @@ omnic_status omnic__text_decoder_build_embeddings(const omnic__text_decoder *d, 
     int64_t dsd[2] = {g->capacity, d->cfg.n_deepstack * d->cfg.hidden};
     omnic__tensor *deepstack =
         d->cfg.n_deepstack > 0 ? omnic__g_input(g, "deepstack", OMNIC_DTYPE_F32, 2, dsd, OMNIC_VAR_T) : NULL;
-    return build_body(d, g, x, ids, pos, bias, span, deepstack, mask != OMNIC_MASK_BIAS, kv_dtype, kv_rows, head,
-                      taps, err);
+    return build_body(d, g, x, ids, pos, bias, span, deepstack, mask != OMNIC_MASK_BIAS, kv_dtype, kv_rows,
+                      head, taps, err);
 }
 
 omnic_status omnic__text_decoder_build_head(const omnic__text_decoder *d, omnic__module *m, omnic_err *err)

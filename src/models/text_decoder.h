@@ -74,8 +74,8 @@ typedef struct omnic__text_config {
     int64_t n_experts, experts_per_tok, moe_intermediate;
     bool norm_topk; /* renormalize the top-k routing weights */
     uint8_t layer_moe[OMNIC_MAX_LAYERS];
-    bool experts_fused; /* Qwen3-VL-MoE storage: mlp.experts.gate_up_proj [E, H, 2 Im] and down_proj
-                         * [E, Im, H] (x . W), not one Linear per expert */
+    bool experts_fused;       /* Qwen3-VL-MoE storage: mlp.experts.gate_up_proj [E, H, 2 Im] and down_proj
+                               * [E, Im, H] (x . W), not one Linear per expert */
     const char *mm_prefix;    /* gemma3n: prefix of embed_vision. / embed_audio. */
     const char *prefix;       /* weight-name prefix of the text model ("model.") */
     const char *lm_head_name; /* untied head's tensor name; NULL: "lm_head.weight" */
@@ -108,9 +108,9 @@ typedef struct omnic__text_decoder_layer {
      * and down [E * H, Im] stacked (owned copies of the per-expert tensors) */
     omnic__tensor router;
     omnic__tensor *experts_gate, *experts_up, *experts_down;
-    omnic__tensor *expert_views; /* owned [3 * E]: the per-expert tensors as bound (gate, up,
-                                  * down of expert 0, 1, ...), until stacked; with fused storage
-                                  * their data is NULL outside omnic__text_decoder_experts_open */
+    omnic__tensor *expert_views;      /* owned [3 * E]: the per-expert tensors as bound (gate, up,
+                                       * down of expert 0, 1, ...), until stacked; with fused storage
+                                       * their data is NULL outside omnic__text_decoder_experts_open */
     omnic__tensor fused_gu, fused_dn; /* fused storage (mapped): [E, H, 2 Im], [E, Im, H]; else data NULL */
     void *expert_block;               /* owned while open: fused storage transposed into the
                                        * per-expert [out, in] tensors the views point into */

@@ -3,6 +3,7 @@
 mergers and routed experts), 3 slots with mixed steps (--step-tokens 4) and a chunk (8) smaller
 than an image's rows, so DeepStack rows are split across prefill calls:
 
+  - `omnic inspect` shows the DeepStack mergers, interleaved M-RoPE and the routed experts;
   - /v1/models advertises text and image input;
   - text, one-image and two-image chats each served alone, then all together (concurrent
     clients): every greedy answer is the same as alone;
@@ -62,6 +63,10 @@ def main():
         model = os.path.join(tmp, "q3vlm")
         subprocess.run(["/usr/bin/python3", os.path.join(ROOT, "tools/mktiny.py"), "--family", "qwen3_vl_moe",
                         "--out", model], check=True, stdout=subprocess.DEVNULL)
+        info = subprocess.run([OMNIC, "inspect", "-m", model], capture_output=True, check=True).stdout.decode()
+        for want in ("deepstack:  2 mergers after vision blocks 0, 1", "M-RoPE sections 6/5/5 interleaved",
+                     "experts:    2 of 3 layers routed: top 2 of 8 experts (ffn 48, renormalized)", "inputs:     text image"):
+            assert want in info, (want, info)
         cases = [chat([], "Tell me about the fox."), chat(IMAGES[:1], "What is in the picture?"),
                  chat(IMAGES, "Compare the two pictures.")]
         p, port = serve_util.start([OMNIC, "serve", "-m", model, "--parallel", "3", "--step-tokens", "4",
