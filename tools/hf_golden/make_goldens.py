@@ -391,6 +391,15 @@ def run_case(name, fam, kind, dtype, n_images, mode, tmp, image_paths, only):
             for k, ds in enumerate(caps.get("deepstack") or []):  # Qwen3-VL: merger k's rows of image i
                 stages[f"deepstack_{k}{sfx(i)}"] = f32(ds)[off // unit:(off + n) // unit]
             off += n
+    if kind == "qwen" and n_images and hasattr(model.model.visual, "fast_pos_embed_interpolate"):
+        # Qwen3-VL: the learned position table interpolated to each grid (processor row order),
+        # a host computation in omnic: compared by tests/unit/test_qvit_pos_embeds.c
+        pe = f32(model.model.visual.fast_pos_embed_interpolate(inputs["image_grid_thw"]))
+        off = 0
+        for i in range(n_images):
+            n = int(inputs["image_grid_thw"][i].prod())
+            stages[f"pos_embeds{sfx(i)}"] = pe[off:off + n]
+            off += n
     if kind == "qwen":
         pos, delta = model.model.get_rope_index(input_ids, inputs.get("image_grid_thw"), None, attention_mask=attn)
         stages["positions"] = pos[:, 0, :].numpy().astype(np.int32)
@@ -450,7 +459,8 @@ def run_case(name, fam, kind, dtype, n_images, mode, tmp, image_paths, only):
     os.makedirs(out)
     for k, v in stages.items():
         np.save(os.path.join(out, k + ".npy"), v)
-    compared = [k for k in stages if k not in ("input_ids_hf", "generated_hf_generate")]
+    compared = [k for k in stages if k not in ("input_ids_hf", "generated_hf_generate") and
+                not k.startswith("pos_embeds")]
     meta = {
         "case": name,
         "family": fam,
@@ -481,6 +491,8 @@ def run_case(name, fam, kind, dtype, n_images, mode, tmp, image_paths, only):
                                                  "equals the greedy argmax of one causal forward per step (checked)")},
         "omnic_run": "omnic run -m DIR --tokens <prompt_ids> -n 16 --kv f32 --ignore-eos [--image FILE]... --dump D",
         "stages": compared,
+        "host_stages": {k: "tests/unit/test_qvit_pos_embeds.c" for k in stages if k.startswith("pos_embeds")}
+                       or None,
         "tolerances": tolerances(compared),
         "tolerance_rule": "max|omnic - hf| <= atol + rtol * max|hf|; exact stages compare bit for bit",
     }
