@@ -636,7 +636,7 @@ omnic_status omnic__qvit_build(const omnic__qvit *v, omnic__module *m, omnic_err
             z = omnic__g_unary(g, OMNIC_OP_GELU,
                                omnic__g_matmul(g, z, omnic__g_weight(g, &dm->fc1), w_or_null(g, dm->fc1_b)));
             z = omnic__g_matmul(g, z, omnic__g_weight(g, &dm->fc2), w_or_null(g, dm->fc2_b));
-            char name[24];
+            char name[32];
             snprintf(name, sizeof name, "deepstack_%lld", (long long)di);
             omnic__g_mark_output(g, z, name);
         }
@@ -681,7 +681,7 @@ omnic_status omnic__qvit_encoder_init(omnic__qvit_encoder *e, const omnic__qvit 
     e->out_features = omnic__module_find_output(&e->m, "vision_features");
     e->out_projected = omnic__module_find_output(&e->m, "projected");
     for (int64_t k = 0; k < c->n_deepstack; k++) {
-        char name[24];
+        char name[32];
         snprintf(name, sizeof name, "deepstack_%lld", (long long)k);
         e->out_deepstack[k] = omnic__module_find_output(&e->m, name);
     }
