@@ -20,10 +20,10 @@
  *      AVX2: one block per ymm; q8_0 by the sign trick (maddubs(|a|, sign(w, a))), q4_0 by
  *        maddubs(nibbles, a) plus the -8 * sum(a) correction; madd to i32, convert, FMA.
  *      scalar: integer block dots, f32 sum of (d_w * d_a) * dot.
- *    q4_0x16 / q8_0x16 weights (the cpu backend's load-time layouts of q4_0 / q8_0 on VNNI
- *      CPUs, core/quant.h): 16 weight rows per step, one lane each, so one block's dots need
- *      no horizontal sums and its 16 scales convert at once (tile_x16); scalar: the same sums
- *      one by one.
+ *    q4_0x16 / q8_0x16 weights (the cpu backend's load-time layouts of q4_0 / q8_0 on AVX2 and
+ *      AVX-512 CPUs, core/quant.h): 16 weight rows per step, one lane each, so one block's dots
+ *      need no horizontal sums and its scales convert at once (tile_x16; AVX2: tile_x16_avx2, 8
+ *      rows per ymm, the group's two halves in two passes); scalar: the same sums one by one.
  *  - otherwise (prefill): AMX int8 tiles where the CPU has them (matmul_amx.c); else the
  *    decode kernel in blocks of rows as above (so prefill rows are batch-invariant there too);
  *    on CPUs with neither AVX2 nor AVX-512, weight chunks and activation row blocks dequantized
@@ -741,12 +741,133 @@ static OMNIC_VNNI void mq_x16_vnni_q8(const uint8_t *act, const omnic__mq_layout
     mq_x16_vnni(act, L, M, K, w, n0, n1, dst, N, true);
 }
 
+/* AVX2 over the same x16 groups: the two 32-byte halves of each 64-byte line are rows 0-7 and
+ * 8-15, one int32 lane per weight row. A group runs as two passes over K, one per half (8
+ * weight vectors + X16A_MR accumulators fit the 16 ymm registers; the second pass finds the
+ * group's bytes in L2). Per block and activation row: q4_0x16, eight vpmaddubsw (nibbles u8 x
+ * broadcast activation dwords s8; each i16 lane sums at most 8 x 2 x 15 x 127 = 30480, no
+ * saturation), one vpmaddwd, plus the block's correction (-8 sum q) = the exact block dot;
+ * q8_0x16, the sign trick (vpmaddubsw(|a|, sign(w, a)): at most 2 x 127 x 128 per i16) and a
+ * vpmaddwd per dword column, summed in i32 = the exact dot (no correction). Then acc = fma(f32(dot),
+ * d_w * d_a, acc) block by block: the scalar x16 kernel's operations, so every path gives the
+ * same bits. */
+#define X16A_MR 4
+
+OMNIC_INLINE OMNIC_AVX2 void tile_x16_avx2(const uint8_t *act, const omnic__mq_layout *L, int mr,
+                                           const uint8_t *grp, int half, int64_t nb, float *out, int64_t ldo,
+                                           bool q8)
+{
+    const __m256i low4 = _mm256_set1_epi8(0x0f), ones = _mm256_set1_epi16(1);
+    const size_t bsz = q8 ? OMNIC_Q8X16_BLOCK : OMNIC_Q4X16_BLOCK, soff = q8 ? 512 : 256;
+    __m256 acc[X16A_MR];
+    OMNIC_UNROLL for (int i = 0; i < mr; i++) acc[i] = _mm256_setzero_ps();
+    for (int64_t b = 0; b < nb; b++) {
+        const uint8_t *p = grp + (size_t)b * bsz + 32 * (size_t)half;
+        OMNIC_UNROLL for (int z = 0; z < 9; z++) /* the next blocks' lines (first pass: from memory) */
+        {
+            if (z >= 5 && !q8) break;
+            _mm_prefetch((const char *)p + X16_PF_L1 + 64 * z, _MM_HINT_T0);
+            _mm_prefetch((const char *)p + X16_PF_L2 + 64 * z, _MM_HINT_T1);
+        }
+        __m256i v[8];
+        if (q8) {
+            OMNIC_UNROLL for (int c = 0; c < 8; c++) v[c] = _mm256_loadu_si256((const __m256i *)(p + 64 * c));
+        } else {
+            OMNIC_UNROLL for (int c = 0; c < 4; c++)
+            {
+                const __m256i x = _mm256_loadu_si256((const __m256i *)(p + 64 * c));
+                v[c] = _mm256_and_si256(x, low4);
+                v[c + 4] = _mm256_and_si256(_mm256_srli_epi16(x, 4), low4);
+            }
+        }
+        const __m256 dw =
+            _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(grp + (size_t)b * bsz + soff + 16 * (size_t)half)));
+        OMNIC_UNROLL for (int i = 0; i < mr; i++)
+        {
+            const uint8_t *ar = act + (size_t)i * L->bytes;
+            int32_t a4[8];
+            float da;
+            memcpy(a4, ar + (size_t)b * OMNIC_QK, sizeof a4);
+            memcpy(&da, ar + L->d + (size_t)b * 4, 4);
+            __m256i dot;
+            if (q8) {
+                __m256i s0 = _mm256_setzero_si256(), s1 = _mm256_setzero_si256();
+                OMNIC_UNROLL for (int c = 0; c < 8; c += 2)
+                {
+                    const __m256i a0 = _mm256_set1_epi32(a4[c]), a1 = _mm256_set1_epi32(a4[c + 1]);
+                    s0 = _mm256_add_epi32(
+                        s0, _mm256_madd_epi16(
+                                _mm256_maddubs_epi16(_mm256_abs_epi8(a0), _mm256_sign_epi8(v[c], a0)), ones));
+                    s1 = _mm256_add_epi32(
+                        s1, _mm256_madd_epi16(
+                                _mm256_maddubs_epi16(_mm256_abs_epi8(a1), _mm256_sign_epi8(v[c + 1], a1)),
+                                ones));
+                }
+                dot = _mm256_add_epi32(s0, s1);
+            } else {
+                int32_t corr;
+                memcpy(&corr, ar + L->corr + (size_t)b * 4, 4);
+                __m256i s0 = _mm256_maddubs_epi16(v[0], _mm256_set1_epi32(a4[0]));
+                __m256i s1 = _mm256_maddubs_epi16(v[1], _mm256_set1_epi32(a4[1]));
+                OMNIC_UNROLL for (int c = 2; c < 8; c += 2)
+                {
+                    s0 = _mm256_add_epi16(s0, _mm256_maddubs_epi16(v[c], _mm256_set1_epi32(a4[c])));
+                    s1 = _mm256_add_epi16(s1, _mm256_maddubs_epi16(v[c + 1], _mm256_set1_epi32(a4[c + 1])));
+                }
+                dot = _mm256_add_epi32(_mm256_madd_epi16(_mm256_add_epi16(s0, s1), ones), _mm256_set1_epi32(corr));
+            }
+            acc[i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), _mm256_mul_ps(dw, _mm256_set1_ps(da)), acc[i]);
+        }
+    }
+    OMNIC_UNROLL for (int i = 0; i < mr; i++) _mm256_storeu_ps(out + i * ldo + 8 * half, acc[i]);
+}
+
+OMNIC_INLINE OMNIC_AVX2 void mq_x16_avx2(const uint8_t *act, const omnic__mq_layout *L, int64_t M, int64_t K,
+                                         const void *w, int64_t n0, int64_t n1, float *dst, int64_t N,
+                                         bool q8)
+{
+    const int64_t nb = K / OMNIC_QK;
+    const size_t ldw = (size_t)nb * (q8 ? sizeof(omnic__block_q8_0) : sizeof(omnic__block_q4_0));
+    for (int64_t n = n0; n < n1; n += OMNIC_X16_ROWS) {
+        const uint8_t *grp = (const uint8_t *)w + (size_t)n * ldw;
+        for (int64_t i = 0; i < M; i += X16A_MR) {
+            const uint8_t *a = act + (size_t)i * L->bytes;
+            float *o = dst + i * N + n;
+            for (int half = 0; half < 2; half++)
+                switch (M - i < X16A_MR ? M - i : X16A_MR) {
+#define X16A_TILE(R)                                                                                         \
+    case R:                                                                                                  \
+        tile_x16_avx2(a, L, R, grp, half, nb, o, N, q8);                                                     \
+        break;
+                    X16A_TILE(1)
+                    X16A_TILE(2)
+                    X16A_TILE(3)
+                    X16A_TILE(4)
+#undef X16A_TILE
+                default:
+                    break;
+                }
+        }
+    }
+}
+
+static OMNIC_AVX2 void mq_x16_avx2_q4(const uint8_t *act, const omnic__mq_layout *L, int64_t M, int64_t K,
+                                      const void *w, int64_t n0, int64_t n1, float *dst, int64_t N)
+{
+    mq_x16_avx2(act, L, M, K, w, n0, n1, dst, N, false);
+}
+static OMNIC_AVX2 void mq_x16_avx2_q8(const uint8_t *act, const omnic__mq_layout *L, int64_t M, int64_t K,
+                                      const void *w, int64_t n0, int64_t n1, float *dst, int64_t N)
+{
+    mq_x16_avx2(act, L, M, K, w, n0, n1, dst, N, true);
+}
+
 omnic_dtype omnic__cpu_weight_dtype(omnic_dtype dt, int64_t N, int64_t K)
 {
     (void)K;
     const char *env = getenv("OMNIC_CPU_X16"); /* "0": plain q4_0 / q8_0 (benchmarks, tests) */
     if ((dt != OMNIC_DTYPE_Q4_0 && dt != OMNIC_DTYPE_Q8_0) || N % OMNIC_X16_ROWS != 0 ||
-        omnic__mq_kind_get() != OMNIC_MQ_VNNI || (env && !strcmp(env, "0")))
+        omnic__mq_kind_get() == OMNIC_MQ_SCALAR || (env && !strcmp(env, "0")))
         return dt;
     return dt == OMNIC_DTYPE_Q4_0 ? OMNIC_DTYPE_Q4_0X16 : OMNIC_DTYPE_Q8_0X16;
 }
@@ -853,6 +974,7 @@ void omnic__cpu_matmul_q(const omnic__node *n, int ith, int nth, void *wdata)
     const int64_t unit = x16 ? OMNIC_X16_ROWS : 1;
     const mq_fn fn = !x16                    ? mq_table[kind][w->dtype == OMNIC_DTYPE_Q4_0]
                      : kind == OMNIC_MQ_VNNI ? (q8x ? mq_x16_vnni_q8 : mq_x16_vnni_q4)
+                     : kind == OMNIC_MQ_AVX2 ? (q8x ? mq_x16_avx2_q8 : mq_x16_avx2_q4)
                                              : (q8x ? mq_x16_scalar_q8 : mq_x16_scalar_q4);
     int64_t n0, n1;
     omnic__split_rows(N / unit, ith, nth, &n0, &n1);
