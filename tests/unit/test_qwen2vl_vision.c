@@ -489,7 +489,9 @@ static void bad_config(const char *src, const char *tag, const char *edit, omnic
 static void test_bad_configs(void **state)
 {
     (void)state;
-    bad_config("q25", "type", "c['model_type']='qwen3_vl'", OMNIC_E_UNSUPPORTED, "qwen3_vl");
+    bad_config("q25", "type", "c['model_type']='qwen4_vl'", OMNIC_E_UNSUPPORTED, "qwen4_vl");
+    /* a Qwen2.5-VL tower config under the Qwen3-VL type: its window keys are not Qwen3-VL's */
+    bad_config("q25", "type3", "c['model_type']='qwen3_vl'", OMNIC_E_UNSUPPORTED, "'fullatt_block_indexes'");
     bad_config("q25", "heads", "c['vision_config']['num_heads']=16", OMNIC_E_INVALID,
                "width 32 over num_heads 16 must give a head_dim that is a multiple of 4");
     bad_config("q25", "fullatt", "c['vision_config']['fullatt_block_indexes']=[1,4]", OMNIC_E_INVALID,

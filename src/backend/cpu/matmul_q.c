@@ -780,8 +780,8 @@ OMNIC_INLINE OMNIC_AVX2 void tile_x16_avx2(const uint8_t *act, const omnic__mq_l
                 v[c + 4] = _mm256_and_si256(_mm256_srli_epi16(x, 4), low4);
             }
         }
-        const __m256 dw =
-            _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(grp + (size_t)b * bsz + soff + 16 * (size_t)half)));
+        const __m256 dw = _mm256_cvtph_ps(
+            _mm_loadu_si128((const __m128i *)(grp + (size_t)b * bsz + soff + 16 * (size_t)half)));
         OMNIC_UNROLL for (int i = 0; i < mr; i++)
         {
             const uint8_t *ar = act + (size_t)i * L->bytes;
@@ -799,9 +799,9 @@ OMNIC_INLINE OMNIC_AVX2 void tile_x16_avx2(const uint8_t *act, const omnic__mq_l
                         s0, _mm256_madd_epi16(
                                 _mm256_maddubs_epi16(_mm256_abs_epi8(a0), _mm256_sign_epi8(v[c], a0)), ones));
                     s1 = _mm256_add_epi32(
-                        s1, _mm256_madd_epi16(
-                                _mm256_maddubs_epi16(_mm256_abs_epi8(a1), _mm256_sign_epi8(v[c + 1], a1)),
-                                ones));
+                        s1,
+                        _mm256_madd_epi16(
+                            _mm256_maddubs_epi16(_mm256_abs_epi8(a1), _mm256_sign_epi8(v[c + 1], a1)), ones));
                 }
                 dot = _mm256_add_epi32(s0, s1);
             } else {
@@ -814,7 +814,8 @@ OMNIC_INLINE OMNIC_AVX2 void tile_x16_avx2(const uint8_t *act, const omnic__mq_l
                     s0 = _mm256_add_epi16(s0, _mm256_maddubs_epi16(v[c], _mm256_set1_epi32(a4[c])));
                     s1 = _mm256_add_epi16(s1, _mm256_maddubs_epi16(v[c + 1], _mm256_set1_epi32(a4[c + 1])));
                 }
-                dot = _mm256_add_epi32(_mm256_madd_epi16(_mm256_add_epi16(s0, s1), ones), _mm256_set1_epi32(corr));
+                dot = _mm256_add_epi32(_mm256_madd_epi16(_mm256_add_epi16(s0, s1), ones),
+                                       _mm256_set1_epi32(corr));
             }
             acc[i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), _mm256_mul_ps(dw, _mm256_set1_ps(da)), acc[i]);
         }
