@@ -1288,6 +1288,7 @@ omnic_status omnic__engine_submit(omnic__engine *e, const omnic__gen_request *r,
     bool reserve =
         !full && q->client && e->q_len >= e->max_queue - e->max_queue / 4 && client_queued(e, q->client);
     if (full || reserve) {
+        const int waiting = e->q_len; /* read under the lock: the scheduler changes it */
         pthread_mutex_unlock(&e->mu);
         why = OMNIC_REJECT_QUEUE_FULL;
         s = full ? OMNIC_FAIL(err, OMNIC_E_TOO_LARGE, "the queue is full (%d requests waiting)", e->max_queue)
@@ -1295,7 +1296,7 @@ omnic_status omnic__engine_submit(omnic__engine *e, const omnic__gen_request *r,
                        err, OMNIC_E_TOO_LARGE,
                        "the queue is nearly full (%d of %d requests waiting; the rest is kept for other "
                        "clients)",
-                       e->q_len, e->max_queue);
+                       waiting, e->max_queue);
         goto reject;
     }
     q->id = e->next_id++;
