@@ -13,7 +13,8 @@ Starts `omnic serve` on the given checkpoint (or uses --url), then:
      same N tokens and a different tail; reports both TTFTs and the ratio (the second reuses
      the first's KV blocks).
 Inter-token latency comes from stream_options.continuous_usage_stats: every chunk carries the
-tokens generated so far, so a chunk covering k tokens counts as k gaps of (gap / k).
+tokens generated so far, so a chunk covering k tokens counts as k gaps of (gap / k); a server
+that sends no usage per chunk (llama-server, --url) counts one token per chunk.
 Standard library only."""
 import argparse
 import base64
@@ -87,7 +88,9 @@ def one_request(host, port, key, prompt, max_tokens, timeout=3600, image=None):
                 r.error = js["error"]["message"]
                 break
             now = time.time()
-            n = (js.get("usage") or {}).get("completion_tokens", last_n)
+            n = (js.get("usage") or {}).get("completion_tokens")
+            if n is None:  # a server without continuous usage stats (llama-server): a token per chunk
+                n = last_n + 1 if js.get("choices") else last_n
             if not js.get("choices"):
                 r.tokens = n
                 continue
@@ -101,6 +104,7 @@ def one_request(host, port, key, prompt, max_tokens, timeout=3600, image=None):
                     r.gaps.extend([(now, (now - last_t) / k)] * k)
                 last_t, last_n = now, n
         r.t_end = time.time()
+        r.tokens = max(r.tokens, last_n)  # (no final usage chunk: the chunks counted)
         conn.close()
     except Exception as e:  # noqa: BLE001 - any failure is an error of the run
         r.error = repr(e)
