@@ -202,18 +202,29 @@ static OMNIC_AVX2 void dot_rows_v(const float *const *q, int64_t nq, const float
     }
 }
 
-/* acc rows u < mr (<= 4), columns [d, d + 16) under masks m0, m1: += p[u][j] * v_j, j ascending. */
+/* acc rows u < mr (<= 6), columns [d, d + 16) under masks m0, m1: += p[u][j] * v_j, j ascending.
+ * 6 rows: 12 accumulators + 2 V vectors + a broadcast fill the 16 ymm registers (12 FMAs per 2
+ * loads); full column blocks load unmasked. */
+#define ATT_MR 6
+
 OMNIC_INLINE OMNIC_AVX2 void pv_tile(const float *p, int64_t ldp, const float *v, int64_t ldv, int64_t nk,
-                                     float *acc, int64_t lda, __m256i m0, __m256i m1, int mr)
+                                     float *acc, int64_t lda, __m256i m0, __m256i m1, bool full, int mr)
 {
-    __m256 a0[4], a1[4];
+    __m256 a0[ATT_MR], a1[ATT_MR];
     OMNIC_UNROLL for (int u = 0; u < mr; u++)
     {
         a0[u] = _mm256_maskload_ps(acc + u * lda, m0);
         a1[u] = _mm256_maskload_ps(acc + u * lda + 8, m1);
     }
     for (int64_t j = 0; j < nk; j++) {
-        __m256 v0 = _mm256_maskload_ps(v + j * ldv, m0), v1 = _mm256_maskload_ps(v + j * ldv + 8, m1);
+        __m256 v0, v1;
+        if (full) {
+            v0 = _mm256_loadu_ps(v + j * ldv);
+            v1 = _mm256_loadu_ps(v + j * ldv + 8);
+        } else {
+            v0 = _mm256_maskload_ps(v + j * ldv, m0);
+            v1 = _mm256_maskload_ps(v + j * ldv + 8, m1);
+        }
         OMNIC_UNROLL for (int u = 0; u < mr; u++)
         {
             __m256 pb = _mm256_set1_ps(p[u * ldp + j]);
@@ -234,22 +245,30 @@ static OMNIC_AVX2 void pv_rows_v(const float *p, int64_t ldp, int64_t nq, const 
     for (int64_t d = 0; d < Dv; d += 16) {
         __m256i m0 = tail8(Dv - d >= 8 ? 8 : Dv - d);
         __m256i m1 = tail8(Dv - d > 8 ? (Dv - d - 8 >= 8 ? 8 : Dv - d - 8) : 0);
+        const bool full = Dv - d >= 16;
         int64_t u = 0;
-        for (; u + 4 <= nq; u += 4)
-            pv_tile(p + u * ldp, ldp, v + d, ldv, nk, acc + u * lda + d, lda, m0, m1, 4);
+        for (; u + ATT_MR <= nq; u += ATT_MR)
+            pv_tile(p + u * ldp, ldp, v + d, ldv, nk, acc + u * lda + d, lda, m0, m1, full, ATT_MR);
         for (; u < nq; u++)
-            pv_tile(p + u * ldp, ldp, v + d, ldv, nk, acc + u * lda + d, lda, m0, m1, 1);
+            pv_tile(p + u * ldp, ldp, v + d, ldv, nk, acc + u * lda + d, lda, m0, m1, full, 1);
     }
 }
 
-/* s rows u < mr (<= 4), keys [0, 16) under masks m0, m1: += q[u][d] * kt[d][j], d ascending. */
+/* s rows u < mr (<= 6), keys [0, 16) under masks m0, m1: += q[u][d] * kt[d][j], d ascending. */
 OMNIC_INLINE OMNIC_AVX2 void dot_t_tile(const float *const *q, const float *kt, int64_t ldk, int64_t D,
-                                        float *s, int64_t lds, __m256i m0, __m256i m1, int mr)
+                                        float *s, int64_t lds, __m256i m0, __m256i m1, bool full, int mr)
 {
-    __m256 a0[4], a1[4];
+    __m256 a0[ATT_MR], a1[ATT_MR];
     OMNIC_UNROLL for (int u = 0; u < mr; u++) a0[u] = a1[u] = _mm256_setzero_ps();
     for (int64_t d = 0; d < D; d++) {
-        __m256 k0 = _mm256_maskload_ps(kt + d * ldk, m0), k1 = _mm256_maskload_ps(kt + d * ldk + 8, m1);
+        __m256 k0, k1;
+        if (full) {
+            k0 = _mm256_loadu_ps(kt + d * ldk);
+            k1 = _mm256_loadu_ps(kt + d * ldk + 8);
+        } else {
+            k0 = _mm256_maskload_ps(kt + d * ldk, m0);
+            k1 = _mm256_maskload_ps(kt + d * ldk + 8, m1);
+        }
         OMNIC_UNROLL for (int u = 0; u < mr; u++)
         {
             __m256 qb = _mm256_broadcast_ss(q[u] + d);
@@ -271,10 +290,10 @@ static OMNIC_AVX2 void dot_rows_t_v(const float *const *q, int64_t nq, const flo
         int64_t r = nk - j;
         __m256i m0 = tail8(r >= 8 ? 8 : r), m1 = tail8(r >= 16 ? 8 : r > 8 ? r - 8 : 0);
         int64_t u = 0;
-        for (; u + 4 <= nq; u += 4)
-            dot_t_tile(q + u, kt + j, ldk, D, s + u * lds + j, lds, m0, m1, 4);
+        for (; u + ATT_MR <= nq; u += ATT_MR)
+            dot_t_tile(q + u, kt + j, ldk, D, s + u * lds + j, lds, m0, m1, r >= 16, ATT_MR);
         for (; u < nq; u++)
-            dot_t_tile(q + u, kt + j, ldk, D, s + u * lds + j, lds, m0, m1, 1);
+            dot_t_tile(q + u, kt + j, ldk, D, s + u * lds + j, lds, m0, m1, r >= 16, 1);
     }
 }
 
