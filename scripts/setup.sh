@@ -9,7 +9,8 @@ cd "$(dirname "$0")/.."
 # PCRE2 (tokenizer pre-tokenizer regexes), utf8proc (Unicode normalization), libmicrohttpd
 # (the HTTP server), curl (end-to-end tests of the server), libcurl (opt-in fetching of remote
 # images for allow-listed hosts), libjpeg-turbo / libpng / libwebp
-# (image decode in src/mm).
+# (image decode in src/mm), libsndfile / libsoxr / FFTW3 (audio decode, resampling and log-mel
+# features in src/mm).
 # Deployment: nginx (the load balancer of docs/deploy.md; tests/e2e/test_replicas.sh runs it on
 # loopback ports of its own; Debian's package may start its default site on port 80).
 # Test and tools: numpy (tiny checkpoints, reference implementations), Pillow (reference image
@@ -21,6 +22,7 @@ PACKAGES=(
   libpcre2-dev libutf8proc-dev
   libmicrohttpd-dev curl libcurl4-openssl-dev
   libjpeg62-turbo-dev libpng-dev libwebp-dev
+  libsndfile1-dev libsoxr-dev libfftw3-dev
   python3 python3-numpy python3-pil time
   clang libclang-rt-14-dev clang-format
   nginx

@@ -96,6 +96,16 @@
 #define OMNIC_MAX_IMAGE_SIDE 32768
 /* Encoded bytes of one media item (a data: URL's decoded payload, an image file). */
 #define OMNIC_MAX_MEDIA_BYTES ((size_t)20 << 20)
+/* Audio (src/mm/audio*.c), checked against the file's header before any sample memory: the
+ * duration of one clip (seconds), channels (up to 5.1 surround; a 7.1 file is refused)  and the sample rate range (telephone 4 kHz to 384
+ * kHz studio files). */
+#define OMNIC_MAX_AUDIO_SECONDS 30.0
+#define OMNIC_MAX_AUDIO_CHANNELS 6
+#define OMNIC_MIN_AUDIO_RATE 4000
+#define OMNIC_MAX_AUDIO_RATE 384000
+/* Samples of one decoded or resampled mono clip (bounds the buffers at any configured duration:
+ * an hour at 48 kHz). */
+#define OMNIC_MAX_AUDIO_SAMPLES ((int64_t)48000 * 3600)
 /* Patch rows of one Qwen2-VL-style image: the encoder is planned for min(this, max_pixels /
  * patch^2), so the published max_pixels 12845056 (65536 patches of 14 px, 16384 merged
  * tokens) runs as Hugging Face runs it; a config asking for more has its max_pixels lowered
