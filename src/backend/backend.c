@@ -37,11 +37,13 @@ const char *const omnic__op_names[OMNIC_OP_COUNT] = {
     [OMNIC_OP_MOE_WEIGHTS] = "moe_weights",
     [OMNIC_OP_MATMUL_ID] = "matmul_id",
     [OMNIC_OP_MOE_SUM] = "moe_sum",
+    [OMNIC_OP_RELU] = "relu",
+    [OMNIC_OP_DWCONV2D] = "dwconv2d",
 };
 /* A new op without a name here shows up as a NULL entry; the kernel-table test walks it. */
 _Static_assert(sizeof omnic__op_names / sizeof omnic__op_names[0] == OMNIC_OP_COUNT,
                "omnic__op_names out of step with omnic__op");
-_Static_assert(OMNIC_OP_MOE_SUM + 1 == OMNIC_OP_COUNT, "new op: add its name to omnic__op_names");
+_Static_assert(OMNIC_OP_DWCONV2D + 1 == OMNIC_OP_COUNT, "new op: add its name to omnic__op_names");
 
 const omnic__backend_ops *omnic__backend_by_name(const char *name)
 {

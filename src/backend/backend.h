@@ -61,7 +61,9 @@ typedef enum omnic__op {
     /* Scaled dot-product attention, each query row over its own range of KV rows.
      * q [T, n_heads, head_dim] f32; k, v [S, n_kv_heads, head_dim] f32 or f16 (a KV pool
      * layer: rows of every slot); qpos i32 [T] (src[3]: KV index of each query row);
-     * optional additive bias f32 [T, S] (src[4]; 0 allowed, a large finite negative masks);
+     * optional additive bias f32 [T, S] (src[4]; 0 allowed, a large finite negative masks), or
+     * with ip[3] = M > 0 a relative-position table f32 [2M, H] (src[4]; T5-style, Phi-4-mm's
+     * audio encoder): row (t, h) adds table[clamp(j - qpos[t], -M, M - 1) + M, h] to key j;
      * optional kv_begin i32 [T] (src[5]: first KV row query i may see, its slot's start;
      * absent: 0). Keys j < kv_begin[i] are never visited, so cost follows the visible range.
      * GQA: head h reads kv head h / (n_heads / n_kv_heads).
@@ -148,6 +150,19 @@ typedef enum omnic__op {
     /* dst f32 [T, H][t] = sum over j = 0..k-1 in order of w[t, j] * y[t, j, :] (src[0] y f32
      * [T, k, H], src[1] w f32 [T, k]): each product rounded, then added (HF's index_add_). */
     OMNIC_OP_MOE_SUM,
+    /* dst = x < 0 ? 0 : x elementwise f32 (torch.relu: NaN stays NaN). */
+    OMNIC_OP_RELU,
+    /* Depthwise 2-D convolution over a channel-last map (NeMo-style conv subsampling of audio
+     * encoders, and a conformer's causal depthwise conv1d as kh = k, kw = 1, pt = k - 1):
+     * src[0] x f32 [Ho, sh * Wi * Ci]: the input [Hi = Ho * sh, Wi, Ci] with the sh input rows
+     * of each output row grouped into one (omnic__g_group_rows), Ci = C (one channel per
+     * filter) or 1 (one input channel read by every filter: the first conv of a stack);
+     * src[1] w* [C, kh * kw] (torch's [C, 1, kh, kw] flattened); src[2] optional bias f32 [C].
+     * dst f32 [Ho, Wo * C]: dst[ho, wo, c] = bias[c] + the sum over i < kh, then j < kw, of
+     * x[ho * sh + i - pt, wo * sw + j - pl, Ci == 1 ? 0 : c] * w[c, i * kw + j], input outside
+     * [0, Hi) x [0, Wi) reading zero. ip: [0] kh, [1] kw, [2] sh, [3] sw, [4] pt (zero rows
+     * padded above), [5] pl (zero columns on the left), [6] Wi, [7] Ci; Wo = dst cols / C. */
+    OMNIC_OP_DWCONV2D,
     OMNIC_OP_COUNT
 } omnic__op;
 

@@ -243,24 +243,25 @@ omnic__tensor *omnic__g_group_rows(omnic__graph *g, omnic__tensor *x, int64_t k)
 {
     if (!x) return NULL;
     omnic__gtensor *bx = omnic__g_of(g, x);
-    if (x->ndim != 2 || k < 1 || x->dims[0] % k || (bx->var != OMNIC_VAR_NONE && bx->var_div != 1))
-        return gfail(g, "group_rows: %s must be 2-D with rows a multiple of %lld (not grouped already)",
+    if (x->ndim != 2 || k < 1 || x->dims[0] % k ||
+        (bx->var != OMNIC_VAR_NONE && bx->var_div != 1 && bx->kind == OMNIC_GT_VIEW))
+        return gfail(g, "group_rows: %s must be 2-D with rows a multiple of %lld (not a grouped view)",
                      tname(x), (long long)k);
     int64_t dims[2] = {x->dims[0] / k, x->dims[1] * k};
     omnic__gtensor *gt = new_tensor(g, OMNIC_GT_VIEW, x->dtype, 2, dims, OMNIC_VAR_NONE);
     if (!gt) return NULL;
     gt->base = bx->id;
     memcpy(gt->t.name, x->name, sizeof gt->t.name);
-    if (bx->var != OMNIC_VAR_NONE) {
+    if (bx->var != OMNIC_VAR_NONE) { /* a result of grouped rows groups further: n / (div * k) */
         gt->var = bx->var;
-        gt->var_div = k;
-        int64_t a = g->row_multiple, b = k; /* row_multiple = lcm(row_multiple, k) */
+        gt->var_div = bx->var_div * k;
+        int64_t a = g->row_multiple, b = gt->var_div; /* row_multiple = lcm(row_multiple, var_div) */
         while (b) {
             int64_t r = a % b;
             a = b;
             b = r;
         }
-        g->row_multiple = g->row_multiple / a * k;
+        g->row_multiple = g->row_multiple / a * gt->var_div;
     }
     return &gt->t;
 }
@@ -528,10 +529,57 @@ omnic__tensor *omnic__g_attention_tiled(omnic__graph *g, omnic__tensor *q, omnic
     return d;
 }
 
+omnic__tensor *omnic__g_attention_relpos(omnic__graph *g, omnic__tensor *q, omnic__tensor *k,
+                                         omnic__tensor *v, omnic__tensor *qpos, omnic__tensor *table,
+                                         int max_distance, float scale)
+{
+    if (!table || !q) return NULL;
+    if (table->dtype != OMNIC_DTYPE_F32 || table->ndim != 2 || max_distance < 1 ||
+        table->dims[0] != 2 * (int64_t)max_distance || table->dims[1] != q->dims[1] ||
+        omnic__g_of(g, table)->var != OMNIC_VAR_NONE)
+        return gfail(g, "attention: relative-position table %s must be f32 [2 * %d, %lld heads]",
+                     tname(table), max_distance, (long long)q->dims[1]);
+    /* the [T, S] bias check does not apply: the node reads the table by distance */
+    omnic__tensor *d = attention_node(g, q, k, v, qpos, NULL, NULL, NULL, scale, false, 0, 0.0f);
+    if (!d) return NULL;
+    omnic__gnode *n = &g->nodes[g->n_nodes - 1];
+    n->node.src[4] = table;
+    n->src[4] = omnic__g_of(g, table)->id;
+    n->node.ip[3] = max_distance;
+    return d;
+}
+
+omnic__tensor *omnic__g_dwconv2d(omnic__graph *g, omnic__tensor *x, omnic__tensor *w, omnic__tensor *bias,
+                                 const omnic__dwconv2d_geom *c)
+{
+    if (!x || !w || !need_f32(g, x, "dwconv2d")) return NULL;
+    const int64_t C = w->dims[0], taps = (int64_t)c->kh * c->kw;
+    if (c->kh < 1 || c->kw < 1 || c->sh < 1 || c->sw < 1 || c->pt < 0 || c->pl < 0 || c->in_w < 1 ||
+        c->out_w < 1 || (c->in_c != 1 && c->in_c != C) || C < 1 || omnic__tensor_nelem(w) != C * taps ||
+        (w->dtype != OMNIC_DTYPE_F32 && w->dtype != OMNIC_DTYPE_F16 && w->dtype != OMNIC_DTYPE_BF16) ||
+        x->ndim != 2 || x->dims[1] != (int64_t)c->sh * c->in_w * c->in_c ||
+        (c->out_w - 1) * (int64_t)c->sw - c->pl >= c->in_w)
+        return gfail(g,
+                     "dwconv2d: input %s [Ho, %d x %d x %d], filter %s [C, %d x %d] and output width %d do "
+                     "not fit",
+                     tname(x), c->sh, c->in_w, c->in_c, tname(w), c->kh, c->kw, c->out_w);
+    if (bias && (bias->dtype != OMNIC_DTYPE_F32 || omnic__tensor_nelem(bias) != C))
+        return gfail(g, "dwconv2d: bias %s must be f32 [%lld]", tname(bias), (long long)C);
+    int64_t dims[2] = {x->dims[0], (int64_t)c->out_w * C};
+    omnic__tensor *d = result(g, x, OMNIC_DTYPE_F32, 2, dims);
+    omnic__tensor *src[3] = {x, w, bias};
+    omnic__gnode *n = new_node(g, OMNIC_OP_DWCONV2D, d, 3, src);
+    if (!n) return NULL;
+    const int ip[8] = {c->kh, c->kw, c->sh, c->sw, c->pt, c->pl, c->in_w, c->in_c};
+    memcpy(n->node.ip, ip, sizeof ip);
+    return d;
+}
+
 omnic__tensor *omnic__g_unary(omnic__graph *g, omnic__op op, omnic__tensor *x)
 {
     if (!x || !need_f32(g, x, omnic__op_names[op])) return NULL;
-    if (op != OMNIC_OP_SILU && op != OMNIC_OP_GELU && op != OMNIC_OP_GELU_TANH && op != OMNIC_OP_GELU_QUICK)
+    if (op != OMNIC_OP_SILU && op != OMNIC_OP_GELU && op != OMNIC_OP_GELU_TANH && op != OMNIC_OP_GELU_QUICK &&
+        op != OMNIC_OP_RELU)
         return gfail(g, "%s is not a unary activation", omnic__op_names[op]);
     omnic__tensor *d = result(g, x, OMNIC_DTYPE_F32, x->ndim, x->dims);
     return new_node(g, op, d, 1, &x) ? d : NULL;

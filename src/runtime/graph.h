@@ -94,7 +94,8 @@ omnic__tensor *omnic__g_reshape(omnic__graph *g, omnic__tensor *x, int ndim, con
 /* Groups of k consecutive rows of a 2-D x [T, C] as one row: a view [T / k, k * C] sharing
  * x's storage (the Qwen2-VL patch merger's view(-1, 4 * C)). When x varies, the view's rows
  * follow n / k, the graph's row_multiple becomes a multiple of k and module calls refuse an
- * n that is not a multiple of it; capacity must be a multiple of k. */
+ * n that is not a multiple of it; capacity must be a multiple of k. A result computed from
+ * grouped rows (rows n / d) may be grouped again (rows n / (d * k)); a grouped view may not. */
 omnic__tensor *omnic__g_group_rows(omnic__graph *g, omnic__tensor *x, int64_t k);
 void omnic__g_mark_output(omnic__graph *g, omnic__tensor *t, const char *name);
 
@@ -139,7 +140,22 @@ omnic__tensor *omnic__g_attention_spans(omnic__graph *g, omnic__tensor *q, omnic
 omnic__tensor *omnic__g_attention_tiled(omnic__graph *g, omnic__tensor *q, omnic__tensor *k, omnic__tensor *v,
                                         omnic__tensor *qpos, omnic__tensor *kv_begin, float scale,
                                         bool causal);
-omnic__tensor *omnic__g_unary(omnic__graph *g, omnic__op op, omnic__tensor *x); /* SILU, GELU* */
+/* Non-causal attention over all S keys with a T5-style relative-position bias: key j of row (t,
+ * h) adds table[clamp(j - qpos[t], -M, M - 1) + M, h], table f32 [2M, H] (fixed). */
+omnic__tensor *omnic__g_attention_relpos(omnic__graph *g, omnic__tensor *q, omnic__tensor *k,
+                                         omnic__tensor *v, omnic__tensor *qpos, omnic__tensor *table,
+                                         int max_distance, float scale);
+omnic__tensor *omnic__g_unary(omnic__graph *g, omnic__op op, omnic__tensor *x); /* SILU, GELU*, RELU */
+/* Depthwise conv geometry (backend.h OMNIC_OP_DWCONV2D): kernel kh x kw, strides, zero padding
+ * above (pt) and on the left (pl), input width and channels (in_c: 1 or the filters'), output
+ * width. */
+typedef struct omnic__dwconv2d_geom {
+    int kh, kw, sh, sw, pt, pl, in_w, in_c, out_w;
+} omnic__dwconv2d_geom;
+/* x f32 [Ho, sh * in_w * in_c] (input rows grouped sh per output row: omnic__g_group_rows),
+ * w [C, kh * kw] (or torch's [C, 1, kh, kw]), bias f32 [C] or NULL -> [Ho, out_w * C]. */
+omnic__tensor *omnic__g_dwconv2d(omnic__graph *g, omnic__tensor *x, omnic__tensor *w, omnic__tensor *bias,
+                                 const omnic__dwconv2d_geom *c);
 omnic__tensor *omnic__g_glu(omnic__graph *g, omnic__op op, omnic__tensor *gate, omnic__tensor *up,
                             int variant);
 omnic__tensor *omnic__g_get_rows(omnic__graph *g, omnic__tensor *table, omnic__tensor *ids);

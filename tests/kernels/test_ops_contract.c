@@ -118,10 +118,12 @@ static const op_tol tolerances[OMNIC_OP_COUNT] = {
     [OMNIC_OP_MOE_WEIGHTS] = TOL(1e-12, 1e-6),
     [OMNIC_OP_MATMUL_ID] = TOL(1e-10, 1e-5),
     [OMNIC_OP_MOE_SUM] = TOL(1e-13, 1e-6),
+    [OMNIC_OP_RELU] = EXACT,
+    [OMNIC_OP_DWCONV2D] = TOL(1e-11, 1e-5),
 };
 _Static_assert(sizeof tolerances / sizeof tolerances[0] == OMNIC_OP_COUNT,
                "tolerances out of step with omnic__op");
-_Static_assert(OMNIC_OP_MOE_SUM + 1 == OMNIC_OP_COUNT, "new op: add its tolerance and its cases here");
+_Static_assert(OMNIC_OP_DWCONV2D + 1 == OMNIC_OP_COUNT, "new op: add its tolerance and its cases here");
 
 /* Worst values seen per op (printed at the end) and cases run per op. */
 static double worst_nmse[OMNIC_OP_COUNT], worst_maxerr[OMNIC_OP_COUNT];
@@ -766,7 +768,8 @@ static void test_rope(void **state)
                 const int64_t half = n_rot / 2, s0 = half / 4, s1 = (half - s0) / 2;
                 if (v == 4) n.ip[2] = (int32_t)s0, n.ip[3] = (int32_t)s1, n.ip[4] = (int32_t)(half - s0 - s1);
                 if (v == 5) /* Qwen3-VL-like: H and W each a third (rounded down), T the rest */
-                    n.ip[3] = n.ip[4] = (int32_t)(half / 3), n.ip[2] = (int32_t)(half - 2 * (half / 3)), n.ip[5] = 1;
+                    n.ip[3] = n.ip[4] = (int32_t)(half / 3), n.ip[2] = (int32_t)(half - 2 * (half / 3)),
+                    n.ip[5] = 1;
                 snprintf(label, sizeof label, "rope T=%lld H=%lld D=%lld n_rot=%lld mode=%d %s",
                          (long long)T_, (long long)H, (long long)D, (long long)n_rot, mode,
                          v == 0   ? "base=1e4"
@@ -914,6 +917,95 @@ static void test_attention(void **state)
     assert_int_equal(fails, 0);
 }
 
+/* Attention with a T5-style relative-position table (Phi-4-mm's audio conformer): bidirectional
+ * over all keys, the table [2M, H] read by clamp(j - qpos[t], -M, M - 1) + M, with distances past
+ * M (clamped), scattered qpos, GQA, f16 K/V, and the tiled form. */
+static void test_attention_relpos(void **state)
+{
+    (void)state;
+    /* T, S, H, Hkv, D, M */
+    static const int64_t shapes[][6] = {{1, 1, 1, 1, 8, 1},
+                                        {13, 13, 4, 4, 16, 4},
+                                        {37, 37, 2, 1, 64, 500},
+                                        {70, 70, 4, 2, 32, 8},
+                                        {5, 300, 8, 8, 64, 20}};
+    int fails = 0, id = 0;
+    char label[200];
+    for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; k++) {
+        int64_t T_ = shapes[k][0], S = shapes[k][1], H = shapes[k][2], Hkv = shapes[k][3], D = shapes[k][4],
+                M = shapes[k][5];
+        for (int v = 0; v < 4; v++) {
+            const bool tiled = v & 1, f16 = v & 2, scattered = k == 4;
+            omnic_dtype kvdt = f16 ? OMNIC_DTYPE_F16 : OMNIC_DTYPE_F32;
+            rng_seed(6800 + (uint64_t)id++);
+            tbuf *q = T(OMNIC_DTYPE_F32, T_, H, D), *kk = T(kvdt, S, Hkv, D), *vv = T(kvdt, S, Hkv, D);
+            tbuf *qpos = T(OMNIC_DTYPE_I32, T_), *dst = T(OMNIC_DTYPE_F32, T_, H, D);
+            tbuf *table = T(OMNIC_DTYPE_F32, 2 * M, H);
+            fill_uniform(q, -3, 3);
+            fill_uniform(kk, -1, 1);
+            fill_uniform(vv, -1, 1);
+            fill_uniform(table, -2, 3);
+            int32_t *qp = qpos->t.data;
+            for (int64_t t = 0; t < T_; t++)
+                qp[t] = (int32_t)(scattered ? rng_int(S) : t);
+            omnic__node n = mknode(OMNIC_OP_ATTENTION, dst, q, kk, vv, qpos, table);
+            n.fp[0] = (float)(1.0 / sqrt((double)D));
+            n.ip[0] = 0;
+            n.ip[2] = tiled;
+            n.ip[3] = (int32_t)M;
+            snprintf(label, sizeof label,
+                     "attention relpos T=%lld S=%lld H=%lld Hkv=%lld D=%lld M=%lld kv=%s%s", (long long)T_,
+                     (long long)S, (long long)H, (long long)Hkv, (long long)D, (long long)M, dtn(kvdt),
+                     tiled ? " tiled" : "");
+            fails += check(label, &n, kvdt);
+            bufs_free();
+        }
+    }
+    assert_int_equal(fails, 0);
+}
+
+/* Depthwise 2-D convolution, channel-last (NeMo conv subsampling: the one-channel first conv
+ * and the depthwise stride-2 convs; the conformer's causal conv1d as kh = 3, kw = 1, pt = 2;
+ * an odd geometry), f32 / bf16 / f16 filters, with and without bias. */
+static void test_dwconv2d(void **state)
+{
+    (void)state;
+    /* Ho, C, kh, kw, sh, sw, pt, pl, Wi, Ci, Wo */
+    static const int64_t cases[][11] = {
+        {5, 16, 3, 3, 2, 2, 1, 1, 80, 1, 40}, {4, 16, 3, 3, 2, 2, 1, 1, 40, 16, 20},
+        {37, 24, 3, 1, 1, 1, 2, 0, 1, 24, 1}, {7, 5, 2, 5, 3, 2, 0, 2, 11, 5, 6},
+        {1, 1, 1, 1, 1, 1, 0, 0, 1, 1, 1},    {9, 33, 3, 3, 2, 2, 1, 1, 10, 33, 5},
+    };
+    static const omnic_dtype wdts[] = {OMNIC_DTYPE_F32, OMNIC_DTYPE_BF16, OMNIC_DTYPE_F16};
+    int fails = 0, id = 0;
+    char label[200];
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        const int64_t *c = cases[k];
+        int64_t Ho = c[0], C = c[1], kh = c[2], kw = c[3], sh = c[4], Wi = c[8], Ci = c[9], Wo = c[10];
+        for (size_t wi = 0; wi < sizeof wdts / sizeof wdts[0]; wi++)
+            for (int with_bias = 0; with_bias < 2; with_bias++) {
+                rng_seed(8100 + (uint64_t)id++);
+                tbuf *x = T(OMNIC_DTYPE_F32, Ho, sh * Wi * Ci), *w = T(wdts[wi], C, kh * kw);
+                tbuf *b = with_bias ? T(OMNIC_DTYPE_F32, C) : NULL, *dst = T(OMNIC_DTYPE_F32, Ho, Wo * C);
+                fill_uniform(x, -2, 2);
+                fill_uniform(w, -1, 1);
+                if (b) fill_uniform(b, -1, 1);
+                omnic__node n = mknode(OMNIC_OP_DWCONV2D, dst, x, w, b, NULL, NULL);
+                for (int i = 0; i < 8; i++)
+                    n.ip[i] = (int32_t)c[2 + i];
+                snprintf(label, sizeof label,
+                         "dwconv2d Ho=%lld C=%lld k=%lldx%lld s=%lldx%lld p=%lldx%lld Wi=%lld Ci=%lld "
+                         "Wo=%lld w=%s%s",
+                         (long long)Ho, (long long)C, (long long)kh, (long long)kw, (long long)sh,
+                         (long long)c[5], (long long)c[6], (long long)c[7], (long long)Wi, (long long)Ci,
+                         (long long)Wo, dtn(wdts[wi]), b ? " bias" : "");
+                fails += check(label, &n, wdts[wi]);
+                bufs_free();
+            }
+    }
+    assert_int_equal(fails, 0);
+}
+
 /* Long key ranges as the vision towers make them (thousands of patches per attention block),
  * two-pass and tiled: T = S = 3000 rows (full: T = 1000) in
  *   blocks   row-range blocks (kv_begin = the block's first row, causal with qpos = its last):
@@ -1015,8 +1107,8 @@ static void test_activations(void **state)
 {
     (void)state;
     static const int64_t RC[][2] = {{1, 1}, {3, 17}, {17, 33}, {67, 257}};
-    static const omnic__op unary[] = {OMNIC_OP_SILU, OMNIC_OP_GELU, OMNIC_OP_GELU_TANH, OMNIC_OP_GELU_QUICK,
-                                      OMNIC_OP_SOFTCAP};
+    static const omnic__op unary[] = {OMNIC_OP_SILU,       OMNIC_OP_GELU,    OMNIC_OP_GELU_TANH,
+                                      OMNIC_OP_GELU_QUICK, OMNIC_OP_SOFTCAP, OMNIC_OP_RELU};
     int fails = 0, id = 0;
     char label[160];
     for (size_t k = 0; k < sizeof RC / sizeof RC[0]; k++) {
@@ -1992,14 +2084,16 @@ static void test_sparsity_magnitude(void **state)
 static void test_moe(void **state)
 {
     (void)state;
-    static const int64_t TEK[][3] = {{1, 4, 1}, {5, 8, 2}, {17, 16, 4}, {130, 60, 8}, {33, 130, 8}, {9, 6, 6}};
+    static const int64_t TEK[][3] = {{1, 4, 1},    {5, 8, 2},    {17, 16, 4},
+                                     {130, 60, 8}, {33, 130, 8}, {9, 6, 6}};
     int fails = 0;
     char label[160];
     for (size_t c = 0; c < sizeof TEK / sizeof TEK[0]; c++) {
         const int64_t T_ = TEK[c][0], E = TEK[c][1], k = TEK[c][2];
         for (int wi = -1; wi < 7; wi++) { /* -1: routing and weights; 0..6: matmul_id per dtype */
             rng_seed(9100 + (uint64_t)c); /* the same logits and ids for every wi */
-            tbuf *lg = T(OMNIC_DTYPE_F32, T_, E), *ids = T(OMNIC_DTYPE_I32, T_, k), *w = T(OMNIC_DTYPE_F32, T_, k);
+            tbuf *lg = T(OMNIC_DTYPE_F32, T_, E), *ids = T(OMNIC_DTYPE_I32, T_, k),
+                 *w = T(OMNIC_DTYPE_F32, T_, k);
             fill_uniform(lg, -4, 4);
             for (int64_t i = 0; i < T_ * E; i++) /* ties and a NaN now and then */
                 if (rng_int(5) == 0) F(lg)[i] = (float)(int)F(lg)[i];
@@ -2021,8 +2115,8 @@ static void test_moe(void **state)
                 fails += check(label, &m, OMNIC_DTYPE_F32);
             }
             if (wi >= 0) {
-                static const omnic_dtype wdts[7] = {OMNIC_DTYPE_F32,  OMNIC_DTYPE_F16,     OMNIC_DTYPE_BF16,
-                                                    OMNIC_DTYPE_Q8_0, OMNIC_DTYPE_Q4_0,    OMNIC_DTYPE_Q4_0X16,
+                static const omnic_dtype wdts[7] = {OMNIC_DTYPE_F32,    OMNIC_DTYPE_F16,  OMNIC_DTYPE_BF16,
+                                                    OMNIC_DTYPE_Q8_0,   OMNIC_DTYPE_Q4_0, OMNIC_DTYPE_Q4_0X16,
                                                     OMNIC_DTYPE_Q8_0X16};
                 const omnic_dtype wdt = wdts[wi];
                 const int64_t N = wi % 3 == 0 ? 144 : 48, K = wi % 2 ? 96 : 64; /* 144: two column tasks */
@@ -2037,7 +2131,8 @@ static void test_moe(void **state)
                 mm.ip[2] = wi % 2;
                 snprintf(label, sizeof label,
                          "matmul_id w=%s T=%lld E=%lld k=%lld N=%lld K=%lld per_slot=%d inv=%d", dtn(wdt),
-                         (long long)T_, (long long)E, (long long)k, (long long)N, (long long)K, per_slot, mm.ip[2]);
+                         (long long)T_, (long long)E, (long long)k, (long long)N, (long long)K, per_slot,
+                         mm.ip[2]);
                 fails += check(label, &mm, wdt);
                 if (wi == 0) {
                     tbuf *o = T(OMNIC_DTYPE_F32, T_, N);
@@ -2057,7 +2152,8 @@ static void test_moe(void **state)
         const omnic_dtype wdt = d ? OMNIC_DTYPE_Q4_0X16 : OMNIC_DTYPE_BF16;
         const int64_t T_ = 25, E = 4, k = 2, N = 32, K = 64;
         rng_seed(9300 + (uint64_t)d);
-        tbuf *lg = T(OMNIC_DTYPE_F32, T_, E), *ids = T(OMNIC_DTYPE_I32, T_, k), *a = T(OMNIC_DTYPE_F32, T_, K);
+        tbuf *lg = T(OMNIC_DTYPE_F32, T_, E), *ids = T(OMNIC_DTYPE_I32, T_, k),
+             *a = T(OMNIC_DTYPE_F32, T_, K);
         tbuf *wt = T(wdt, E * N, K), *y = T(OMNIC_DTYPE_F32, T_, k, N), *one = T(OMNIC_DTYPE_F32, 1, k, N);
         fill_uniform(lg, -1, 1);
         fill_uniform(a, -1, 1);
@@ -2169,6 +2265,8 @@ int main(void)
         cmocka_unit_test(test_rope),
         cmocka_unit_test(test_attention),
         cmocka_unit_test(test_attention_long),
+        cmocka_unit_test(test_attention_relpos),
+        cmocka_unit_test(test_dwconv2d),
         cmocka_unit_test(test_activations),
         cmocka_unit_test(test_get_rows_patch_embed),
         cmocka_unit_test(test_pool_avg),

@@ -26,7 +26,6 @@
 #include "io/json.h"
 #include "models/qwen2vl_vision.h"
 
-
 static char tmp[64];
 
 static const struct {
@@ -600,7 +599,7 @@ static void test_group_rows(void **state)
     expect(omnic__module_call(&m, &c, &err), OMNIC_E_INVALID, &err,
            "4 rows in one call, the module takes a multiple of 3");
     omnic__module_deinit(&m);
-    /* build-time refusals: capacity not a multiple of k; grouping twice; reshaping the rows */
+    /* build-time refusals: capacity not a multiple of k; grouping a grouped view; reshaping the rows */
     assert_int_equal(omnic__module_init(&m, "t.group", "t/1", 10, &err), OMNIC_OK);
     const int64_t d10[2] = {10, 2};
     x = omnic__g_input(&m.graph, "x", OMNIC_DTYPE_F32, 2, d10, OMNIC_VAR_T);
@@ -612,7 +611,7 @@ static void test_group_rows(void **state)
     x = omnic__g_input(&m.graph, "x", OMNIC_DTYPE_F32, 2, d8, OMNIC_VAR_T);
     y = omnic__g_group_rows(&m.graph, x, 2);
     assert_null(omnic__g_group_rows(&m.graph, y, 2));
-    expect(omnic__graph_status(&m.graph, &err), OMNIC_E_INVALID, &err, "not grouped already");
+    expect(omnic__graph_status(&m.graph, &err), OMNIC_E_INVALID, &err, "not a grouped view");
     omnic__module_deinit(&m);
     assert_int_equal(omnic__module_init(&m, "t.group", "t/1", 8, &err), OMNIC_OK);
     x = omnic__g_input(&m.graph, "x", OMNIC_DTYPE_F32, 2, d8, OMNIC_VAR_T);
@@ -627,10 +626,11 @@ static void test_group_rows(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_reference),  cmocka_unit_test(test_packed), cmocka_unit_test(test_slices),
-        cmocka_unit_test(test_spellings),  cmocka_unit_test(test_window_order),
-        cmocka_unit_test(test_bad_inputs), cmocka_unit_test(test_bad_configs),
-        cmocka_unit_test(test_oom),        cmocka_unit_test(test_group_rows),
+        cmocka_unit_test(test_reference),    cmocka_unit_test(test_packed),
+        cmocka_unit_test(test_slices),       cmocka_unit_test(test_spellings),
+        cmocka_unit_test(test_window_order), cmocka_unit_test(test_bad_inputs),
+        cmocka_unit_test(test_bad_configs),  cmocka_unit_test(test_oom),
+        cmocka_unit_test(test_group_rows),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

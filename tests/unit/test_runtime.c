@@ -26,8 +26,10 @@ static void build_mlp(omnic__module *m, const omnic__backend_ops *be, omnic__thr
     omnic_err err;
     assert_int_equal(omnic__module_init(m, "test.mlp", "omnic.test.mlp/1", CAP, &err), OMNIC_OK);
     omnic__graph *g = &m->graph;
-    for (int i = 0; i < N * K; i++) W[i] = (float)((i * 37) % 17 - 8) / 8.0f;
-    for (int i = 0; i < N; i++) B[i] = (float)i / 10.0f;
+    for (int i = 0; i < N * K; i++)
+        W[i] = (float)((i * 37) % 17 - 8) / 8.0f;
+    for (int i = 0; i < N; i++)
+        B[i] = (float)i / 10.0f;
     static omnic__tensor w, b;
     int64_t wd[2] = {N, K}, bd[1] = {N};
     omnic__tensor_init(&w, OMNIC_DTYPE_F32, 2, wd, &err);
@@ -36,7 +38,8 @@ static void build_mlp(omnic__module *m, const omnic__backend_ops *be, omnic__thr
     b.data = B;
     int64_t xd[2] = {CAP, K};
     omnic__tensor *x = omnic__g_input(g, "x", OMNIC_DTYPE_F32, 2, xd, OMNIC_VAR_T);
-    omnic__tensor *y = omnic__g_unary(g, OMNIC_OP_SILU, omnic__g_matmul(g, x, omnic__g_weight(g, &w), omnic__g_weight(g, &b)));
+    omnic__tensor *y = omnic__g_unary(g, OMNIC_OP_SILU,
+                                      omnic__g_matmul(g, x, omnic__g_weight(g, &w), omnic__g_weight(g, &b)));
     omnic__g_mark_output(g, y, "y");
     assert_int_equal(omnic__module_finalize(m, be, pool, &err), OMNIC_OK);
     assert_int_equal(omnic__module_constrain(m, "x", 0, true, &err), OMNIC_OK);
@@ -49,7 +52,8 @@ static void expect_mlp(const float *x, const omnic__tensor *y, int64_t n)
     for (int64_t r = 0; r < n; r++)
         for (int j = 0; j < N; j++) {
             double acc = B[j];
-            for (int k = 0; k < K; k++) acc += (double)x[r * K + k] * W[j * K + k];
+            for (int k = 0; k < K; k++)
+                acc += (double)x[r * K + k] * W[j * K + k];
             double want = acc / (1 + exp(-acc));
             assert_true(fabs(yd[r * N + j] - want) < 1e-5);
         }
@@ -63,7 +67,8 @@ static void run_variable_lengths(const char *backend, int threads)
     omnic__module m;
     build_mlp(&m, omnic__backend_by_name(backend), pool);
     static float xs[CAP * K];
-    for (int i = 0; i < CAP * K; i++) xs[i] = sinf((float)i);
+    for (int i = 0; i < CAP * K; i++)
+        xs[i] = sinf((float)i);
     int64_t lens[] = {1, 2, 7, CAP - 1, CAP};
     for (size_t i = 0; i < sizeof lens / sizeof lens[0]; i++) {
         omnic__tensor x;
@@ -82,8 +87,16 @@ static void run_variable_lengths(const char *backend, int threads)
     omnic__threadpool_destroy(pool);
 }
 
-static void test_variable_lengths_ref(void **state) { (void)state; run_variable_lengths("ref", 1); }
-static void test_variable_lengths_cpu(void **state) { (void)state; run_variable_lengths("cpu", 2); }
+static void test_variable_lengths_ref(void **state)
+{
+    (void)state;
+    run_variable_lengths("ref", 1);
+}
+static void test_variable_lengths_cpu(void **state)
+{
+    (void)state;
+    run_variable_lengths("cpu", 2);
+}
 
 static void test_signature_checks(void **state)
 {
@@ -141,7 +154,8 @@ static void test_index_range(void **state)
     omnic__module m;
     assert_int_equal(omnic__module_init(&m, "test.gather", "omnic.test.gather/1", CAP, &err), OMNIC_OK);
     static float table[10 * 4];
-    for (int i = 0; i < 40; i++) table[i] = (float)i;
+    for (int i = 0; i < 40; i++)
+        table[i] = (float)i;
     omnic__tensor t;
     int64_t td[2] = {10, 4}, id[1] = {CAP};
     omnic__tensor_init(&t, OMNIC_DTYPE_F32, 2, td, &err);
@@ -175,7 +189,8 @@ static void test_liveness_reuse(void **state)
     assert_int_equal(omnic__module_init(&m, "test.chain", "omnic.test.chain/1", CAP, &err), OMNIC_OK);
     int64_t d[2] = {CAP, 64};
     omnic__tensor *x = omnic__g_input(&m.graph, "x", OMNIC_DTYPE_F32, 2, d, OMNIC_VAR_T);
-    for (int i = 0; i < 10; i++) x = omnic__g_scale(&m.graph, x, 2.0f, 1.0f);
+    for (int i = 0; i < 10; i++)
+        x = omnic__g_scale(&m.graph, x, 2.0f, 1.0f);
     omnic__g_mark_output(&m.graph, x, "y");
     assert_int_equal(omnic__module_finalize(&m, omnic__backend_cpu(), NULL, &err), OMNIC_OK);
     size_t one = CAP * 64 * sizeof(float);
@@ -209,6 +224,92 @@ static void test_build_errors(void **state)
     assert_int_equal(omnic__module_init(&m, "test.bad", "omnic.test.bad/1", 0, &err), OMNIC_E_INVALID);
 }
 
+/* Strided convolutions over a variable-length input, as an audio encoder's conv subsampling runs
+ * them: x [n, W] (one channel) grouped 2 rows per output row, a 3x3 stride-2 conv to C channels,
+ * ReLU, the result grouped again for a depthwise 3x3 stride-2 conv (rows n / 4, the graph's row
+ * multiple 4), against a direct evaluation of the same convolutions for every n the module takes. */
+static void test_strided_conv(void **state)
+{
+    (void)state;
+    enum { CAPR = 16, W0 = 8, C = 3 };
+    omnic_err err;
+    omnic__module m;
+    static float w1[C * 9], b1[C], w2[C * 9];
+    for (int i = 0; i < C * 9; i++) {
+        w1[i] = (float)((i * 7) % 11 - 5) / 4.0f;
+        w2[i] = (float)((i * 5) % 13 - 6) / 8.0f;
+    }
+    for (int c = 0; c < C; c++)
+        b1[c] = (float)c / 2.0f - 0.5f;
+    omnic__tensor tw1, tb1, tw2;
+    const int64_t dw[2] = {C, 9}, db[1] = {C};
+    omnic__tensor_init(&tw1, OMNIC_DTYPE_F32, 2, dw, &err);
+    omnic__tensor_init(&tb1, OMNIC_DTYPE_F32, 1, db, &err);
+    omnic__tensor_init(&tw2, OMNIC_DTYPE_F32, 2, dw, &err);
+    tw1.data = w1, tb1.data = b1, tw2.data = w2;
+    assert_int_equal(omnic__module_init(&m, "test.conv", "omnic.test.conv/1", CAPR, &err), OMNIC_OK);
+    omnic__graph *g = &m.graph;
+    const int64_t dx[2] = {CAPR, W0};
+    omnic__tensor *x = omnic__g_input(g, "x", OMNIC_DTYPE_F32, 2, dx, OMNIC_VAR_T);
+    const omnic__dwconv2d_geom c1 = {3, 3, 2, 2, 1, 1, W0, 1, W0 / 2},
+                               c2 = {3, 3, 2, 2, 1, 1, W0 / 2, C, W0 / 4};
+    omnic__tensor *h = omnic__g_dwconv2d(g, omnic__g_group_rows(g, x, 2), omnic__g_weight(g, &tw1),
+                                         omnic__g_weight(g, &tb1), &c1);
+    h = omnic__g_unary(g, OMNIC_OP_RELU, h);
+    assert_non_null(h);
+    assert_int_equal(h->dims[0], CAPR / 2);
+    h = omnic__g_dwconv2d(g, omnic__g_group_rows(g, h, 2), omnic__g_weight(g, &tw2), NULL, &c2);
+    assert_non_null(h);
+    assert_int_equal(h->dims[0], CAPR / 4);
+    assert_int_equal(h->dims[1], (W0 / 4) * C);
+    omnic__g_mark_output(g, h, "y");
+    assert_int_equal(g->row_multiple, 4);
+    assert_int_equal(omnic__module_finalize(&m, omnic__backend_ref(), NULL, &err), OMNIC_OK);
+    float xs[CAPR * W0];
+    for (int i = 0; i < CAPR * W0; i++)
+        xs[i] = (float)((i * 13) % 17 - 8) / 4.0f;
+    for (int64_t n = 4; n <= CAPR; n += 4) {
+        omnic__tensor in;
+        const int64_t dn[2] = {n, W0};
+        omnic__tensor_init(&in, OMNIC_DTYPE_F32, 2, dn, &err);
+        in.data = xs;
+        const omnic__tensor *ins[1] = {&in};
+        omnic__call call = {.n = n, .inputs = ins, .n_inputs = 1};
+        assert_int_equal(omnic__module_call(&m, &call, &err), OMNIC_OK);
+        const omnic__tensor *o = omnic__module_output(&m, 0);
+        assert_int_equal(o->dims[0], n / 4);
+        /* direct: stage 1 [n/2, W0/2, C], stage 2 [n/4, W0/4, C], zero outside, f64 sums */
+        double s1[CAPR / 2][W0 / 2][C];
+        for (int64_t r = 0; r < n / 2; r++)
+            for (int q = 0; q < W0 / 2; q++)
+                for (int c = 0; c < C; c++) {
+                    double a = b1[c];
+                    for (int i = 0; i < 3; i++)
+                        for (int j = 0; j < 3; j++) {
+                            int64_t rr = 2 * r + i - 1, cc = 2 * q + j - 1;
+                            if (rr >= 0 && rr < n && cc >= 0 && cc < W0)
+                                a += (double)xs[rr * W0 + cc] * w1[c * 9 + i * 3 + j];
+                        }
+                    s1[r][q][c] = (float)(a < 0 ? 0 : a);
+                }
+        for (int64_t r = 0; r < n / 4; r++)
+            for (int q = 0; q < W0 / 4; q++)
+                for (int c = 0; c < C; c++) {
+                    double a = 0;
+                    for (int i = 0; i < 3; i++)
+                        for (int j = 0; j < 3; j++) {
+                            int64_t rr = 2 * r + i - 1, cc = 2 * q + j - 1;
+                            if (rr >= 0 && rr < n / 2 && cc >= 0 && cc < W0 / 2)
+                                a += s1[rr][cc][c] * w2[c * 9 + i * 3 + j];
+                        }
+                    float got = ((const float *)o->data)[(r * (W0 / 4) + q) * C + c];
+                    if (fabs(got - a) > 1e-5 * (1 + fabs(a)))
+                        fail_msg("n=%lld (%lld,%d,%d): %g vs %g", (long long)n, (long long)r, q, c, got, a);
+                }
+    }
+    omnic__module_deinit(&m);
+}
+
 static void test_cancel(void **state)
 {
     (void)state;
@@ -236,16 +337,24 @@ static void test_identity(void **state)
     (void)state;
     int64_t dims[2] = {4, 8};
     omnic__weight_desc w = {"w", OMNIC_DTYPE_BF16, 2, dims, "as-stored"};
-    omnic__bundle_desc base = {.arch_config = "{\"a\":1}", .weights = &w, .n_weights = 1, .compute_dtypes = "f32",
-                               .capacity = 128, .position_mode = "1d", .mask_mode = "causal", .kv_layout = "slot",
-                               .kv_dtype = OMNIC_DTYPE_F16, .modules = "text.token_prefill"};
+    omnic__bundle_desc base = {.arch_config = "{\"a\":1}",
+                               .weights = &w,
+                               .n_weights = 1,
+                               .compute_dtypes = "f32",
+                               .capacity = 128,
+                               .position_mode = "1d",
+                               .mask_mode = "causal",
+                               .kv_layout = "slot",
+                               .kv_dtype = OMNIC_DTYPE_F16,
+                               .modules = "text.token_prefill"};
     char h0[65], h1[65];
     omnic__bundle_identity(&base, h0);
     omnic__bundle_identity(&base, h1);
     assert_string_equal(h0, h1);
     assert_int_equal(strlen(h0), 64);
     omnic__bundle_desc v[8];
-    for (int i = 0; i < 8; i++) v[i] = base;
+    for (int i = 0; i < 8; i++)
+        v[i] = base;
     v[0].capacity = 129;
     v[1].position_mode = "mrope3";
     v[2].kv_dtype = OMNIC_DTYPE_F32;
@@ -268,10 +377,15 @@ static void test_identity(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_variable_lengths_ref), cmocka_unit_test(test_variable_lengths_cpu),
-        cmocka_unit_test(test_signature_checks),     cmocka_unit_test(test_index_range),
-        cmocka_unit_test(test_liveness_reuse),       cmocka_unit_test(test_build_errors),
-        cmocka_unit_test(test_cancel),               cmocka_unit_test(test_identity),
+        cmocka_unit_test(test_variable_lengths_ref),
+        cmocka_unit_test(test_variable_lengths_cpu),
+        cmocka_unit_test(test_signature_checks),
+        cmocka_unit_test(test_index_range),
+        cmocka_unit_test(test_liveness_reuse),
+        cmocka_unit_test(test_build_errors),
+        cmocka_unit_test(test_cancel),
+        cmocka_unit_test(test_identity),
+        cmocka_unit_test(test_strided_conv),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,5 +1,6 @@
 /* cpu scaled dot-product attention (semantics in backend.h): q [T, H, D] f32; k [S, Hkv, D],
- * v [S, Hkv, Dv] f32 or f16 (a KV pool layer); qpos i32 [T]; optional bias f32 [T, S];
+ * v [S, Hkv, Dv] f32 or f16 (a KV pool layer); qpos i32 [T]; optional bias f32 [T, S] (or, ip[3] = M
+ * > 0, a relative-position table [2M, H]);
  * optional kv_begin i32 [T]; optional span i32 [T, 2]; dst [T, H, Dv]. Row (t, h) visits only
  * the keys [max(kv_begin[t], qpos[t] - W + 1), causal ? qpos[t] + 1 : S), widened to hold its
  * span's keys when it has one.
@@ -135,6 +136,7 @@ typedef struct att_chunk {
     const float *qrow[ATT_QB_TILED];
     float *orow[ATT_QB_TILED];
     int64_t tq[ATT_QB_TILED], jlo[ATT_QB_TILED], jhi[ATT_QB_TILED]; /* position, visible keys [jlo, jhi) */
+    int64_t hq[ATT_QB_TILED];                                       /* head */
 } att_chunk;
 
 /* Gathers the chunk that starts at split row r (< r1); returns the row after it. */
@@ -171,6 +173,7 @@ static int64_t gather_chunk(const omnic__node *n, const att_geom *g, int64_t r, 
             break; /* key range far from the chunk's (another slot, a distant window) */
         }
         c->tq[nq] = t;
+        c->hq[nq] = h;
         c->jlo[nq] = lo;
         c->jhi[nq] = hi;
         c->qrow[nq] = (const float *)n->src[0]->data + (t * g->H + h) * g->D;
@@ -182,14 +185,25 @@ static int64_t gather_chunk(const omnic__node *n, const att_geom *g, int64_t r, 
     return r;
 }
 
-/* Scores s[0, cnt) of row u for keys from j: scale -> softcap -> + bias; returns their max. */
-static float adjust_scores(const omnic__cpu_vec *v, const omnic__node *n, const att_geom *g, int64_t t,
-                           int64_t j, float *s, int64_t cnt)
+/* Scores s[0, cnt) of row u of chunk c for keys from j: scale -> softcap -> + bias (a [T, S]
+ * row, or a relative-position table [2M, H] read by clamped distance); returns their max. */
+static float adjust_scores(const omnic__cpu_vec *v, const omnic__node *n, const att_geom *g,
+                           const att_chunk *c, int64_t u, int64_t j, float *s, int64_t cnt)
 {
     const float *bias = n->src[4] ? (const float *)n->src[4]->data : NULL;
+    const int64_t t = c->tq[u], M = n->ip[3];
     v->mul1(s, n->fp[0], s, cnt);
     if (n->fp[1] != 0.0f) v->softcap(s, n->fp[1], s, cnt);
-    if (bias) v->add(s, bias + t * g->S + j, s, cnt);
+    if (bias && M > 0) {
+        const int64_t p = ((const int32_t *)n->src[3]->data)[t], h = c->hq[u];
+        for (int64_t i = 0; i < cnt; i++) {
+            int64_t r = j + i - p;
+            r = r < -M ? -M : r > M - 1 ? M - 1 : r;
+            s[i] += bias[(r + M) * g->H + h];
+        }
+    } else if (bias) {
+        v->add(s, bias + t * g->S + j, s, cnt);
+    }
     return v->max(s, cnt);
 }
 
@@ -209,7 +223,7 @@ static void two_pass(const omnic__cpu_vec *v, const omnic__node *n, const att_ge
         inv_sum[u] = 0.0f; /* output zeros unless some key gets weight */
         if (cnt > 0) {
             float *s = row + a;
-            float m = adjust_scores(v, n, g, c->tq[u], c->jlo[u], s, cnt);
+            float m = adjust_scores(v, n, g, c, u, c->jlo[u], s, cnt);
             if (m == -INFINITY)
                 memset(s, 0, (size_t)cnt * sizeof(float)); /* bias masked every key */
             else
@@ -255,7 +269,7 @@ static void tiled(const omnic__cpu_vec *v, const omnic__node *n, const att_geom 
             float *row = sc + u * ATT_KB;
             int64_t a = (c->jlo[u] > b0 ? c->jlo[u] : b0) - b0, b = (c->jhi[u] < b1 ? c->jhi[u] : b1) - b0;
             float bm = -INFINITY;
-            if (b > a) bm = adjust_scores(v, n, g, c->tq[u], b0 + a, row + a, b - a);
+            if (b > a) bm = adjust_scores(v, n, g, c, u, b0 + a, row + a, b - a);
             if (bm == -INFINITY) { /* the row sees no key of this tile (range, or bias masked all) */
                 memset(row, 0, (size_t)nk * sizeof(float));
                 continue;

@@ -13,6 +13,9 @@ size_t omnic__cpu_matmul_wsize(const omnic__node *n, int nth);
 void omnic__cpu_patch_embed(const omnic__node *n, int ith, int nth, void *wdata);
 void omnic__cpu_pool_avg(const omnic__node *n, int ith, int nth, void *wdata);
 size_t omnic__cpu_patch_embed_wsize(const omnic__node *n, int nth);
+/* conv.c */
+void omnic__cpu_dwconv2d(const omnic__node *n, int ith, int nth, void *wdata);
+size_t omnic__cpu_dwconv2d_wsize(const omnic__node *n, int nth);
 /* dst[mr, nc] (leading dim ldd) = a[mr, K] . wf[nc, K]^T (+ bias[nc]) through OpenBLAS. */
 void omnic__cpu_sgemm(const float *a, int64_t K, int64_t mr, const float *wf, int64_t nc, float *dst,
                       int64_t ldd, const float *bias);
@@ -49,7 +52,7 @@ void omnic__cpu_softmax(const omnic__node *n, int ith, int nth, void *wdata);
 void omnic__cpu_add(const omnic__node *n, int ith, int nth, void *wdata);
 void omnic__cpu_mul(const omnic__node *n, int ith, int nth, void *wdata);
 void omnic__cpu_scale(const omnic__node *n, int ith, int nth, void *wdata);
-void omnic__cpu_unary(const omnic__node *n, int ith, int nth, void *wdata); /* silu, gelu*, softcap */
+void omnic__cpu_unary(const omnic__node *n, int ith, int nth, void *wdata); /* silu, gelu*, softcap, relu */
 void omnic__cpu_gated(const omnic__node *n, int ith, int nth, void *wdata); /* swiglu, geglu */
 
 /* layout.c */

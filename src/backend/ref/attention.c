@@ -7,7 +7,8 @@
 /* Row (t, h) of dst [T, H, Dv]:
  *   s_j = q[t,h,:] . k[j,g,:] * scale        (g = h / (H / Hkv), GQA)
  *   s_j = tanh(s_j / cap) * cap              (when cap = fp[1] != 0)
- *   s_j += bias[t, j]                        (when src[4])
+ *   s_j += bias[t, j]                        (when src[4]; with ip[3] = M > 0 the table
+ *                                             bias[clamp(j - qpos[t], -M, M - 1) + M, h])
  *   keys j < kv_begin[t] (src[5]) are not visited; causal rows stop at j = qpos[t]
  *   key j masked (s_j = -inf) when causal and j > qpos[t], or when a window W is set
  *   and qpos[t] - j >= W; a bias of -inf masks too; with a span (src[6]) keys in the hull
@@ -20,7 +21,7 @@ void omnic__ref_attention(const omnic__node *n, int ith, int nth, void *wdata)
     const omnic__tensor *k = n->src[1];                                    /* [S, Hkv, D] f32 or f16 */
     const omnic__tensor *v = n->src[2];                                    /* [S, Hkv, Dv] f32 or f16 */
     const int32_t *qpos = n->src[3]->data;                                 /* [T] i32 */
-    const float *bias = n->src[4] ? (const float *)n->src[4]->data : NULL; /* [T, S] f32 */
+    const float *bias = n->src[4] ? (const float *)n->src[4]->data : NULL; /* [T, S] or [2M, H] f32 */
     const int32_t *kv_begin = n->src[5] ? (const int32_t *)n->src[5]->data : NULL; /* [T] i32 */
     const int32_t *span = n->src[6] ? (const int32_t *)n->src[6]->data : NULL;     /* [T, 2] i32 */
     int64_t T = q->dims[0], H = q->dims[1], D = q->dims[2];
@@ -28,7 +29,7 @@ void omnic__ref_attention(const omnic__node *n, int ith, int nth, void *wdata)
     int64_t group = H / Hkv;
     double scale = n->fp[0], cap = n->fp[1];
     bool causal = n->ip[0] != 0;
-    int64_t window = n->ip[1];
+    int64_t window = n->ip[1], rel_max = n->ip[3];
     const float *Q = q->data;
     float *O = n->dst->data;                                      /* [T, H, Dv] */
     double *s = (double *)wdata + (size_t)ith * (size_t)(S + Dv); /* [S] */
@@ -59,7 +60,12 @@ void omnic__ref_attention(const omnic__node *n, int ith, int nth, void *wdata)
                 dot += (double)qr[d] * omnic__ref_ld(k->data, k->dtype, (j * Hkv + g) * D + d);
             double sj = dot * scale;
             if (cap != 0.0) sj = tanh(sj / cap) * cap;
-            if (bias) sj += bias[t * S + j];
+            if (bias && rel_max) { /* T5-style table [2M, H] by clamped distance */
+                int64_t r = j - p < -rel_max ? -rel_max : j - p > rel_max - 1 ? rel_max - 1 : j - p;
+                sj += bias[(r + rel_max) * H + h];
+            } else if (bias) {
+                sj += bias[t * S + j];
+            }
             s[j] = sj;
             mx = fmax(mx, sj);
         }

@@ -3,7 +3,7 @@
 #include "backend/ref/ref.h"
 
 /* The table below names every op; a new op breaks the build here until it has a kernel. */
-_Static_assert(OMNIC_OP_MOE_SUM + 1 == OMNIC_OP_COUNT, "new op: add its ref kernel to ref_ops");
+_Static_assert(OMNIC_OP_DWCONV2D + 1 == OMNIC_OP_COUNT, "new op: add its ref kernel to ref_ops");
 
 static const omnic__backend_ops ref_ops = {
     .version = OMNIC_BACKEND_OPS_VERSION,
@@ -43,6 +43,8 @@ static const omnic__backend_ops ref_ops = {
             [OMNIC_OP_MOE_WEIGHTS] = omnic__ref_moe_weights,
             [OMNIC_OP_MATMUL_ID] = omnic__ref_matmul_id,
             [OMNIC_OP_MOE_SUM] = omnic__ref_moe_sum,
+            [OMNIC_OP_RELU] = omnic__ref_unary,
+            [OMNIC_OP_DWCONV2D] = omnic__ref_dwconv2d,
         },
     .wsize =
         {

@@ -75,9 +75,12 @@ void omnic__ref_patch_embed(const omnic__node *n, int ith, int nth, void *wdata)
 void omnic__ref_pool_avg(const omnic__node *n, int ith, int nth, void *wdata);
 size_t omnic__ref_patch_embed_wsize(const omnic__node *n, int nth);
 
+/* conv.c */
+void omnic__ref_dwconv2d(const omnic__node *n, int ith, int nth, void *wdata);
+
 /* unary.c: elementwise ops; each kernel reads n->op */
 void omnic__ref_binary(const omnic__node *n, int ith, int nth, void *wdata); /* ADD, MUL */
-/* SCALE, SILU, GELU, GELU_TANH, GELU_QUICK, SOFTCAP */
+/* SCALE, SILU, GELU, GELU_TANH, GELU_QUICK, SOFTCAP, RELU */
 void omnic__ref_unary(const omnic__node *n, int ith, int nth, void *wdata);
 void omnic__ref_gated(const omnic__node *n, int ith, int nth, void *wdata); /* SWIGLU, GEGLU */
 

@@ -70,12 +70,14 @@ static double unary_op(const omnic__node *n, double x)
         return gelu_quick(x);
     case OMNIC_OP_SOFTCAP:
         return tanh(x / n->fp[0]) * n->fp[0];
+    case OMNIC_OP_RELU:
+        return x < 0 ? 0.0 : x;
     default:
         return NAN; /* not a one-input elementwise op: the ops table never routes it here */
     }
 }
 
-/* SCALE, SILU, GELU, GELU_TANH, GELU_QUICK, SOFTCAP: dst = f(src[0]), any shape, f32. */
+/* SCALE, SILU, GELU, GELU_TANH, GELU_QUICK, SOFTCAP, RELU: dst = f(src[0]), any shape, f32. */
 void omnic__ref_unary(const omnic__node *n, int ith, int nth, void *wdata)
 {
     (void)wdata;
