@@ -1,0 +1,104 @@
+#!/usr/bin/python3
+"""Goldens for Phi-4-multimodal's audio encoder as Hugging Face computes it:
+Phi4MultimodalAudioModel (the cascaded Conformer: global mean/invstd, NeMo conv subsampling to
+ceil(T/8), T5 relative bias with the additive +1 of the all-true mask, conformer blocks, 500-frame
+chunking of longer clips with HF's zero padding attended) in eager attention, f32.
+
+Writes into tests/golden/phi4mm_audio/: a tiny random encoder (hidden 32, 4 heads, 2 blocks, 16
+NeMo channels, bias_max_distance 20 so that clamping happens inside short clips) as
+model.safetensors under the HF-converted names (model.embed_tokens_extend.audio_embed.encoder.*),
+config.json (the top-level checkpoint config with its audio_config), and per case
+(<case>.embed.npy: the subsampling output [T', 32]; <case>.layer0.npy: block 0's output;
+<case>.out.npy: the encoder output), with the versions and this command in meta.json. The input
+features are a formula exact in f32 (tests/unit/test_phi4mm_audio.c computes the same):
+  x[t, m] = ((t * 37 + m * 11 + case_salt) % 101) / 8 - 6.
+
+Not run in CI (it needs transformers). Run on the oracle machine:
+  PYTHONPATH=/opt/hfo/site457 /usr/bin/python3 tools/hf_golden/make_phi4mm_audio_goldens.py
+"""
+import json
+import os
+
+import numpy as np
+
+import hfo_shim
+
+hfo_shim.patch_transformers()
+import torch  # noqa: E402
+import transformers  # noqa: E402
+from safetensors.numpy import save_file  # noqa: E402
+from transformers.models.phi4_multimodal.configuration_phi4_multimodal import Phi4MultimodalAudioConfig  # noqa: E402
+from transformers.models.phi4_multimodal.modeling_phi4_multimodal import Phi4MultimodalAudioModel  # noqa: E402
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+OUT = os.path.join(ROOT, "tests", "golden", "phi4mm_audio")
+PREFIX = "model.embed_tokens_extend.audio_embed.encoder."
+AUDIO = dict(hidden_size=32, intermediate_size=48, num_blocks=2, num_attention_heads=4, activation="swish",
+             chunk_size=-1, left_chunk=18, dropout_rate=0.0, ext_pw_out_channel=32,
+             depthwise_separable_out_channel=32, depthwise_multiplier=1, kernel_size=3, conv_activation="swish",
+             input_size=80, conv_glu_type="swish", time_reduction=8, bias_max_distance=20, bias_symmetric=False,
+             nemo_activation="relu", nemo_conv_channels=16, downsample_rate=1, audio_token_id=200011,
+             feature_layer=-2)
+CASES = {"short": (37, 0), "mid": (403, 5), "long": (4123, 9)}  # feature frames, salt
+
+
+def features(T, salt):
+    t = np.arange(T)[:, None]
+    m = np.arange(80)[None, :]
+    return (((t * 37 + m * 11 + salt) % 101).astype(np.float32) / np.float32(8) - np.float32(6)).astype(np.float32)
+
+
+def main():
+    torch.manual_seed(0)
+    cfg = Phi4MultimodalAudioConfig(**AUDIO)
+    cfg._attn_implementation = "eager"
+    model = Phi4MultimodalAudioModel(cfg).eval()
+    g = torch.Generator().manual_seed(1)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if name.endswith("layer_norm.weight") or ".layer_norm" in name and name.endswith("weight"):
+                p.copy_(1 + 0.1 * torch.randn(p.shape, generator=g))
+            elif name.endswith("bias_values.weight"):
+                p.copy_(0.5 * torch.randn(p.shape, generator=g))
+            else:
+                fan_in = p.shape[1] * (p.shape[2] if p.dim() > 2 else 1) * (p.shape[3] if p.dim() > 3 else 1) \
+                    if p.dim() > 1 else 4
+                p.copy_(torch.randn(p.shape, generator=g) / np.sqrt(fan_in))
+        model.encoder_embedding.global_mean.copy_(torch.randn(80, generator=g) * 0.5 - 1.0)
+        model.encoder_embedding.global_invstd.copy_(0.3 + 0.2 * torch.rand(80, generator=g))
+    os.makedirs(OUT, exist_ok=True)
+    tensors = {PREFIX + k: v.detach().numpy().astype(np.float32).copy() for k, v in model.state_dict().items()}
+    save_file(tensors, os.path.join(OUT, "model.safetensors"))
+    top = {"model_type": "phi4_multimodal", "architectures": ["Phi4MultimodalForCausalLM"],
+           "audio_config": dict(AUDIO, model_type="phi4_multimodal_audio")}
+    with open(os.path.join(OUT, "config.json"), "w") as f:
+        json.dump(top, f, indent=1)
+        f.write("\n")
+    meta = {"generator": "tools/hf_golden/make_phi4mm_audio_goldens.py",
+            "command": "PYTHONPATH=/opt/hfo/site457 /usr/bin/python3 tools/hf_golden/make_phi4mm_audio_goldens.py",
+            "transformers": transformers.__version__, "torch": torch.__version__,
+            "class": "Phi4MultimodalAudioModel (eager, f32)", "cases": {}}
+    captured = {}
+    model.embed.register_forward_hook(lambda m, i, o: captured.__setitem__("embed", o[0].detach().clone()))
+    model.encoders[0].register_forward_hook(lambda m, i, o: captured.__setitem__("layer0", o.detach().clone()))
+    for case, (T, salt) in CASES.items():
+        x = torch.from_numpy(features(T, salt))[None]
+        with torch.no_grad():
+            out = model(x, None)[0].numpy()
+        tp = -(-T // 8)
+        assert out.shape == (tp, 32), out.shape
+        np.save(os.path.join(OUT, f"{case}.embed.npy"), captured["embed"][0].numpy().astype(np.float32))
+        np.save(os.path.join(OUT, f"{case}.out.npy"), out.astype(np.float32))
+        layer0 = captured["layer0"]
+        if layer0.shape[0] == 1:  # not chunked: block 0's output of the one sequence
+            np.save(os.path.join(OUT, f"{case}.layer0.npy"), layer0[0].numpy().astype(np.float32))
+        meta["cases"][case] = {"frames": T, "salt": salt, "rows": tp, "chunks": int(layer0.shape[0]),
+                               "has_layer0": bool(layer0.shape[0] == 1)}
+        print(case, T, "->", out.shape, "chunks", layer0.shape[0])
+    with open(os.path.join(OUT, "meta.json"), "w") as f:
+        json.dump(meta, f, indent=1)
+        f.write("\n")
+
+
+if __name__ == "__main__":
+    main()
