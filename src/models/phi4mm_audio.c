@@ -21,7 +21,8 @@ static omnic_status expect_str(const json_t *c, const char *key, const char *dfl
                       ok[-1]);
 }
 
-omnic_status omnic__p4a_config_parse(const json_t *ac, const char *what, omnic__p4a_config *c, omnic_err *err)
+omnic_status omnic__p4a_config_parse(const json_t *ac, const char *what, int64_t text_hidden,
+                                     omnic__p4a_config *c, omnic_err *err)
 {
     static const char *const keys[] = {"hidden_size",
                                        "intermediate_size",
@@ -105,7 +106,11 @@ omnic_status omnic__p4a_config_parse(const json_t *ac, const char *what, omnic__
         return OMNIC_FAIL(err, OMNIC_E_INVALID,
                           "%s: nemo_final_size %lld, but %lld bins reduced %lld times give %lld", what,
                           (long long)declared, (long long)c->input_size, (long long)s, (long long)f);
+    if (text_hidden < 1 || text_hidden > (1 << 20))
+        return OMNIC_FAIL(err, OMNIC_E_INVALID, "%s: text hidden size %lld", what, (long long)text_hidden);
+    c->text_hidden = text_hidden;
     c->prefix = "model.embed_tokens_extend.audio_embed.encoder.";
+    c->proj_prefix = "model.embed_tokens_extend.audio_embed.";
     return OMNIC_OK;
 }
 
@@ -289,6 +294,10 @@ void omnic__p4a_deinit(omnic__p4a *e)
     omnic_free(e->invstd);
     for (int i = 0; i < 2 * OMNIC_P4A_MAX_STAGES; i++)
         omnic__tensor_destroy(e->conv_b[i]);
+    for (int i = 0; i < 2; i++) {
+        omnic__tensor_destroy(e->proj_up_b[i]);
+        omnic__tensor_destroy(e->proj_down_b[i]);
+    }
     omnic__tensor_destroy(e->out_w);
     omnic__tensor_destroy(e->out_b);
     omnic__tensor_destroy(e->rel_table);
@@ -355,6 +364,17 @@ static omnic_status load(loader *l)
     memset(e->blocks, 0, (size_t)c->n_blocks * sizeof *e->blocks);
     for (int64_t i = 0; i < c->n_blocks; i++)
         OMNIC_TRY(load_block(l, i, &e->blocks[i]));
+    static const char *const mode[2] = {"speech", "vision_speech"};
+    for (int p = 0; p < 2; p++) {
+        char w[200], b[200];
+        snprintf(w, sizeof w, "%sup_proj_for_%s.weight", c->proj_prefix, mode[p]);
+        snprintf(b, sizeof b, "%sup_proj_for_%s.bias", c->proj_prefix, mode[p]);
+        OMNIC_TRY(linear(l, w, b, c->text_hidden, H, 0, &e->proj_up[p], NULL, &e->proj_up_b[p], NULL));
+        snprintf(w, sizeof w, "%sdown_proj_for_%s.weight", c->proj_prefix, mode[p]);
+        snprintf(b, sizeof b, "%sdown_proj_for_%s.bias", c->proj_prefix, mode[p]);
+        OMNIC_TRY(linear(l, w, b, c->text_hidden, c->text_hidden, 0, &e->proj_down[p], NULL,
+                         &e->proj_down_b[p], NULL));
+    }
     return OMNIC_OK;
 }
 
@@ -465,6 +485,13 @@ omnic_status omnic__p4a_build_encode(const omnic__p4a *e, omnic__module *m, omni
         if (i == 0 && x) omnic__g_mark_output(g, x, "block0");
     }
     if (x) omnic__g_mark_output(g, x, "encoded");
+    static const char *const out[2] = {"speech", "vision_speech"};
+    for (int p = 0; p < 2 && x; p++) {
+        omnic__tensor *y =
+            omnic__g_unary(g, OMNIC_OP_GELU, omnic__g_matmul(g, x, W(&e->proj_up[p]), W(e->proj_up_b[p])));
+        y = omnic__g_matmul(g, y, W(&e->proj_down[p]), W(e->proj_down_b[p]));
+        if (y) omnic__g_mark_output(g, y, out[p]);
+    }
     return omnic__graph_status(g, err);
 }
 
@@ -489,8 +516,8 @@ static omnic_status copy_out(const omnic__module *m, const char *name, int64_t r
 }
 
 omnic_status omnic__p4a_encode(const omnic__p4a *e, omnic__module *embed, omnic__module *encode,
-                               const float *features, int64_t T, float *out, omnic__p4a_stages *stages,
-                               omnic_err *err)
+                               const float *features, int64_t T, float *const out[2], float *encoded,
+                               omnic__p4a_stages *stages, omnic_err *err)
 {
     const omnic__p4a_config *c = &e->cfg;
     const int64_t r = c->time_reduction, In = c->input_size, H = c->hidden, rows = omnic__p4a_rows(c, T);
@@ -552,7 +579,14 @@ omnic_status omnic__p4a_encode(const omnic__p4a *e, omnic__module *embed, omnic_
         const omnic__tensor *in[2] = {&th, &tp};
         if ((rc = call(encode, L, in, 2, err)) != OMNIC_OK) goto done;
         int64_t keep = rows - ch * L < L ? rows - ch * L : L;
-        if ((rc = copy_out(encode, "encoded", keep, H, out + ch * L * H, err)) != OMNIC_OK) goto done;
+        if (encoded && (rc = copy_out(encode, "encoded", keep, H, encoded + ch * L * H, err)) != OMNIC_OK)
+            goto done;
+        static const char *const name[2] = {"speech", "vision_speech"};
+        for (int p = 0; p < 2; p++)
+            if (out && out[p] &&
+                (rc = copy_out(encode, name[p], keep, c->text_hidden, out[p] + ch * L * c->text_hidden,
+                               err)) != OMNIC_OK)
+                goto done;
         if (stages && stages->block0 &&
             (rc = copy_out(encode, "block0", keep, H, stages->block0, err)) != OMNIC_OK)
             goto done;

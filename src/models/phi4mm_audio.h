@@ -14,8 +14,11 @@
  *                 with 64^-1/2 scores plus the T5 table (bias_values + 1: HF adds its all-true
  *                 mask as 1.0) by clamped distance; x += conv(x) (LayerNorm, the GLU pointwise
  *                 conv (a + b1) * silu(g + b2), causal depthwise conv k, pointwise conv, silu,
- *                 ext pointwise conv); x += 0.5 FF_out(x); x = LayerNorm(x). Outputs "encoded"
- *                 [n, H] and "block0" (block 0's output, a golden stage).
+ *                 ext pointwise conv); x += 0.5 FF_out(x); x = LayerNorm(x); then both
+ *                 projections into the text model, Linear -> GELU (erf) -> Linear: "speech"
+ *                 (up/down_proj_for_speech: audio-only prompts) and "vision_speech" (for prompts
+ *                 that also hold an image), each [n, text hidden]; also "encoded" [n, H] and
+ *                 "block0" (block 0's output), golden stages.
  * omnic__p4a_encode runs both: T' = ceil(T / r) rows; longer than 500, the rows are zero-padded
  * to a multiple of 500 and each 500-row chunk is its own sequence (padding rows attended, as HF
  * does for one clip), the padding dropped after. */
@@ -35,14 +38,16 @@
 
 typedef struct omnic__p4a_config {
     int64_t hidden, intermediate, n_blocks, n_heads, head_dim;
-    int64_t input_size;     /* mel bins (80) */
-    int64_t time_reduction; /* 2^stages (8) */
-    int64_t stages;         /* conv stages: log2 time_reduction */
-    int64_t conv_channels;  /* NeMo channels C (1024) */
-    int64_t final_size;     /* frequency width after the stages (80 -> 10) */
-    int64_t kernel_size;    /* depthwise conv1d taps (3) */
-    int64_t max_distance;   /* T5 bias_max_distance M (500 in the published checkpoint) */
-    const char *prefix;     /* weight names, e.g. "model.embed_tokens_extend.audio_embed.encoder." */
+    int64_t input_size;      /* mel bins (80) */
+    int64_t time_reduction;  /* 2^stages (8) */
+    int64_t stages;          /* conv stages: log2 time_reduction */
+    int64_t conv_channels;   /* NeMo channels C (1024) */
+    int64_t final_size;      /* frequency width after the stages (80 -> 10) */
+    int64_t kernel_size;     /* depthwise conv1d taps (3) */
+    int64_t max_distance;    /* T5 bias_max_distance M (500 in the published checkpoint) */
+    int64_t text_hidden;     /* the projections' output: the text model's hidden size */
+    const char *prefix;      /* the encoder's weights: "model.embed_tokens_extend.audio_embed.encoder." */
+    const char *proj_prefix; /* the projections': "model.embed_tokens_extend.audio_embed." */
 } omnic__p4a_config;
 
 typedef struct omnic__p4a_block {
@@ -69,16 +74,19 @@ typedef struct omnic__p4a {
     omnic__tensor *out_w; /* owned: embed.out.weight with its columns in
                            * (f, c) order, the graph's channel-last flatten */
     omnic__tensor *out_b;
-    omnic__tensor *rel_table; /* owned f32 [2M, heads]: bias_values + 1 */
-    omnic__p4a_block *blocks; /* owned [n_blocks] */
+    omnic__tensor *rel_table;               /* owned f32 [2M, heads]: bias_values + 1 */
+    omnic__p4a_block *blocks;               /* owned [n_blocks] */
+    omnic__tensor proj_up[2], proj_down[2]; /* [0] speech, [1] vision-speech */
+    omnic__tensor *proj_up_b[2], *proj_down_b[2];
     omnic__weight_copies copies;
 } omnic__p4a;
 
 /* audio_config (the object, borrowed) of an HF-converted Phi-4-multimodal config.json (HF class
  * defaults for absent keys; a key that would change numerics and is not understood, or a value
- * this encoder does not implement, is E_UNSUPPORTED naming it) -> *out. */
-omnic_status omnic__p4a_config_parse(const json_t *audio_config, const char *what, omnic__p4a_config *out,
-                                     omnic_err *err);
+ * this encoder does not implement, is E_UNSUPPORTED naming it) and the text model's hidden size
+ * -> *out. */
+omnic_status omnic__p4a_config_parse(const json_t *audio_config, const char *what, int64_t text_hidden,
+                                     omnic__p4a_config *out, omnic_err *err);
 
 /* Binds every weight of the encoder from st (borrowed; must outlive e), checking shapes. On
  * failure e is cleared. */
@@ -100,12 +108,17 @@ typedef struct omnic__p4a_stages {
     float *block0; /* owned [rows, H]: block 0's output (one sequence only: rows <= 500), or NULL */
 } omnic__p4a_stages;
 
-/* features [T, input_size] (borrowed, f32 log-mel, finite) -> out [rows, H] (caller sized),
- * through the two finalized modules (embed with capacity >= T rounded up to the time
- * reduction). stages (optional) receives owned copies of the golden stages. E_INVALID (T < 1,
- * over the embed module's capacity), E_NOMEM, the modules' errors. */
+/* The rows for a clip's placeholder: projected [rows, text hidden] by the speech or the
+ * vision-speech projection. */
+typedef enum omnic__p4a_proj { OMNIC_P4A_SPEECH = 0, OMNIC_P4A_VISION_SPEECH = 1 } omnic__p4a_proj;
+
+/* features [T, input_size] (borrowed, f32 log-mel, finite) -> out[p] [rows, text hidden] (caller
+ * sized; NULL: not wanted) for each projection p, through the two finalized modules (embed with
+ * capacity >= T rounded up to the time reduction). encoded (optional) [rows, H]: the encoder's
+ * output; stages (optional) receives owned copies of the golden stages. E_INVALID (T < 1, over
+ * the embed module's capacity), E_NOMEM, the modules' errors. */
 omnic_status omnic__p4a_encode(const omnic__p4a *e, omnic__module *embed, omnic__module *encode,
-                               const float *features, int64_t T, float *out, omnic__p4a_stages *stages,
-                               omnic_err *err);
+                               const float *features, int64_t T, float *const out[2], float *encoded,
+                               omnic__p4a_stages *stages, omnic_err *err);
 
 #endif

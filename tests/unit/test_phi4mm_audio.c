@@ -4,7 +4,8 @@
  * names, the config and, for clips of 37, 403 and 4123 feature frames (5, 51 and 516 rows: the
  * last one chunked in 500-row sequences with HF's zero padding), the subsampling output, block 0's
  * output and the encoder output. Each is compared stage by stage on the ref and cpu backends,
- * the first divergent stage named; then the config refusals. */
+ * then the speech and vision-speech projections (Phi4MultimodalAudioEmbedding's rows for the audio
+ * placeholders), the first divergent stage named; then the config refusals. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -53,7 +54,7 @@ static void compare(const char *label, const char *stage, const float *got, int6
         double d = fabs((double)got[i] - w[i]);
         if (!(d <= worst)) worst = d, at = i;
     }
-    print_message("%s %-7s rows %4lld: max difference %.3g (scale %.3g)\n", label, stage, (long long)rows,
+    print_message("%s %-13s rows %4lld: max difference %.3g (scale %.3g)\n", label, stage, (long long)rows,
                   worst, scale);
     if (!(worst / scale <= 1e-4))
         fail_msg("%s: first divergent stage %s: row %lld col %lld omnic %.7g, Hugging Face %.7g", label,
@@ -68,8 +69,9 @@ static void run_backend(const omnic__backend_ops *be, int threads)
     if (omnic__json_load_file(GOLDEN "/config.json", 1 << 20, &cfg, &err) != OMNIC_OK)
         fail_msg("%s", err.msg);
     omnic__p4a_config c;
-    if (omnic__p4a_config_parse(json_object_get(cfg, "audio_config"), "config.json audio_config", &c, &err) !=
-        OMNIC_OK)
+    if (omnic__p4a_config_parse(json_object_get(cfg, "audio_config"), "config.json audio_config",
+                                json_integer_value(json_object_get(cfg, "hidden_size")), &c,
+                                &err) != OMNIC_OK)
         fail_msg("%s", err.msg);
     assert_int_equal(c.stages, 3);
     assert_int_equal(c.final_size, 10);
@@ -102,8 +104,10 @@ static void run_backend(const omnic__backend_ops *be, int threads)
         int64_t rows = omnic__p4a_rows(&c, T);
         assert_int_equal(rows, json_integer_value(json_object_get(cs, "rows")));
         float *x = features(T, salt), *out = malloc(sizeof(float) * (size_t)(rows * c.hidden));
+        float *proj[2] = {malloc(sizeof(float) * (size_t)(rows * c.text_hidden)),
+                          malloc(sizeof(float) * (size_t)(rows * c.text_hidden))};
         omnic__p4a_stages stg;
-        if (omnic__p4a_encode(&enc, &embed, &encode, x, T, out, &stg, &err) != OMNIC_OK)
+        if (omnic__p4a_encode(&enc, &embed, &encode, x, T, proj, out, &stg, &err) != OMNIC_OK)
             fail_msg("%s: %s", name, err.msg);
         char label[64], file[256];
         snprintf(label, sizeof label, "%s %s", be->name, name);
@@ -118,6 +122,12 @@ static void run_backend(const omnic__backend_ops *be, int threads)
         }
         snprintf(file, sizeof file, GOLDEN "/%s.out.npy", name);
         compare(label, "encoded", out, rows, c.hidden, file);
+        snprintf(file, sizeof file, GOLDEN "/%s.speech.npy", name);
+        compare(label, "speech", proj[0], rows, c.text_hidden, file);
+        snprintf(file, sizeof file, GOLDEN "/%s.vision.npy", name);
+        compare(label, "vision_speech", proj[1], rows, c.text_hidden, file);
+        free(proj[0]);
+        free(proj[1]);
         omnic_free(stg.embed);
         omnic_free(stg.block0);
         free(x);
@@ -125,7 +135,7 @@ static void run_backend(const omnic__backend_ops *be, int threads)
     }
     /* over the embed module's capacity: refused by number */
     float one[80] = {0};
-    assert_int_equal(omnic__p4a_encode(&enc, &embed, &encode, one, cap + 1, NULL, NULL, &err),
+    assert_int_equal(omnic__p4a_encode(&enc, &embed, &encode, one, cap + 1, NULL, NULL, NULL, &err),
                      OMNIC_E_INVALID);
     assert_non_null(strstr(err.msg, "audio of 4129 feature frames (4136 padded): the encoder takes 1..4128"));
     json_decref(meta);
@@ -173,7 +183,7 @@ static void test_config_refusals(void **state)
         json_t *j = NULL;
         assert_int_equal(omnic__json_parse(cases[i].json, strlen(cases[i].json), "t", &j, &err), OMNIC_OK);
         omnic__p4a_config c;
-        omnic_status rc = omnic__p4a_config_parse(j, "audio_config", &c, &err);
+        omnic_status rc = omnic__p4a_config_parse(j, "audio_config", 3072, &c, &err);
         if (rc == OMNIC_OK || !strstr(err.msg, cases[i].msg))
             fail_msg("%s: want \"%s\", got %s \"%s\"", cases[i].json, cases[i].msg, omnic_status_name(rc),
                      err.msg);
@@ -184,7 +194,7 @@ static void test_config_refusals(void **state)
     json_t *j = json_object();
     omnic__p4a_config c;
     omnic_err err;
-    assert_int_equal(omnic__p4a_config_parse(j, "audio_config", &c, &err), OMNIC_OK);
+    assert_int_equal(omnic__p4a_config_parse(j, "audio_config", 3072, &c, &err), OMNIC_OK);
     assert_int_equal(c.hidden, 1024);
     assert_int_equal(c.n_blocks, 24);
     assert_int_equal(c.head_dim, 64);

@@ -1,15 +1,18 @@
 #!/usr/bin/python3
 """Goldens for Phi-4-multimodal's audio encoder as Hugging Face computes it:
-Phi4MultimodalAudioModel (the cascaded Conformer: global mean/invstd, NeMo conv subsampling to
-ceil(T/8), T5 relative bias with the additive +1 of the all-true mask, conformer blocks, 500-frame
-chunking of longer clips with HF's zero padding attended) in eager attention, f32.
+Phi4MultimodalAudioEmbedding (its Phi4MultimodalAudioModel: global mean/invstd, NeMo conv
+subsampling to ceil(T/8), T5 relative bias with the additive +1 of the all-true mask, conformer
+blocks, 500-frame chunking of longer clips with HF's zero padding attended; then the speech and
+the vision-speech projections up -> gelu -> down) in eager attention, f32.
 
 Writes into tests/golden/phi4mm_audio/: a tiny random encoder (hidden 32, 4 heads, 2 blocks, 16
 NeMo channels, bias_max_distance 20 so that clamping happens inside short clips) as
 model.safetensors under the HF-converted names (model.embed_tokens_extend.audio_embed.encoder.*),
 config.json (the top-level checkpoint config with its audio_config), and per case
 (<case>.embed.npy: the subsampling output [T', 32]; <case>.layer0.npy: block 0's output;
-<case>.out.npy: the encoder output), with the versions and this command in meta.json. The input
+<case>.out.npy: the encoder output; <case>.speech.npy / <case>.vision.npy: the rows the speech /
+vision-speech projection writes into the <|endoftext11|> positions, [T', 48] for a text hidden
+size of 48), with the versions and this command in meta.json. The input
 features are a formula exact in f32 (tests/unit/test_phi4mm_audio.c computes the same):
   x[t, m] = ((t * 37 + m * 11 + case_salt) % 101) / 8 - 6.
 
@@ -27,12 +30,15 @@ hfo_shim.patch_transformers()
 import torch  # noqa: E402
 import transformers  # noqa: E402
 from safetensors.numpy import save_file  # noqa: E402
-from transformers.models.phi4_multimodal.configuration_phi4_multimodal import Phi4MultimodalAudioConfig  # noqa: E402
-from transformers.models.phi4_multimodal.modeling_phi4_multimodal import Phi4MultimodalAudioModel  # noqa: E402
+from transformers.models.phi4_multimodal.configuration_phi4_multimodal import Phi4MultimodalConfig  # noqa: E402
+from transformers.models.phi4_multimodal.modeling_phi4_multimodal import Phi4MultimodalAudioEmbedding  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 OUT = os.path.join(ROOT, "tests", "golden", "phi4mm_audio")
-PREFIX = "model.embed_tokens_extend.audio_embed.encoder."
+PREFIX = "model.embed_tokens_extend.audio_embed."
+TEXT_HIDDEN = 48
+VISION = dict(hidden_size=16, intermediate_size=32, num_hidden_layers=1, num_attention_heads=2, image_size=28,
+              patch_size=14, crop_size=28)
 AUDIO = dict(hidden_size=32, intermediate_size=48, num_blocks=2, num_attention_heads=4, activation="swish",
              chunk_size=-1, left_chunk=18, dropout_rate=0.0, ext_pw_out_channel=32,
              depthwise_separable_out_channel=32, depthwise_multiplier=1, kernel_size=3, conv_activation="swish",
@@ -50,12 +56,15 @@ def features(T, salt):
 
 def main():
     torch.manual_seed(0)
-    cfg = Phi4MultimodalAudioConfig(**AUDIO)
-    cfg._attn_implementation = "eager"
-    model = Phi4MultimodalAudioModel(cfg).eval()
+    cfg = Phi4MultimodalConfig(hidden_size=TEXT_HIDDEN, intermediate_size=64, num_hidden_layers=1,
+                               num_attention_heads=4, num_key_value_heads=2, vocab_size=200064,
+                               audio_config=dict(AUDIO), vision_config=dict(VISION))
+    cfg.audio_config._attn_implementation = "eager"
+    emb = Phi4MultimodalAudioEmbedding(cfg).eval()
+    model = emb.encoder
     g = torch.Generator().manual_seed(1)
     with torch.no_grad():
-        for name, p in model.named_parameters():
+        for name, p in emb.named_parameters():
             if name.endswith("layer_norm.weight") or ".layer_norm" in name and name.endswith("weight"):
                 p.copy_(1 + 0.1 * torch.randn(p.shape, generator=g))
             elif name.endswith("bias_values.weight"):
@@ -67,17 +76,17 @@ def main():
         model.encoder_embedding.global_mean.copy_(torch.randn(80, generator=g) * 0.5 - 1.0)
         model.encoder_embedding.global_invstd.copy_(0.3 + 0.2 * torch.rand(80, generator=g))
     os.makedirs(OUT, exist_ok=True)
-    tensors = {PREFIX + k: v.detach().numpy().astype(np.float32).copy() for k, v in model.state_dict().items()}
+    tensors = {PREFIX + k: v.detach().numpy().astype(np.float32).copy() for k, v in emb.state_dict().items()}
     save_file(tensors, os.path.join(OUT, "model.safetensors"))
     top = {"model_type": "phi4_multimodal", "architectures": ["Phi4MultimodalForCausalLM"],
-           "audio_config": dict(AUDIO, model_type="phi4_multimodal_audio")}
+           "hidden_size": TEXT_HIDDEN, "audio_config": dict(AUDIO, model_type="phi4_multimodal_audio")}
     with open(os.path.join(OUT, "config.json"), "w") as f:
         json.dump(top, f, indent=1)
         f.write("\n")
     meta = {"generator": "tools/hf_golden/make_phi4mm_audio_goldens.py",
             "command": "PYTHONPATH=/opt/hfo/site457 /usr/bin/python3 tools/hf_golden/make_phi4mm_audio_goldens.py",
             "transformers": transformers.__version__, "torch": torch.__version__,
-            "class": "Phi4MultimodalAudioModel (eager, f32)", "cases": {}}
+            "class": "Phi4MultimodalAudioEmbedding (eager, f32)", "cases": {}}
     captured = {}
     model.embed.register_forward_hook(lambda m, i, o: captured.__setitem__("embed", o[0].detach().clone()))
     model.encoders[0].register_forward_hook(lambda m, i, o: captured.__setitem__("layer0", o.detach().clone()))
@@ -86,6 +95,12 @@ def main():
         with torch.no_grad():
             out = model(x, None)[0].numpy()
         tp = -(-T // 8)
+        for mode, tag in (("speech", "speech"), ("vision", "vision")):
+            ids = torch.full((1, tp), cfg.audio_config.audio_token_id, dtype=torch.long)
+            with torch.no_grad():
+                rows = emb(ids, torch.zeros(1, tp, TEXT_HIDDEN), x, audio_embed_sizes=torch.tensor([tp]),
+                           audio_projection_mode=mode)[0].numpy()
+            np.save(os.path.join(OUT, f"{case}.{tag}.npy"), rows.astype(np.float32))
         assert out.shape == (tp, 32), out.shape
         np.save(os.path.join(OUT, f"{case}.embed.npy"), captured["embed"][0].numpy().astype(np.float32))
         np.save(os.path.join(OUT, f"{case}.out.npy"), out.astype(np.float32))
