@@ -161,7 +161,9 @@ typedef enum omnic__op {
      * dst f32 [Ho, Wo * C]: dst[ho, wo, c] = bias[c] + the sum over i < kh, then j < kw, of
      * x[ho * sh + i - pt, wo * sw + j - pl, Ci == 1 ? 0 : c] * w[c, i * kw + j], input outside
      * [0, Hi) x [0, Wi) reading zero. ip: [0] kh, [1] kw, [2] sh, [3] sw, [4] pt (zero rows
-     * padded above), [5] pl (zero columns on the left), [6] Wi, [7] Ci; Wo = dst cols / C. */
+     * padded above), [5] pl (zero columns on the left), [6] Wi, [7] Ci; Wo = dst cols / C.
+     * Optional src[3] seg i32 [Ho]: output row ho also reads input rows below seg[ho] as zero
+     * (independent segments in one map: a conformer's 500-row chunks). */
     OMNIC_OP_DWCONV2D,
     OMNIC_OP_COUNT
 } omnic__op;

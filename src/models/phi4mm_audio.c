@@ -391,48 +391,11 @@ omnic_status omnic__p4a_load(omnic__p4a *e, const omnic__p4a_config *cfg, const 
 
 #undef NAME
 
-/* ---- graphs ------------------------------------------------------------------------------- */
+/* ---- graph -------------------------------------------------------------------------------- */
 
 #define W(t) omnic__g_weight(g, (t))
 
-omnic_status omnic__p4a_build_embed(const omnic__p4a *e, omnic__module *m, omnic_err *err)
-{
-    const omnic__p4a_config *c = &e->cfg;
-    omnic__graph *g = &m->graph;
-    const int64_t cap = g->capacity, C = c->conv_channels, ncol = c->stages > 1 ? c->stages - 1 : 1;
-    if (cap % c->time_reduction)
-        return OMNIC_FAIL(err, OMNIC_E_INVALID, "audio.embed capacity %lld is not a multiple of %lld",
-                          (long long)cap, (long long)c->time_reduction);
-    const int64_t xd[2] = {cap, c->input_size}, md[2] = {cap, ncol};
-    omnic__tensor *x = omnic__g_input(g, "features", OMNIC_DTYPE_F32, 2, xd, OMNIC_VAR_T);
-    omnic__tensor *mask = omnic__g_input(g, "stage_mask", OMNIC_DTYPE_F32, 2, md, OMNIC_VAR_T);
-    int w = (int)c->input_size, w1 = (w - 1) / 2 + 1;
-    const omnic__dwconv2d_geom g0 = {3, 3, 2, 2, 1, 1, w, 1, w1};
-    omnic__tensor *h =
-        omnic__g_dwconv2d(g, omnic__g_group_rows(g, x, 2), W(&e->conv_w[0]), W(e->conv_b[0]), &g0);
-    h = omnic__g_unary(g, OMNIC_OP_RELU, h);
-    w = w1;
-    for (int64_t k = 1; k < c->stages && h; k++) {
-        /* rows past stage k's length back to zero (HF's padding) before the next conv reads them */
-        omnic__tensor *mk = omnic__g_slice(g, omnic__g_group_rows(g, mask, (int64_t)1 << k), 1, k - 1, 1);
-        h = omnic__g_mul(g, h, mk);
-        w1 = (w - 1) / 2 + 1;
-        const omnic__dwconv2d_geom gk = {3, 3, 2, 2, 1, 1, w, (int)C, w1};
-        h = omnic__g_dwconv2d(g, omnic__g_group_rows(g, h, 2), W(&e->conv_w[2 * k - 1]),
-                              W(e->conv_b[2 * k - 1]), &gk);
-        if (!h) break;
-        const int64_t d3[3] = {h->dims[0], w1, C}, d2[2] = {h->dims[0], w1 * C};
-        h = omnic__g_matmul(g, omnic__g_reshape(g, h, 3, d3), W(&e->conv_w[2 * k]), W(e->conv_b[2 * k]));
-        h = omnic__g_unary(g, OMNIC_OP_RELU, h);
-        h = omnic__g_reshape(g, h, 2, d2);
-        w = w1;
-    }
-    h = omnic__g_matmul(g, h, W(e->out_w), W(e->out_b));
-    if (h) omnic__g_mark_output(g, h, "embed");
-    return omnic__graph_status(g, err);
-}
-
-/* x + s * f (s = 0.5 for the macaron feed-forwards: exact, then rounded once with the add) */
+/* x + 0.5 f (the macaron feed-forwards: the product exact, rounded once with the add) */
 static omnic__tensor *ff(omnic__graph *g, omnic__tensor *x, const omnic__tensor *ln_w,
                          const omnic__tensor *ln_b, const omnic__tensor *up, const omnic__tensor *up_b,
                          const omnic__tensor *gate, const omnic__tensor *gate_b, const omnic__tensor *down,
@@ -445,17 +408,60 @@ static omnic__tensor *ff(omnic__graph *g, omnic__tensor *x, const omnic__tensor 
     return omnic__g_add(g, x, omnic__g_scale(g, f, 0.5f, 0.0f));
 }
 
-omnic_status omnic__p4a_build_encode(const omnic__p4a *e, omnic__module *m, omnic_err *err)
+/* Column col of an input grouped r rows per row: [n / r, 1], the value at rows 0, r, 2r, ... */
+static omnic__tensor *every_rth(omnic__graph *g, omnic__tensor *in, int64_t r, int64_t col, int64_t len)
+{
+    return omnic__g_slice(g, omnic__g_group_rows(g, in, r), 1, col, len);
+}
+
+/* The NeMo subsampling: [n, In] -> [n / r, H]. */
+static omnic__tensor *subsample(omnic__graph *g, const omnic__p4a *e, omnic__tensor *x, omnic__tensor *mask)
+{
+    const omnic__p4a_config *c = &e->cfg;
+    const int64_t C = c->conv_channels;
+    int w = (int)c->input_size, w1 = (w - 1) / 2 + 1;
+    const omnic__dwconv2d_geom g0 = {3, 3, 2, 2, 1, 1, w, 1, w1};
+    omnic__tensor *h =
+        omnic__g_dwconv2d(g, omnic__g_group_rows(g, x, 2), W(&e->conv_w[0]), W(e->conv_b[0]), &g0);
+    h = omnic__g_unary(g, OMNIC_OP_RELU, h);
+    w = w1;
+    for (int64_t k = 1; k < c->stages && h; k++) {
+        /* rows past stage k's length back to zero (HF's padding) before the next conv reads them */
+        h = omnic__g_mul(g, h, every_rth(g, mask, (int64_t)1 << k, k - 1, 1));
+        w1 = (w - 1) / 2 + 1;
+        const omnic__dwconv2d_geom gk = {3, 3, 2, 2, 1, 1, w, (int)C, w1};
+        h = omnic__g_dwconv2d(g, omnic__g_group_rows(g, h, 2), W(&e->conv_w[2 * k - 1]),
+                              W(e->conv_b[2 * k - 1]), &gk);
+        if (!h) break;
+        const int64_t d3[3] = {h->dims[0], w1, C}, d2[2] = {h->dims[0], w1 * C};
+        h = omnic__g_matmul(g, omnic__g_reshape(g, h, 3, d3), W(&e->conv_w[2 * k]), W(e->conv_b[2 * k]));
+        h = omnic__g_unary(g, OMNIC_OP_RELU, h);
+        h = omnic__g_reshape(g, h, 2, d2);
+        w = w1;
+    }
+    return omnic__g_matmul(g, h, W(e->out_w), W(e->out_b));
+}
+
+omnic_status omnic__p4a_build(const omnic__p4a *e, omnic__module *m, omnic_err *err)
 {
     const omnic__p4a_config *c = &e->cfg;
     omnic__graph *g = &m->graph;
-    const int64_t cap = g->capacity, H = c->hidden, nh = c->n_heads, hd = c->head_dim;
-    if (cap > OMNIC_P4A_CHUNK)
-        return OMNIC_FAIL(err, OMNIC_E_INVALID, "audio.encode capacity %lld is over the %d-row chunk",
-                          (long long)cap, OMNIC_P4A_CHUNK);
-    const int64_t xd[2] = {cap, H}, pd[1] = {cap};
-    omnic__tensor *x = omnic__g_input(g, "hidden", OMNIC_DTYPE_F32, 2, xd, OMNIC_VAR_T);
-    omnic__tensor *pos = omnic__g_input(g, "pos", OMNIC_DTYPE_I32, 1, pd, OMNIC_VAR_T);
+    const int64_t cap = g->capacity, r = c->time_reduction, H = c->hidden, nh = c->n_heads, hd = c->head_dim;
+    if (cap % r)
+        return OMNIC_FAIL(err, OMNIC_E_INVALID, "audio.encode capacity %lld is not a multiple of %lld",
+                          (long long)cap, (long long)r);
+    const int64_t xd[2] = {cap, c->input_size}, md[2] = {cap, c->stages}, rd[2] = {cap, 4};
+    omnic__tensor *x = omnic__g_input(g, "features", OMNIC_DTYPE_F32, 2, xd, OMNIC_VAR_T);
+    omnic__tensor *mask = omnic__g_input(g, "stage_mask", OMNIC_DTYPE_F32, 2, md, OMNIC_VAR_T);
+    omnic__tensor *rowinfo = omnic__g_input(g, "row_info", OMNIC_DTYPE_I32, 2, rd, OMNIC_VAR_T);
+    const int64_t R = cap / r, d1[1] = {R};
+    /* per subsampled row: its position, its chunk's first row, the chunk [0, length) */
+    omnic__tensor *pos = omnic__g_reshape(g, every_rth(g, rowinfo, r, 0, 1), 1, d1);
+    omnic__tensor *begin = omnic__g_reshape(g, every_rth(g, rowinfo, r, 1, 1), 1, d1);
+    omnic__tensor *span = every_rth(g, rowinfo, r, 2, 2);
+    /* HF pads the subsampled rows with zeros up to whole chunks */
+    x = omnic__g_mul(g, subsample(g, e, x, mask), every_rth(g, mask, r, c->stages - 1, 1));
+    if (x) omnic__g_mark_output(g, x, "embed");
     omnic__tensor *table = W(e->rel_table);
     const float scale = (float)(1.0 / sqrt((double)hd));
     const int kk = (int)c->kernel_size;
@@ -464,19 +470,20 @@ omnic_status omnic__p4a_build_encode(const omnic__p4a *e, omnic__module *m, omni
         x = ff(g, x, &B->ffi_ln_w, &B->ffi_ln_b, &B->ffi_up, B->ffi_up_b, &B->ffi_gate, B->ffi_gate_b,
                &B->ffi_down, B->ffi_down_b);
         omnic__tensor *t = omnic__g_layernorm(g, x, W(&B->att_ln_w), W(&B->att_ln_b), 1e-5f);
-        const int64_t d3[3] = {cap, nh, hd}, d2[2] = {cap, H};
+        const int64_t d3[3] = {R, nh, hd}, d2[2] = {R, H};
         omnic__tensor *q = omnic__g_reshape(g, omnic__g_matmul(g, t, W(&B->wq), W(B->bq)), 3, d3);
         omnic__tensor *k = omnic__g_reshape(g, omnic__g_matmul(g, t, W(&B->wk), W(B->bk)), 3, d3);
         omnic__tensor *v = omnic__g_reshape(g, omnic__g_matmul(g, t, W(&B->wv), W(B->bv)), 3, d3);
-        omnic__tensor *o = omnic__g_attention_relpos(g, q, k, v, pos, table, (int)c->max_distance, scale);
+        omnic__tensor *o =
+            omnic__g_attention_relpos_spans(g, q, k, v, pos, table, (int)c->max_distance, scale, begin, span);
         x = omnic__g_add(g, x, omnic__g_matmul(g, omnic__g_reshape(g, o, 2, d2), W(&B->wo), W(B->bo)));
-        /* conv module */
+        /* conv module: GLU pointwise, causal depthwise within the chunk, pointwise, silu, pointwise */
         t = omnic__g_layernorm(g, x, W(&B->conv_ln_w), W(&B->conv_ln_b), 1e-5f);
         omnic__tensor *a = omnic__g_add(g, omnic__g_matmul(g, t, W(&B->glu_a), W(B->glu_a_b)), W(B->glu_b1));
         omnic__tensor *gt = omnic__g_add(g, omnic__g_matmul(g, t, W(&B->glu_g), W(B->glu_g_b)), W(B->glu_b2));
         omnic__tensor *y = omnic__g_glu(g, OMNIC_OP_SWIGLU, gt, a, 0);
         const omnic__dwconv2d_geom cg = {kk, 1, 1, 1, kk - 1, 0, 1, (int)H, 1};
-        y = omnic__g_dwconv2d(g, y, W(&B->dw_w), W(B->dw_b), &cg);
+        y = omnic__g_dwconv2d_seg(g, y, W(&B->dw_w), W(B->dw_b), begin, &cg);
         y = omnic__g_unary(g, OMNIC_OP_SILU, omnic__g_matmul(g, y, W(&B->pw_w), W(B->pw_b)));
         x = omnic__g_add(g, x, omnic__g_matmul(g, y, W(&B->ext_w), W(B->ext_b)));
         x = ff(g, x, &B->ffo_ln_w, &B->ffo_ln_b, &B->ffo_up, B->ffo_up_b, &B->ffo_gate, B->ffo_gate_b,
@@ -497,109 +504,95 @@ omnic_status omnic__p4a_build_encode(const omnic__p4a *e, omnic__module *m, omni
 
 #undef W
 
-/* ---- host driver -------------------------------------------------------------------------- */
+/* ---- host inputs -------------------------------------------------------------------------- */
 
-static omnic_status call(omnic__module *m, int64_t n, const omnic__tensor *const *ins, int n_in,
-                         omnic_err *err)
+int64_t omnic__p4a_call_rows(const omnic__p4a_config *c, int64_t T)
 {
-    omnic__call c = {.n = n, .inputs = ins, .n_inputs = n_in};
-    return omnic__module_call(m, &c, err);
+    const int64_t rows = omnic__p4a_rows(c, T);
+    const int64_t padded =
+        rows > OMNIC_P4A_CHUNK ? (rows + OMNIC_P4A_CHUNK - 1) / OMNIC_P4A_CHUNK * OMNIC_P4A_CHUNK : rows;
+    return padded * c->time_reduction;
 }
 
-static omnic_status copy_out(const omnic__module *m, const char *name, int64_t rows, int64_t H, float *dst,
-                             omnic_err *err)
+void omnic__p4a_inputs_free(omnic__p4a_inputs *in)
 {
-    int i = omnic__module_find_output(m, name);
-    if (i < 0) return OMNIC_FAIL(err, OMNIC_E_INTERNAL, "module %s has no output %s", m->name, name);
-    memcpy(dst, omnic__module_output(m, i)->data, (size_t)(rows * H) * sizeof(float));
+    if (!in) return;
+    omnic_free(in->features);
+    omnic_free(in->stage_mask);
+    omnic_free(in->row_info);
+    memset(in, 0, sizeof *in);
+}
+
+omnic_status omnic__p4a_inputs_make(const omnic__p4a *e, const float *features, int64_t T,
+                                    omnic__p4a_inputs *in, omnic_err *err)
+{
+    const omnic__p4a_config *c = &e->cfg;
+    const int64_t r = c->time_reduction, In = c->input_size, S = c->stages, rows = omnic__p4a_rows(c, T);
+    memset(in, 0, sizeof *in);
+    if (T < 1) return OMNIC_FAIL(err, OMNIC_E_INVALID, "audio of %lld feature frames", (long long)T);
+    const int64_t n = omnic__p4a_call_rows(c, T), R = n / r,
+                  L = rows > OMNIC_P4A_CHUNK ? OMNIC_P4A_CHUNK : rows;
+    in->n = n;
+    in->rows = rows;
+    in->features = omnic_alloc_array((size_t)(n * In), sizeof(float));
+    in->stage_mask = omnic_alloc_array((size_t)(n * S), sizeof(float));
+    in->row_info = omnic_alloc_array((size_t)(n * 4), sizeof(int32_t));
+    if (!in->features || !in->stage_mask || !in->row_info) {
+        omnic__p4a_inputs_free(in);
+        return OMNIC_FAIL(err, OMNIC_E_NOMEM, "out of memory for %lld audio frames", (long long)n);
+    }
+    /* (x - mean) * invstd in f32 as HF's MeanVarianceNormLayer; padded rows are the conv's zeros */
+    for (int64_t t = 0; t < n; t++)
+        for (int64_t f = 0; f < In; f++) {
+            float d = t < T ? features[t * In + f] - e->mean[f] : 0.0f;
+            in->features[t * In + f] = t < T ? d * e->invstd[f] : 0.0f;
+        }
+    memset(in->stage_mask, 0, (size_t)(n * S) * sizeof(float));
+    memset(in->row_info, 0, (size_t)(n * 4) * sizeof(int32_t));
+    for (int64_t k = 1; k <= S; k++) { /* column k - 1, read at rows q * 2^k: q < ceil(T / 2^k) */
+        const int64_t step = (int64_t)1 << k, valid = (T + step - 1) / step;
+        for (int64_t q = 0; q < n / step; q++)
+            in->stage_mask[q * step * S + (k - 1)] = q < valid ? 1.0f : 0.0f;
+    }
+    for (int64_t q = 0; q < R; q++) { /* read at rows q * r */
+        int32_t *ri = in->row_info + q * r * 4;
+        ri[0] = (int32_t)q;
+        ri[1] = (int32_t)(q / L * L);
+        ri[2] = 0;
+        ri[3] = (int32_t)L;
+    }
     return OMNIC_OK;
 }
 
-omnic_status omnic__p4a_encode(const omnic__p4a *e, omnic__module *embed, omnic__module *encode,
-                               const float *features, int64_t T, float *const out[2], float *encoded,
-                               omnic__p4a_stages *stages, omnic_err *err)
+omnic_status omnic__p4a_inputs_bind(const omnic__p4a *e, const omnic__p4a_inputs *in, omnic__tensor t[3],
+                                    omnic_err *err)
 {
-    const omnic__p4a_config *c = &e->cfg;
-    const int64_t r = c->time_reduction, In = c->input_size, H = c->hidden, rows = omnic__p4a_rows(c, T);
-    const int64_t Tn = rows * r, ncol = c->stages > 1 ? c->stages - 1 : 1;
-    if (T < 1 || Tn > embed->graph.capacity)
-        return OMNIC_FAIL(err, OMNIC_E_INVALID,
-                          "audio of %lld feature frames (%lld padded): the encoder takes 1..%lld",
-                          (long long)T, (long long)Tn, (long long)embed->graph.capacity);
-    const int64_t nch = rows > OMNIC_P4A_CHUNK ? (rows + OMNIC_P4A_CHUNK - 1) / OMNIC_P4A_CHUNK : 1;
-    const int64_t L = rows > OMNIC_P4A_CHUNK ? OMNIC_P4A_CHUNK : rows; /* rows per encode call */
-    float *x = omnic_alloc_array((size_t)(Tn * In), sizeof(float));
-    float *mask = omnic_alloc_array((size_t)(Tn * ncol), sizeof(float));
-    float *hid = omnic_alloc_array((size_t)(nch * L * H), sizeof(float));
-    int32_t *pos = omnic_alloc_array((size_t)L, sizeof(int32_t));
-    omnic_status rc = OMNIC_OK;
-    if (!x || !mask || !hid || !pos) {
-        rc = OMNIC_FAIL(err, OMNIC_E_NOMEM, "out of memory for %lld audio frames", (long long)Tn);
-        goto done;
+    const int64_t xd[2] = {in->n, e->cfg.input_size}, md[2] = {in->n, e->cfg.stages}, rd[2] = {in->n, 4};
+    OMNIC_TRY(omnic__tensor_init(&t[0], OMNIC_DTYPE_F32, 2, xd, err));
+    OMNIC_TRY(omnic__tensor_init(&t[1], OMNIC_DTYPE_F32, 2, md, err));
+    OMNIC_TRY(omnic__tensor_init(&t[2], OMNIC_DTYPE_I32, 2, rd, err));
+    t[0].data = in->features;
+    t[1].data = in->stage_mask;
+    t[2].data = in->row_info;
+    return OMNIC_OK;
+}
+
+omnic_status omnic__p4a_encode(const omnic__p4a *e, omnic__module *m, const float *features, int64_t T,
+                               omnic_err *err)
+{
+    omnic__p4a_inputs in;
+    OMNIC_TRY(omnic__p4a_inputs_make(e, features, T, &in, err));
+    omnic__tensor t[3];
+    omnic_status rc = omnic__p4a_inputs_bind(e, &in, t, err);
+    if (rc == OMNIC_OK && in.n > m->graph.capacity)
+        rc = OMNIC_FAIL(err, OMNIC_E_INVALID,
+                        "audio of %lld feature frames (%lld padded): the encoder takes up to %lld",
+                        (long long)T, (long long)in.n, (long long)m->graph.capacity);
+    if (rc == OMNIC_OK) {
+        const omnic__tensor *ins[3] = {&t[0], &t[1], &t[2]};
+        omnic__call c = {.n = in.n, .inputs = ins, .n_inputs = 3};
+        rc = omnic__module_call(m, &c, err);
     }
-    /* (x - mean) * invstd in f32 as HF's MeanVarianceNormLayer; padded rows are the conv's zeros */
-    for (int64_t t = 0; t < Tn; t++)
-        for (int64_t f = 0; f < In; f++) {
-            float d = t < T ? features[t * In + f] - e->mean[f] : 0.0f;
-            x[t * In + f] = t < T ? d * e->invstd[f] : 0.0f;
-        }
-    memset(mask, 0, (size_t)(Tn * ncol) * sizeof(float));
-    for (int64_t k = 1; k < c->stages; k++) {
-        int64_t step = (int64_t)1 << k, valid = (T + step - 1) / step;
-        for (int64_t q = 0; q < Tn / step; q++)
-            mask[q * step * ncol + (k - 1)] = q < valid ? 1.0f : 0.0f;
-    }
-    omnic__tensor tx, tm, th, tp;
-    const int64_t xd[2] = {Tn, In}, md[2] = {Tn, ncol}, hd[2] = {L, H}, pd[1] = {L};
-    if ((rc = omnic__tensor_init(&tx, OMNIC_DTYPE_F32, 2, xd, err)) != OMNIC_OK ||
-        (rc = omnic__tensor_init(&tm, OMNIC_DTYPE_F32, 2, md, err)) != OMNIC_OK ||
-        (rc = omnic__tensor_init(&th, OMNIC_DTYPE_F32, 2, hd, err)) != OMNIC_OK ||
-        (rc = omnic__tensor_init(&tp, OMNIC_DTYPE_I32, 1, pd, err)) != OMNIC_OK)
-        goto done;
-    tx.data = x, tm.data = mask, tp.data = pos;
-    const omnic__tensor *ein[2] = {&tx, &tm};
-    if ((rc = call(embed, Tn, ein, 2, err)) != OMNIC_OK) goto done;
-    /* the subsampled rows, zero-padded to whole chunks (HF's F.pad before unfold) */
-    memset(hid, 0, (size_t)(nch * L * H) * sizeof(float));
-    if ((rc = copy_out(embed, "embed", rows, H, hid, err)) != OMNIC_OK) goto done;
-    if (stages) {
-        memset(stages, 0, sizeof *stages);
-        stages->embed = omnic_alloc_array((size_t)(rows * H), sizeof(float));
-        stages->block0 = nch == 1 ? omnic_alloc_array((size_t)(rows * H), sizeof(float)) : NULL;
-        if (!stages->embed || (nch == 1 && !stages->block0)) {
-            rc = OMNIC_FAIL(err, OMNIC_E_NOMEM, "out of memory for the audio stages");
-            goto done;
-        }
-        memcpy(stages->embed, hid, (size_t)(rows * H) * sizeof(float));
-    }
-    for (int64_t i = 0; i < L; i++)
-        pos[i] = (int32_t)i;
-    for (int64_t ch = 0; ch < nch; ch++) {
-        th.data = hid + ch * L * H;
-        const omnic__tensor *in[2] = {&th, &tp};
-        if ((rc = call(encode, L, in, 2, err)) != OMNIC_OK) goto done;
-        int64_t keep = rows - ch * L < L ? rows - ch * L : L;
-        if (encoded && (rc = copy_out(encode, "encoded", keep, H, encoded + ch * L * H, err)) != OMNIC_OK)
-            goto done;
-        static const char *const name[2] = {"speech", "vision_speech"};
-        for (int p = 0; p < 2; p++)
-            if (out && out[p] &&
-                (rc = copy_out(encode, name[p], keep, c->text_hidden, out[p] + ch * L * c->text_hidden,
-                               err)) != OMNIC_OK)
-                goto done;
-        if (stages && stages->block0 &&
-            (rc = copy_out(encode, "block0", keep, H, stages->block0, err)) != OMNIC_OK)
-            goto done;
-    }
-done:
-    if (rc != OMNIC_OK && stages) {
-        omnic_free(stages->embed);
-        omnic_free(stages->block0);
-        memset(stages, 0, sizeof *stages);
-    }
-    omnic_free(x);
-    omnic_free(mask);
-    omnic_free(hid);
-    omnic_free(pos);
+    omnic__p4a_inputs_free(&in);
     return rc;
 }

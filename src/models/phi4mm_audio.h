@@ -1,27 +1,28 @@
-/* Phi-4-multimodal's audio encoder (HF Phi4MultimodalAudioModel; reference notes
- * families-gemma-phi.md C3.2), the cascaded Conformer, in f32 as two modules:
- *   audio.embed   features [n, 80] (n a multiple of the time reduction r = 8; the host has
- *                 applied (x - global_mean) * global_invstd and padded the clip's T rows with
- *                 zero rows, as HF's conv padding sees them) and stage masks [n, s - 1]
- *                 (s = log2 r conv stages; column k, read at rows multiple of 2^(k+1), is 1 for
- *                 the rows stage k + 1 really has: the padded rows' ReLU(bias) never reaches a
- *                 kept row) -> NemoConvSubsampling: Conv2d(1 -> C, 3, s2, p1) + ReLU, then per
- *                 stage depthwise Conv2d(C, 3, s2, p1) + pointwise Conv2d(C, 1x1) + ReLU, each
- *                 per-time [C][F] map flattened c-major into Linear(C * F -> H): [n / r, H];
- *   audio.encode  one sequence of n <= 500 rows [n, H] and positions 0..n-1 -> the conformer
- *                 blocks: x += 0.5 FF_in(x) (LayerNorm, Linear(H -> 2I), up = first I, gate =
- *                 last I, up * silu(gate), Linear(I -> H)); x += o_proj(attention(LN_att x))
- *                 with 64^-1/2 scores plus the T5 table (bias_values + 1: HF adds its all-true
- *                 mask as 1.0) by clamped distance; x += conv(x) (LayerNorm, the GLU pointwise
- *                 conv (a + b1) * silu(g + b2), causal depthwise conv k, pointwise conv, silu,
- *                 ext pointwise conv); x += 0.5 FF_out(x); x = LayerNorm(x); then both
- *                 projections into the text model, Linear -> GELU (erf) -> Linear: "speech"
- *                 (up/down_proj_for_speech: audio-only prompts) and "vision_speech" (for prompts
- *                 that also hold an image), each [n, text hidden]; also "encoded" [n, H] and
- *                 "block0" (block 0's output), golden stages.
- * omnic__p4a_encode runs both: T' = ceil(T / r) rows; longer than 500, the rows are zero-padded
- * to a multiple of 500 and each 500-row chunk is its own sequence (padding rows attended, as HF
- * does for one clip), the padding dropped after. */
+/* Phi-4-multimodal's audio encoder (HF Phi4MultimodalAudioEmbedding with its
+ * Phi4MultimodalAudioModel; reference notes families-gemma-phi.md C3.2, C4), the cascaded
+ * Conformer and its two projections, in f32, as one module audio.encode over a call of n feature
+ * rows (n a multiple of the time reduction r = 8; omnic__p4a_inputs_make prepares them):
+ *   input       (x - global_mean) * global_invstd on the host, the clip's T rows padded with zero
+ *               rows (what HF's conv padding sees);
+ *   subsampling NemoConvSubsampling: Conv2d(1 -> C, 3, s2, p1) + ReLU, then per stage depthwise
+ *               Conv2d(C, 3, s2, p1) + pointwise Conv2d(C, 1x1) + ReLU, each stage's rows past its
+ *               own length zeroed again (stage_mask: the padded rows' ReLU(bias) never reaches a
+ *               kept row), the per-time [C][F] map flattened c-major into Linear(C * F -> H):
+ *               [n / r, H] ("embed");
+ *   chunks      T' = ceil(T / r) rows are one sequence; over 500, HF pads them with zero rows to a
+ *               multiple of 500 and runs each 500-row chunk as its own sequence (the padding
+ *               rows attended, as HF does for one clip): attention within the chunk (a causal
+ *               attention widened to the chunk's span) and the causal conv restarting at the
+ *               chunk's first row (conv segments);
+ *   blocks      x += 0.5 FF_in(x) (LayerNorm, Linear(H -> 2I), up = first I, gate = last I,
+ *               up * silu(gate), Linear(I -> H)); x += o_proj(attention(LN_att x)) with 64^-1/2
+ *               scores plus the T5 table (bias_values + 1: HF adds its all-true mask as 1.0) by
+ *               clamped distance; x += conv(x) (LayerNorm, the GLU pointwise conv (a + b1) *
+ *               silu(g + b2), causal depthwise conv k, pointwise conv, silu, ext pointwise conv);
+ *               x += 0.5 FF_out(x); x = LayerNorm(x) ("block0" after the first, "encoded");
+ *   projections Linear -> GELU (erf) -> Linear into the text model: "speech" (audio-only prompts)
+ *               and "vision_speech" (prompts that also hold an image), [n / r, text hidden].
+ * Every output has n / r rows; the clip's are the first omnic__p4a_rows(T). */
 #ifndef OMNIC_MODELS_PHI4MM_AUDIO_H
 #define OMNIC_MODELS_PHI4MM_AUDIO_H
 
@@ -94,31 +95,40 @@ omnic_status omnic__p4a_load(omnic__p4a *e, const omnic__p4a_config *cfg, const 
                              omnic_err *err);
 void omnic__p4a_deinit(omnic__p4a *e);
 
-/* Builds audio.embed into m (initialised with capacity = padded feature rows, a multiple of the
- * time reduction) and audio.encode into m2 (capacity <= OMNIC_P4A_CHUNK). */
-omnic_status omnic__p4a_build_embed(const omnic__p4a *e, omnic__module *m, omnic_err *err);
-omnic_status omnic__p4a_build_encode(const omnic__p4a *e, omnic__module *m, omnic_err *err);
+/* Builds audio.encode into m (initialised with capacity = the most feature rows per call, a
+ * multiple of the time reduction): inputs "features" f32 [n, input_size] (normalised, padded),
+ * "stage_mask" f32 [n, stages] and "row_info" i32 [n, 4] (omnic__p4a_inputs_make); outputs
+ * "embed", "block0", "encoded" [n / r, H] and "speech", "vision_speech" [n / r, text hidden],
+ * whose first omnic__p4a_rows(T) rows are the clip's (the rest: chunk padding). */
+omnic_status omnic__p4a_build(const omnic__p4a *e, omnic__module *m, omnic_err *err);
 
 /* Rows the encoder gives a clip of T feature frames: ceil(T / time_reduction). */
 int64_t omnic__p4a_rows(const omnic__p4a_config *c, int64_t T);
+/* Feature rows of the call for T frames: the rows rounded up to whole 500-row chunks when over
+ * one chunk, times the time reduction. */
+int64_t omnic__p4a_call_rows(const omnic__p4a_config *c, int64_t T);
 
-/* What one encode gave besides its output (golden stages). */
-typedef struct omnic__p4a_stages {
-    float *embed;  /* owned [rows, H]: audio.embed's output, or NULL when not asked */
-    float *block0; /* owned [rows, H]: block 0's output (one sequence only: rows <= 500), or NULL */
-} omnic__p4a_stages;
+/* The host-computed inputs of one call (owned arrays). */
+typedef struct omnic__p4a_inputs {
+    int64_t n;         /* feature rows of the call (omnic__p4a_call_rows) */
+    int64_t rows;      /* the clip's output rows (omnic__p4a_rows) */
+    float *features;   /* [n, input_size]: (x - global_mean) * global_invstd, zero rows after T */
+    float *stage_mask; /* [n, stages]: column k - 1 at rows q * 2^k is 1 for q < ceil(T / 2^k) */
+    int32_t *row_info; /* [n, 4]: at rows q * r, subsampled row q's position, its chunk's first
+                        * row, and the chunk as [0, length) (one chunk of all rows up to 500) */
+} omnic__p4a_inputs;
 
-/* The rows for a clip's placeholder: projected [rows, text hidden] by the speech or the
- * vision-speech projection. */
-typedef enum omnic__p4a_proj { OMNIC_P4A_SPEECH = 0, OMNIC_P4A_VISION_SPEECH = 1 } omnic__p4a_proj;
+/* features [T, input_size] (borrowed, f32 log-mel) -> *in. E_INVALID (T < 1), E_NOMEM. */
+omnic_status omnic__p4a_inputs_make(const omnic__p4a *e, const float *features, int64_t T,
+                                    omnic__p4a_inputs *in, omnic_err *err);
+void omnic__p4a_inputs_free(omnic__p4a_inputs *in);
+/* Tensor headers t[0..2] over in's arrays, in the module's input order. */
+omnic_status omnic__p4a_inputs_bind(const omnic__p4a *e, const omnic__p4a_inputs *in, omnic__tensor t[3],
+                                    omnic_err *err);
 
-/* features [T, input_size] (borrowed, f32 log-mel, finite) -> out[p] [rows, text hidden] (caller
- * sized; NULL: not wanted) for each projection p, through the two finalized modules (embed with
- * capacity >= T rounded up to the time reduction). encoded (optional) [rows, H]: the encoder's
- * output; stages (optional) receives owned copies of the golden stages. E_INVALID (T < 1, over
- * the embed module's capacity), E_NOMEM, the modules' errors. */
-omnic_status omnic__p4a_encode(const omnic__p4a *e, omnic__module *embed, omnic__module *encode,
-                               const float *features, int64_t T, float *const out[2], float *encoded,
-                               omnic__p4a_stages *stages, omnic_err *err);
+/* One whole encode of features [T, input_size] through the finalized module m (outputs then
+ * readable by name). E_INVALID (T < 1, over m's capacity), E_NOMEM, the module's errors. */
+omnic_status omnic__p4a_encode(const omnic__p4a *e, omnic__module *m, const float *features, int64_t T,
+                               omnic_err *err);
 
 #endif

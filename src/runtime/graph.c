@@ -533,6 +533,14 @@ omnic__tensor *omnic__g_attention_relpos(omnic__graph *g, omnic__tensor *q, omni
                                          omnic__tensor *v, omnic__tensor *qpos, omnic__tensor *table,
                                          int max_distance, float scale)
 {
+    return omnic__g_attention_relpos_spans(g, q, k, v, qpos, table, max_distance, scale, NULL, NULL);
+}
+
+omnic__tensor *omnic__g_attention_relpos_spans(omnic__graph *g, omnic__tensor *q, omnic__tensor *k,
+                                               omnic__tensor *v, omnic__tensor *qpos, omnic__tensor *table,
+                                               int max_distance, float scale, omnic__tensor *kv_begin,
+                                               omnic__tensor *span)
+{
     if (!table || !q) return NULL;
     if (table->dtype != OMNIC_DTYPE_F32 || table->ndim != 2 || max_distance < 1 ||
         table->dims[0] != 2 * (int64_t)max_distance || table->dims[1] != q->dims[1] ||
@@ -540,7 +548,7 @@ omnic__tensor *omnic__g_attention_relpos(omnic__graph *g, omnic__tensor *q, omni
         return gfail(g, "attention: relative-position table %s must be f32 [2 * %d, %lld heads]",
                      tname(table), max_distance, (long long)q->dims[1]);
     /* the [T, S] bias check does not apply: the node reads the table by distance */
-    omnic__tensor *d = attention_node(g, q, k, v, qpos, NULL, NULL, NULL, scale, false, 0, 0.0f);
+    omnic__tensor *d = attention_node(g, q, k, v, qpos, NULL, kv_begin, span, scale, span != NULL, 0, 0.0f);
     if (!d) return NULL;
     omnic__gnode *n = &g->nodes[g->n_nodes - 1];
     n->node.src[4] = table;
@@ -551,6 +559,12 @@ omnic__tensor *omnic__g_attention_relpos(omnic__graph *g, omnic__tensor *q, omni
 
 omnic__tensor *omnic__g_dwconv2d(omnic__graph *g, omnic__tensor *x, omnic__tensor *w, omnic__tensor *bias,
                                  const omnic__dwconv2d_geom *c)
+{
+    return omnic__g_dwconv2d_seg(g, x, w, bias, NULL, c);
+}
+
+omnic__tensor *omnic__g_dwconv2d_seg(omnic__graph *g, omnic__tensor *x, omnic__tensor *w, omnic__tensor *bias,
+                                     omnic__tensor *seg, const omnic__dwconv2d_geom *c)
 {
     if (!x || !w || !need_f32(g, x, "dwconv2d")) return NULL;
     const int64_t C = w->dims[0], taps = (int64_t)c->kh * c->kw;
@@ -565,10 +579,15 @@ omnic__tensor *omnic__g_dwconv2d(omnic__graph *g, omnic__tensor *x, omnic__tenso
                      tname(x), c->sh, c->in_w, c->in_c, tname(w), c->kh, c->kw, c->out_w);
     if (bias && (bias->dtype != OMNIC_DTYPE_F32 || omnic__tensor_nelem(bias) != C))
         return gfail(g, "dwconv2d: bias %s must be f32 [%lld]", tname(bias), (long long)C);
+    if (seg && (seg->dtype != OMNIC_DTYPE_I32 || omnic__tensor_nelem(seg) != x->dims[0] ||
+                omnic__g_of(g, seg)->var != omnic__g_of(g, x)->var ||
+                omnic__g_of(g, seg)->var_div != omnic__g_of(g, x)->var_div))
+        return gfail(g, "dwconv2d: segments %s must be i32 with x's %lld rows", tname(seg),
+                     (long long)x->dims[0]);
     int64_t dims[2] = {x->dims[0], (int64_t)c->out_w * C};
     omnic__tensor *d = result(g, x, OMNIC_DTYPE_F32, 2, dims);
-    omnic__tensor *src[3] = {x, w, bias};
-    omnic__gnode *n = new_node(g, OMNIC_OP_DWCONV2D, d, 3, src);
+    omnic__tensor *src[4] = {x, w, bias, seg};
+    omnic__gnode *n = new_node(g, OMNIC_OP_DWCONV2D, d, 4, src);
     if (!n) return NULL;
     const int ip[8] = {c->kh, c->kw, c->sh, c->sw, c->pt, c->pl, c->in_w, c->in_c};
     memcpy(n->node.ip, ip, sizeof ip);

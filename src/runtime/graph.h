@@ -145,6 +145,13 @@ omnic__tensor *omnic__g_attention_tiled(omnic__graph *g, omnic__tensor *q, omnic
 omnic__tensor *omnic__g_attention_relpos(omnic__graph *g, omnic__tensor *q, omnic__tensor *k,
                                          omnic__tensor *v, omnic__tensor *qpos, omnic__tensor *table,
                                          int max_distance, float scale);
+/* The same over blocks of rows: causal attention whose rows also see their span (relative to
+ * kv_begin), as omnic__g_attention_spans: kv_begin = a block's first row and span = [0, block
+ * length) make each block bidirectional within itself (a conformer's 500-row chunks). */
+omnic__tensor *omnic__g_attention_relpos_spans(omnic__graph *g, omnic__tensor *q, omnic__tensor *k,
+                                               omnic__tensor *v, omnic__tensor *qpos, omnic__tensor *table,
+                                               int max_distance, float scale, omnic__tensor *kv_begin,
+                                               omnic__tensor *span);
 omnic__tensor *omnic__g_unary(omnic__graph *g, omnic__op op, omnic__tensor *x); /* SILU, GELU*, RELU */
 /* Depthwise conv geometry (backend.h OMNIC_OP_DWCONV2D): kernel kh x kw, strides, zero padding
  * above (pt) and on the left (pl), input width and channels (in_c: 1 or the filters'), output
@@ -156,6 +163,9 @@ typedef struct omnic__dwconv2d_geom {
  * w [C, kh * kw] (or torch's [C, 1, kh, kw]), bias f32 [C] or NULL -> [Ho, out_w * C]. */
 omnic__tensor *omnic__g_dwconv2d(omnic__graph *g, omnic__tensor *x, omnic__tensor *w, omnic__tensor *bias,
                                  const omnic__dwconv2d_geom *c);
+/* The same with segments: seg i32 (x's rows): output row r reads input rows below seg[r] as zero. */
+omnic__tensor *omnic__g_dwconv2d_seg(omnic__graph *g, omnic__tensor *x, omnic__tensor *w, omnic__tensor *bias,
+                                     omnic__tensor *seg, const omnic__dwconv2d_geom *c);
 omnic__tensor *omnic__g_glu(omnic__graph *g, omnic__op op, omnic__tensor *gate, omnic__tensor *up,
                             int variant);
 omnic__tensor *omnic__g_get_rows(omnic__graph *g, omnic__tensor *table, omnic__tensor *ids);

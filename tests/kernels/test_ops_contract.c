@@ -984,21 +984,26 @@ static void test_dwconv2d(void **state)
         int64_t Ho = c[0], C = c[1], kh = c[2], kw = c[3], sh = c[4], Wi = c[8], Ci = c[9], Wo = c[10];
         for (size_t wi = 0; wi < sizeof wdts / sizeof wdts[0]; wi++)
             for (int with_bias = 0; with_bias < 2; with_bias++) {
-                rng_seed(8100 + (uint64_t)id++);
+                rng_seed(8300 + (uint64_t)id++);
                 tbuf *x = T(OMNIC_DTYPE_F32, Ho, sh * Wi * Ci), *w = T(wdts[wi], C, kh * kw);
                 tbuf *b = with_bias ? T(OMNIC_DTYPE_F32, C) : NULL, *dst = T(OMNIC_DTYPE_F32, Ho, Wo * C);
                 fill_uniform(x, -2, 2);
                 fill_uniform(w, -1, 1);
                 if (b) fill_uniform(b, -1, 1);
-                omnic__node n = mknode(OMNIC_OP_DWCONV2D, dst, x, w, b, NULL, NULL);
+                /* with segments (every other case): rows start over at multiples of 3 */
+                tbuf *seg = (id & 1) ? T(OMNIC_DTYPE_I32, Ho) : NULL;
+                if (seg)
+                    for (int64_t r = 0; r < Ho; r++)
+                        ((int32_t *)seg->t.data)[r] = (int32_t)(r / 3 * 3 * sh);
+                omnic__node n = mknode(OMNIC_OP_DWCONV2D, dst, x, w, b, seg, NULL);
                 for (int i = 0; i < 8; i++)
                     n.ip[i] = (int32_t)c[2 + i];
                 snprintf(label, sizeof label,
-                         "dwconv2d Ho=%lld C=%lld k=%lldx%lld s=%lldx%lld p=%lldx%lld Wi=%lld Ci=%lld "
+                         "dwconv2d%s Ho=%lld C=%lld k=%lldx%lld s=%lldx%lld p=%lldx%lld Wi=%lld Ci=%lld "
                          "Wo=%lld w=%s%s",
-                         (long long)Ho, (long long)C, (long long)kh, (long long)kw, (long long)sh,
-                         (long long)c[5], (long long)c[6], (long long)c[7], (long long)Wi, (long long)Ci,
-                         (long long)Wo, dtn(wdts[wi]), b ? " bias" : "");
+                         seg ? " segments" : "", (long long)Ho, (long long)C, (long long)kh, (long long)kw,
+                         (long long)sh, (long long)c[5], (long long)c[6], (long long)c[7], (long long)Wi,
+                         (long long)Ci, (long long)Wo, dtn(wdts[wi]), b ? " bias" : "");
                 fails += check(label, &n, wdts[wi]);
                 bufs_free();
             }

@@ -81,17 +81,13 @@ static void run_backend(const omnic__backend_ops *be, int threads)
     if (omnic__p4a_load(&enc, &c, st, &err) != OMNIC_OK) fail_msg("%s", err.msg);
     omnic__threadpool *pool = NULL;
     if (threads > 1) assert_int_equal(omnic__threadpool_create(&pool, threads, &err), OMNIC_OK);
-    omnic__module embed, encode;
-    const int64_t cap = 4128; /* 4123 frames rounded up to 8 */
-    assert_int_equal(omnic__module_init(&embed, "audio.embed", "omnic.audio.embed.phi4mm/1", cap, &err),
+    omnic__module mod;
+    const int64_t cap = 8 * 1000; /* 4123 frames: 516 rows, two chunks of 500 */
+    assert_int_equal(omnic__p4a_call_rows(&c, 4123), cap);
+    assert_int_equal(omnic__module_init(&mod, "audio.encode", "omnic.audio.encode.phi4mm/1", cap, &err),
                      OMNIC_OK);
-    assert_int_equal(
-        omnic__module_init(&encode, "audio.encode", "omnic.audio.encode.phi4mm/1", OMNIC_P4A_CHUNK, &err),
-        OMNIC_OK);
-    if (omnic__p4a_build_embed(&enc, &embed, &err) != OMNIC_OK ||
-        omnic__p4a_build_encode(&enc, &encode, &err) != OMNIC_OK ||
-        omnic__module_finalize(&embed, be, pool, &err) != OMNIC_OK ||
-        omnic__module_finalize(&encode, be, pool, &err) != OMNIC_OK)
+    if (omnic__p4a_build(&enc, &mod, &err) != OMNIC_OK ||
+        omnic__module_finalize(&mod, be, pool, &err) != OMNIC_OK)
         fail_msg("%s", err.msg);
     json_t *meta = NULL;
     if (omnic__json_load_file(GOLDEN "/meta.json", 1 << 20, &meta, &err) != OMNIC_OK) fail_msg("%s", err.msg);
@@ -103,44 +99,38 @@ static void run_backend(const omnic__backend_ops *be, int threads)
                 salt = json_integer_value(json_object_get(cs, "salt"));
         int64_t rows = omnic__p4a_rows(&c, T);
         assert_int_equal(rows, json_integer_value(json_object_get(cs, "rows")));
-        float *x = features(T, salt), *out = malloc(sizeof(float) * (size_t)(rows * c.hidden));
-        float *proj[2] = {malloc(sizeof(float) * (size_t)(rows * c.text_hidden)),
-                          malloc(sizeof(float) * (size_t)(rows * c.text_hidden))};
-        omnic__p4a_stages stg;
-        if (omnic__p4a_encode(&enc, &embed, &encode, x, T, proj, out, &stg, &err) != OMNIC_OK)
-            fail_msg("%s: %s", name, err.msg);
+        float *x = features(T, salt);
+        if (omnic__p4a_encode(&enc, &mod, x, T, &err) != OMNIC_OK) fail_msg("%s: %s", name, err.msg);
         char label[64], file[256];
         snprintf(label, sizeof label, "%s %s", be->name, name);
-        snprintf(file, sizeof file, GOLDEN "/%s.embed.npy", name);
-        compare(label, "embed", stg.embed, rows, c.hidden, file);
-        if (json_is_true(json_object_get(cs, "has_layer0"))) {
-            assert_non_null(stg.block0);
-            snprintf(file, sizeof file, GOLDEN "/%s.layer0.npy", name);
-            compare(label, "block0", stg.block0, rows, c.hidden, file);
-        } else {
-            assert_null(stg.block0);
+        static const struct {
+            const char *out, *file;
+            bool text;
+        } stage[] = {{"embed", "embed", false},
+                     {"block0", "layer0", false},
+                     {"encoded", "out", false},
+                     {"speech", "speech", true},
+                     {"vision_speech", "vision", true}};
+        for (size_t k = 0; k < sizeof stage / sizeof stage[0]; k++) {
+            if (!strcmp(stage[k].out, "block0") && !json_is_true(json_object_get(cs, "has_layer0")))
+                continue; /* chunked: block 0's output is per chunk in HF */
+            int o = omnic__module_find_output(&mod, stage[k].out);
+            assert_true(o >= 0);
+            const omnic__tensor *t = omnic__module_output(&mod, o);
+            assert_true(t->dims[0] >= rows);
+            snprintf(file, sizeof file, GOLDEN "/%s.%s.npy", name, stage[k].file);
+            compare(label, stage[k].out, t->data, rows, stage[k].text ? c.text_hidden : c.hidden, file);
         }
-        snprintf(file, sizeof file, GOLDEN "/%s.out.npy", name);
-        compare(label, "encoded", out, rows, c.hidden, file);
-        snprintf(file, sizeof file, GOLDEN "/%s.speech.npy", name);
-        compare(label, "speech", proj[0], rows, c.text_hidden, file);
-        snprintf(file, sizeof file, GOLDEN "/%s.vision.npy", name);
-        compare(label, "vision_speech", proj[1], rows, c.text_hidden, file);
-        free(proj[0]);
-        free(proj[1]);
-        omnic_free(stg.embed);
-        omnic_free(stg.block0);
         free(x);
-        free(out);
     }
-    /* over the embed module's capacity: refused by number */
-    float one[80] = {0};
-    assert_int_equal(omnic__p4a_encode(&enc, &embed, &encode, one, cap + 1, NULL, NULL, NULL, &err),
-                     OMNIC_E_INVALID);
-    assert_non_null(strstr(err.msg, "audio of 4129 feature frames (4136 padded): the encoder takes 1..4128"));
+    /* over the module's capacity: refused by number */
+    float *one = calloc(8001 * 80, sizeof(float));
+    assert_int_equal(omnic__p4a_encode(&enc, &mod, one, 8001, &err), OMNIC_E_INVALID);
+    assert_non_null(
+        strstr(err.msg, "audio of 8001 feature frames (12000 padded): the encoder takes up to 8000"));
+    free(one);
     json_decref(meta);
-    omnic__module_deinit(&embed);
-    omnic__module_deinit(&encode);
+    omnic__module_deinit(&mod);
     omnic__threadpool_destroy(pool);
     omnic__p4a_deinit(&enc);
     omnic__st_close(st);

@@ -43,6 +43,7 @@ void omnic__cpu_dwconv2d(const omnic__node *n, int ith, int nth, void *wdata)
         }
     }
     const float *X = x->data, *B = b ? (const float *)b->data : NULL;
+    const int32_t *seg = n->src[3] ? (const int32_t *)n->src[3]->data : NULL; /* [Ho] */
     float *D = n->dst->data;
     for (int64_t ho = lo; ho < hi; ho++)
         for (int64_t wo = 0; wo < Wo; wo++) {
@@ -53,7 +54,7 @@ void omnic__cpu_dwconv2d(const omnic__node *n, int ith, int nth, void *wdata)
                 memset(acc, 0, (size_t)C * sizeof(float));
             for (int64_t i = 0; i < kh; i++) {
                 int64_t r = ho * sh + i - pt;
-                if (r < 0 || r >= Hi) continue;
+                if (r < 0 || r >= Hi || (seg && r < seg[ho])) continue;
                 for (int64_t j = 0; j < kw; j++) {
                     int64_t col = wo * sw + j - pl;
                     if (col < 0 || col >= Wi) continue;

@@ -10,6 +10,7 @@ void omnic__ref_dwconv2d(const omnic__node *n, int ith, int nth, void *wdata)
                   Wi = n->ip[6], Ci = n->ip[7];
     const int64_t Ho = n->dst->dims[0], C = w->dims[0], Wo = n->dst->dims[1] / C, Hi = Ho * sh;
     const float *X = x->data, *B = b ? (const float *)b->data : NULL;
+    const int32_t *seg = n->src[3] ? (const int32_t *)n->src[3]->data : NULL; /* [Ho] */
     float *D = n->dst->data;
     int64_t lo, hi;
     omnic__split_rows(Ho, ith, nth, &lo, &hi);
@@ -19,7 +20,7 @@ void omnic__ref_dwconv2d(const omnic__node *n, int ith, int nth, void *wdata)
                 double acc = B ? B[c] : 0.0;
                 for (int64_t i = 0; i < kh; i++) {
                     int64_t r = ho * sh + i - pt;
-                    if (r < 0 || r >= Hi) continue;
+                    if (r < 0 || r >= Hi || (seg && r < seg[ho])) continue;
                     for (int64_t j = 0; j < kw; j++) {
                         int64_t col = wo * sw + j - pl;
                         if (col < 0 || col >= Wi) continue;
