@@ -14,6 +14,9 @@ Families (--family; config.json model_type in brackets):
                global layers, softcapping, SentencePiece-style BPE with byte fallback
   gemma3n_text Gemma3nForCausalLM [gemma3n_text]: AltUp streams, Laurel, per-layer embeddings,
                activation sparsity, KV sharing, v_norm, final softcap
+  phi4mm       Phi4MultimodalForCausalLM [phi4_multimodal] (HF conversion): the phi3 decoder,
+               the audio conformer and its projections, the feature extractor config (no vision
+               tower weights yet); --dims real: Phi-4-multimodal-instruct's shapes
 
   llava        LlavaForConditionalGeneration [llava]: --vision clip|siglip tower + projector in
                front of a --text llama|qwen2 model; <image> added token; preprocessor_config.json,
@@ -2602,10 +2605,133 @@ def resolve_dims(fam_name: str, fam: Family, dims: str, preset: Optional[str], t
     return dict(fam.presets[preset]), preset
 
 
+# -----------------------------------------------------------------------------
+# Phi-4-multimodal, the Hugging Face conversion (Phi4MultimodalForCausalLM [phi4_multimodal]): the
+# phi3 decoder under model.* at the top level of config.json, audio_config / vision_config, the
+# audio encoder and its speech / vision-speech projections under
+# model.embed_tokens_extend.audio_embed.*, and preprocessor_config.json with the
+# Phi4MultimodalFeatureExtractor keys. <|endoftext10|> / <|endoftext11|> are the image / audio
+# placeholders (their ids are the tokenizer's). The vision tower is not written (omnic does not
+# run it yet; HF initializes it at random, unused by text and audio prompts).
+# -----------------------------------------------------------------------------
+
+PHI4MM_AUDIO_TINY = {"hidden": 32, "intermediate": 48, "blocks": 2, "heads": 4, "channels": 16, "kernel": 3,
+                     "max_distance": 20}
+PHI4MM_AUDIO_REAL = {"hidden": 1024, "intermediate": 1536, "blocks": 24, "heads": 16, "channels": 1024,
+                     "kernel": 3, "max_distance": 500}
+PHI4MM_SPECIALS = ("<|endoftext10|>", "<|endoftext11|>")
+
+
+def phi4mm_audio_weights(a: dict, text_hidden: int) -> List[WeightSpec]:
+    H, I, C, k, F = a["hidden"], a["intermediate"], a["channels"], a["kernel"], 10
+    P = "model.embed_tokens_extend.audio_embed."
+    E = P + "encoder."
+    w: List[WeightSpec] = [(E + "encoder_embedding.global_mean", (80,), "norm0"),
+                           (E + "encoder_embedding.global_invstd", (80,), "norm0+0.4"),
+                           (E + "embed.conv.0.weight", (C, 1, 3, 3)), (E + "embed.conv.0.bias", (C,), "norm0")]
+    for i in (2, 5):
+        w += [(E + f"embed.conv.{i}.weight", (C, 1, 3, 3)), (E + f"embed.conv.{i}.bias", (C,), "norm0"),
+              (E + f"embed.conv.{i + 1}.weight", (C, C, 1, 1), "normal*0.5"),
+              (E + f"embed.conv.{i + 1}.bias", (C,), "norm0")]
+    w += [(E + "embed.out.weight", (H, C * F), "normal*0.25"), (E + "embed.out.bias", (H,), "norm0"),
+          (E + "relative_attention_bias_layer.bias_values.weight", (2 * a["max_distance"], a["heads"]))]
+    for b in range(a["blocks"]):
+        L = E + f"encoders.{b}."
+        for ff in ("feed_forward_in", "feed_forward_out"):
+            w += [(L + f"{ff}.layer_norm.weight", (H,), "norm"), (L + f"{ff}.layer_norm.bias", (H,), "norm0"),
+                  (L + f"{ff}.gate_up_proj.weight", (2 * I, H)), (L + f"{ff}.gate_up_proj.bias", (2 * I,), "norm0"),
+                  (L + f"{ff}.down_proj.weight", (H, I)), (L + f"{ff}.down_proj.bias", (H,), "norm0")]
+        for n in ("q_proj", "k_proj", "v_proj", "o_proj"):
+            w += [(L + f"self_attn.{n}.weight", (H, H)), (L + f"self_attn.{n}.bias", (H,), "norm0")]
+        w += [(L + "conv.layer_norm.weight", (H,), "norm"), (L + "conv.layer_norm.bias", (H,), "norm0"),
+              (L + "conv.glu.ext_pw_conv_1d.weight", (2 * H, H, 1)),
+              (L + "conv.glu.ext_pw_conv_1d.bias", (2 * H,), "norm0"),
+              (L + "conv.glu.b1", (1, H, 1), "norm0"), (L + "conv.glu.b2", (1, H, 1), "norm0"),
+              (L + "conv.dw_sep_conv_1d.dw_conv.weight", (H, 1, k)),
+              (L + "conv.dw_sep_conv_1d.dw_conv.bias", (H,), "norm0"),
+              (L + "conv.dw_sep_conv_1d.pw_conv.weight", (H, H, 1)),
+              (L + "conv.dw_sep_conv_1d.pw_conv.bias", (H,), "norm0"),
+              (L + "conv.ext_pw_conv_1d.weight", (H, H, 1)), (L + "conv.ext_pw_conv_1d.bias", (H,), "norm0"),
+              (L + "layer_norm_att.weight", (H,), "norm"), (L + "layer_norm_att.bias", (H,), "norm0"),
+              (L + "layer_norm.weight", (H,), "norm"), (L + "layer_norm.bias", (H,), "norm0")]
+    for mode in ("speech", "vision_speech"):
+        w += [(P + f"up_proj_for_{mode}.weight", (text_hidden, H)), (P + f"up_proj_for_{mode}.bias", (text_hidden,), "norm0"),
+              (P + f"down_proj_for_{mode}.weight", (text_hidden, text_hidden)),
+              (P + f"down_proj_for_{mode}.bias", (text_hidden,), "norm0")]
+    return w
+
+
+def main_phi4mm(args) -> int:
+    t0 = time.time()
+    if args.verify:
+        raise SystemExit("--verify is not implemented for --family phi4mm")
+    fam = FAMILIES["phi3"]
+    tok = train_tokenizer(fam.tokenizer, extra_specials=tuple(fam.extra_specials) + PHI4MM_SPECIALS)
+    real = args.dims == "real" or args.preset is not None
+    if real:
+        d, _ = resolve_dims("phi3", fam, "real", args.preset or "phi4-mini", tok)
+        a, label, std = dict(PHI4MM_AUDIO_REAL), "real", STD_REAL
+    else:
+        d, _ = resolve_dims("phi3", fam, "tiny", None, tok)
+        a, label, std = dict(PHI4MM_AUDIO_TINY), "tiny", STD_TINY
+    if args.audio_dims == "real":  # the published conformer behind a tiny text model (encoder benchmarks)
+        a, label, std = dict(PHI4MM_AUDIO_REAL), label + "+real-audio", STD_REAL
+    tie = d.pop("tie", True) if args.tie is None else bool(args.tie)
+    d.pop("tie", None)
+    ids = special_ids(tok)
+    text_cfg, text_w = fam.build(d, ids, tie)
+    image_id, audio_id = tok.specials["<|endoftext10|>"], tok.specials["<|endoftext11|>"]
+    if real:  # the published ids (200010 / 200011) sit inside the real vocabulary
+        image_id, audio_id = 200010, 200011
+    config = {k: v for k, v in text_cfg.items()
+              if k not in ("attention_bias", "full_attn_mod", "interpolate_factor", "lm_head_bias", "mlp_bias")}
+    config.update({
+        "architectures": ["Phi4MultimodalForCausalLM"],
+        "model_type": "phi4_multimodal",
+        "torch_dtype": DTYPES[args.dtype][2],
+        "transformers_version": "4.57.6",
+        "audio_config": {
+            "model_type": "phi4_multimodal_audio", "hidden_size": a["hidden"], "intermediate_size": a["intermediate"],
+            "num_blocks": a["blocks"], "num_attention_heads": a["heads"], "activation": "swish", "chunk_size": -1,
+            "left_chunk": 18, "dropout_rate": 0.0, "ext_pw_out_channel": a["hidden"],
+            "depthwise_separable_out_channel": a["hidden"], "depthwise_multiplier": 1, "kernel_size": a["kernel"],
+            "conv_activation": "swish", "input_size": 80, "conv_glu_type": "swish", "time_reduction": 8,
+            "bias_max_distance": a["max_distance"], "bias_symmetric": False, "nemo_activation": "relu",
+            "nemo_conv_channels": a["channels"], "downsample_rate": 1, "initializer_range": 0.02,
+            "audio_token_id": audio_id, "feature_layer": -2, "nemo_final_size": 10},
+        "vision_config": {
+            "model_type": "phi4_multimodal_vision", "hidden_size": 16 if not real else 1152,
+            "intermediate_size": 32 if not real else 4304, "num_hidden_layers": 2 if not real else 27,
+            "num_attention_heads": 2 if not real else 16, "num_channels": 3, "image_size": 28 if not real else 448,
+            "patch_size": 14, "hidden_act": "gelu_pytorch_tanh", "layer_norm_eps": 1e-6, "attention_dropout": 0.0,
+            "crop_size": 28 if not real else 448, "image_token_id": image_id, "feature_layer": -2}})
+    specs = [(sp[0], sp[1], sp[2] if len(sp) > 2 else weight_init(sp), sp[0]) for sp in text_w]
+    specs += [(s[0], s[1], weight_init(s), s[0]) for s in phi4mm_audio_weights(a, d["hidden"])]
+    pre = {"feature_extractor_type": "Phi4MultimodalFeatureExtractor", "feature_size": 80, "sampling_rate": 16000,
+           "padding_value": 0.0, "return_attention_mask": True, "hop_length": 160, "n_fft": 512, "win_length": 400,
+           "preemphasis": 0.97, "audio_compression_rate": 8, "audio_downsample_rate": 1, "audio_feat_stride": 1,
+           "mel_min_frequency": 0, "mel_max_frequency": 7690, "processor_class": "Phi4MultimodalProcessor"}
+    os.makedirs(args.out, exist_ok=True)
+    write_json(os.path.join(args.out, "config.json"), config)
+    gen = {"bos_token_id": ids["bos"], "do_sample": False, "eos_token_id": ids["gen_eos"],
+           "pad_token_id": ids["pad"], "transformers_version": "4.57.6"}
+    write_json(os.path.join(args.out, "generation_config.json"), gen)
+    write_json(os.path.join(args.out, "tokenizer.json"), tokenizer_json(tok, args.merges_style), sort_keys=False)
+    write_json(os.path.join(args.out, "tokenizer_config.json"), tokenizer_config_json(tok))
+    write_json(os.path.join(args.out, "preprocessor_config.json"), pre)
+    files = write_weights(args.out, specs, args.seed, std, args.dtype, args.shards)
+    nparams = sum(int(np.prod(s[1], dtype=np.int64)) for s in specs)
+    nbytes = sum(os.path.getsize(os.path.join(args.out, f)) for f in files)
+    print(f"mktiny: phi4mm [{label}] dtype={args.dtype} seed={args.seed} -> {args.out}")
+    print(f"  {len(specs)} tensors, {nparams:,} params, {nbytes / 2**20:.1f} MiB; audio conformer {a['blocks']}x"
+          f"{a['hidden']}, audio token {audio_id}, image token {image_id}; {time.time() - t0:.2f} s")
+    return 0
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     ap = argparse.ArgumentParser(description="Write a tiny random HF-format checkpoint.")
     ap.add_argument("--family", choices=sorted(list(FAMILIES) + ["llava", "qwen2_vl", "qwen2_5_vl", "qwen3_vl", "qwen3_vl_moe", "gemma3",
-                                                          "gemma3n"]),
+                                                          "gemma3n", "phi4mm"]),
                     required=True)
     ap.add_argument("--vision", choices=["clip", "siglip"], default="clip", help="llava: vision tower")
     ap.add_argument("--text", choices=["llama", "qwen2"], default="llama", help="llava: text model")
@@ -2633,6 +2759,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     ap.add_argument("--pan-and-scan", type=int, default=0, metavar="MIN_CROP",
                     help="gemma3: preprocessor_config.json with do_pan_and_scan true and this "
                          "pan_and_scan_min_crop_size (max 4 crops, ratio 1.2)")
+    ap.add_argument("--audio-dims", choices=["tiny", "real"], default=None,
+                    help="phi4mm: the audio conformer's dims (real: Phi-4-multimodal-instruct's 24 x 1024, for "
+                         "omnic bench --audio), independent of --dims")
     ap.add_argument("--max-pixels", type=int, default=None,
                     help="qwen2_vl, qwen2_5_vl: preprocessor_config.json max_pixels (default: tiny %d, real the "
                          "published 12845056)" % QWEN2VL_TINY_MAX_PIXELS)
@@ -2650,6 +2779,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return main_gemma3(args)
     if args.family == "gemma3n":
         return main_gemma3n(args)
+    if args.family == "phi4mm":
+        return main_phi4mm(args)
     if args.family in ("qwen3_vl", "qwen3_vl_moe"):
         return main_qwen3vl(args)
     t0 = time.time()

@@ -20,7 +20,7 @@
 #define MAX_LIST 8
 
 typedef struct bench_opts {
-    const char *dir, *backend, *format, *quant, *image;
+    const char *dir, *backend, *format, *quant, *image, *audio;
     int64_t pp[MAX_LIST], tg[MAX_LIST], batch[MAX_LIST];
     int n_pp, n_tg, n_batch;
     int threads, reps;
@@ -135,10 +135,12 @@ static void usage(FILE *f)
     fprintf(f,
             "usage: omnic bench -m DIR [-p 512] [-n 128] [-t THREADS] [-r 3] [-o md|json] [--batch 1,4]\n"
             "                   [--backend cpu|ref] [--kv f16|f32] [--quant q8_0|q4_0] [--image FILE]\n"
+            "                   [--audio FILE]\n"
             "  -p and -n take comma-separated lists (0 skips); --batch runs tg with B sequences at once\n"
             "  --image FILE: instead, per image: preprocessing (decode + the checkpoint's processor) and\n"
             "  vision.encode times, images/s, and the encoder's f32 GFLOP/s next to the backend's own f32\n"
-            "  GEMM throughput on the tower's largest matmul shape, measured in the same run\n");
+            "  GEMM throughput on the tower's largest matmul shape, measured in the same run\n"
+            "  --audio FILE: the same per clip (decode + feature extraction, audio.encode)\n");
 }
 
 /* Seconds of one [M, K] x [N, K]^T f32 matmul through m's backend and threads (the best of reps). */
@@ -185,9 +187,11 @@ out:
     return s;
 }
 
-/* --image: preprocessing and encode time per image, and the GEMM probe. */
-static int bench_image(omnic__model *m, const bench_opts *o)
+/* --image / --audio: preprocessing and encode time per item, and the GEMM probe. */
+static int bench_media(omnic__model *m, const bench_opts *o, omnic__modality mod, const char *file)
 {
+    const char *opt = mod == OMNIC_MODALITY_AUDIO ? "--audio" : "--image";
+    const char *unit = mod == OMNIC_MODALITY_AUDIO ? "clip" : "image";
     omnic_err err;
     omnic_err_clear(&err);
     omnic__media_proc prep = {0};
@@ -195,9 +199,9 @@ static int bench_image(omnic__model *m, const bench_opts *o)
     size_t len = 0;
     omnic__media_item item = {0};
     int rc = 1;
-    if (omnic__media_proc_init(&prep, m, OMNIC_MODALITY_IMAGE, 0, &err) != OMNIC_OK ||
-        omnic__read_file(o->image, OMNIC_MAX_MEDIA_BYTES, &bytes, &len, &err) != OMNIC_OK) {
-        fprintf(stderr, "omnic bench: --image: %s\n", err.msg);
+    if (omnic__media_proc_init(&prep, m, mod, 0, &err) != OMNIC_OK ||
+        omnic__read_file(file, OMNIC_MAX_MEDIA_BYTES, &bytes, &len, &err) != OMNIC_OK) {
+        fprintf(stderr, "omnic bench: %s: %s\n", opt, err.msg);
         goto out;
     }
     double t_prep = INFINITY, t_enc = INFINITY, sum_prep = 0, sum_enc = 0;
@@ -205,7 +209,7 @@ static int bench_image(omnic__model *m, const bench_opts *o)
         omnic__media_item_deinit(&item);
         double t0 = omnic__now();
         if (omnic__media_prepare(&prep, (const uint8_t *)bytes, len, NULL, NULL, &item, &err) != OMNIC_OK) {
-            fprintf(stderr, "omnic bench: --image %s: %s\n", o->image, err.msg);
+            fprintf(stderr, "omnic bench: %s %s: %s\n", opt, file, err.msg);
             goto out;
         }
         double t1 = omnic__now();
@@ -219,19 +223,24 @@ static int bench_image(omnic__model *m, const bench_opts *o)
         t_prep = fmin(t_prep, t1 - t0), t_enc = fmin(t_enc, t2 - t1);
         sum_prep += t1 - t0, sum_enc += t2 - t1;
     }
-    /* the encoder's dominant matmul shape and multiply-adds per image */
+    /* the encoder's dominant matmul shape and multiply-adds per item */
     omnic__encode_cost cost;
     omnic__media_encode_cost(m, &item, &cost);
     const int64_t rows = cost.rows, width = cost.width, inter = cost.inter;
     const double macs = cost.macs;
     char desc[200], tower[120];
-    m->media[OMNIC_MODALITY_IMAGE].ops->summary(m, tower, sizeof tower);
+    m->media[mod].ops->summary(m, tower, sizeof tower);
     if (item.has_grid) {
         int64_t R = 0;
         (void)omnic__media_item_rows(m, &item, &R, &err);
         snprintf(desc, sizeof desc, "%s, grid %lldx%lldx%lld (%lld patches, %lld tokens)", tower,
                  (long long)item.grid[0], (long long)item.grid[1], (long long)item.grid[2],
                  (long long)item.input->dims[0], (long long)R);
+    } else if (mod == OMNIC_MODALITY_AUDIO) {
+        int64_t R = 0;
+        (void)omnic__media_item_rows(m, &item, &R, &err);
+        snprintf(desc, sizeof desc, "%s, %lld frames (%.2f s, %lld rows)", tower, (long long)item.valid,
+                 (double)(item.valid - 1) * 0.01 + 0.025, (long long)R);
     } else {
         snprintf(desc, sizeof desc, "%s", tower);
     }
@@ -242,17 +251,18 @@ static int bench_image(omnic__model *m, const bench_opts *o)
     }
     double enc_gflops = 2 * macs / t_enc * 1e-9;
     double peak_gflops = 2.0 * (double)(rows * width * inter) / gemm_s * 1e-9;
-    printf("| model | image | preprocess ms (mean / best) | encode ms (mean / best) | images/s | encode "
+    printf("| model | %s | preprocess ms (mean / best) | encode ms (mean / best) | %ss/s | encode "
            "GFLOP/s | "
            "f32 GEMM GFLOP/s | encode / GEMM | preprocess / encode |\n"
-           "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n");
-    printf("| %s | %s | %.2f / %.2f | %.1f / %.1f | %.2f | %.1f | %.1f | %.2f | %.3f |\n", desc, o->image,
+           "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n",
+           unit, unit);
+    printf("| %s | %s | %.2f / %.2f | %.1f / %.1f | %.2f | %.1f | %.1f | %.2f | %.3f |\n", desc, file,
            1e3 * sum_prep / o->reps, 1e3 * t_prep, 1e3 * sum_enc / o->reps, 1e3 * t_enc,
            o->reps / (sum_prep + sum_enc), enc_gflops, peak_gflops, enc_gflops / peak_gflops, t_prep / t_enc);
-    printf("\nencode: %.2f GFLOP per image (%.1f%% of the GEMM probe [%lld x %lld] x [%lld x %lld]^T, best "
+    printf("\nencode: %.2f GFLOP per %s (%.1f%% of the GEMM probe [%lld x %lld] x [%lld x %lld]^T, best "
            "of %d, "
            "threads %d)\n",
-           2 * macs * 1e-9, 100 * enc_gflops / peak_gflops, (long long)rows, (long long)width,
+           2 * macs * 1e-9, unit, 100 * enc_gflops / peak_gflops, (long long)rows, (long long)width,
            (long long)inter, (long long)width, o->reps, m->prefill.nth);
     rc = 0;
 out:
@@ -285,6 +295,7 @@ int omnic__cli_bench(int argc, char **argv)
         if (omnic__arg_str(argc, argv, &i, NULL, "--backend", &o.backend)) continue;
         if (omnic__arg_str(argc, argv, &i, NULL, "--quant", &o.quant)) continue;
         if (omnic__arg_str(argc, argv, &i, NULL, "--image", &o.image)) continue;
+        if (omnic__arg_str(argc, argv, &i, NULL, "--audio", &o.audio)) continue;
         if (omnic__arg_str(argc, argv, &i, "-o", "--output", &o.format)) continue;
         if ((r = omnic__arg_str(argc, argv, &i, "-p", "--n-prompt", &v)) != 0) {
             if (r < 0 || (o.n_pp = parse_list("-p", v, 0, 1 << 20, o.pp)) < 0) return 2;
@@ -353,8 +364,9 @@ int omnic__cli_bench(int argc, char **argv)
         fprintf(stderr, "omnic bench: %s: %s\n", o.dir, err.msg);
         return 1;
     }
-    if (o.image) {
-        int irc = bench_image(m, &o);
+    if (o.image || o.audio) {
+        int irc = o.image ? bench_media(m, &o, OMNIC_MODALITY_IMAGE, o.image)
+                          : bench_media(m, &o, OMNIC_MODALITY_AUDIO, o.audio);
         omnic__model_close(m);
         return irc;
     }

@@ -516,14 +516,15 @@ static omnic_status encode_next(omnic__engine *e, int si, double budget, omnic_e
         feat = e->enc_feat >= 0 ? omnic__module_output(e->enc_mod, e->enc_feat) : NULL;
         omnic__metrics_observe_media(&e->metrics, OMNIC_MS_ENCODE, (int)it->modality,
                                      omnic__now() - e->enc_t0);
-        if (proj->dims[0] != R || proj->dims[1] != H)
+        /* an encoder may give rows past the item's (padding of a fixed block): the first R */
+        if (proj->dims[0] < R || proj->dims[1] != H)
             return OMNIC_FAIL(err, OMNIC_E_INTERNAL,
                               "the encoder gave [%lld, %lld] rows, expected [%lld, %lld]",
                               (long long)proj->dims[0], (long long)proj->dims[1], (long long)R, (long long)H);
         memcpy(dst, proj->data, (size_t)(R * H) * sizeof(float));
         for (int j = 0; j < md->n_side; j++) {
             const omnic__tensor *side = omnic__module_output(e->enc_mod, md->side_out[j]);
-            if (side->dims[0] != R || omnic__tensor_cols(side) != H)
+            if (side->dims[0] < R || omnic__tensor_cols(side) != H)
                 return OMNIC_FAIL(err, OMNIC_E_INTERNAL, "the encoder's side output %d has the wrong shape",
                                   j);
             memcpy(dst + (size_t)((1 + j) * R * H), side->data, (size_t)(R * H) * sizeof(float));
@@ -1202,8 +1203,10 @@ omnic_status omnic__engine_submit(omnic__engine *e, const omnic__gen_request *r,
             placeholders += r->prompt[i] == pad;
         const char *name = omnic__modality_name((omnic__modality)k);
         if (given[k] && !omnic__model_accepts(m, (omnic__modality)k)) {
-            s = OMNIC_FAIL(err, OMNIC_E_UNSUPPORTED, "this model does not take %s input (%zu %s%s given)",
-                           name, given[k], name, given[k] == 1 ? "" : "s");
+            const char *refusal = omnic__model_refusal(m, (omnic__modality)k);
+            s = OMNIC_FAIL(err, OMNIC_E_UNSUPPORTED, "this model does not take %s input (%zu %s%s given)%s%s",
+                           name, given[k], name, given[k] == 1 ? "" : "s", refusal ? ": " : "",
+                           refusal ? refusal : "");
             goto reject;
         }
         if (placeholders != (int64_t)given[k]) {

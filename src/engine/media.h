@@ -1,7 +1,8 @@
 /* Media preparation for a loaded model, on the caller's thread (the CLI, or the server's media
- * workers; never the scheduler): decode the bytes (JPEG / PNG / WebP, limits checked against
- * the header before any pixel memory) and run the model's processor for that modality (the
- * family interface, models/media.h) into the item its encoder takes. */
+ * workers; never the scheduler): decode the bytes (images: JPEG / PNG / WebP, limits checked
+ * against the header before any pixel memory; audio: WAV / FLAC / MP3 / Ogg, mm/audio.h, with
+ * the default audio limits) and run the model's processor for that modality (the family
+ * interface, models/media.h) into the item its encoder takes. */
 #ifndef OMNIC_ENGINE_MEDIA_H
 #define OMNIC_ENGINE_MEDIA_H
 

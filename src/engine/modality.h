@@ -11,8 +11,10 @@
 
 /* Whether m (borrowed; NULL: false) accepts input of modality mod. Text: the token prefill
  * and decode modules are planned. Media: the family's table for mod is set, its encoder's
- * weights and modules loaded (ops->ready), the processor config is present and
- * text.embeddings_prefill is planned. */
+ * weights and modules loaded (ops->ready), nothing the family needs is missing (ops->unserved),
+ * the processor config is present and text.embeddings_prefill is planned. */
 bool omnic__model_accepts(const omnic__model *m, omnic__modality mod);
+/* Why m does not accept mod: the family's unserved reason when it gives one, else NULL. */
+const char *omnic__model_refusal(const omnic__model *m, omnic__modality mod);
 
 #endif

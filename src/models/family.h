@@ -33,6 +33,11 @@ extern const omnic__family omnic__family_qwen2_vl;
 extern const omnic__family omnic__family_gemma3;
 extern const omnic__family omnic__family_gemma3n_text;
 extern const omnic__family omnic__family_gemma3n;
+extern const omnic__family omnic__family_phi4mm;
+
+/* The Phi-3 decoder layout (fused qkv_proj / gate_up_proj, sliding_window on every layer when
+ * set) into c, for the families built on it (phi3, phi4_multimodal). */
+omnic_status omnic__phi3_layout(const json_t *cfg, const char *what, omnic__text_config *c, omnic_err *err);
 
 /* Qwen3-MoE's expert settings into c (num_experts, num_experts_per_tok, moe_intermediate_size,
  * norm_topk_prob, decoder_sparse_step, mlp_only_layers), for the families that have them. */
@@ -47,6 +52,8 @@ omnic_status omnic__qwen3_moe_parse(const json_t *cfg, const char *what, const o
  * 1-D positions; models/qwen2vl_media.c: the packed-patch Qwen2-VL towers, M-RoPE). */
 extern const omnic__media_ops omnic__media_clip_image;
 extern const omnic__media_ops omnic__media_qwen2vl_image;
+/* models/phi4mm_media.c: Phi-4-multimodal's audio (conformer, speech / vision-speech projections). */
+extern const omnic__media_ops omnic__media_phi4mm_audio;
 
 /* The family for config's model_type; E_UNSUPPORTED naming the model_type and the
  * supported list when none matches. */

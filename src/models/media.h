@@ -80,6 +80,7 @@ omnic_status omnic__media_item_copy(omnic__media_item *out, const omnic__media_i
 /* Decoded media handed to a processor (borrowed): the field of the processor's modality. */
 typedef struct omnic__decoded_media {
     const omnic__image *image;
+    const struct omnic__audio *audio; /* mm/audio.h: mono samples at the file's rate */
 } omnic__decoded_media;
 
 /* Per-request processor options (vLLM's mm_processor_kwargs): 0 = the processor's own value. */
@@ -117,6 +118,10 @@ typedef struct omnic__media_ops {
     void (*close)(struct omnic__model *m);
     /* True when the encoder's weights and modules loaded (the capability predicate's part). */
     bool (*ready)(const struct omnic__model *m);
+    /* (optional) Why prompts of this modality cannot be served although the encoder runs (a
+     * part the family needs is not built), or NULL when they can. The capability predicate
+     * (omnic__model_accepts) is false while it says something; benchmarks still encode. */
+    const char *(*unserved)(const struct omnic__model *m);
     /* True when this table's processor reads the processor config pc (its image_processor_type). */
     bool (*proc_claims)(const json_t *pc);
     /* Processor parameters from pc alone (`what` names it in messages); variant NULL (the

@@ -39,6 +39,18 @@ static const char *const keys[] = {"hidden_act",
                                    "interpolate_factor",
                                    NULL};
 
+omnic_status omnic__phi3_layout(const json_t *cfg, const char *what, omnic__text_config *out, omnic_err *err)
+{
+    int64_t window;
+    OMNIC_TRY(omnic__json_get_i64(cfg, "sliding_window", false, 0, 1, (int64_t)1 << 31, what, &window, err));
+    out->fused_qkv = true;
+    out->fused_gate_up = true;
+    out->sliding_window = window;
+    for (int64_t l = 0; l < out->n_layers; l++)
+        out->layer_sliding[l] = window > 0;
+    return OMNIC_OK;
+}
+
 static omnic_status parse(const json_t *cfg, const char *what, omnic__text_config *out, omnic_err *err)
 {
     OMNIC_TRY(omnic__config_check_keys_for(cfg, what, keys, err));
@@ -48,14 +60,7 @@ static omnic_status parse(const json_t *cfg, const char *what, omnic__text_confi
     OMNIC_TRY(omnic__json_expect(cfg, "lm_head_bias", "false", what, err));
     OMNIC_TRY(omnic__json_expect(cfg, "full_attn_mod", "1", what, err));
     OMNIC_TRY(omnic__json_expect(cfg, "interpolate_factor", "1", what, err));
-    int64_t window;
-    OMNIC_TRY(omnic__json_get_i64(cfg, "sliding_window", false, 0, 1, (int64_t)1 << 31, what, &window, err));
-    out->fused_qkv = true;
-    out->fused_gate_up = true;
-    out->sliding_window = window;
-    for (int64_t l = 0; l < out->n_layers; l++)
-        out->layer_sliding[l] = window > 0;
-    return OMNIC_OK;
+    return omnic__phi3_layout(cfg, what, out, err);
 }
 
 static const char *const types[] = {"phi3", NULL};

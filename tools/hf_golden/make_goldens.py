@@ -78,6 +78,8 @@ FAMILIES = {
     # pan-and-scan on (crops >= 16 px): a.png (40x30) and b.png (40x88) each get 2 crops
     "gemma3_pas": (["--family", "gemma3", "--pan-and-scan", "16"], "gemma3"),
     "gemma3n": (["--family", "gemma3n"], "gemma3n"),
+    # Phi-4-multimodal (HF conversion), text prompts: the phi3 decoder under Phi4MultimodalForCausalLM
+    "phi4mm": (["--family", "phi4mm"], "phi4mm"),
 }
 DTYPES = ("f32", "bf16")
 TEXT = "The quick brown fox jumps over the lazy dog."
@@ -134,6 +136,9 @@ def prompt_ids(fam, kind, model_dir, n_images, mode):
     if kind == "text":
         f = mktiny.FAMILIES[fam]
         tok = mktiny.train_tokenizer(f.tokenizer, extra_specials=f.extra_specials)
+    elif kind == "phi4mm":
+        f = mktiny.FAMILIES["phi3"]
+        tok = mktiny.train_tokenizer(f.tokenizer, extra_specials=tuple(f.extra_specials) + mktiny.PHI4MM_SPECIALS)
     elif kind == "llava":
         text = cfg["text_config"]["model_type"]
         f = mktiny.FAMILIES[text]
@@ -156,7 +161,7 @@ def prompt_ids(fam, kind, model_dir, n_images, mode):
         text = hf_text.replace("<start_of_image>", "\n\n<start_of_image><image_soft_token><end_of_image>\n\n")
         ids = mktiny.encode(tok, text, add_special_tokens=True)
         return hf_text, ids, cfg
-    if kind != "text":  # text before, between and after the images (M-RoPE offsets, merge positions)
+    if kind not in ("text", "phi4mm"):  # text before, between and after the images (M-RoPE offsets, merge positions)
         ph = "<image>" if kind == "llava" else "<|vision_start|><|image_pad|><|vision_end|>"
         text = ("Look: " + " then ".join([ph] * n_images) + "\n" if n_images else "") + TEXT
     else:
@@ -169,7 +174,8 @@ def prompt_ids(fam, kind, model_dir, n_images, mode):
 def load_model(kind, model_dir):
     cls = {"text": transformers.AutoModelForCausalLM, "llava": transformers.LlavaForConditionalGeneration,
            "qwen": None, "gemma3": transformers.Gemma3ForConditionalGeneration,
-           "gemma3n": transformers.Gemma3nForConditionalGeneration}[kind]
+           "gemma3n": transformers.Gemma3nForConditionalGeneration,
+           "phi4mm": transformers.Phi4MultimodalForCausalLM}[kind]
     config = transformers.AutoConfig.from_pretrained(model_dir)
     if kind == "qwen":
         cls = {"qwen2_vl": transformers.Qwen2VLForConditionalGeneration,
@@ -189,7 +195,7 @@ def load_model(kind, model_dir):
 
 def text_layers(model, kind):
     inner = model.model
-    return inner.layers if kind == "text" else inner.language_model.layers
+    return inner.layers if kind in ("text", "phi4mm") else inner.language_model.layers
 
 
 def f32(t):
@@ -512,7 +518,7 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         for fam, (_, kind) in FAMILIES.items():
             for dtype in DTYPES:
-                modes = [("text", 0)] if kind in ("text", "gemma3n") else [("text", 0), ("1img", 1), ("2img", 2)]
+                modes = [("text", 0)] if kind in ("text", "gemma3n", "phi4mm") else [("text", 0), ("1img", 1), ("2img", 2)]
                 if fam == "gemma3_pas":
                     modes = [("2img", 2)]
                 if fam == "phi3":

@@ -115,5 +115,63 @@ def main():
         f.write("\n")
 
 
+def model_case():
+    """Through a whole checkpoint: tools/mktiny.py --family phi4mm (f32, seed 0), a 2.3 s 16 kHz
+    16-bit WAV, HF's Phi4MultimodalFeatureExtractor on the samples libsndfile reads, and the
+    checkpoint's Phi4MultimodalAudioEmbedding in both modes -> model/{clip.wav, features.npy,
+    speech.npy, vision.npy, meta.json} (tests/unit/test_phi4mm_media.c)."""
+    import ctypes
+    import ctypes.util
+    import subprocess
+    import tempfile
+    import wave
+    from transformers import Phi4MultimodalFeatureExtractor, Phi4MultimodalForCausalLM
+
+    out = os.path.join(OUT, "model")
+    os.makedirs(out, exist_ok=True)
+    rng = np.random.default_rng(7)
+    n = 36800
+    t = np.arange(n) / 16000
+    x = 0.3 * np.sin(2 * np.pi * 180 * t) * (0.6 + 0.4 * np.sin(2 * np.pi * 3 * t)) + 0.02 * rng.standard_normal(n)
+    pcm = np.clip(np.round(x * 32768), -32768, 32767).astype("<i2")
+    wav = os.path.join(out, "clip.wav")
+    with wave.open(wav, "wb") as w:
+        w.setnchannels(1)
+        w.setsampwidth(2)
+        w.setframerate(16000)
+        w.writeframes(pcm.tobytes())
+    samples = pcm.astype(np.float32) / np.float32(32768)  # libsndfile's 16-bit PCM -> f32
+    cmd = ["/usr/bin/python3", "tools/mktiny.py", "--family", "phi4mm", "--dtype", "f32", "--seed", "0", "--out"]
+    with tempfile.TemporaryDirectory() as tmp:
+        subprocess.run(cmd + [tmp], check=True, cwd=ROOT, stdout=subprocess.DEVNULL)
+        fe = Phi4MultimodalFeatureExtractor.from_pretrained(tmp)
+        feats = fe(samples, sampling_rate=16000, return_tensors="pt")
+        f = feats["audio_input_features"]
+        rows = int(feats["audio_embed_sizes"][0])
+        cfg = json.load(open(os.path.join(tmp, "config.json")))
+        model = Phi4MultimodalForCausalLM.from_pretrained(tmp, torch_dtype=torch.float32).eval()
+        emb = model.model.embed_tokens_extend.audio_embed
+        emb.encoder.config._attn_implementation = "eager"
+        aid = cfg["audio_config"]["audio_token_id"]
+        H = cfg["hidden_size"]
+        for mode, tag in (("speech", "speech"), ("vision", "vision")):
+            ids = torch.full((1, rows), aid, dtype=torch.long)
+            with torch.no_grad():
+                r = emb(ids, torch.zeros(1, rows, H), f, audio_embed_sizes=torch.tensor([rows]),
+                        audio_projection_mode=mode)[0].numpy()
+            np.save(os.path.join(out, f"{tag}.npy"), r.astype(np.float32))
+    np.save(os.path.join(out, "features.npy"), f[0].numpy().astype(np.float32))
+    meta = {"generator": "tools/hf_golden/make_phi4mm_audio_goldens.py (model_case)",
+            "checkpoint": " ".join(cmd + ["DIR"]), "transformers": transformers.__version__,
+            "samples": int(n), "frames": int(f.shape[1]), "rows": rows,
+            "class": "Phi4MultimodalFeatureExtractor + Phi4MultimodalForCausalLM.model.embed_tokens_extend.audio_embed "
+                     "(eager, f32)"}
+    with open(os.path.join(out, "meta.json"), "w") as fh:
+        json.dump(meta, fh, indent=1)
+        fh.write("\n")
+    print("model case:", f.shape, rows)
+
+
 if __name__ == "__main__":
     main()
+    model_case()

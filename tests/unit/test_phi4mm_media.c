@@ -1,0 +1,233 @@
+/* Phi-4-multimodal's audio table (models/phi4mm_media.c) through a whole checkpoint
+ * (tools/mktiny.py --family phi4mm, f32, seed 0) against the real Hugging Face code
+ * (tests/golden/phi4mm_audio/model, tools/hf_golden/make_phi4mm_audio_goldens.py): a WAV clip
+ * decoded and turned into features by omnic equals HF's Phi4MultimodalFeatureExtractor output, and
+ * its speech / vision-speech rows (audio.encode) equal the checkpoint's
+ * Phi4MultimodalAudioEmbedding in both modes. Then the merge (placeholders expanded, the speech
+ * adapter asked for), the <|audio_N|> prompt rewrite, the capability predicate (audio is not
+ * served without the LoRA adapters) and refused clips. */
+#include <string.h>
+
+#include "model_testutil.h"
+
+#include "core/npy.h"
+#include "engine/media.h"
+#include "engine/modality.h"
+#include "io/json.h"
+#include "models/model.h"
+#include "tokenizer/tokenizer.h"
+
+#define GOLDEN "tests/golden/phi4mm_audio/model"
+
+static char tmp[256];
+static omnic__model *g_m;
+
+static int setup(void **state)
+{
+    (void)state;
+    snprintf(tmp, sizeof tmp, "/tmp/omnic-p4mm-XXXXXX");
+    if (!mkdtemp(tmp)) return -1;
+    sh(PY " tools/mktiny.py --family phi4mm --dtype f32 --seed 0 --out %s/m >/dev/null", tmp);
+    char dir[300];
+    snprintf(dir, sizeof dir, "%s/m", tmp);
+    omnic__model_opts o = {.backend = "cpu", .threads = 2, .slots = 1};
+    omnic_err err;
+    if (omnic__model_open(dir, &o, &g_m, &err) != OMNIC_OK) {
+        fprintf(stderr, "open %s: %s\n", dir, err.msg);
+        return -1;
+    }
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    omnic__model_close(g_m);
+    return mt_rmdir(tmp);
+}
+
+static uint8_t *read_all(const char *path, size_t *n)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) fail_msg("cannot open %s", path);
+    fseek(f, 0, SEEK_END);
+    long len = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    uint8_t *b = malloc((size_t)len);
+    assert_int_equal(fread(b, 1, (size_t)len, f), (size_t)len);
+    fclose(f);
+    *n = (size_t)len;
+    return b;
+}
+
+static void compare(const char *stage, const float *got, int64_t rows, int64_t cols, const char *file)
+{
+    omnic__tensor *want = NULL;
+    omnic_err err;
+    if (omnic__npy_read(file, &want, &err) != OMNIC_OK) fail_msg("%s: %s", file, err.msg);
+    assert_int_equal(want->dims[0], rows);
+    assert_int_equal(want->dims[1], cols);
+    double r = max_rel(got, want->data, rows * cols);
+    print_message("%-13s [%lld, %lld]: max difference %.3g of the largest value\n", stage, (long long)rows,
+                  (long long)cols, r);
+    if (!(r <= 1e-4))
+        fail_msg("%s differs from Hugging Face by %.3g (relative to its largest value)", stage, r);
+    omnic__tensor_destroy(want);
+}
+
+static void test_against_hf(void **state)
+{
+    (void)state;
+    omnic_err err;
+    omnic__media_proc p;
+    if (omnic__media_proc_init(&p, g_m, OMNIC_MODALITY_AUDIO, 0, &err) != OMNIC_OK) fail_msg("%s", err.msg);
+    size_t len;
+    uint8_t *wav = read_all(GOLDEN "/clip.wav", &len);
+    omnic__media_item it;
+    if (omnic__media_prepare(&p, wav, len, NULL, NULL, &it, &err) != OMNIC_OK) fail_msg("%s", err.msg);
+    free(wav);
+    assert_int_equal(it.modality, OMNIC_MODALITY_AUDIO);
+    assert_int_equal(it.valid, 228); /* (36800 - 400) / 160 + 1 */
+    assert_int_equal(it.rows, 29);   /* ceil(228 / 8) */
+    assert_true(it.has_key);
+    compare("features", it.input->data, 228, 80, GOLDEN "/features.npy");
+    int64_t rows;
+    assert_int_equal(omnic__media_item_rows(g_m, &it, &rows, &err), OMNIC_OK);
+    assert_int_equal(rows, 29);
+    const omnic__tensor *proj = NULL, *feat = NULL;
+    if (omnic__media_encode(g_m, &it, &proj, &feat, &err) != OMNIC_OK) fail_msg("%s", err.msg);
+    const int64_t H = g_m->dec.cfg.hidden;
+    assert_true(proj->dims[0] >= 29 && proj->dims[1] == H);
+    compare("speech", proj->data, 29, H, GOLDEN "/speech.npy");
+    const omnic__model_media *md = &g_m->media[OMNIC_MODALITY_AUDIO];
+    assert_int_equal(md->n_side, 1);
+    omnic__module *mod;
+    int pi, fi;
+    assert_int_equal(omnic__media_encode_start(g_m, &it, &mod, &pi, &fi, &err), OMNIC_OK);
+    bool done = false;
+    assert_int_equal(omnic__module_run(mod, 0, NULL, &done, &err), OMNIC_OK);
+    assert_true(done);
+    compare("vision_speech", omnic__module_output(mod, md->side_out[0])->data, 29, H, GOLDEN "/vision.npy");
+
+    /* merge: text, the clip, text -> 4 + 29 rows, positions 0.., the clip's speech rows, the
+     * speech adapter asked for; projected holds its speech rows then its vision-speech rows */
+    const int32_t pad = md->placeholder_id;
+    const int32_t logical[6] = {3, 7, pad, 11, 12, 13};
+    float *projected = malloc(sizeof(float) * (size_t)(2 * 29 * H));
+    memcpy(projected, proj->data, sizeof(float) * (size_t)(29 * H));
+    memcpy(projected + 29 * H, omnic__module_output(mod, md->side_out[0])->data,
+           sizeof(float) * (size_t)(29 * H));
+    const omnic__media_item *items[1] = {&it};
+    omnic__prepared_prefill pp;
+    assert_int_equal(omnic__media_merge(g_m, logical, 6, items, 1, projected, &pp, &err), OMNIC_OK);
+    assert_int_equal(pp.n_rows, 5 + 29);
+    assert_int_equal(pp.adapter, OMNIC_ADAPTER_SPEECH);
+    assert_int_equal(pp.pos_mode, OMNIC_POS_1D);
+    assert_int_equal(pp.positions[33], 33);
+    assert_memory_equal(pp.embeds + 2 * H, projected, sizeof(float) * (size_t)(29 * H));
+    float row[64];
+    assert_true(H <= 64);
+    assert_int_equal(omnic__model_embed_tokens(g_m, &logical[3], 1, row, &err), OMNIC_OK);
+    assert_memory_equal(pp.embeds + 31 * H, row, sizeof(float) * (size_t)H);
+    omnic__prepared_prefill_deinit(&pp);
+    /* a clip without its placeholder, and the other way round */
+    const int32_t no_pad[3] = {3, 7, 11};
+    assert_int_equal(omnic__media_merge(g_m, no_pad, 3, items, 1, projected, &pp, &err), OMNIC_E_INVALID);
+    assert_non_null(strstr(err.msg, "0 audio placeholders but 1 clips"));
+    free(projected);
+    omnic__media_item_deinit(&it);
+    omnic__media_proc_deinit(&p);
+}
+
+static void test_prompt_and_capability(void **state)
+{
+    (void)state;
+    omnic_err err;
+    /* <|audio_N|> (Phi4MultimodalProcessor's placeholders) -> the one placeholder token */
+    char path[300];
+    snprintf(path, sizeof path, "%s/m/tokenizer.json", tmp);
+    omnic__tokenizer *tok = NULL;
+    assert_int_equal(omnic__tokenizer_load(path, &tok, &err), OMNIC_OK);
+    const char *text = "<|user|><|audio_1|>Transcribe.<|audio_12|> <|audio_x|><|end|>";
+    char *out = NULL;
+    size_t n = 0;
+    assert_int_equal(omnic__media_expand_prompt(g_m, tok, text, strlen(text), NULL, 0, &out, &n, &err),
+                     OMNIC_OK);
+    assert_non_null(out);
+    assert_string_equal(out, "<|user|><|endoftext11|>Transcribe.<|endoftext11|> <|audio_x|><|end|>");
+    omnic_free(out);
+    omnic__tokenizer_free(tok);
+    /* the encoder runs, but prompts are not served without the speech adapter */
+    assert_false(omnic__model_accepts(g_m, OMNIC_MODALITY_AUDIO));
+    assert_false(omnic__model_accepts(g_m, OMNIC_MODALITY_IMAGE));
+    assert_true(omnic__model_accepts(g_m, OMNIC_MODALITY_TEXT));
+    const char *why = omnic__model_refusal(g_m, OMNIC_MODALITY_AUDIO);
+    assert_non_null(why);
+    assert_non_null(strstr(why, "speech LoRA adapter"));
+}
+
+/* A WAV of n 16-bit samples at rate (silence). */
+static uint8_t *wav_of(int64_t n, int rate, size_t *len)
+{
+    *len = 44 + (size_t)n * 2;
+    uint8_t *b = calloc(1, *len);
+    uint32_t v;
+    memcpy(b, "RIFF", 4);
+    v = (uint32_t)(*len - 8);
+    memcpy(b + 4, &v, 4);
+    memcpy(b + 8, "WAVEfmt ", 8);
+    v = 16;
+    memcpy(b + 16, &v, 4);
+    uint16_t fmt = 1, ch = 1, bits = 16, align = 2;
+    memcpy(b + 20, &fmt, 2);
+    memcpy(b + 22, &ch, 2);
+    v = (uint32_t)rate;
+    memcpy(b + 24, &v, 4);
+    v = (uint32_t)rate * 2;
+    memcpy(b + 28, &v, 4);
+    memcpy(b + 32, &align, 2);
+    memcpy(b + 34, &bits, 2);
+    memcpy(b + 36, "data", 4);
+    v = (uint32_t)(n * 2);
+    memcpy(b + 40, &v, 4);
+    return b;
+}
+
+static void test_refused_clips(void **state)
+{
+    (void)state;
+    omnic_err err;
+    omnic__media_proc p;
+    assert_int_equal(omnic__media_proc_init(&p, g_m, OMNIC_MODALITY_AUDIO, 0, &err), OMNIC_OK);
+    omnic__media_item it;
+    size_t len;
+    uint8_t *b = wav_of(160, 16000, &len); /* 10 ms: shorter than one 25 ms frame */
+    assert_int_equal(omnic__media_prepare(&p, b, len, NULL, NULL, &it, &err), OMNIC_E_INVALID);
+    assert_non_null(strstr(err.msg, "shorter than one 400-sample frame"));
+    assert_null(it.input);
+    free(b);
+    b = wav_of(31 * 16000, 16000, &len); /* over the 30 s clip limit */
+    assert_int_equal(omnic__media_prepare(&p, b, len, NULL, NULL, &it, &err), OMNIC_E_TOO_LARGE);
+    assert_non_null(strstr(err.msg, "lasts 31.000 s"));
+    free(b);
+    b = wav_of(8000, 8000, &len); /* 1 s at 8 kHz: resampled to 16 kHz, 98 frames */
+    assert_int_equal(omnic__media_prepare(&p, b, len, NULL, NULL, &it, &err), OMNIC_OK);
+    assert_int_equal(it.valid, 98);
+    assert_int_equal(it.in_w, 8000);
+    assert_int_equal(it.out_w, 16000);
+    omnic__media_item_deinit(&it);
+    free(b);
+    static const uint8_t png[] = "\x89PNG\r\n\x1a\n....";
+    assert_int_equal(omnic__media_prepare(&p, png, sizeof png, NULL, NULL, &it, &err), OMNIC_E_UNSUPPORTED);
+    omnic__media_proc_deinit(&p);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_against_hf),
+        cmocka_unit_test(test_prompt_and_capability),
+        cmocka_unit_test(test_refused_clips),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
