@@ -2620,6 +2620,8 @@ PHI4MM_AUDIO_TINY = {"hidden": 32, "intermediate": 48, "blocks": 2, "heads": 4, 
 PHI4MM_AUDIO_REAL = {"hidden": 1024, "intermediate": 1536, "blocks": 24, "heads": 16, "channels": 1024,
                      "kernel": 3, "max_distance": 500}
 PHI4MM_SPECIALS = ("<|endoftext10|>", "<|endoftext11|>")
+# (r, lora_alpha) of speech-lora/ and vision-lora/: different ranks (the stacks pad), scale 2 as published
+PHI4MM_LORA = ((8, 16), (4, 8))
 
 
 def phi4mm_audio_weights(a: dict, text_hidden: int) -> List[WeightSpec]:
@@ -2720,6 +2722,28 @@ def main_phi4mm(args) -> int:
     write_json(os.path.join(args.out, "tokenizer_config.json"), tokenizer_config_json(tok))
     write_json(os.path.join(args.out, "preprocessor_config.json"), pre)
     files = write_weights(args.out, specs, args.seed, std, args.dtype, args.shards)
+    if not args.no_adapters:  # speech-lora/ and vision-lora/ as the HF conversion writes them (PEFT)
+        qd = d["heads"] * d["head_dim"]
+        qkv = qd + 2 * d["kv_heads"] * d["head_dim"]
+        H, I = d["hidden"], d["intermediate"]
+        for sub, r, alpha in (("speech-lora", *PHI4MM_LORA[0]), ("vision-lora", *PHI4MM_LORA[1])):
+            ad = os.path.join(args.out, sub)
+            os.makedirs(ad, exist_ok=True)
+            lw = []
+            for layer in range(d["layers"]):
+                for mod, i_, o_ in (("self_attn.qkv_proj", H, qkv), ("self_attn.o_proj", qd, H),
+                                    ("mlp.gate_up_proj", H, 2 * I), ("mlp.down_proj", I, H)):
+                    base = f"base_model.model.model.layers.{layer}.{mod}"
+                    lw += [(base + ".lora_A.weight", (r, i_), "normal", sub + base + "A"),
+                           (base + ".lora_B.weight", (o_, r), "normal*0.5", sub + base + "B")]
+            write_weights(ad, lw, args.seed, std, args.dtype, 1)
+            os.replace(os.path.join(ad, "model.safetensors"), os.path.join(ad, "adapter_model.safetensors"))
+            write_json(os.path.join(ad, "adapter_config.json"), {
+                "peft_type": "LORA", "task_type": "CAUSAL_LM", "r": r, "lora_alpha": alpha, "lora_dropout": 0.0,
+                "bias": "none", "fan_in_fan_out": False, "inference_mode": True, "use_dora": False,
+                "use_rslora": False, "rank_pattern": {}, "alpha_pattern": {}, "modules_to_save": None,
+                "layers_to_transform": None,
+                "target_modules": ["qkv_proj", "o_proj", "gate_up_proj", "down_proj"]})
     nparams = sum(int(np.prod(s[1], dtype=np.int64)) for s in specs)
     nbytes = sum(os.path.getsize(os.path.join(args.out, f)) for f in files)
     print(f"mktiny: phi4mm [{label}] dtype={args.dtype} seed={args.seed} -> {args.out}")
@@ -2759,6 +2783,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     ap.add_argument("--pan-and-scan", type=int, default=0, metavar="MIN_CROP",
                     help="gemma3: preprocessor_config.json with do_pan_and_scan true and this "
                          "pan_and_scan_min_crop_size (max 4 crops, ratio 1.2)")
+    ap.add_argument("--no-adapters", action="store_true",
+                    help="phi4mm: no speech-lora/ and vision-lora/ folders")
     ap.add_argument("--audio-dims", choices=["tiny", "real"], default=None,
                     help="phi4mm: the audio conformer's dims (real: Phi-4-multimodal-instruct's 24 x 1024, for "
                          "omnic bench --audio), independent of --dims")

@@ -145,7 +145,9 @@ typedef enum omnic__op {
      * x16 layouts need N a multiple of 16), ids = src[2] i32 [T, k] in [0, E); a = src[0] f32:
      * [T, K] (ip[1] = 0: row t for every j) or [T * k, K] (ip[1] = 1: row t * k + j). Only the
      * rows routed to an expert read its weights; quantized W quantizes activation rows as matmul
-     * does. ip[2] = 1: batch-invariant (each output row as if computed alone). */
+     * does. ip[2] = 1: batch-invariant (each output row as if computed alone). An id < 0 routes
+     * the row nowhere: its output is zeros and costs nothing (per-row low-rank adapters: rows of
+     * prompts without one). */
     OMNIC_OP_MATMUL_ID,
     /* dst f32 [T, H][t] = sum over j = 0..k-1 in order of w[t, j] * y[t, j, :] (src[0] y f32
      * [T, k, H], src[1] w f32 [T, k]): each product rounded, then added (HF's index_add_). */

@@ -192,7 +192,7 @@ static void usage(FILE *f)
         "                 [--min-p M] [--repeat-penalty R] [--presence-penalty P] [--frequency-penalty F]\n"
         "                 [--seed S] [--stop STR]... [--ctx N] [--threads N] [--backend cpu|ref] [--kv "
         "f16|f32]\n"
-        "                 [--quant q8_0|q4_0] [--chunk N] [--ignore-eos] [--image FILE]... "
+        "                 [--quant q8_0|q4_0] [--chunk N] [--ignore-eos] [--image FILE]... [--audio FILE]... "
         "[--max-image-pixels N]\n"
         "                 [--dump DIR] [--generation-config auto|ignore]\n"
         "       omnic run -m DIR --tokens ID,ID,... [options]\n"
@@ -203,6 +203,7 @@ static void usage(FILE *f)
         "  image models). --raw skips the chat template (the prompt is tokenized as is, with the\n"
         "  tokenizer's special tokens; put the model's image placeholder in it once per --image).\n"
         "  --image (JPEG, PNG, WebP; repeatable) goes before the text of the user message.\n"
+        "  --audio (WAV, FLAC, MP3, Ogg; repeatable) likewise, as <|audio_N|> placeholders.\n"
         "  --max-image-pixels N resizes images to at most N pixels where the processor takes a\n"
         "  pixel bound (below the checkpoint's own max_pixels; a warning says when it did).\n"
         "  --tokens feeds the prompt as token ids, used as given (no template, no BOS; with\n"
@@ -264,7 +265,8 @@ int omnic__cli_run(int argc, char **argv)
     omnic__sampling_params sp = omnic__sampling_defaults();
     const char *dir = NULL, *prompt = NULL, *system = NULL, *dump = NULL, *token_list = NULL;
     const char *stops[OMNIC_MAX_STOPS], *images[OMNIC_MAX_REQUEST_IMAGES];
-    size_t n_stops = 0, n_images = 0;
+    size_t n_stops = 0, n_images = 0, n_audio = 0;
+    const char *audios[OMNIC_MAX_REQUEST_IMAGES];
     int64_t n_predict = 256, max_image_pixels = 0;
     bool raw = false, ignore_eos = false;
     unsigned given = 0; /* OMNIC_GEN_* values the options set (generation_config.json fills the rest) */
@@ -329,6 +331,15 @@ int omnic__cli_run(int argc, char **argv)
         }
         if ((r = omnic__arg_str(argc, argv, &i, NULL, "--quant", &eo.model.quant)) != 0) {
             if (r < 0) return 2;
+            continue;
+        }
+        if ((r = omnic__arg_str(argc, argv, &i, NULL, "--audio", &v)) != 0) {
+            if (r < 0) return 2;
+            if (n_audio == OMNIC_MAX_REQUEST_IMAGES) {
+                fprintf(stderr, "omnic run: at most %d --audio files\n", OMNIC_MAX_REQUEST_IMAGES);
+                return 2;
+            }
+            audios[n_audio++] = v;
             continue;
         }
         if ((r = omnic__arg_str(argc, argv, &i, NULL, "--image", &v)) != 0) {
@@ -432,6 +443,7 @@ int omnic__cli_run(int argc, char **argv)
     int32_t *ids = NULL;
     size_t n_ids = 0;
     char *text = NULL;
+    char *audio_prompt = NULL; /* --audio: the message with <|audio_N|> before its text */
     omnic__media_item items[OMNIC_MAX_REQUEST_IMAGES] = {0};
     const omnic__media_item *item_ptrs[OMNIC_MAX_REQUEST_IMAGES];
     if (n_images) { /* decode + the checkpoint's processor */
@@ -470,6 +482,47 @@ int omnic__cli_run(int argc, char **argv)
         }
         omnic__media_proc_deinit(&prep);
     }
+    if (n_audio && n_images) {
+        fprintf(stderr, "omnic run: --audio with --image: prompts of both are not built yet\n");
+        rc = 2;
+        goto out;
+    }
+    if (n_audio) { /* decode + resample + the checkpoint's feature extractor */
+        omnic__media_proc prep;
+        if (omnic__media_proc_init(&prep, m, OMNIC_MODALITY_AUDIO, 0, &err) != OMNIC_OK) {
+            fprintf(stderr, "omnic run: --audio: %s\n", err.msg);
+            goto out;
+        }
+        for (size_t k = 0; k < n_audio; k++) {
+            char *bytes = NULL;
+            size_t len = 0;
+            item_ptrs[k] = &items[k];
+            if (omnic__read_file(audios[k], OMNIC_MAX_MEDIA_BYTES, &bytes, &len, &err) != OMNIC_OK ||
+                omnic__media_prepare(&prep, (const uint8_t *)bytes, len, NULL, NULL, &items[k], &err) !=
+                    OMNIC_OK) {
+                fprintf(stderr, "omnic run: --audio %s: %s\n", audios[k], err.msg);
+                omnic_free(bytes);
+                omnic__media_proc_deinit(&prep);
+                goto out;
+            }
+            omnic_free(bytes);
+            if (items[k].in_w != items[k].out_w)
+                fprintf(stderr, "omnic run: --audio %s resampled from %lld Hz to %lld Hz\n", audios[k],
+                        (long long)items[k].in_w, (long long)items[k].out_w);
+        }
+        omnic__media_proc_deinit(&prep);
+        if (!token_list && !raw) { /* chat: Phi4MultimodalProcessor placeholders, before the text */
+            size_t n = strlen(prompt) + 16 * n_audio + 1;
+            audio_prompt = omnic_alloc_array(n, 1);
+            if (!audio_prompt) goto out;
+            size_t w = 0;
+            for (size_t k = 0; k < n_audio; k++)
+                w += (size_t)snprintf(audio_prompt + w, n - w, "<|audio_%zu|>", k + 1);
+            snprintf(audio_prompt + w, n - w, "%s", prompt);
+            prompt = audio_prompt;
+        }
+    }
+    const size_t n_items = n_images + n_audio;
     int64_t crops[OMNIC_MAX_REQUEST_IMAGES] = {0}; /* Gemma 3 pan-and-scan: the prompt names them */
     bool any_crops = false;
     for (size_t k = 0; k < n_images && k < OMNIC_MAX_REQUEST_IMAGES; k++)
@@ -501,7 +554,7 @@ int omnic__cli_run(int argc, char **argv)
         goto out;
     }
     int64_t expanded = (int64_t)n_ids, rows = 0;
-    for (size_t k = 0; k < n_images; k++)
+    for (size_t k = 0; k < n_items; k++)
         expanded += omnic__media_item_rows(m, &items[k], &rows, &err) == OMNIC_OK
                         ? omnic__media_item_parts(&items[k]) * (rows - 1)
                         : 0;
@@ -515,12 +568,13 @@ int omnic__cli_run(int argc, char **argv)
         rc = 2;
         goto out;
     }
-    run_state st = {.dump = dump, .prompt = ids, .n_prompt = n_ids, .n_images = n_images, .cap = n_predict};
-    for (size_t k = 0; k < n_images; k++)
+    run_state st = {.dump = dump, .prompt = ids, .n_prompt = n_ids, .n_images = n_items, .cap = n_predict};
+    for (size_t k = 0; k < n_items; k++)
         st.n_parts += omnic__media_item_parts(&items[k]);
-    for (size_t k = 0; dump && k < n_images; k++) {
+    for (size_t k = 0; dump && k < n_items; k++) { /* the encoder's input: pixel_values / input_features */
         char name[48];
-        image_name((int64_t)n_images, "pixel_values", (int64_t)k, name, sizeof name);
+        image_name((int64_t)n_items, n_audio ? "input_features" : "pixel_values", (int64_t)k, name,
+                   sizeof name);
         dump_tensor(&st, name, items[k].input);
     }
     if (dump && n_images && items[0].has_grid) { /* [n_images, 3] (t, h, w) */
@@ -553,7 +607,7 @@ int omnic__cli_run(int argc, char **argv)
                             .on_prefill = dump ? on_prefill : NULL,
                             .on_encode = dump ? on_encode : NULL,
                             .media = item_ptrs,
-                            .n_media = n_images};
+                            .n_media = n_items};
     uint64_t id;
     st.t_submit = omnic__now();
     if (omnic__engine_submit(e, &r, &id, &err) != OMNIC_OK) {
@@ -581,8 +635,9 @@ int omnic__cli_run(int argc, char **argv)
     rc = st.finish == OMNIC_FINISH_ERROR || st.dump_errors ? 1 : 0;
     free(st.generated);
 out:
-    for (size_t k = 0; k < n_images; k++)
+    for (size_t k = 0; k < n_images + n_audio; k++)
         omnic__media_item_deinit(&items[k]);
+    omnic_free(audio_prompt);
     omnic_free(ids);
     omnic_free(text);
     omnic__engine_destroy(e);

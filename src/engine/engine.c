@@ -40,6 +40,8 @@ typedef struct request {
     int64_t proj_rows; /* rows of projected filled */
     int64_t encoded;
     omnic__prepared_prefill pp;                   /* set once every item is encoded (n_rows 0 before) */
+    int adapter;                                  /* the adapter id its rows run with (models/lora.h),
+                                                   * from pp.adapter by the model's mode map; -1 none */
     int64_t media_rows[OMNIC_MAX_REQUEST_IMAGES]; /* rows each item expanded to (cached_tokens) */
     atomic_bool cancel;
     struct request *next; /* queue link */
@@ -85,6 +87,8 @@ struct omnic__engine {
     int32_t *pre_pos;                      /* [embed_rows] prefill positions (x3 for M-RoPE) */
     int32_t *pre_span;  /* [embed_rows, 2] prefill attention spans (models with bidirectional media) */
     int32_t *rope_long; /* [max(embed_rows, n_slots + step_tokens)] LongRoPE table per row */
+    int32_t *adapter;   /* [max(embed_rows, n_slots + step_tokens)] adapter id per row (models with
+                         * adapters) */
     float *dec_emb;     /* [n_slots + step_tokens, hidden] embeddings_decode rows (when planned) */
     pthread_t thread;
     bool thread_started;
@@ -313,9 +317,11 @@ static void prefix_restore(omnic__engine *e, int si)
     s->primed = true;
     const omnic__model *m = e->model;
     const omnic__prepared_prefill *pp = s->req->pp.n_rows ? &s->req->pp : NULL;
+    /* what else decides the rows' K/V: the LongRoPE table and the adapter */
     const int32_t rope_long = m->dec.rope_switch ? omnic__rope_long(&m->dec.cfg, s->pf_len) : 0;
+    const int32_t variant = rope_long + 2 * (s->req->adapter + 1);
     s->n_pkeys =
-        omnic__prefix_cache_keys(e->prefix, pp ? NULL : s->pf_tokens, pp, s->pf_len, rope_long, s->pkeys);
+        omnic__prefix_cache_keys(e->prefix, pp ? NULL : s->pf_tokens, pp, s->pf_len, variant, s->pkeys);
     const int64_t B = omnic__prefix_cache_block(e->prefix), usable = (s->pf_len - 1) / B;
     s->restored =
         omnic__prefix_cache_restore(e->prefix, (const uint8_t(*)[32])s->pkeys, usable, &e->model->kv, si);
@@ -433,7 +439,7 @@ static omnic_status prefill_chunk(omnic__engine *e, int si, omnic_err *err)
     sel.data = e->rope_long; /* LongRoPE: every prompt row is of a forward of the whole prompt (HF) */
     for (int64_t i = 0; m->dec.rope_switch && i < n; i++)
         e->rope_long[i] = omnic__rope_long(&m->dec.cfg, s->pf_len);
-    const omnic__tensor *in[5] = {&rows, &pos};
+    const omnic__tensor *in[6] = {&rows, &pos};
     int n_in = 2;
     omnic__tensor span;
     if (pp && m->embed_mask == OMNIC_MASK_SPANS) { /* attn_span [n, 2]: each row's span in slot rows */
@@ -451,6 +457,15 @@ static omnic_status prefill_chunk(omnic__engine *e, int si, omnic_err *err)
         in[n_in++] = &side;
     }
     if (m->dec.rope_switch) in[n_in++] = &sel;
+    omnic__tensor adt; /* adapters: every row of the slot's prompt with its adapter */
+    if (m->dec.lora) {
+        int64_t da[2] = {n, 1};
+        omnic__tensor_init(&adt, OMNIC_DTYPE_I32, 2, da, err);
+        for (int64_t i = 0; i < n; i++)
+            e->adapter[i] = s->req->adapter;
+        adt.data = e->adapter;
+        in[n_in++] = &adt;
+    }
     omnic__call c = {.n = n,
                      .inputs = in,
                      .n_inputs = n_in,
@@ -561,10 +576,12 @@ static omnic_status encode_next(omnic__engine *e, int si, double budget, omnic_e
     omnic__metrics_observe_media(&e->metrics, OMNIC_MS_MERGE, (int)r->media[0].modality, omnic__now() - t0);
     omnic_free(items);
     OMNIC_TRY(st);
-    if (r->pp.adapter != OMNIC_ADAPTER_NONE)
+    if ((unsigned)r->pp.adapter > OMNIC_ADAPTER_VISION ||
+        (r->pp.adapter != OMNIC_ADAPTER_NONE && m->adapter_of[r->pp.adapter] < 0))
         return OMNIC_FAIL(err, OMNIC_E_UNSUPPORTED,
-                          "the prompt needs adapter mode %d, which this engine does not run yet",
-                          (int)r->pp.adapter);
+                          "the prompt needs the %s adapter, which this model has not loaded",
+                          r->pp.adapter == OMNIC_ADAPTER_SPEECH ? "speech" : "vision");
+    r->adapter = r->pp.adapter == OMNIC_ADAPTER_NONE ? -1 : m->adapter_of[r->pp.adapter];
     if (r->pp.n_side != (int)m->dec.cfg.n_deepstack)
         return OMNIC_FAIL(err, OMNIC_E_INTERNAL, "the prompt has %d side input blocks, the model takes %lld",
                           r->pp.n_side, (long long)m->dec.cfg.n_deepstack);
@@ -701,9 +718,17 @@ static void decode_run(omnic__engine *e, int n_dec, int pf, int64_t pf_rows)
     for (int64_t b = 0; m->dec.rope_switch && b < n; b++)
         e->rope_long[b] =
             omnic__rope_long(&m->dec.cfg, b < n_dec ? m->kv.len[e->dec_rows[b]] + 1 : e->slots[pf].pf_len);
-    const omnic__tensor *in[3] = {&tok, &pos, &sel};
-    omnic__call c = {
-        .n = n, .inputs = in, .n_inputs = m->dec.rope_switch ? 3 : 2, .kv = &m->kv, .row_slots = e->dec_rows};
+    omnic__tensor adt; /* adapters: each row with its slot's */
+    int64_t da[2] = {n, 1};
+    omnic__tensor_init(&adt, OMNIC_DTYPE_I32, 2, da, &err);
+    adt.data = e->adapter;
+    for (int64_t b = 0; m->dec.lora && b < n; b++)
+        e->adapter[b] = e->slots[e->dec_rows[b]].req->adapter;
+    const omnic__tensor *in[4] = {&tok, &pos};
+    int n_in = 2;
+    if (m->dec.rope_switch) in[n_in++] = &sel;
+    if (m->dec.lora) in[n_in++] = &adt;
+    omnic__call c = {.n = n, .inputs = in, .n_inputs = n_in, .kv = &m->kv, .row_slots = e->dec_rows};
     if (omnic__module_call(mod, &c, &err) != OMNIC_OK) {
         for (int b = 0; b < n_dec; b++)
             finish(e, e->dec_rows[b], OMNIC_FINISH_ERROR, err.msg);
@@ -1026,10 +1051,11 @@ omnic_status omnic__engine_create(const char *dir, const omnic__engine_opts *opt
     e->pre_pos = omnic_alloc_array(3 * pre_rows, sizeof *e->pre_pos);
     e->pre_span = omnic_alloc_array(2 * pre_rows, sizeof *e->pre_span);
     e->rope_long = omnic_alloc_array(pre_rows > step_rows ? pre_rows : step_rows, sizeof *e->rope_long);
+    e->adapter = omnic_alloc_array(pre_rows > step_rows ? pre_rows : step_rows, sizeof *e->adapter);
     if (e->model->embed_decode.finalized)
         e->dec_emb = omnic_alloc_array(step_rows * (size_t)e->model->dec.cfg.hidden, sizeof *e->dec_emb);
     if (!e->slots || !e->dec_tok || !e->dec_pos || !e->dec_rows || !e->pre_pos || !e->pre_span ||
-        !e->rope_long || (e->model->embed_decode.finalized && !e->dec_emb)) {
+        !e->rope_long || !e->adapter || (e->model->embed_decode.finalized && !e->dec_emb)) {
         s = OMNIC_FAIL(err, OMNIC_E_NOMEM, "out of memory for %d slots", e->n_slots);
         goto fail;
     }
@@ -1116,6 +1142,7 @@ void omnic__engine_destroy(omnic__engine *e)
     omnic_free(e->dec_pos);
     omnic_free(e->dec_rows);
     omnic_free(e->pre_pos);
+    omnic_free(e->adapter);
     omnic_free(e->pre_span);
     omnic_free(e->rope_long);
     omnic_free(e->dec_emb);
@@ -1243,6 +1270,7 @@ omnic_status omnic__engine_submit(omnic__engine *e, const omnic__gen_request *r,
     }
     q = omnic_alloc_array(1, sizeof *q);
     if (!q || !(q->prompt = omnic_alloc_array(r->n_prompt, sizeof *q->prompt))) goto nomem;
+    q->adapter = -1; /* token prompts: none; a media prompt's merge says which */
     if (r->n_media) {
         size_t parts = 0; /* one item per placeholder: panned-and-scanned images split into theirs */
         for (size_t i = 0; i < r->n_media; i++)

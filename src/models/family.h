@@ -7,6 +7,8 @@
 #include "models/text_decoder.h"
 #include "models/vision.h"
 
+struct omnic__model;
+
 typedef struct omnic__family {
     const char *name;               /* "llama" */
     const char *const *model_types; /* NULL-terminated config.json model_type values */
@@ -19,6 +21,10 @@ typedef struct omnic__family {
                                  omnic__vision_config *out, omnic_err *err);
     /* Media input by modality (models/media.h); NULL: the family does not take it. */
     const omnic__media_ops *media[OMNIC_MODALITY_COUNT];
+    /* (optional) Loads the checkpoint's low-rank adapters into m->dec.lora and sets
+     * m->adapter_of (the adapter each prompt mode runs with), after the decoder's weights and
+     * before its modules are built; a checkpoint without adapters is not an error. */
+    omnic_status (*load_adapters)(struct omnic__model *m, omnic_err *err);
 } omnic__family;
 
 extern const omnic__family omnic__family_llama;

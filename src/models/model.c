@@ -4,6 +4,7 @@
 
 #include "core/threadpool.h"
 #include "io/json.h"
+#include "models/lora.h"
 #include "models/model.h"
 #include "models/quantize.h"
 #include "runtime/bundle.h"
@@ -38,6 +39,19 @@ static omnic_status compute_identity(omnic__model *m, omnic_err *err)
     for (int k = 0; k < OMNIC_MODALITY_COUNT; k++)
         if (m->media[k].ops && m->media[k].state)
             m->media[k].ops->identity(m, modules, sizeof modules, buckets, sizeof buckets);
+    char adapters[256] = ""; /* name:r:alpha per adapter, the stacks' rank and dtype, mode -> adapter */
+    const omnic__lora *lo = m->dec.lora;
+    for (int a = 0; lo && a < lo->n; a++) {
+        size_t u = strlen(adapters);
+        snprintf(adapters + u, sizeof adapters - u, "%s%s:r%lld:a%g", a ? ";" : "", lo->names[a],
+                 (long long)lo->ranks[a], lo->alphas[a]);
+    }
+    if (lo) {
+        size_t u = strlen(adapters);
+        snprintf(adapters + u, sizeof adapters - u, ";stack=r%lld,%s;modes=%d,%d,%d", (long long)lo->rank,
+                 omnic_dtype_name(lo->layers[0].a_qkv->dtype), m->adapter_of[0], m->adapter_of[1],
+                 m->adapter_of[2]);
+    }
     static const char *const mask_names[] = {"causal", "causal+bias", "bias", "causal+spans"};
     omnic__bundle_desc d = {
         .arch_config = arch,
@@ -51,6 +65,7 @@ static omnic_status compute_identity(omnic__model *m, omnic_err *err)
         .kv_layout = "pool[slots*cap,n_kv,head_dim]",
         .kv_dtype = m->kv_dtype,
         .modules = modules,
+        .adapters = adapters,
     };
     omnic__bundle_identity(&d, m->identity);
 out:
@@ -92,6 +107,9 @@ omnic_status omnic__model_open(const char *dir, const omnic__model_opts *opts, o
     if ((s = omnic__family_find(m->ckpt->config, &m->family, err)) != OMNIC_OK) goto fail;
     if ((s = m->family->parse_config(m->ckpt->config, "config.json", &cfg, err)) != OMNIC_OK) goto fail;
     if ((s = omnic__text_decoder_load(&m->dec, &cfg, m->ckpt->weights, err)) != OMNIC_OK) goto fail;
+    for (int i = 0; i < 3; i++)
+        m->adapter_of[i] = -1;
+    if (m->family->load_adapters && (s = m->family->load_adapters(m, err)) != OMNIC_OK) goto fail;
     m->capacity = opts && opts->ctx > 0 ? opts->ctx : (cfg.max_pos < 4096 ? cfg.max_pos : 4096);
     /* LongRoPE: rows switch to the long factors past original_max_position_embeddings */
     m->dec.rope_switch = cfg.rope_type == OMNIC_ROPE_LONGROPE && m->capacity > cfg.rope_original_max_pos;

@@ -75,6 +75,9 @@ typedef struct omnic__model {
      * rows, so mixed steps carry a prepared (media) prompt's rows beside the decode rows (then
      * text.head); not finalized otherwise */
     omnic__module embed_decode;
+    /* The adapter id (models/lora.h, m->dec.lora) each prompt mode runs with
+     * (mm/prepared.h omnic__adapter_mode); -1: the model has none for that mode. */
+    int adapter_of[3];
     /* Media input, one entry per modality (models/media.h): the family's table and its
      * encoder state; ops NULL when the model does not take that modality. */
     omnic__model_media media[OMNIC_MODALITY_COUNT];

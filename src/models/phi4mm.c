@@ -4,13 +4,19 @@
  * model.* (lm_head tied unless present), and the audio encoder and its projections under
  * model.embed_tokens_extend.audio_embed.* (models/phi4mm_audio.h, the audio table in
  * models/phi4mm_media.c). Absent keys take Phi4MultimodalConfig's defaults (transformers 4.57 /
- * 5.2 configuration_phi4_multimodal.py). Not built yet, each refused by name where it would
- * matter: the vision tower (image input), the original remote-code layout (model_type phi4mm),
- * and the LoRA adapters the audio and image modes run with (a prompt that needs them is refused
- * by the engine). */
+ * 5.2 configuration_phi4_multimodal.py). The LoRA adapters the audio and image modes run with
+ * come from the checkpoint's speech-lora/ and vision-lora/ folders (PEFT format, models/lora.h),
+ * as the HF conversion writes them; audio prompts are served only when speech-lora/ loaded. Not
+ * built yet, each refused by name where it would matter: the vision tower (image input) and the
+ * original remote-code layout (model_type phi4mm, adapters inside the base weights). */
+#include <stdio.h>
+#include <sys/stat.h>
+
 #include "io/json.h"
 #include "models/config_keys.h"
 #include "models/family.h"
+#include "models/lora.h"
+#include "models/model.h"
 
 static const omnic__text_defaults defaults = {
     .family = "phi4_multimodal",
@@ -44,8 +50,36 @@ static omnic_status parse(const json_t *cfg, const char *what, omnic__text_confi
     return omnic__phi3_layout(cfg, what, out, err);
 }
 
+/* speech-lora/ and vision-lora/ beside the weights: the speech adapter for audio-only prompts,
+ * the vision one for prompts with an image (Phi4MMForCausalLM's InputMode rule). */
+static omnic_status load_adapters(omnic__model *m, omnic_err *err)
+{
+    static const struct {
+        const char *dir, *name;
+        omnic__adapter_mode mode;
+    } sets[] = {{"speech-lora", "speech", OMNIC_ADAPTER_SPEECH},
+                {"vision-lora", "vision", OMNIC_ADAPTER_VISION}};
+    char paths[2][4096];
+    const char *dirs[2], *names[2];
+    omnic__adapter_mode modes[2];
+    int n = 0;
+    for (int i = 0; i < 2; i++) {
+        struct stat sb;
+        snprintf(paths[n], sizeof paths[n], "%s/%s", m->ckpt->dir, sets[i].dir);
+        if (stat(paths[n], &sb) != 0 || !S_ISDIR(sb.st_mode)) continue;
+        dirs[n] = paths[n], names[n] = sets[i].name, modes[n] = sets[i].mode;
+        n++;
+    }
+    if (!n) return OMNIC_OK;
+    OMNIC_TRY(omnic__lora_load(&m->dec, dirs, names, n, &m->dec.lora, err));
+    for (int i = 0; i < n; i++)
+        m->adapter_of[modes[i]] = i;
+    return OMNIC_OK;
+}
+
 static const char *const types[] = {"phi4_multimodal", NULL};
 const omnic__family omnic__family_phi4mm = {.name = "phi4_multimodal",
                                             .model_types = types,
                                             .parse_config = parse,
-                                            .media = {[OMNIC_MODALITY_AUDIO] = &omnic__media_phi4mm_audio}};
+                                            .media = {[OMNIC_MODALITY_AUDIO] = &omnic__media_phi4mm_audio},
+                                            .load_adapters = load_adapters};

@@ -89,12 +89,14 @@ static bool p4a_ready(const omnic__model *m)
     return a && a->m.finalized;
 }
 
-/* Served only with the speech and vision LoRA adapters Phi-4-multimodal's audio prompts run
- * with (never without them: fluent but different text), which omnic does not load yet. */
+/* Served only with the speech LoRA adapter audio-only prompts run with (never without it: the
+ * text would be fluent but not the model's). */
 static const char *p4a_unserved(const omnic__model *m)
 {
-    (void)m;
-    return "Phi-4-multimodal runs audio prompts with its speech LoRA adapter, which omnic does not run yet";
+    return m->adapter_of[OMNIC_ADAPTER_SPEECH] >= 0 ? NULL
+                                                    : "Phi-4-multimodal runs audio prompts with its speech "
+                                                      "LoRA adapter, and the checkpoint has no "
+                                                      "speech-lora/ folder";
 }
 
 /* ---- processor: Phi4MultimodalFeatureExtractor ------------------------------------------------ */
@@ -428,10 +430,11 @@ static void p4a_describe(const omnic__model *m, FILE *f)
         f,
         "audio:      Phi-4-multimodal conformer, %lld blocks of %lld (%lld heads), NeMo subsampling x%lld "
         "(%lld channels), T5 bias distance %lld, up to %g s per clip (audio token %d); speech and "
-        "vision-speech projections to %lld; not served: %s\n",
+        "vision-speech projections to %lld%s%s\n",
         (long long)c->n_blocks, (long long)c->hidden, (long long)c->n_heads, (long long)c->time_reduction,
         (long long)c->conv_channels, (long long)c->max_distance, OMNIC_MAX_AUDIO_SECONDS,
-        m->media[OMNIC_MODALITY_AUDIO].placeholder_id, (long long)c->text_hidden, p4a_unserved(m));
+        m->media[OMNIC_MODALITY_AUDIO].placeholder_id, (long long)c->text_hidden,
+        p4a_unserved(m) ? "; not served: " : "", p4a_unserved(m) ? p4a_unserved(m) : "");
     omnic__module_print(&a->m, f);
 }
 

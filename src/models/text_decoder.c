@@ -6,6 +6,7 @@
 #include "core/dtype.h"
 #include "io/json.h"
 #include "models/altup_decoder.h"
+#include "models/lora.h"
 #include "models/text_decoder.h"
 #include "models/weights.h"
 
@@ -628,6 +629,8 @@ fail:
 
 void omnic__text_decoder_deinit(omnic__text_decoder *d)
 {
+    omnic__lora_free(d->lora);
+    d->lora = NULL;
     for (int64_t l = 0; d->layers && l < d->cfg.n_layers; l++) {
         omnic__tensor_destroy(d->layers[l].bq);
         omnic__tensor_destroy(d->layers[l].bk);
@@ -730,6 +733,24 @@ static omnic_status finish(const omnic__text_decoder *d, omnic__graph *g, omnic_
     return omnic__graph_status(g, err);
 }
 
+/* The adapters' delta on a target's output for every row: B_id (A_id x) ([T, out]; zero rows
+ * for id -1), the A product shared by the targets that read the same input (qkv: ta). */
+static omnic__tensor *lora_a(omnic__graph *g, const omnic__lora *l, omnic__tensor *x, const omnic__tensor *A,
+                             omnic__tensor *ids)
+{
+    const int64_t T = g->capacity, d2[2] = {T, l->rank};
+    return omnic__g_reshape(g, omnic__g_matmul_id(g, x, omnic__g_weight(g, A), ids, l->rank, false), 2, d2);
+}
+
+static omnic__tensor *lora_b(omnic__graph *g, omnic__tensor *y, omnic__tensor *ta, const omnic__tensor *B,
+                             omnic__tensor *ids, int64_t out)
+{
+    const int64_t T = g->capacity, d2[2] = {T, out};
+    omnic__tensor *dl =
+        omnic__g_reshape(g, omnic__g_matmul_id(g, ta, omnic__g_weight(g, B), ids, out, true), 2, d2);
+    return omnic__g_add(g, y, dl);
+}
+
 static omnic_status build_body(const omnic__text_decoder *d, omnic__graph *g, omnic__tensor *x,
                                omnic__tensor *ids, omnic__tensor *pos, omnic__tensor *bias,
                                omnic__tensor *span, omnic__tensor *deepstack, bool causal,
@@ -748,8 +769,13 @@ static omnic_status build_body(const omnic__text_decoder *d, omnic__graph *g, om
     omnic__tensor *rope_sel =
         d->rope_switch ? omnic__g_input(g, "rope_long", OMNIC_DTYPE_I32, 1, rows, OMNIC_VAR_T) : NULL;
     omnic__tensor *rope_two = rope_sel ? omnic__g_weight(g, d->rope_two) : NULL;
+    /* adapters: each row's id (-1: none), the last input */
+    const omnic__lora *lo = d->lora;
+    int64_t ad[2] = {T, 1};
+    omnic__tensor *aid = lo ? omnic__g_input(g, "adapter", OMNIC_DTYPE_I32, 2, ad, OMNIC_VAR_T) : NULL;
     for (int64_t l = 0; l < c->n_layers; l++) {
         const omnic__text_decoder_layer *L = &d->layers[l];
+        const omnic__lora_layer *A = lo ? &lo->layers[l] : NULL;
         const bool sliding = c->layer_sliding[l] != 0;
         omnic__tensor *h = norm(g, d, x, &L->attn_norm);
         omnic__tensor *q =
@@ -758,6 +784,12 @@ static omnic_status build_body(const omnic__text_decoder *d, omnic__graph *g, om
             omnic__g_matmul(g, h, omnic__g_weight(g, &L->wk), L->bk ? omnic__g_weight(g, L->bk) : NULL);
         omnic__tensor *v =
             omnic__g_matmul(g, h, omnic__g_weight(g, &L->wv), L->bv ? omnic__g_weight(g, L->bv) : NULL);
+        if (A) {
+            omnic__tensor *ta = lora_a(g, lo, h, A->a_qkv, aid);
+            q = lora_b(g, q, ta, A->b_q, aid, c->n_heads * hd);
+            k = lora_b(g, k, ta, A->b_k, aid, c->n_kv_heads * hd);
+            v = lora_b(g, v, ta, A->b_v, aid, c->n_kv_heads * hd);
+        }
         int64_t qs[3] = {T, c->n_heads, hd}, ks[3] = {T, c->n_kv_heads, hd};
         q = omnic__g_reshape(g, q, 3, qs);
         k = omnic__g_reshape(g, k, 3, ks);
@@ -791,8 +823,10 @@ static omnic_status build_body(const omnic__text_decoder *d, omnic__graph *g, om
                                 : omnic__g_attention(g, q, kc, vc, kvi, bias, kvb, c->attn_scale, causal,
                                                      window, c->attn_softcap);
         int64_t flat[2] = {T, c->n_heads * hd};
-        omnic__tensor *o = omnic__g_matmul(g, omnic__g_reshape(g, a, 2, flat), omnic__g_weight(g, &L->wo),
-                                           L->bo ? omnic__g_weight(g, L->bo) : NULL);
+        omnic__tensor *ao = omnic__g_reshape(g, a, 2, flat);
+        omnic__tensor *o =
+            omnic__g_matmul(g, ao, omnic__g_weight(g, &L->wo), L->bo ? omnic__g_weight(g, L->bo) : NULL);
+        if (A) o = lora_b(g, o, lora_a(g, lo, ao, A->a_o, aid), A->b_o, aid, c->hidden);
         if (c->sandwich_norms) o = norm(g, d, o, &L->post_attn_norm);
         x = omnic__g_add(g, x, o);
         h = norm(g, d, x, &L->mlp_norm);
@@ -820,9 +854,15 @@ static omnic_status build_body(const omnic__text_decoder *d, omnic__graph *g, om
         } else {
             omnic__tensor *gate = omnic__g_matmul(g, h, omnic__g_weight(g, &L->w_gate), NULL);
             omnic__tensor *up = omnic__g_matmul(g, h, omnic__g_weight(g, &L->w_up), NULL);
+            if (A) {
+                omnic__tensor *ta = lora_a(g, lo, h, A->a_gu, aid);
+                gate = lora_b(g, gate, ta, A->b_gate, aid, c->intermediate);
+                up = lora_b(g, up, ta, A->b_up, aid, c->intermediate);
+            }
             omnic__tensor *act = c->act == OMNIC_ACT_SILU ? omnic__g_glu(g, OMNIC_OP_SWIGLU, gate, up, 0)
                                                           : omnic__g_glu(g, OMNIC_OP_GEGLU, gate, up, 1);
             down = omnic__g_matmul(g, act, omnic__g_weight(g, &L->w_down), NULL);
+            if (A) down = lora_b(g, down, lora_a(g, lo, act, A->a_down, aid), A->b_down, aid, c->hidden);
         }
         if (c->sandwich_norms) down = norm(g, d, down, &L->post_mlp_norm);
         x = omnic__g_add(g, x, down);

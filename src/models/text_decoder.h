@@ -129,8 +129,12 @@ typedef struct omnic__text_decoder {
      * from an extra last input "rope_long" i32 [n] (0 short, 1 long; omnic__rope_long says
      * which), as HF switches per forward. */
     bool rope_switch;
-    omnic__tensor *rope_local;   /* owned f32 [n_rot/2]: sliding layers, or NULL */
-    struct omnic__altup *altup;  /* owned: Gemma 3n's extra weights (cfg.altup > 0), else NULL */
+    omnic__tensor *rope_local;  /* owned f32 [n_rot/2]: sliding layers, or NULL */
+    struct omnic__altup *altup; /* owned: Gemma 3n's extra weights (cfg.altup > 0), else NULL */
+    /* owned: low-rank adapters (models/lora.h), or NULL. Set before modules are built: every
+     * text module then takes one more last input "adapter" i32 [n, 1], each row's adapter id
+     * (-1: none; the caller keeps ids below lora->n). */
+    struct omnic__lora *lora;
     omnic__weight_copies copies; /* aligned copies of weights the file left misaligned */
     omnic__tensor **qweights;    /* owned: linear weights quantized at load (models/quantize.h) */
     size_t n_qweights;

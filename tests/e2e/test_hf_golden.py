@@ -38,7 +38,7 @@ def stage_order(name):
             return (6, int(name[len(prefix):]), sub)
     if base == "hidden":
         return (6, 0, 2)
-    rank = {"tokens": 0, "pixel_values": 1, "image_grid_thw": 2, "vision_features": 3, "projected": 3.5,
+    rank = {"tokens": 0, "pixel_values": 1, "input_features": 1, "image_grid_thw": 2, "vision_features": 3, "projected": 3.5,
             "positions": 4, "attn_mask_full": 4.2, "attn_mask_sliding": 4.4, "inputs_embeds": 5,
             "prefill_logits": 7, "generated": 8}
     if base not in rank:
@@ -111,6 +111,8 @@ def run_case(case, tmp, cache):
     sfx = [""] if n_img == 1 else [f"_{i}" for i in range(n_img)]
     need = ["tokens", "positions", "inputs_embeds", "hidden_l0", "prefill_logits", "generated"]
     need += [f"{s}{x}" for x in sfx if n_img for s in ("pixel_values", "vision_features", "projected")]
+    audios = meta.get("audios") or []
+    need += ["input_features", "projected"] if audios else []
     missing = [n for n in need if n not in meta["stages"]]
     if missing:  # a golden that lost a stage would otherwise pass silently
         return [f"{case}: golden lacks stages {missing}"], 0
@@ -122,6 +124,8 @@ def run_case(case, tmp, cache):
                 "--kv", "f32", "--ignore-eos", "--backend", backend, "--dump", dump]
         for im in meta["images"]:
             args += ["--image", os.path.join(ROOT, im)]
+        for au in audios:
+            args += ["--audio", os.path.join(ROOT, au)]
         r = subprocess.run(args, capture_output=True, text=True)
         if r.returncode != 0:
             fails.append(f"{case} ({backend}): omnic run exit {r.returncode}: {r.stderr[-600:]}")
@@ -158,7 +162,8 @@ def main():
             for m in (("text",) if "_" not in f or f in ("gemma3_text", "gemma3n_text", "gemma3n", "qwen3_moe") else ("text", "1img", "2img"))]
     want += [f"phi3-{d}-{m}" for d in ("f32", "bf16") for m in ("long", "cross")]
     want += [f"gemma3_pas-{d}-2img" for d in ("f32", "bf16")]  # pan-and-scan: two crops per image
-    want += [f"phi4mm-{d}-text" for d in ("f32", "bf16")]  # Phi-4-multimodal (HF conversion), text prompts
+    # Phi-4-multimodal (HF conversion): text prompts, and a clip with the speech LoRA adapter
+    want += [f"phi4mm-{d}-{m}" for d in ("f32", "bf16") for m in ("text", "audio")]
     absent = sorted(set(want) - set(cases)) if not only else []
     if absent:
         print(f"FAIL: golden cases missing under {GOLDEN}: {absent}")

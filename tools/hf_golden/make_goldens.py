@@ -139,6 +139,9 @@ def prompt_ids(fam, kind, model_dir, n_images, mode):
     elif kind == "phi4mm":
         f = mktiny.FAMILIES["phi3"]
         tok = mktiny.train_tokenizer(f.tokenizer, extra_specials=tuple(f.extra_specials) + mktiny.PHI4MM_SPECIALS)
+        if mode == "audio":  # one clip: its placeholder between text (merge positions)
+            text = "Listen: <|endoftext11|>\nSay it."  # 29 audio rows + 16 tokens stay under 64 (LongRoPE)
+            return text, mktiny.encode(tok, text, add_special_tokens=True), cfg
     elif kind == "llava":
         text = cfg["text_config"]["model_type"]
         f = mktiny.FAMILIES[text]
@@ -291,11 +294,43 @@ def run_case(name, fam, kind, dtype, n_images, mode, tmp, image_paths, only):
         for t in ids:  # omnic's logical prompt, each placeholder expanded: must be HF's ids
             want += [t] * n_rows if t == image_id else [t]
         assert want == hf_ids, f"{name}: logical prompt expands to {want}, the processor's text gives {hf_ids}"
+    caps = {}
+    audio_files = []
+    if kind == "phi4mm" and mode == "audio":
+        # the clip as libsndfile reads it (16-bit PCM / 32768), HF's feature extractor, the placeholder
+        # expanded to audio_embed_sizes rows; the speech LoRA adapter on every forward (hooks: PEFT's
+        # base(x) + lora_B(lora_A(x)) * alpha / r; HF's Phi4MultimodalForCausalLM has no routing)
+        import wave
+        wav = os.path.join(GOLDEN, "phi4mm_audio", "model", "clip.wav")
+        audio_files = [wav]
+        with wave.open(wav) as w:
+            samples = np.frombuffer(w.readframes(w.getnframes()), "<i2").astype(np.float32) / np.float32(32768)
+        fe = transformers.Phi4MultimodalFeatureExtractor.from_pretrained(model_dir)
+        feats = fe(samples, sampling_rate=16000, return_tensors="pt")
+        inputs["audio_input_features"] = feats["audio_input_features"]
+        inputs["audio_embed_sizes"] = feats["audio_embed_sizes"]
+        stages["input_features"] = f32(feats["audio_input_features"][0])
+        audio_id, rows = cfg["audio_config"]["audio_token_id"], int(feats["audio_embed_sizes"][0])
+        hf_ids = []
+        for t in ids:
+            hf_ids += [t] * rows if t == audio_id else [t]
+        model.model.embed_tokens_extend.audio_embed.encoder.config._attn_implementation = "eager"
+        from safetensors.torch import load_file
+        ad = os.path.join(model_dir, "speech-lora")
+        lw = load_file(os.path.join(ad, "adapter_model.safetensors"))
+        ac = json.load(open(os.path.join(ad, "adapter_config.json")))
+        scale = ac["lora_alpha"] / ac["r"]
+        for li, layer in enumerate(model.model.layers):
+            for mod_name, mod in (("self_attn.qkv_proj", layer.self_attn.qkv_proj), ("self_attn.o_proj", layer.self_attn.o_proj),
+                                  ("mlp.gate_up_proj", layer.mlp.gate_up_proj), ("mlp.down_proj", layer.mlp.down_proj)):
+                base = f"base_model.model.model.layers.{li}.{mod_name}"
+                A = lw[base + ".lora_A.weight"].to(torch.float32)
+                B = lw[base + ".lora_B.weight"].to(torch.float32)
+                mod.register_forward_hook(lambda m, a, o, A=A, B=B: o + ((a[0] @ A.T) @ B.T) * scale)
     input_ids = torch.tensor([hf_ids], dtype=torch.long)
     attn = torch.ones_like(input_ids)
 
     # hooks: decoder input, layer outputs, vision features and projector/merger output
-    caps = {}
     hooks = []
     layers = text_layers(model, kind)
 
@@ -363,6 +398,10 @@ def run_case(name, fam, kind, dtype, n_images, mode, tmp, image_paths, only):
             stages[f"experts_l{li}"] = caps[f"experts_l{li}"].reshape(T, -1).numpy().astype(np.int32)
     logits = res.logits[0]
     stages["prefill_logits"] = f32(logits[-1:])
+    if kind == "phi4mm" and mode == "audio":  # the clip's rows in the decoder input
+        audio_id = cfg["audio_config"]["audio_token_id"]
+        where = [i for i, t in enumerate(hf_ids) if t == audio_id]
+        stages["projected"] = stages["inputs_embeds"][where[0]:where[-1] + 1]
     sfx = (lambda i: "") if n_images == 1 else (lambda i: f"_{i}")
     if kind == "gemma3" and n_images:
         vf, pj = f32(caps["vf"]), f32(caps["proj"])  # [n, patches, C], [n, rows, H]: every encoder input
@@ -485,6 +524,7 @@ def run_case(name, fam, kind, dtype, n_images, mode, tmp, image_paths, only):
         "prompt_ids": ids,
         "input_ids_hf": hf_ids,
         "images": [os.path.relpath(p, ROOT) for p in image_paths[:n_images]],
+        "audios": [os.path.relpath(p, ROOT) for p in audio_files],
         "image_processor": proc_name,
         "image_processor_note": ("HF's slow (PIL) Qwen2VLImageProcessor: the test sets the scratch checkpoint's "
                                  "image_processor_type to Qwen2VLImageProcessorPil so omnic takes the same PIL path "
@@ -523,6 +563,8 @@ def main():
                     modes = [("2img", 2)]
                 if fam == "phi3":
                     modes += [(m, 0) for m in PHI3_PROMPTS]
+                if fam == "phi4mm":
+                    modes += [("audio", 0)]
                 for mode, n_images in modes:
                     name = f"{fam}-{dtype}-{mode}"
                     if args.only and args.only not in name:

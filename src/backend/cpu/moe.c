@@ -6,7 +6,8 @@
  * that has rows: a task's rows, chunk and kernel call are the same whatever nth is, so results
  * are bit-identical across thread counts; with ip[2] (batch-invariant) the matmul kernel takes
  * its row-independent path, so a row's result does not depend on the other rows routed with it.
- * Experts with no rows are never touched (no weight read, no compute). */
+ * Experts with no rows are never touched (no weight read, no compute); rows with a negative id
+ * are zeros. */
 #include <math.h>
 #include <string.h>
 
@@ -130,6 +131,10 @@ void omnic__cpu_matmul_id(const omnic__node *n, int ith, int nth, void *wdata)
     float *tbuf = (float *)((char *)slot + omnic__cpu_walign((size_t)T * sizeof(int64_t)));
     void *sw = (char *)tbuf + omnic__cpu_walign((size_t)(T * MOE_CHUNK) * sizeof(float));
     float *D = n->dst->data;
+    int64_t r0, r1; /* rows routed nowhere (id < 0): zeros, by the thread that owns them */
+    omnic__split_rows(T * k, ith, nth, &r0, &r1);
+    for (int64_t r = r0; r < r1; r++)
+        if (id[r] < 0) memset(D + r * N, 0, (size_t)N * sizeof(float));
     int64_t task0 = 0; /* tasks are numbered across experts so threads share every expert's */
     for (int64_t e = 0; e < E; e++) {
         int64_t R = 0;

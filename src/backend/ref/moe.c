@@ -91,6 +91,11 @@ void omnic__ref_matmul_id(const omnic__node *n, int ith, int nth, void *wdata)
     for (int64_t r = lo; r < hi; r++) {
         const float *x = (const float *)a->data + (per_slot ? r : r / k) * K;
         const int64_t e = ((const int32_t *)ids->data)[r];
+        if (e < 0) { /* routed nowhere */
+            for (int64_t c = 0; c < N; c++)
+                D[r * N + c] = 0.0f;
+            continue;
+        }
         if (quant) omnic__quantize_act_q8(x, (int8_t *)act, (float *)(act + K), K);
         for (int64_t c = 0; c < N; c++) {
             double acc = 0;
