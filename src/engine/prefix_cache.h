@@ -35,8 +35,9 @@ void omnic__prefix_cache_destroy(omnic__prefix_cache *c);
 int64_t omnic__prefix_cache_block(const omnic__prefix_cache *c);
 
 /* The keys of the whole blocks of a prompt of n rows: tokens (n ids), or pp (an embeddings
- * prompt: its rows, positions and spans; tokens NULL); rope_long: the LongRoPE table its rows
- * use (0 without LongRoPE). keys: room for n / block keys. Returns how many it wrote. */
+ * prompt: its rows, positions and spans; tokens NULL); rope_long: whatever else decides the
+ * rows' K/V (the engine passes the LongRoPE table + 2 * (the adapter id + 1)). keys: room for
+ * n / block keys. Returns how many it wrote. */
 int64_t omnic__prefix_cache_keys(const omnic__prefix_cache *c, const int32_t *tokens,
                                  const omnic__prepared_prefill *pp, int64_t n, int32_t rope_long,
                                  uint8_t (*keys)[32]);

@@ -19,7 +19,9 @@
 
 #include "core/sync.h"
 #include "engine/engine.h"
+#include "engine/media.h"
 #include "engine/media_memo.h"
+#include "engine/modality.h"
 #include "engine/prefix_cache.h"
 #include "models/clip_media.h"
 #include "models/media.h"
@@ -167,8 +169,10 @@ static int setup(void **state)
         "%s/mrope/config.json && " PY
         " tools/mktiny.py --family qwen2_vl --dtype f32 --out %s/qvl >/dev/null && " PY
         " tools/mktiny.py --family qwen3_vl --dtype f32 --out %s/q3vl >/dev/null && " PY
-        " tools/mktiny.py --family qwen3_vl_moe --dtype f32 --out %s/q3vlm >/dev/null",
-        dir, dir, dir, dir, dir, dir, dir, dir, dir, dir, dir);
+        " tools/mktiny.py --family qwen3_vl_moe --dtype f32 --out %s/q3vlm >/dev/null && " PY
+        " tools/mktiny.py --family phi4mm --dtype f32 --out %s/p4mm >/dev/null && " PY
+        " tools/mktiny.py --family phi4mm --dtype f32 --no-adapters --out %s/p4mm0 >/dev/null",
+        dir, dir, dir, dir, dir, dir, dir, dir, dir, dir, dir, dir, dir);
     return system(cmd) == 0 ? 0 : -1;
 }
 
@@ -442,6 +446,130 @@ static void test_images_mixed_batch(void **state)
     omnic__engine_destroy(e);
     for (int i = 0; i < N; i++)
         omnic__media_item_deinit(&ir[i].item);
+}
+
+/* A 16 kHz 16-bit mono WAV of n samples: two tones that depend on k (malloc'd). */
+static uint8_t *wav_bytes(int64_t n, int k, size_t *len)
+{
+    *len = 44 + (size_t)n * 2;
+    uint8_t *b = calloc(1, *len);
+    const uint32_t riff = (uint32_t)(*len - 8), fmt_len = 16, rate = 16000, bps = 32000,
+                   data = (uint32_t)(n * 2);
+    const uint16_t pcm = 1, ch = 1, align = 2, bits = 16;
+    memcpy(b, "RIFF", 4), memcpy(b + 4, &riff, 4), memcpy(b + 8, "WAVEfmt ", 8), memcpy(b + 16, &fmt_len, 4);
+    memcpy(b + 20, &pcm, 2), memcpy(b + 22, &ch, 2), memcpy(b + 24, &rate, 4), memcpy(b + 28, &bps, 4);
+    memcpy(b + 32, &align, 2), memcpy(b + 34, &bits, 2), memcpy(b + 36, "data", 4), memcpy(b + 40, &data, 4);
+    for (int64_t i = 0; i < n; i++) {
+        double v =
+            0.3 * sin(2 * M_PI * (150 + 40 * k) * i / 16000.0) + 0.1 * sin(2 * M_PI * 1234 * i / 16000.0);
+        int16_t q = (int16_t)lrint(v * 32767);
+        memcpy(b + 44 + i * 2, &q, 2);
+    }
+    return b;
+}
+
+/* Phi-4-multimodal with its speech and vision LoRA adapters (mktiny phi4mm): audio prompts (the
+ * speech adapter) and text prompts (none) interleaved on 4 slots give the tokens each gives alone,
+ * with and without mixed steps; the 1-slot runs alternate audio and text on one slot, so a text
+ * request that follows an audio one runs without its adapter: its tokens equal those of the same
+ * checkpoint without adapter folders. A cancelled audio request frees its slot. */
+static void test_adapters_mixed_batch(void **state)
+{
+    (void)state;
+    char p4mm[160], p4mm0[160];
+    snprintf(p4mm, sizeof p4mm, "%s/p4mm", dir);
+    snprintf(p4mm0, sizeof p4mm0, "%s/p4mm0", dir);
+    enum { N = 6 };
+    static sink alone[N], together[N], plain[N], alone_m[N], together_m[N];
+    omnic__engine *e1 = engine_at(p4mm, 1, 8, 0);
+    const omnic__model *m = omnic__engine_model(e1);
+    assert_true(omnic__model_accepts(m, OMNIC_MODALITY_AUDIO));
+    omnic__media_proc prep;
+    omnic_err err;
+    assert_int_equal(omnic__media_proc_init(&prep, m, OMNIC_MODALITY_AUDIO, 0, &err), OMNIC_OK);
+    static omnic__media_item items[N];
+    static const omnic__media_item *mp[N][1];
+    static int32_t prompts[N][16];
+    omnic__gen_request rs[N];
+    const int32_t pad = omnic__media_placeholder(m, OMNIC_MODALITY_AUDIO);
+    for (int i = 0; i < N; i++) {
+        if (i % 2) {
+            rs[i] = req(PROMPTS[i], 6, 10, NULL);
+            continue;
+        }
+        size_t len;
+        uint8_t *w = wav_bytes(8000 + 1600 * i, i, &len); /* 0.5 s .. 0.9 s */
+        assert_int_equal(omnic__media_prepare(&prep, w, len, NULL, NULL, &items[i], &err), OMNIC_OK);
+        free(w);
+        int n = 0;
+        for (int j = 0; j < 4; j++)
+            prompts[i][n++] = (int32_t)(20 + j * 9 + i);
+        prompts[i][n++] = pad;
+        for (int j = 0; j < 3; j++)
+            prompts[i][n++] = (int32_t)(300 + j * 5 + i);
+        mp[i][0] = &items[i];
+        rs[i] = req(prompts[i], (size_t)n, 10, NULL);
+        rs[i].media = mp[i], rs[i].n_media = 1;
+    }
+    omnic__media_proc_deinit(&prep);
+    for (int i = 0; i < N; i++) {
+        sink_init(&alone[i]);
+        rs[i].cb_ctx = &alone[i];
+        run_one(e1, rs[i], &alone[i]);
+        assert_int_equal(alone[i].finish, OMNIC_FINISH_LENGTH);
+    }
+    omnic__engine_destroy(e1);
+    /* text after audio on one slot == the checkpoint without adapters */
+    omnic__engine *e0 = engine_at(p4mm0, 1, 8, 0);
+    for (int i = 1; i < N; i += 2) {
+        sink_init(&plain[i]);
+        rs[i].cb_ctx = &plain[i];
+        run_one(e0, rs[i], &plain[i]);
+        assert_int_equal(plain[i].n_tokens, alone[i].n_tokens);
+        assert_memory_equal(plain[i].tokens, alone[i].tokens, sizeof(int32_t) * (size_t)alone[i].n_tokens);
+    }
+    /* without the adapter folders an audio prompt is refused by name */
+    uint64_t id;
+    assert_int_equal(omnic__engine_submit(e0, &rs[0], &id, &err), OMNIC_E_UNSUPPORTED);
+    assert_non_null(strstr(err.msg, "speech LoRA adapter"));
+    omnic__engine_destroy(e0);
+    omnic__engine *e = engine_at(p4mm, 4, 16, 0);
+    for (int i = 0; i < N; i++) {
+        sink_init(&together[i]);
+        rs[i].cb_ctx = &together[i];
+        assert_int_equal(omnic__engine_submit(e, &rs[i], &id, &err), OMNIC_OK);
+    }
+    expect_same_tokens(together, alone, N);
+    /* cancel an audio request right after submitting it: its slot comes back */
+    sink c;
+    sink_init(&c);
+    omnic__gen_request rc = rs[0];
+    rc.cb_ctx = &c;
+    assert_int_equal(omnic__engine_submit(e, &rc, &id, &err), OMNIC_OK);
+    omnic__engine_cancel(e, id);
+    sink_wait(&c);
+    omnic__metrics snap;
+    omnic__metrics_snapshot(omnic__engine_metrics(e), &snap);
+    assert_int_equal(snap.slots_busy, 0);
+    omnic__engine_destroy(e);
+    /* mixed steps: prompt rows of both kinds ride in decode calls beside adapter and plain rows */
+    e1 = engine_at(p4mm, 1, 8, 8);
+    for (int i = 0; i < N; i++) {
+        sink_init(&alone_m[i]);
+        rs[i].cb_ctx = &alone_m[i];
+        run_one(e1, rs[i], &alone_m[i]);
+    }
+    omnic__engine_destroy(e1);
+    e = engine_at(p4mm, 4, 16, 8);
+    for (int i = 0; i < N; i++) {
+        sink_init(&together_m[i]);
+        rs[i].cb_ctx = &together_m[i];
+        assert_int_equal(omnic__engine_submit(e, &rs[i], &id, &err), OMNIC_OK);
+    }
+    expect_same_tokens(together_m, alone_m, N);
+    omnic__engine_destroy(e);
+    for (int i = 0; i < N; i++)
+        omnic__media_item_deinit(&items[i]);
 }
 
 /* An M-RoPE decoder (qwen2 + rope_scaling mrope) generates from text exactly what the 1-D
@@ -1103,13 +1231,17 @@ static void test_prefix_keys(void **state)
     int32_t t1[12] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}, t2[12];
     memcpy(t2, t1, sizeof t1);
     t2[1] = 99; /* differs in block 0 only */
-    uint8_t ka[3][32], kb[3][32], ka2[3][32], kc[3][32], kl[3][32];
+    uint8_t ka[3][32], kb[3][32], ka2[3][32], kc[3][32], kl[3][32], kad[3][32];
     assert_int_equal(omnic__prefix_cache_keys(a, t1, NULL, 12, 0, ka), 3);
     assert_int_equal(omnic__prefix_cache_keys(b, t1, NULL, 12, 0, kb), 3);
     assert_int_equal(omnic__prefix_cache_keys(a2, t1, NULL, 11, 0, ka2), 2); /* whole blocks only */
     assert_int_equal(omnic__prefix_cache_keys(a, t2, NULL, 12, 0, kc), 3);
     assert_int_equal(omnic__prefix_cache_keys(a, t1, NULL, 12, 1, kl), 3); /* the LongRoPE table */
+    /* the adapter the rows ran with (the engine's variant: rope_long + 2 * (adapter + 1)) */
+    assert_int_equal(omnic__prefix_cache_keys(a, t1, NULL, 12, 2, kad), 3);
     for (int i = 0; i < 3; i++) {
+        assert_memory_not_equal(ka[i], kad[i], 32);
+        assert_memory_not_equal(kl[i], kad[i], 32);
         assert_memory_not_equal(ka[i], kb[i], 32);
         assert_memory_not_equal(ka[i], kc[i], 32); /* the chain carries block 0's change */
         assert_memory_not_equal(ka[i], kl[i], 32);
@@ -1151,6 +1283,7 @@ int main(void)
         cmocka_unit_test(test_mixed_steps_equal_alone),
         cmocka_unit_test(test_longrope_replay_batched),
         cmocka_unit_test(test_images_mixed_batch),
+        cmocka_unit_test(test_adapters_mixed_batch),
         cmocka_unit_test(test_mrope_engine),
         cmocka_unit_test(test_qwen2vl_batch),
         cmocka_unit_test(test_cancel),

@@ -4,8 +4,9 @@
  * decoded and turned into features by omnic equals HF's Phi4MultimodalFeatureExtractor output, and
  * its speech / vision-speech rows (audio.encode) equal the checkpoint's
  * Phi4MultimodalAudioEmbedding in both modes. Then the merge (placeholders expanded, the speech
- * adapter asked for), the <|audio_N|> prompt rewrite, the capability predicate (audio is not
- * served without the LoRA adapters) and refused clips. */
+ * adapter asked for), the <|audio_N|> prompt rewrite, the capability predicate (audio is served
+ * with the speech LoRA adapter, refused by name without it), adapter folders that do not load,
+ * and refused clips. */
 #include <string.h>
 
 #include "model_testutil.h"
@@ -28,6 +29,7 @@ static int setup(void **state)
     snprintf(tmp, sizeof tmp, "/tmp/omnic-p4mm-XXXXXX");
     if (!mkdtemp(tmp)) return -1;
     sh(PY " tools/mktiny.py --family phi4mm --dtype f32 --seed 0 --out %s/m >/dev/null", tmp);
+    sh(PY " tools/mktiny.py --family phi4mm --dtype f32 --seed 0 --no-adapters --out %s/m0 >/dev/null", tmp);
     char dir[300];
     snprintf(dir, sizeof dir, "%s/m", tmp);
     omnic__model_opts o = {.backend = "cpu", .threads = 2, .slots = 1};
@@ -157,13 +159,25 @@ static void test_prompt_and_capability(void **state)
     assert_string_equal(out, "<|user|><|endoftext11|>Transcribe.<|endoftext11|> <|audio_x|><|end|>");
     omnic_free(out);
     omnic__tokenizer_free(tok);
-    /* the encoder runs, but prompts are not served without the speech adapter */
-    assert_false(omnic__model_accepts(g_m, OMNIC_MODALITY_AUDIO));
+    /* served with the speech adapter; without speech-lora/ the encoder runs but prompts are refused */
+    assert_true(omnic__model_accepts(g_m, OMNIC_MODALITY_AUDIO));
     assert_false(omnic__model_accepts(g_m, OMNIC_MODALITY_IMAGE));
     assert_true(omnic__model_accepts(g_m, OMNIC_MODALITY_TEXT));
-    const char *why = omnic__model_refusal(g_m, OMNIC_MODALITY_AUDIO);
+    assert_null(omnic__model_refusal(g_m, OMNIC_MODALITY_AUDIO));
+    assert_int_equal(g_m->adapter_of[OMNIC_ADAPTER_SPEECH], 0);
+    assert_int_equal(g_m->adapter_of[OMNIC_ADAPTER_VISION], 1);
+    assert_int_equal(g_m->adapter_of[OMNIC_ADAPTER_NONE], -1);
+    char dir[300];
+    snprintf(dir, sizeof dir, "%s/m0", tmp);
+    omnic__model_opts o = {.backend = "cpu", .threads = 1, .slots = 1};
+    omnic__model *m0 = NULL;
+    assert_int_equal(omnic__model_open(dir, &o, &m0, &err), OMNIC_OK);
+    assert_false(omnic__model_accepts(m0, OMNIC_MODALITY_AUDIO));
+    const char *why = omnic__model_refusal(m0, OMNIC_MODALITY_AUDIO);
     assert_non_null(why);
     assert_non_null(strstr(why, "speech LoRA adapter"));
+    assert_null(m0->dec.lora);
+    omnic__model_close(m0);
 }
 
 /* A WAV of n 16-bit samples at rate (silence). */
@@ -191,6 +205,45 @@ static uint8_t *wav_of(int64_t n, int rate, size_t *len)
     v = (uint32_t)(n * 2);
     memcpy(b + 40, &v, 4);
     return b;
+}
+
+/* Adapter folders that do not load: each a load error naming the file and the problem. */
+static void test_bad_adapters(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *edit, *msg;
+    } cases[] = {
+        /* the rank config.json declares differs from the tensors' */
+        {"sed -i 's/\"r\": 8/\"r\": 4/' %s/b/speech-lora/adapter_config.json", "do not fit r 4"},
+        /* lora_alpha / r not a power of 2 */
+        {"sed -i 's/\"lora_alpha\": 16/\"lora_alpha\": 12/' %s/b/speech-lora/adapter_config.json",
+         "is not a power of 2"},
+        /* a setting that changes the numbers */
+        {"sed -i 's/\"use_dora\": false/\"use_dora\": true/' %s/b/vision-lora/adapter_config.json",
+         "use_dora"},
+        /* the last tensor of the file dropped: one half of a pair missing */
+        {PY " -c \"import json,struct,sys;p=sys.argv[1];b=open(p,'rb').read();n=struct.unpack('<Q',b[:8])[0];"
+            "h=json.loads(b[8:8+n]);k=max((k for k in h if k!='__metadata__'),key=lambda "
+            "k:h[k]['data_offsets'][1]);"
+            "e=h.pop(k)['data_offsets'][0];j=json.dumps(h).encode();j+=b' '*(-len(j)%%8);"
+            "open(p,'wb').write(struct.pack('<Q',len(j))+j+b[8+n:8+n+e])\" "
+            "%s/b/speech-lora/adapter_model.safetensors",
+         "half"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        sh("rm -rf %s/b && cp -r %s/m %s/b", tmp, tmp, tmp);
+        sh(cases[i].edit, tmp);
+        char dir[300];
+        snprintf(dir, sizeof dir, "%s/b", tmp);
+        omnic__model_opts o = {.backend = "cpu", .threads = 1, .slots = 1};
+        omnic__model *m = NULL;
+        omnic_err err;
+        omnic_status rc = omnic__model_open(dir, &o, &m, &err);
+        if (rc == OMNIC_OK || !strstr(err.msg, cases[i].msg))
+            fail_msg("case %zu: want \"%s\", got %s \"%s\"", i, cases[i].msg, omnic_status_name(rc), err.msg);
+        assert_null(m);
+    }
 }
 
 static void test_refused_clips(void **state)
@@ -227,6 +280,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_against_hf),
         cmocka_unit_test(test_prompt_and_capability),
+        cmocka_unit_test(test_bad_adapters),
         cmocka_unit_test(test_refused_clips),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
