@@ -96,14 +96,15 @@ omnic_status omnic__base64_decode(const char *src, size_t len, uint8_t *dst, siz
     return OMNIC_OK;
 }
 
-static const char *const allowed_mimes[] = {"image/jpeg", "image/png", "image/webp"};
-
-omnic_status omnic__data_url_decode(const char *url, size_t len, size_t max_bytes, uint8_t **out,
-                                    size_t *out_len, omnic__image_format *format, omnic_err *err)
+/* The header and payload of a data URL: the lower-cased MIME type into mime[64] and the
+ * decoded bytes (returns owned *out, *n > 0), the size checked against max_bytes from the
+ * encoded length before anything is allocated. */
+static omnic_status decode_payload(const char *url, size_t len, size_t max_bytes, char mime[64],
+                                   uint8_t **out, size_t *out_n, omnic_err *err)
 {
     if (max_bytes == 0) max_bytes = OMNIC_MAX_MEDIA_BYTES;
     if (!omnic__is_data_url(url, len))
-        return OMNIC_FAIL(err, OMNIC_E_INVALID, "image URL is not a data: URL");
+        return OMNIC_FAIL(err, OMNIC_E_INVALID, "media URL is not a data: URL");
     const char *p = url + 5, *end = url + len;
     const char *comma = memchr(p, ',', (size_t)(end - p));
     if (!comma) return OMNIC_FAIL(err, OMNIC_E_INVALID, "data URL: no ',' before the payload");
@@ -114,8 +115,7 @@ omnic_status omnic__data_url_decode(const char *url, size_t len, size_t max_byte
     if (comma - p < 7 || !prefix_ci(comma - 7, 7, ";base64"))
         return OMNIC_FAIL(err, OMNIC_E_INVALID,
                           "data URL: only base64 payloads are accepted (header must end in ';base64')");
-    char mime[64];
-    if (mime_len == 0 || mime_len >= sizeof mime)
+    if (mime_len == 0 || mime_len >= 64)
         return OMNIC_FAIL(err, OMNIC_E_INVALID, "data URL: MIME type is %s",
                           mime_len ? "too long" : "missing");
     for (size_t i = 0; i < mime_len; i++) {
@@ -123,14 +123,6 @@ omnic_status omnic__data_url_decode(const char *url, size_t len, size_t max_byte
         mime[i] = (char)(c < 0x20 || c >= 0x7F ? '?' : tolower(c));
     }
     mime[mime_len] = 0;
-    size_t m = 0, nm = sizeof allowed_mimes / sizeof allowed_mimes[0];
-    while (m < nm && strcmp(mime, allowed_mimes[m]) != 0)
-        m++;
-    if (m == nm)
-        return OMNIC_FAIL(err, OMNIC_E_INVALID,
-                          "data URL: MIME type '%s' is not accepted (image/jpeg, image/png, image/webp)",
-                          mime);
-
     const char *b64 = comma + 1;
     size_t b64_len = (size_t)(end - b64);
     if (b64_len == 0) return OMNIC_FAIL(err, OMNIC_E_INVALID, "data URL: empty payload");
@@ -155,6 +147,71 @@ omnic_status omnic__data_url_decode(const char *url, size_t len, size_t max_byte
     rc = omnic__base64_decode(b64, b64_len, buf, &n, err);
     if (rc != OMNIC_OK) {
         omnic__err_prefix(err, "data URL payload");
+        omnic_free(buf);
+        return rc;
+    }
+    *out = buf;
+    *out_n = n;
+    return OMNIC_OK;
+}
+
+/* Audio MIME types and the container each names. */
+static const struct {
+    const char *mime;
+    omnic__audio_format f;
+} audio_mimes[] = {{"audio/wav", OMNIC__AUDIO_WAV},   {"audio/x-wav", OMNIC__AUDIO_WAV},
+                   {"audio/wave", OMNIC__AUDIO_WAV},  {"audio/vnd.wave", OMNIC__AUDIO_WAV},
+                   {"audio/flac", OMNIC__AUDIO_FLAC}, {"audio/x-flac", OMNIC__AUDIO_FLAC},
+                   {"audio/mpeg", OMNIC__AUDIO_MP3},  {"audio/mp3", OMNIC__AUDIO_MP3},
+                   {"audio/ogg", OMNIC__AUDIO_OGG},   {"application/ogg", OMNIC__AUDIO_OGG}};
+
+omnic_status omnic__data_url_decode_audio(const char *url, size_t len, size_t max_bytes, uint8_t **out,
+                                          size_t *out_len, omnic_err *err)
+{
+    char mime[64];
+    uint8_t *buf = NULL;
+    size_t n = 0;
+    OMNIC_TRY(decode_payload(url, len, max_bytes, mime, &buf, &n, err));
+    size_t m = 0, nm = sizeof audio_mimes / sizeof audio_mimes[0];
+    while (m < nm && strcmp(mime, audio_mimes[m].mime) != 0)
+        m++;
+    omnic__audio_format f = omnic__audio_sniff(buf, n);
+    omnic_status rc = OMNIC_OK;
+    if (m == nm)
+        rc = OMNIC_FAIL(
+            err, OMNIC_E_INVALID,
+            "data URL: MIME type '%s' is not accepted (audio/wav, audio/flac, audio/mpeg, audio/ogg)", mime);
+    else if (f != audio_mimes[m].f)
+        rc = OMNIC_FAIL(err, OMNIC_E_INVALID, "data URL: declared %s but the payload is %s", mime,
+                        f == OMNIC__AUDIO_UNKNOWN ? "not a recognised audio file"
+                                                  : omnic__audio_format_name(f));
+    if (rc != OMNIC_OK) {
+        omnic_free(buf);
+        return rc;
+    }
+    *out = buf;
+    *out_len = n;
+    return OMNIC_OK;
+}
+
+static const char *const allowed_mimes[] = {"image/jpeg", "image/png", "image/webp"};
+
+omnic_status omnic__data_url_decode(const char *url, size_t len, size_t max_bytes, uint8_t **out,
+                                    size_t *out_len, omnic__image_format *format, omnic_err *err)
+{
+    if (!omnic__is_data_url(url, len))
+        return OMNIC_FAIL(err, OMNIC_E_INVALID, "image URL is not a data: URL");
+    char mime[64];
+    uint8_t *buf = NULL;
+    size_t n = 0;
+    OMNIC_TRY(decode_payload(url, len, max_bytes, mime, &buf, &n, err));
+    size_t m = 0, nm = sizeof allowed_mimes / sizeof allowed_mimes[0];
+    while (m < nm && strcmp(mime, allowed_mimes[m]) != 0)
+        m++;
+    omnic_status rc;
+    if (m == nm) {
+        rc = OMNIC_FAIL(err, OMNIC_E_INVALID,
+                        "data URL: MIME type '%s' is not accepted (image/jpeg, image/png, image/webp)", mime);
         goto fail;
     }
     omnic__image_format f = omnic__image_sniff(buf, n);

@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "core/err.h"
+#include "mm/audio.h"
 #include "mm/image.h"
 
 /* True when url[0..len) starts with "data:" (case-insensitive). */
@@ -26,6 +27,13 @@ bool omnic__is_data_url(const char *url, size_t len);
  * untouched on failure. */
 omnic_status omnic__data_url_decode(const char *url, size_t len, size_t max_bytes, uint8_t **out,
                                     size_t *out_len, omnic__image_format *format, omnic_err *err);
+
+/* The same for audio: the MIME type must be audio/wav (x-wav, wave, vnd.wave), audio/flac
+ * (x-flac), audio/mpeg (mp3) or audio/ogg (application/ogg) and name the container sniffed from
+ * the payload (mm/audio.h). Errors as omnic__data_url_decode's (E_INVALID for a MIME type / payload
+ * mismatch, naming both). */
+omnic_status omnic__data_url_decode_audio(const char *url, size_t len, size_t max_bytes, uint8_t **out,
+                                          size_t *out_len, omnic_err *err);
 
 /* Strict RFC 4648 base64 (standard alphabet, '=' padding required, no whitespace, zero unused
  * bits) of src[0..len) into dst (borrowed, at least len / 4 * 3 bytes); *dst_len gets the byte

@@ -175,12 +175,31 @@ out:
     return s;
 }
 
+static omnic_status fetch(const char *url, size_t len, const char *media_dir,
+                          const omnic__remote_media *remote, size_t max_bytes, bool audio, uint8_t **out,
+                          size_t *out_len, omnic_err *err);
+
 omnic_status omnic__media_fetch(const char *url, size_t len, const char *media_dir,
                                 const omnic__remote_media *remote, size_t max_bytes, uint8_t **out,
                                 size_t *out_len, omnic_err *err)
 {
+    return fetch(url, len, media_dir, remote, max_bytes, false, out, out_len, err);
+}
+
+omnic_status omnic__media_fetch_audio(const char *url, size_t len, const char *media_dir,
+                                      const omnic__remote_media *remote, size_t max_bytes, uint8_t **out,
+                                      size_t *out_len, omnic_err *err)
+{
+    return fetch(url, len, media_dir, remote, max_bytes, true, out, out_len, err);
+}
+
+static omnic_status fetch(const char *url, size_t len, const char *media_dir,
+                          const omnic__remote_media *remote, size_t max_bytes, bool audio, uint8_t **out,
+                          size_t *out_len, omnic_err *err)
+{
     if (omnic__is_data_url(url, len))
-        return omnic__data_url_decode(url, len, max_bytes, out, out_len, NULL, err);
+        return audio ? omnic__data_url_decode_audio(url, len, max_bytes, out, out_len, err)
+                     : omnic__data_url_decode(url, len, max_bytes, out, out_len, NULL, err);
     if (has_prefix(url, len, "http://") || has_prefix(url, len, "https://")) {
         if (remote && remote->n_hosts) return fetch_remote(url, len, remote, max_bytes, out, out_len, err);
         return OMNIC_FAIL(

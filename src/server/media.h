@@ -39,5 +39,10 @@ omnic_status omnic__media_global_init(omnic_err *err);
 omnic_status omnic__media_fetch(const char *url, size_t len, const char *media_dir,
                                 const omnic__remote_media *remote, size_t max_bytes, uint8_t **out,
                                 size_t *out_len, omnic_err *err);
+/* The same for an audio part's URL: a data: URL must carry an audio MIME type
+ * (omnic__data_url_decode_audio); files and fetches as above. */
+omnic_status omnic__media_fetch_audio(const char *url, size_t len, const char *media_dir,
+                                      const omnic__remote_media *remote, size_t max_bytes, uint8_t **out,
+                                      size_t *out_len, omnic_err *err);
 
 #endif

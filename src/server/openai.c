@@ -164,10 +164,58 @@ static omnic_status image_part_url(const json_t *part, const char *p, const json
     return OMNIC_OK;
 }
 
+/* The media URL of an audio part: {"type": "input_audio", "input_audio": {"data": base64, "format":
+ * "wav" | "mp3" | "flac" | "ogg"}} as a data: URL of that type (owned), or {"type": "audio_url",
+ * "audio_url": {"url": U} | U} as given. */
+static omnic_status audio_part_url(const json_t *part, const char *t, const char *p, json_t **url,
+                                   omnic__api_error *e)
+{
+    char q[160];
+    if (!strcmp(t, "audio_url")) {
+        const json_t *au = json_object_get(part, "audio_url");
+        snprintf(q, sizeof q, "%s.audio_url", p);
+        if (json_is_object(au)) {
+            snprintf(q, sizeof q, "%s.audio_url.url", p);
+            au = json_object_get(au, "url");
+        }
+        if (!au) return BAD(e, q, "Missing required parameter: '%s'", q);
+        if (!json_is_string(au)) return BADTYPE(e, q, "a string", au);
+        *url = json_stringn_nocheck(json_string_value(au), json_string_length(au));
+        return *url ? OMNIC_OK : omnic__api_fail(e, 503, NULL, NULL, NULL, "out of memory");
+    }
+    const json_t *ia = json_object_get(part, "input_audio");
+    snprintf(q, sizeof q, "%s.input_audio", p);
+    if (!ia) return BAD(e, q, "Missing required parameter: '%s'", q);
+    if (!json_is_object(ia)) return BADTYPE(e, q, "an object", ia);
+    const json_t *data = json_object_get(ia, "data"), *fmt = json_object_get(ia, "format");
+    snprintf(q, sizeof q, "%s.input_audio.data", p);
+    if (!data) return BAD(e, q, "Missing required parameter: '%s'", q);
+    if (!json_is_string(data)) return BADTYPE(e, q, "a string", data);
+    snprintf(q, sizeof q, "%s.input_audio.format", p);
+    if (!fmt) return BAD(e, q, "Missing required parameter: '%s'", q);
+    if (!json_is_string(fmt)) return BADTYPE(e, q, "a string", fmt);
+    static const char *const fmts[][2] = {
+        {"wav", "audio/wav"}, {"mp3", "audio/mpeg"}, {"flac", "audio/flac"}, {"ogg", "audio/ogg"}};
+    const char *mime = NULL;
+    for (size_t i = 0; i < sizeof fmts / sizeof fmts[0]; i++)
+        if (!strcmp(json_string_value(fmt), fmts[i][0])) mime = fmts[i][1];
+    if (!mime)
+        return BAD(e, q, "Invalid '%s': '%.32s' is not a supported audio format (wav, mp3, flac, ogg)", q,
+                   json_string_value(fmt));
+    omnic__buf b = {0};
+    omnic__buf_printf(&b, "data:%s;base64,", mime);
+    omnic__buf_put(&b, json_string_value(data), json_string_length(data));
+    *url = b.oom ? NULL : json_stringn_nocheck(b.p, b.len);
+    omnic__buf_free(&b);
+    return *url ? OMNIC_OK : omnic__api_fail(e, 503, NULL, NULL, NULL, "out of memory");
+}
+
 /* Normalizes one content value (a string or an array of parts) into an owned JSON value for
  * the chat template: a string when it has text only (parts joined by newlines), else an array
  * of {"type": "text", "text"} and {"type": "image"} parts in order, each image's URL appended
- * to images (owned array, created on the first image). */
+ * to images (owned array, created on the first media part; audio parts are {"url", "param",
+ * "kind": "audio"} there, and <|audio_N|> in the text, N counting the request's clips, as
+ * Phi4MultimodalProcessor's prompts write them). */
 static omnic_status content_value(const json_t *c, const char *where, json_t **images, json_t **out,
                                   omnic__api_error *e)
 {
@@ -180,7 +228,7 @@ static omnic_status content_value(const json_t *c, const char *where, json_t **i
     if (!json_is_array(c)) return BADTYPE(e, p, "a string or an array of content parts", c);
     omnic__buf b = {0};
     json_t *parts = json_array();
-    bool has_image = false, oom = !parts;
+    bool has_image = false, oom = !parts, after_audio = false;
     omnic_status st = OMNIC_OK;
     for (size_t j = 0; j < json_array_size(c) && st == OMNIC_OK && !oom; j++) {
         const json_t *part = json_array_get(c, j);
@@ -203,7 +251,8 @@ static omnic_status content_value(const json_t *c, const char *where, json_t **i
                 st = BADTYPE(e, p, "a string", txt);
                 break;
             }
-            if (b.len) omnic__buf_put(&b, "\n", 1);
+            if (b.len && !after_audio) omnic__buf_put(&b, "\n", 1);
+            after_audio = false;
             omnic__buf_put(&b, json_string_value(txt), json_string_length(txt));
             oom =
                 json_array_append_new(parts, json_pack("{s:s, s:s%}", "type", "text", "text",
@@ -225,10 +274,32 @@ static omnic_status content_value(const json_t *c, const char *where, json_t **i
             has_image = true;
             continue;
         }
-        if (!strcmp(t, "input_audio") || !strcmp(t, "audio_url") || !strcmp(t, "video_url") ||
-            !strcmp(t, "file")) {
+        if (!strcmp(t, "input_audio") || !strcmp(t, "audio_url")) {
+            json_t *url = NULL;
+            if ((st = audio_part_url(part, t, p, &url, e)) != OMNIC_OK) break;
+            if (!*images && !(*images = json_array())) oom = true;
+            size_t k = *images ? json_array_size(*images) : 0, clips = 0;
+            for (size_t i = 0; i < k; i++)
+                clips += json_object_get(json_array_get(*images, i), "kind") != NULL;
+            if (k >= OMNIC_MAX_REQUEST_IMAGES) {
+                json_decref(url);
+                st = BAD(e, p, "Invalid '%s': more than %d media parts in one request", p,
+                         OMNIC_MAX_REQUEST_IMAGES);
+                break;
+            }
+            char ph[32];
+            int n = snprintf(ph, sizeof ph, "<|audio_%zu|>", clips + 1);
+            omnic__buf_put(&b, ph, (size_t)n);
+            after_audio = true;
+            oom = oom ||
+                  json_array_append_new(
+                      *images, json_pack("{s:o, s:s, s:s}", "url", url, "param", p, "kind", "audio")) != 0 ||
+                  json_array_append_new(parts, json_pack("{s:s, s:s}", "type", "text", "text", ph)) != 0;
+            continue;
+        }
+        if (!strcmp(t, "video_url") || !strcmp(t, "file")) {
             st = UNSUPPORTED(e, p, "This model does not accept '%s' content (its input modalities: %s)", t,
-                             "text and image at most");
+                             "text, image and audio at most");
             break;
         }
         st = BAD(e, p, "Invalid '%s.type': '%.64s' is not a known content part type", p, t);

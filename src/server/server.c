@@ -125,7 +125,9 @@ struct omnic__server {
     /* images (when the model takes them) */
     omnic__media_proc prep; /* the model's image processor (with --max-image-pixels) */
     bool images_ok;
-    omnic__job_pool *media;   /* the media stage's workers (images_ok) */
+    omnic__media_proc prep_audio; /* the model's audio processor (feature extractor) */
+    bool audio_ok;
+    omnic__job_pool *media;   /* the media stage's workers (images_ok or audio_ok) */
     char media_dir[PATH_MAX]; /* resolved --media-dir, "" when none */
 };
 
@@ -336,6 +338,7 @@ struct work {
     size_t *n_ids;
     omnic__media_item *media; /* [n_media] owned: the request's preprocessed images */
     size_t n_media, n_images;
+    bool audio;                           /* the media parts are audio clips (else images) */
     const omnic__media_item **media_ptrs; /* [n_media] pointers into media */
     omnic__media_proc proc;               /* the server's processor with the request's kwargs (owned) */
     bool have_proc;
@@ -1121,9 +1124,10 @@ static void media_run(omnic__job *job)
         const int mod = (int)w->proc.ops->modality;
         if (w->img_st == OMNIC_OK) {
             double tf = omnic__now();
-            w->img_st = omnic__media_fetch(json_string_value(u), json_string_length(u),
-                                           s->media_dir[0] ? s->media_dir : NULL, &s->o.remote,
-                                           OMNIC_MAX_MEDIA_BYTES, &bytes, &len, &w->img_err);
+            const bool audio = json_object_get(json_array_get(urls, i), "kind") != NULL;
+            w->img_st = (audio ? omnic__media_fetch_audio : omnic__media_fetch)(
+                json_string_value(u), json_string_length(u), s->media_dir[0] ? s->media_dir : NULL,
+                &s->o.remote, OMNIC_MAX_MEDIA_BYTES, &bytes, &len, &w->img_err);
             omnic__metrics_observe_media(met, OMNIC_MS_FETCH, mod, omnic__now() - tf);
         }
         if (w->img_st == OMNIC_OK) {
@@ -1163,11 +1167,27 @@ static bool media_start(work *w)
 {
     omnic__server *s = w->srv;
     const json_t *urls = w->req.images;
-    size_t n = json_array_size(urls);
+    size_t n = json_array_size(urls), clips = 0;
+    for (size_t i = 0; i < n; i++)
+        clips += json_object_get(json_array_get(urls, i), "kind") != NULL;
     const char *param0 = json_string_value(json_object_get(json_array_get(urls, 0), "param"));
-    if (!s->images_ok) {
+    w->audio = clips > 0;
+    if (clips && clips < n) {
         WORK_FAIL(w, REJ_UNSUPPORTED, 400, NULL, "unsupported_parameter", param0,
-                  "This model does not accept 'image_url' content (its input modalities: text)");
+                  "A request with both image and audio content is not supported yet (%zu images, %zu clips)",
+                  n - clips, clips);
+        return false;
+    }
+    if (w->audio ? !s->audio_ok : !s->images_ok) {
+        const omnic__model *m = omnic__engine_model(engine_of(s));
+        const char *why = w->audio ? omnic__model_refusal(m, OMNIC_MODALITY_AUDIO) : NULL;
+        WORK_FAIL(w, REJ_UNSUPPORTED, 400, NULL, "unsupported_parameter", param0,
+                  "This model does not accept '%s' content (its input modalities: text%s)%s%s",
+                  w->audio ? "input_audio" : "image_url",
+                  s->images_ok  ? ", image"
+                  : s->audio_ok ? ", audio"
+                                : "",
+                  why ? ": " : "", why ? why : "");
         return false;
     }
     int max = s->o.max_images > 0 && s->o.max_images < OMNIC_MAX_REQUEST_IMAGES ? s->o.max_images
@@ -1194,7 +1214,7 @@ static bool media_start(work *w)
                                     .pas_max_crops = w->req.pas_max_crops,
                                     .pas_min_ratio = w->req.pas_min_ratio};
     omnic_err err;
-    omnic_status st = omnic__media_proc_with(&w->proc, &s->prep, &kw, &err);
+    omnic_status st = omnic__media_proc_with(&w->proc, w->audio ? &s->prep_audio : &s->prep, &kw, &err);
     if (st != OMNIC_OK) {
         if (st == OMNIC_E_NOMEM)
             WORK_FAIL(w, REJ_NONE, 503, NULL, NULL, NULL, "out of memory");
@@ -1249,6 +1269,9 @@ static bool media_result(work *w)
         fail_timeout(w, &w->img_err);
     else if (w->img_st == OMNIC_E_NOMEM)
         WORK_FAIL(w, REJ_NONE, 503, NULL, NULL, NULL, "image %zu: %s", w->failed, w->img_err.msg);
+    else if (w->audio)
+        WORK_FAIL(w, REJ_INVALID, 400, NULL, "invalid_audio", param, "Invalid audio in '%s': %s", param,
+                  w->img_err.msg);
     else
         WORK_FAIL(w, REJ_INVALID, 400, NULL, "invalid_image", param, "Invalid image in '%s': %s", param,
                   w->img_err.msg);
@@ -2235,9 +2258,19 @@ omnic_status omnic__server_load(omnic__server *s, omnic_err *err)
         omnic__engine_destroy(e);
         return pst;
     }
-    if (omnic__model_accepts(m, OMNIC_MODALITY_IMAGE)) {
+    if (omnic__model_accepts(m, OMNIC_MODALITY_AUDIO)) {
+        omnic_status st = omnic__media_proc_init(&s->prep_audio, m, OMNIC_MODALITY_AUDIO, 0, err);
+        if (st != OMNIC_OK) {
+            omnic__engine_destroy(e);
+            return st;
+        }
+        s->audio_ok = true;
+    }
+    if (omnic__model_accepts(m, OMNIC_MODALITY_IMAGE) || s->audio_ok) {
         omnic_status st =
-            omnic__media_proc_init(&s->prep, m, OMNIC_MODALITY_IMAGE, s->o.max_image_pixels, err);
+            omnic__model_accepts(m, OMNIC_MODALITY_IMAGE)
+                ? omnic__media_proc_init(&s->prep, m, OMNIC_MODALITY_IMAGE, s->o.max_image_pixels, err)
+                : OMNIC_OK;
         if (st != OMNIC_OK) {
             omnic__engine_destroy(e);
             return st;
@@ -2248,7 +2281,7 @@ omnic_status omnic__server_load(omnic__server *s, omnic_err *err)
             omnic__engine_destroy(e);
             return st;
         }
-        s->images_ok = true;
+        s->images_ok = omnic__model_accepts(m, OMNIC_MODALITY_IMAGE);
     }
     atomic_store(&s->engine, e);
     int expect = ST_LOADING;
@@ -2319,6 +2352,7 @@ void omnic__server_destroy(omnic__server *s)
     omnic__job_pool_destroy(s->small);
     omnic__job_pool_destroy(s->media);
     omnic__media_proc_deinit(&s->prep);
+    omnic__media_proc_deinit(&s->prep_audio);
     omnic__chat_destroy(s->chat);
     omnic__engine_destroy(atomic_load(&s->engine));
     pthread_mutex_destroy(&s->mu);
