@@ -2622,6 +2622,7 @@ PHI4MM_AUDIO_REAL = {"hidden": 1024, "intermediate": 1536, "blocks": 24, "heads"
 PHI4MM_SPECIALS = ("<|endoftext10|>", "<|endoftext11|>")
 # (r, lora_alpha) of speech-lora/ and vision-lora/: different ranks (the stacks pad), scale 2 as published
 PHI4MM_LORA = ((8, 16), (4, 8))
+PHI4MM_LORA_REAL = ((320, 640), (256, 512))  # Phi-4-multimodal-instruct's speech / vision adapters
 
 
 def phi4mm_audio_weights(a: dict, text_hidden: int) -> List[WeightSpec]:
@@ -2726,7 +2727,8 @@ def main_phi4mm(args) -> int:
         qd = d["heads"] * d["head_dim"]
         qkv = qd + 2 * d["kv_heads"] * d["head_dim"]
         H, I = d["hidden"], d["intermediate"]
-        for sub, r, alpha in (("speech-lora", *PHI4MM_LORA[0]), ("vision-lora", *PHI4MM_LORA[1])):
+        ranks = PHI4MM_LORA_REAL if real else PHI4MM_LORA
+        for sub, r, alpha in (("speech-lora", *ranks[0]), ("vision-lora", *ranks[1])):
             ad = os.path.join(args.out, sub)
             os.makedirs(ad, exist_ok=True)
             lw = []

@@ -15,6 +15,7 @@
 #include "core/sync.h"
 #include "engine/media.h"
 #include "io/file.h"
+#include "models/lora.h"
 #include "models/model.h"
 
 #define MAX_LIST 8
@@ -52,6 +53,17 @@ static uint32_t rnd(uint64_t *s)
 }
 
 /* One prefill of n random tokens into slot 0 from an empty cache, in chunks. */
+/* --adapters: which adapter each row runs with (models with LoRA adapters): none (-1), the first
+ * one on every row, or rows cycling through none and each adapter. */
+static int g_adapters; /* 0 none, 1 all, 2 mixed */
+
+static int32_t row_adapter(const omnic__model *m, int64_t row)
+{
+    if (!m->dec.lora || g_adapters == 0) return -1;
+    if (g_adapters == 1) return 0;
+    return (int32_t)(row % (m->dec.lora->n + 1)) - 1;
+}
+
 static omnic_status run_pp(omnic__model *m, int64_t n, uint64_t *seed, omnic_err *err)
 {
     omnic__kv_pool_clear_slot(&m->kv, 0);
@@ -59,8 +71,9 @@ static omnic_status run_pp(omnic__model *m, int64_t n, uint64_t *seed, omnic_err
     int32_t *tok = omnic_alloc_array((size_t)m->chunk, sizeof *tok),
             *pos = omnic_alloc_array(3 * (size_t)m->chunk, sizeof *pos);
     int32_t *sel = omnic_alloc_array((size_t)m->chunk, sizeof *sel);
+    int32_t *ad = omnic_alloc_array((size_t)m->chunk, sizeof *ad);
     omnic_status s = OMNIC_OK;
-    if (!tok || !pos || !sel) {
+    if (!tok || !pos || !sel || !ad) {
         s = OMNIC_FAIL(err, OMNIC_E_NOMEM, "out of memory");
         goto out;
     }
@@ -80,27 +93,32 @@ static omnic_status run_pp(omnic__model *m, int64_t n, uint64_t *seed, omnic_err
         omnic__tensor r = t; /* LongRoPE table per row: of a forward of the whole prompt */
         r.data = sel;
         for (int64_t i = 0; i < len; i++)
-            sel[i] = omnic__rope_long(&m->dec.cfg, n);
-        const omnic__tensor *in[3] = {&t, &p, &r};
-        omnic__call c = {.n = len,
-                         .inputs = in,
-                         .n_inputs = m->dec.rope_switch ? 3 : 2,
-                         .kv = &m->kv,
-                         .slot = 0,
-                         .kv_start = start};
+            sel[i] = omnic__rope_long(&m->dec.cfg, n),
+            ad[i] = row_adapter(m, 0); /* one prompt: one adapter */
+        omnic__tensor a;
+        int64_t da[2] = {len, 1};
+        omnic__tensor_init(&a, OMNIC_DTYPE_I32, 2, da, err);
+        a.data = ad;
+        const omnic__tensor *in[4] = {&t, &p};
+        int n_in = 2;
+        if (m->dec.rope_switch) in[n_in++] = &r;
+        if (m->dec.lora) in[n_in++] = &a;
+        omnic__call c = {
+            .n = len, .inputs = in, .n_inputs = n_in, .kv = &m->kv, .slot = 0, .kv_start = start};
         s = omnic__module_call(&m->prefill, &c, err);
     }
 out:
     omnic_free(tok);
     omnic_free(pos);
     omnic_free(sel);
+    omnic_free(ad);
     return s;
 }
 
 /* n decode steps over B slots (each from an empty cache). */
 static omnic_status run_tg(omnic__model *m, int64_t n, int B, uint64_t *seed, omnic_err *err)
 {
-    int32_t slots[64], tok[64], pos[3 * 64], sel[64];
+    int32_t slots[64], tok[64], pos[3 * 64], sel[64], ad[64];
     const bool mrope = m->dec.cfg.mrope;
     for (int b = 0; b < B; b++) {
         omnic__kv_pool_clear_slot(&m->kv, b);
@@ -121,10 +139,16 @@ static omnic_status run_tg(omnic__model *m, int64_t n, int B, uint64_t *seed, om
         omnic__tensor r = t; /* LongRoPE table per row: a decode forward ends at its position */
         r.data = sel;
         for (int b = 0; b < B; b++)
-            sel[b] = omnic__rope_long(&m->dec.cfg, step + 1);
-        const omnic__tensor *in[3] = {&t, &p, &r};
-        omnic__call c = {
-            .n = B, .inputs = in, .n_inputs = m->dec.rope_switch ? 3 : 2, .kv = &m->kv, .row_slots = slots};
+            sel[b] = omnic__rope_long(&m->dec.cfg, step + 1), ad[b] = row_adapter(m, b);
+        omnic__tensor a;
+        int64_t da[2] = {B, 1};
+        omnic__tensor_init(&a, OMNIC_DTYPE_I32, 2, da, err);
+        a.data = ad;
+        const omnic__tensor *in[4] = {&t, &p};
+        int n_in = 2;
+        if (m->dec.rope_switch) in[n_in++] = &r;
+        if (m->dec.lora) in[n_in++] = &a;
+        omnic__call c = {.n = B, .inputs = in, .n_inputs = n_in, .kv = &m->kv, .row_slots = slots};
         OMNIC_TRY(omnic__module_call(&m->decode, &c, err));
     }
     return OMNIC_OK;
@@ -135,12 +159,14 @@ static void usage(FILE *f)
     fprintf(f,
             "usage: omnic bench -m DIR [-p 512] [-n 128] [-t THREADS] [-r 3] [-o md|json] [--batch 1,4]\n"
             "                   [--backend cpu|ref] [--kv f16|f32] [--quant q8_0|q4_0] [--image FILE]\n"
-            "                   [--audio FILE]\n"
+            "                   [--audio FILE] [--adapters none|all|mixed]\n"
             "  -p and -n take comma-separated lists (0 skips); --batch runs tg with B sequences at once\n"
             "  --image FILE: instead, per image: preprocessing (decode + the checkpoint's processor) and\n"
             "  vision.encode times, images/s, and the encoder's f32 GFLOP/s next to the backend's own f32\n"
             "  GEMM throughput on the tower's largest matmul shape, measured in the same run\n"
-            "  --audio FILE: the same per clip (decode + feature extraction, audio.encode)\n");
+            "  --audio FILE: the same per clip (decode + feature extraction, audio.encode)\n"
+            "  --adapters: a model with LoRA adapters runs its rows with none (default), the first adapter,\n"
+            "  or (mixed) rows cycling through none and each adapter\n");
 }
 
 /* Seconds of one [M, K] x [N, K]^T f32 matmul through m's backend and threads (the best of reps). */
@@ -296,6 +322,15 @@ int omnic__cli_bench(int argc, char **argv)
         if (omnic__arg_str(argc, argv, &i, NULL, "--quant", &o.quant)) continue;
         if (omnic__arg_str(argc, argv, &i, NULL, "--image", &o.image)) continue;
         if (omnic__arg_str(argc, argv, &i, NULL, "--audio", &o.audio)) continue;
+        if ((r = omnic__arg_str(argc, argv, &i, NULL, "--adapters", &v)) != 0) {
+            if (r < 0) return 2;
+            g_adapters = !strcmp(v, "none") ? 0 : !strcmp(v, "all") ? 1 : !strcmp(v, "mixed") ? 2 : -1;
+            if (g_adapters < 0) {
+                fprintf(stderr, "omnic bench: --adapters %s: none, all or mixed\n", v);
+                return 2;
+            }
+            continue;
+        }
         if (omnic__arg_str(argc, argv, &i, "-o", "--output", &o.format)) continue;
         if ((r = omnic__arg_str(argc, argv, &i, "-p", "--n-prompt", &v)) != 0) {
             if (r < 0 || (o.n_pp = parse_list("-p", v, 0, 1 << 20, o.pp)) < 0) return 2;

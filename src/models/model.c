@@ -121,8 +121,9 @@ omnic_status omnic__model_open(const char *dir, const omnic__model_opts *opts, o
     int threads = opts && opts->threads > 0 ? opts->threads : omnic__cpu_count();
     if ((s = omnic__threadpool_create(&m->pool, threads, err)) != OMNIC_OK) goto fail;
     if (quant != OMNIC_DTYPE_COUNT &&
-        (s = omnic__text_decoder_quantize(&m->dec, quant, m->backend, m->ckpt->weights, m->pool, err)) !=
-            OMNIC_OK)
+        ((s = omnic__text_decoder_quantize(&m->dec, quant, m->backend, m->ckpt->weights, m->pool, err)) !=
+             OMNIC_OK ||
+         (s = omnic__lora_quantize(m->dec.lora, quant, m->backend, m->pool, err)) != OMNIC_OK))
         goto fail;
     /* experts the quantization did not stack (none, or rows of partial blocks): copies as stored */
     if ((s = omnic__text_decoder_stack_experts(&m->dec, m->ckpt->weights, err)) != OMNIC_OK) goto fail;

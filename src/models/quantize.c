@@ -11,6 +11,7 @@
 #include "core/quant.h"
 #include "io/safetensors.h"
 #include "models/altup_decoder.h"
+#include "models/lora.h"
 #include "models/quantize.h"
 
 /* Rows converted per step of a thread; the step's source pages are released after it. */
@@ -238,4 +239,48 @@ const char *omnic__text_decoder_transform(const omnic__text_decoder *d, const ch
         if (!strncmp(d->qweights[i]->name, name, sizeof d->qweights[i]->name - 1)) /* names are cut at 63 */
             return omnic_dtype_name(d->qweights[i]->dtype);
     return "as-stored";
+}
+
+omnic_status omnic__lora_quantize(omnic__lora *l, omnic_dtype qt, const omnic__backend_ops *backend,
+                                  omnic__threadpool *pool, omnic_err *err)
+{
+    if (!l) return OMNIC_OK;
+    const int nth = omnic__threadpool_size(pool);
+    int64_t kmax = 0;
+    for (int64_t i = 0; i < l->n_layers; i++) {
+        const omnic__lora_layer *L = &l->layers[i];
+        const omnic__tensor *t[] = {L->a_qkv, L->a_o, L->a_gu, L->a_down};
+        for (size_t k = 0; k < sizeof t / sizeof t[0]; k++)
+            kmax = t[k]->dims[1] > kmax ? t[k]->dims[1] : kmax;
+    }
+    kmax = l->rank > kmax ? l->rank : kmax;
+    float *buf = omnic_alloc_array((size_t)nth * (size_t)kmax, sizeof *buf);
+    uint8_t *grp =
+        omnic_alloc_array((size_t)nth * OMNIC_X16_ROWS, omnic__dtype_row_bytes(OMNIC_DTYPE_Q8_0, kmax));
+    omnic_status s = OMNIC_OK;
+    if (!buf || !grp) s = OMNIC_FAIL(err, OMNIC_E_NOMEM, "out of memory quantizing adapters");
+    for (int64_t i = 0; i < l->n_layers && s == OMNIC_OK; i++) {
+        omnic__lora_layer *L = &l->layers[i];
+        omnic__tensor **t[] = {&L->a_qkv, &L->b_q,    &L->b_k,  &L->b_v,    &L->a_o,   &L->b_o,
+                               &L->a_gu,  &L->b_gate, &L->b_up, &L->a_down, &L->b_down};
+        for (size_t k = 0; k < sizeof t / sizeof t[0] && s == OMNIC_OK; k++) {
+            omnic__tensor *w = *t[k];
+            if (w->dims[1] % OMNIC_QK != 0) continue; /* a rank that is not whole blocks stays as loaded */
+            /* the layout for one adapter's rows (the grouped matmul's N): x16 only when they are whole groups
+             */
+            const int64_t N = w->dims[0] / l->n;
+            omnic_dtype wt = backend->weight_dtype ? backend->weight_dtype(qt, N, w->dims[1]) : qt;
+            if (omnic__x16_plain(wt) != OMNIC_DTYPE_COUNT && N % OMNIC_X16_ROWS) wt = qt;
+            omnic__tensor *q;
+            if ((s = omnic__tensor_create(&q, wt, 2, w->dims, err)) != OMNIC_OK) break;
+            memcpy(q->name, w->name, sizeof q->name);
+            quant_job j = {.src = w, .dst = q, .st = NULL, .buf = buf, .grp = grp};
+            omnic__threadpool_run(pool, quant_task, &j);
+            omnic__tensor_destroy(w);
+            *t[k] = q;
+        }
+    }
+    omnic_free(buf);
+    omnic_free(grp);
+    return s;
 }

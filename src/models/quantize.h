@@ -22,6 +22,12 @@ omnic_status omnic__text_decoder_quantize(omnic__text_decoder *d, omnic_dtype qt
                                           const omnic__backend_ops *backend, const omnic__safetensors *st,
                                           omnic__threadpool *pool, omnic_err *err);
 
+struct omnic__lora;
+/* The adapters' stacks (models/lora.h) to qt the same way (a stack whose rows are not whole
+ * blocks, a rank under 32, stays as loaded); the stacks are replaced by owned quantized ones. */
+omnic_status omnic__lora_quantize(struct omnic__lora *l, omnic_dtype qt, const omnic__backend_ops *backend,
+                                  omnic__threadpool *pool, omnic_err *err);
+
 /* Transform of a stored tensor for the bundle identity: the dtype name ("q8_0", "q4_0x16", ...)
  * when d quantized (a view of) the tensor named name, else "as-stored". */
 const char *omnic__text_decoder_transform(const omnic__text_decoder *d, const char *name);

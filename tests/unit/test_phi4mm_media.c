@@ -15,6 +15,7 @@
 #include "engine/media.h"
 #include "engine/modality.h"
 #include "io/json.h"
+#include "models/lora.h"
 #include "models/model.h"
 #include "tokenizer/tokenizer.h"
 
@@ -178,6 +179,16 @@ static void test_prompt_and_capability(void **state)
     assert_non_null(strstr(why, "speech LoRA adapter"));
     assert_null(m0->dec.lora);
     omnic__model_close(m0);
+    /* --quant quantizes the adapters like the base (each stack; the identity says so) */
+    snprintf(dir, sizeof dir, "%s/m", tmp);
+    omnic__model_opts oq = {.backend = "cpu", .threads = 1, .slots = 1, .quant = "q8_0"};
+    omnic__model *mq = NULL;
+    assert_int_equal(omnic__model_open(dir, &oq, &mq, &err), OMNIC_OK);
+    assert_true(mq->dec.lora->layers[0].a_qkv->dtype == OMNIC_DTYPE_Q8_0); /* rank 8: not whole x16 groups */
+    assert_true(mq->dec.lora->layers[0].a_down->dtype == OMNIC_DTYPE_Q8_0);
+    assert_int_equal(mq->dec.lora->layers[0].b_up->dtype, OMNIC_DTYPE_F32); /* rows of rank 8: not whole blocks */
+    assert_memory_not_equal(mq->identity, g_m->identity, sizeof mq->identity);
+    omnic__model_close(mq);
 }
 
 /* A WAV of n 16-bit samples at rate (silence). */
