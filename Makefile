@@ -6,6 +6,8 @@ BUILD := build/release
 ASAN := build/asan
 DEMO := build/demo/tiny-llama
 DEMO_VL := build/demo/tiny-llava
+DEMO_AU := build/demo/tiny-phi4mm
+DEMO_WAV := tests/golden/phi4mm_audio/model/clip.wav
 
 .PHONY: all setup build asan demo test bench clean
 
@@ -29,6 +31,9 @@ demo: build
 	@$(PY) tools/mktiny.py --family llava --vision clip --text llama --out $(DEMO_VL) --seed 0
 	$(BUILD)/omnic inspect -m $(DEMO_VL)
 	$(BUILD)/omnic run -m $(DEMO_VL) --image tests/data/demo.png -p "What is in this picture?" -n 32
+	@$(PY) tools/mktiny.py --family phi4mm --out $(DEMO_AU) --seed 0
+	$(BUILD)/omnic inspect -m $(DEMO_AU)
+	$(BUILD)/omnic run -m $(DEMO_AU) --audio $(DEMO_WAV) -p "Transcribe the audio." -n 16
 
 test: setup
 	@bash scripts/test.sh
