@@ -1263,8 +1263,8 @@ omnic_status omnic__engine_submit(omnic__engine *e, const omnic__gen_request *r,
     if (r->n_media && m->dec.rope_switch && expanded <= orig && total > orig) {
         s = OMNIC_FAIL(
             err, OMNIC_E_UNSUPPORTED,
-            "an image prompt of %lld rows + max_tokens %lld would cross original_max_position_embeddings "
-            "%lld, whose cache recomputation is not supported for image prompts",
+            "a media prompt of %lld rows + max_tokens %lld would cross original_max_position_embeddings "
+            "%lld, whose cache recomputation is not supported for media prompts",
             (long long)expanded, (long long)r->max_tokens, (long long)orig);
         goto reject;
     }

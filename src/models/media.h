@@ -50,7 +50,9 @@ typedef struct omnic__media_item {
     int64_t crops;        /* Gemma 3 pan-and-scan crops after the image itself: input is then
                            * [1 + crops, ...], one sub-image per placeholder, split into plain
                            * items (omnic__media_item_part) before encoding; 0 otherwise */
-    int64_t in_w, in_h;   /* the decoded size; out_w, out_h: the size the processor resized to */
+    int64_t in_w, in_h;   /* the decoded size; out_w, out_h: the size the processor resized to
+                           * (audio: the sample rate in *_w and the samples in *_h, as decoded
+                           * and as resampled for the features) */
     int64_t out_w, out_h;
     bool limited;    /* resized smaller because of a user limit (--max-image-pixels or a
                       * request's mm_processor_kwargs), not the checkpoint's own: reported */

@@ -258,9 +258,9 @@ static omnic_status p4a_preprocess(const void *params, const omnic__decoded_medi
     out->modality = OMNIC_MODALITY_AUDIO;
     out->valid = frames;
     out->rows = (frames + p->compression - 1) / p->compression;
-    out->in_w = a->source_rate,
-    out->out_w = p->fp.sample_rate; /* Hz: what the clip was resampled from / to */
-    out->in_h = out->out_h = 1;
+    /* the clip as decoded and as featurized: rate (Hz) in *_w, samples in *_h */
+    out->in_w = a->source_rate, out->out_w = p->fp.sample_rate;
+    out->in_h = a->n, out->out_h = n;
     return OMNIC_OK;
 }
 

@@ -161,3 +161,19 @@ void omnic__buf_free(omnic__buf *b)
     omnic_free(b->p);
     memset(b, 0, sizeof *b);
 }
+
+bool omnic__buf_base64(omnic__buf *b, const void *s, size_t n)
+{
+    static const char abc[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    const unsigned char *p = s;
+    char q[4];
+    for (size_t i = 0; i < n; i += 3) {
+        const unsigned v =
+            (unsigned)p[i] << 16 | (i + 1 < n ? (unsigned)p[i + 1] << 8 : 0) | (i + 2 < n ? p[i + 2] : 0);
+        q[0] = abc[v >> 18 & 63], q[1] = abc[v >> 12 & 63];
+        q[2] = i + 1 < n ? abc[v >> 6 & 63] : '=';
+        q[3] = i + 2 < n ? abc[v & 63] : '=';
+        if (!omnic__buf_put(b, q, 4)) return false;
+    }
+    return !b->oom;
+}

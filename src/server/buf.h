@@ -21,6 +21,8 @@ bool omnic__buf_puts(omnic__buf *b, const char *s);
 bool omnic__buf_printf(omnic__buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Appends s[0..n) as a quoted JSON string. */
 bool omnic__buf_json_str(omnic__buf *b, const char *s, size_t n);
+/* Appends the RFC 4648 base64 (standard alphabet, '=' padding) of s[0..n). */
+bool omnic__buf_base64(omnic__buf *b, const void *s, size_t n);
 /* Forgets the contents, keeps the allocation. */
 void omnic__buf_clear(omnic__buf *b);
 /* Frees the allocation; the buffer is empty and usable afterwards. NULL ok. */

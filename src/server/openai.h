@@ -14,7 +14,8 @@
  *     top_k (-1 or 0: off), min_p [0, 1], repetition_penalty (0, 10], ignore_eos.
  *   Refused as not supported (yet): logprobs / top_logprobs, tools / tool_choice / functions /
  *     tool messages, response_format other than text, logit_bias, audio output, echo,
- *     suffix, best_of != n, image / audio content parts (this build's models read text only).
+ *     suffix, best_of != n, video and file content parts (image and audio parts are accepted
+ *     here; the server refuses them for a model without that input).
  *   Other fields (user, metadata, store, ...) are ignored, as OpenAI-compatible servers do.
  *   The sampling values a body leaves out are OpenAI's defaults here; the server then applies
  *   the checkpoint's generation_config.json to them (sampling_given; engine/gen_config.h). */

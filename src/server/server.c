@@ -35,7 +35,9 @@
 #include "engine/media_memo.h"
 #include "engine/modality.h"
 #include "io/json.h"
+#include "mm/audio.h"
 #include "server/media.h"
+#include "server/multipart.h"
 #include "server/openai.h"
 #include "server/server.h"
 #include "server/trust.h"
@@ -290,6 +292,7 @@ static void on_engine_event(void *ctx, const omnic__gen_event *ev)
 
 typedef enum route {
     R_NONE,
+    R_TRANSCRIBE, /* /v1/audio/transcriptions: a multipart form run as a chat completion */
     R_CHAT,
     R_COMPLETIONS,
     R_MODELS,
@@ -331,6 +334,9 @@ struct work {
     bool has_crops;    /* some image was panned and scanned: crops[i] of image i (work_submit) */
     int64_t crops[OMNIC_MAX_REQUEST_IMAGES];
     json_t *json;
+    char content_type[256]; /* the body's Content-Type (R_TRANSCRIBE: the form's boundary) */
+    int transcribe;         /* R_TRANSCRIBE's response_format: 1 json, 2 text, 3 verbose_json; 0: none */
+    char language[32];      /* R_TRANSCRIBE: the form's language, reported by verbose_json */
     omnic__api_request req;
     int64_t gen_max_tokens;
     size_t n_prompts;
@@ -359,6 +365,7 @@ struct work {
 };
 
 typedef struct conn_state {
+    char content_type[256]; /* R_TRANSCRIBE: the body's Content-Type (the form boundary) */
     omnic__server *srv;
     struct MHD_Connection *conn;
     route rt;
@@ -501,7 +508,8 @@ static enum MHD_Result respond_error(conn_state *cs, const omnic__api_error *e, 
     if (e->status == 429 || e->status == 503) k = "Retry-After", v = "1";
     if (e->status == 405) {
         k = "Allow";
-        v = cs->rt == R_CHAT || cs->rt == R_COMPLETIONS || cs->rt == R_TOKENIZE || cs->rt == R_DETOKENIZE
+        v = cs->rt == R_CHAT || cs->rt == R_COMPLETIONS || cs->rt == R_TOKENIZE || cs->rt == R_DETOKENIZE ||
+                    cs->rt == R_TRANSCRIBE
                 ? "POST, OPTIONS"
                 : "GET, HEAD, OPTIONS";
     }
@@ -554,9 +562,13 @@ static route route_of(const char *url, bool *post_route)
         const char *path;
         route rt;
         bool post;
-    } t[] = {{"/v1/chat/completions", R_CHAT, true}, {"/v1/completions", R_COMPLETIONS, true},
-             {"/v1/models", R_MODELS, false},        {"/health", R_HEALTH, false},
-             {"/metrics", R_METRICS, false},         {"/tokenize", R_TOKENIZE, true},
+    } t[] = {{"/v1/chat/completions", R_CHAT, true},
+             {"/v1/completions", R_COMPLETIONS, true},
+             {"/v1/audio/transcriptions", R_TRANSCRIBE, true},
+             {"/v1/models", R_MODELS, false},
+             {"/health", R_HEALTH, false},
+             {"/metrics", R_METRICS, false},
+             {"/tokenize", R_TOKENIZE, true},
              {"/detokenize", R_DETOKENIZE, true}};
     for (size_t i = 0; i < sizeof t / sizeof t[0]; i++)
         if (!strcmp(url, t[i].path)) {
@@ -729,9 +741,105 @@ static void fail_timeout(work *w, const omnic_err *err)
               err->msg);
 }
 
+/* A /v1/audio/transcriptions form (file, model, prompt, language, response_format, temperature)
+ * as the chat completion it runs: the clip as an input_audio part, then Phi-4-multimodal's
+ * transcription instruction (with the language and the prompt as context when given). */
+static bool transcription_json(work *w)
+{
+    omnic__form f;
+    omnic_err err;
+    if (omnic__form_parse(w->content_type, (const uint8_t *)w->body.p, w->body.len, &f, &err) != OMNIC_OK) {
+        WORK_FAIL(w, REJ_INVALID, 400, NULL, "invalid_value", NULL, "%s", err.msg);
+        return false;
+    }
+    const omnic__form_part *file = omnic__form_get(&f, "file"), *model = omnic__form_get(&f, "model");
+    const omnic__form_part *prompt = omnic__form_get(&f, "prompt"), *lang = omnic__form_get(&f, "language");
+    const omnic__form_part *fmt = omnic__form_get(&f, "response_format"),
+                           *temp = omnic__form_get(&f, "temperature");
+    const omnic__form_part *stream = omnic__form_get(&f, "stream");
+    if (!file || !file->len) {
+        WORK_FAIL(w, REJ_INVALID, 400, NULL, "invalid_value", "file", "Missing required parameter: 'file'");
+        return false;
+    }
+    if (stream && !(stream->len == 5 && !memcmp(stream->data, "false", 5))) {
+        WORK_FAIL(w, REJ_UNSUPPORTED, 400, NULL, "unsupported_parameter", "stream",
+                  "Streamed transcriptions are not supported: leave 'stream' out");
+        return false;
+    }
+    w->transcribe = 1;
+    if (fmt) {
+        static const char *const names[] = {"json", "text", "verbose_json"};
+        w->transcribe = 0;
+        for (int i = 0; i < 3; i++)
+            if (fmt->len == strlen(names[i]) && !memcmp(fmt->data, names[i], fmt->len)) w->transcribe = i + 1;
+        if (!w->transcribe) {
+            WORK_FAIL(w, REJ_UNSUPPORTED, 400, NULL, "unsupported_value", "response_format",
+                      "Invalid 'response_format': '%.*s' (json, text, verbose_json; srt and vtt need segment "
+                      "times, which this model does not give)",
+                      (int)(fmt->len < 32 ? fmt->len : 32), (const char *)fmt->data);
+            return false;
+        }
+    }
+    omnic__audio_format af = omnic__audio_sniff(file->data, file->len);
+    const char *ext = omnic__audio_format_ext(af);
+    if (!ext) {
+        WORK_FAIL(w, REJ_INVALID, 400, NULL, "invalid_audio", "file",
+                  "Invalid 'file' (%.100s): audio format %s is not supported (wav, mp3, flac, ogg)",
+                  file->filename, omnic__audio_format_name(af));
+        return false;
+    }
+    if (lang)
+        snprintf(w->language, sizeof w->language, "%.*s", (int)(lang->len < 31 ? lang->len : 31), lang->data);
+    omnic__buf text = {0}, b64 = {0};
+    omnic__buf_puts(&text, "Transcribe the audio clip into text.");
+    if (lang && lang->len) omnic__buf_printf(&text, " The audio is in %s.", w->language);
+    if (prompt && prompt->len) {
+        omnic__buf_puts(&text, " Context: ");
+        omnic__buf_put(&text, (const char *)prompt->data, prompt->len);
+    }
+    omnic__buf_base64(&b64, file->data, file->len);
+    json_t *j = text.oom || b64.oom ? NULL
+                                    : json_pack("{s:[{s:s, s:[{s:s, s:{s:s%, s:s}}, {s:s, s:s%}]}], s:b}",
+                                                "messages", "role", "user", "content", "type", "input_audio",
+                                                "input_audio", "data", b64.p, b64.len, "format", ext, "type",
+                                                "text", "text", text.p, text.len, "stream", 0);
+    omnic__buf_free(&text);
+    omnic__buf_free(&b64);
+    if (j && model)
+        json_object_set_new(j, "model", json_stringn_nocheck((const char *)model->data, model->len));
+    if (j && temp) {
+        char tb[32];
+        snprintf(tb, sizeof tb, "%.*s", (int)(temp->len < 31 ? temp->len : 31), temp->data);
+        char *end;
+        double t = strtod(tb, &end);
+        if (end == tb || *end) {
+            json_decref(j);
+            WORK_FAIL(w, REJ_INVALID, 400, NULL, "invalid_type", "temperature",
+                      "Invalid 'temperature': '%s' is not a number", tb);
+            return false;
+        }
+        json_object_set_new(j, "temperature", json_real(t));
+    } else if (j) {
+        json_object_set_new(j, "temperature", json_real(0)); /* OpenAI's default for transcriptions */
+    }
+    if (!j) {
+        WORK_FAIL(w, REJ_NONE, 503, NULL, NULL, NULL, "out of memory");
+        return false;
+    }
+    w->json = j;
+    return true;
+}
+
 /* Parses the body (within the JSON memory budget) into w->json and frees it. */
 static bool work_parse(work *w)
 {
+    if (w->rt == R_TRANSCRIBE) {
+        bool ok = transcription_json(w);
+        omnic__buf_free(&w->body);
+        inflight_release(w->srv, &w->reserved);
+        if (ok) w->rt = R_CHAT;
+        return ok;
+    }
     omnic_err err;
     omnic_err_clear(&err);
     size_t len = w->body.len;
@@ -957,6 +1065,29 @@ static enum MHD_Result finish_nonstream(conn_state *cs)
     omnic__buf b = {0};
     omnic__api_meta meta = w->meta;
     meta.cached_tokens = cached;
+    if (w->transcribe) { /* OpenAI's transcription bodies: {"text"}, the text itself, or verbose */
+        const omnic__media_item *it = w->n_media ? &w->media[0] : NULL;
+        const double seconds = it && it->out_w > 0 ? (double)it->out_h / (double)it->out_w : 0;
+        if (w->transcribe == 2) {
+            omnic__buf_put(&b, out[0].text ? out[0].text : "", out[0].len);
+            omnic_free(out);
+            return respond(cs, 200, "text/plain; charset=utf-8", &b, NULL, NULL);
+        }
+        omnic__buf_puts(&b, w->transcribe == 3 ? "{\"task\":\"transcribe\",\"language\":" : "{");
+        if (w->transcribe == 3) {
+            omnic__buf_json_str(&b, w->language, strlen(w->language));
+            omnic__buf_printf(&b, ",\"duration\":%.3f,", seconds);
+        }
+        omnic__buf_puts(&b, "\"text\":");
+        omnic__buf_json_str(&b, out[0].text ? out[0].text : "", out[0].len);
+        if (w->transcribe == 3) omnic__buf_puts(&b, ",\"segments\":[]");
+        omnic__buf_printf(&b,
+                          ",\"usage\":{\"type\":\"tokens\",\"input_tokens\":%lld,\"output_tokens\":%lld,"
+                          "\"total_tokens\":%lld}}",
+                          (long long)prompt, (long long)completion, (long long)(prompt + completion));
+        omnic_free(out);
+        return respond_json(cs, 200, &b);
+    }
     omnic__api_body(&b, &meta, out, ch->n_choices, prompt, completion);
     omnic_free(out);
     return respond_json(cs, 200, &b);
@@ -1260,7 +1391,9 @@ static bool media_result(work *w)
         }
         return true;
     }
-    const char *param = json_string_value(json_object_get(json_array_get(w->req.images, w->failed), "param"));
+    const char *param =
+        w->transcribe ? "file"
+                      : json_string_value(json_object_get(json_array_get(w->req.images, w->failed), "param"));
     if (w->img_st == OMNIC_E_CANCELLED)
         WORK_FAIL(w, REJ_SHUTTING_DOWN, 503, NULL, "shutting_down", NULL,
                   atomic_load(&s->state) != ST_READY ? "The server is shutting down"
@@ -1425,10 +1558,21 @@ static void work_submit(work *w)
                                 .include_usage = rq->include_usage,
                                 .continuous_usage = rq->continuous_usage,
                                 .warning = w->warning};
+    int64_t media_rows = 0; /* a chat's media items: the rows their placeholders expand to */
+    for (size_t k = 0; k < w->n_media; k++) {
+        int64_t r = 0;
+        omnic_err rerr;
+        if (omnic__media_item_rows(m, &w->media[k], &r, &rerr) == OMNIC_OK)
+            media_rows += r - omnic__media_item_parts(&w->media[k]);
+    }
     for (int i = 0; i < n_choices; i++) {
         size_t p = (size_t)(i / rq->n);
         int j = i % rq->n;
-        int64_t room = cap - (int64_t)w->n_ids[p];
+        int64_t room = cap - (int64_t)w->n_ids[p] - media_rows;
+        /* LongRoPE: a media prompt's cache is not recomputed with the long factors, so a default
+         * length stops where it would need that (an explicit max_tokens past it is refused) */
+        const int64_t orig = m->dec.cfg.rope_original_max_pos, rows = (int64_t)w->n_ids[p] + media_rows;
+        if (w->n_media && m->dec.rope_switch && rows < orig && room > orig - rows) room = orig - rows;
         int64_t max_tokens = rq->max_tokens > 0       ? rq->max_tokens
                              : w->gen_max_tokens > 0  ? (room < w->gen_max_tokens ? room : w->gen_max_tokens)
                              : kind == OMNIC_API_CHAT ? room
@@ -1634,6 +1778,7 @@ static enum MHD_Result start_work(conn_state *cs)
     w->srv = s;
     w->ch = ch;
     w->rt = cs->rt;
+    snprintf(w->content_type, sizeof w->content_type, "%s", cs->content_type);
     w->started = cs->started;
     w->client = client_key(cs->conn);
     w->body = cs->body;
@@ -1763,8 +1908,16 @@ static enum MHD_Result first_call(conn_state *cs, const char *url, const char *m
         return respond_error(cs, &e, REJ_AUTH);
     }
     const char *ct = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
-    if (post && ct &&
-        !omnic__content_type_json(ct)) /* form and text/plain posts are what browsers send cross-site */
+    if (cs->rt == R_TRANSCRIBE) { /* OpenAI's form; the browser guard is the API key and CORS */
+        if (!ct || strncasecmp(ct, "multipart/form-data", 19) != 0)
+            FAIL_RESPONSE(cs, REJ_CONTENT_TYPE, 415, "unsupported_media_type", NULL,
+                          "/v1/audio/transcriptions takes multipart/form-data (the body's Content-Type is "
+                          "'%.100s')",
+                          ct ? ct : "");
+        snprintf(cs->content_type, sizeof cs->content_type, "%s", ct);
+    } else if (post && ct &&
+               !omnic__content_type_json(
+                   ct)) /* form and text/plain posts are what browsers send cross-site */
         FAIL_RESPONSE(cs, REJ_CONTENT_TYPE, 415, "unsupported_media_type", NULL,
                       "The request body's Content-Type '%.100s' is not JSON: send application/json", ct);
     const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
@@ -1799,7 +1952,7 @@ static enum MHD_Result dispatch(conn_state *cs, const char *url)
     if (st == ST_LOADING)
         FAIL_RESPONSE(cs, REJ_LOADING, 503, "model_loading", NULL,
                       "The model is still loading; retry shortly");
-    bool generate = cs->rt == R_CHAT || cs->rt == R_COMPLETIONS;
+    bool generate = cs->rt == R_CHAT || cs->rt == R_COMPLETIONS || cs->rt == R_TRANSCRIBE;
     if (st != ST_READY || (generate && !engine_of(s)))
         FAIL_RESPONSE(cs, REJ_SHUTTING_DOWN, 503, "shutting_down", NULL, "The server is shutting down");
     if (cs->too_large)
@@ -1818,6 +1971,7 @@ static enum MHD_Result dispatch(conn_state *cs, const char *url)
     case R_DETOKENIZE:
     case R_CHAT:
     case R_COMPLETIONS:
+    case R_TRANSCRIBE:
         return start_work(cs);
     default:
         FAIL_RESPONSE(cs, REJ_NOT_FOUND, 404, "unknown_url", NULL, "Unknown request URL: %.256s", url);

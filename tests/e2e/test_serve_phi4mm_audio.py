@@ -5,9 +5,12 @@ LoRA adapters, tools/mktiny.py): /v1/models advertises audio; a chat with an inp
 the same clip and text; curl sends the same request. Bad audio gets a 400 that names the problem
 and the number, while the server keeps serving: a truncated WAV, a format that is not the payload's,
 an unknown format, 0 samples, 8 channels, 1 Hz and 1 MHz sample rates, a header declaring two hours,
-bytes that are no audio, bad base64, and image + audio in one request. The same checkpoint without
-adapter folders advertises text only and refuses audio naming the missing speech adapter.
-Standard library only (and curl)."""
+bytes that are no audio, bad base64, and image + audio in one request. /v1/audio/transcriptions
+(OpenAI's multipart form, sent by curl -F and by hand) answers json, text and verbose_json with
+the text a chat completion of the clip and Phi-4-multimodal's transcription instruction gives,
+and refuses a missing file, a file that is no audio, srt, stream and a JSON body by name. The
+same checkpoint without adapter folders advertises text only and refuses audio naming the
+missing speech adapter. Standard library only (and curl)."""
 import base64
 import http.client
 import json
@@ -45,6 +48,25 @@ def wav_header(channels, rate, data_bytes, bits=16):
 def chat(part, text="Transcribe."):
     return {"model": "m", "max_tokens": 8, "temperature": 0,
             "messages": [{"role": "user", "content": [part, {"type": "text", "text": text}]}]}
+
+
+def form(port, fields, files):
+    """POSTs a multipart/form-data body to /v1/audio/transcriptions (fields: name -> str, files:
+    name -> (filename, bytes))."""
+    b = "omnicTestBoundary42"
+    body = b""
+    for k, v in fields.items():
+        body += f'--{b}\r\nContent-Disposition: form-data; name="{k}"\r\n\r\n{v}\r\n'.encode()
+    for k, (fn, data) in files.items():
+        body += (f'--{b}\r\nContent-Disposition: form-data; name="{k}"; filename="{fn}"\r\n'
+                 f'Content-Type: application/octet-stream\r\n\r\n').encode() + data + b"\r\n"
+    body += f"--{b}--\r\n".encode()
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+    c.request("POST", "/v1/audio/transcriptions", body, {"Content-Type": f"multipart/form-data; boundary={b}"})
+    r = c.getresponse()
+    data = r.read().decode(errors="replace")
+    c.close()
+    return r.status, data
 
 
 def audio_part(data, fmt="wav"):
@@ -107,6 +129,50 @@ def main():
                 print(f"{name}: 400 {json.loads(out)['error']['message'][:110]}")
             st, body = request(port, "POST", "/v1/chat/completions", chat(audio_part(clip)))
             assert st == 200 and json.loads(body)["choices"][0]["message"]["content"] == want, body
+            # transcriptions: a 1 s clip (the tiny model's LongRoPE switch sits at 64 rows)
+            import io
+            import wave
+            with wave.open(WAV) as w:
+                frames = w.readframes(16000)
+            buf = io.BytesIO()
+            with wave.open(buf, "wb") as w:
+                w.setnchannels(1)
+                w.setsampwidth(2)
+                w.setframerate(16000)
+                w.writeframes(frames)
+            short = buf.getvalue()
+            same = chat(audio_part(short), "Transcribe the audio clip into text.")
+            del same["max_tokens"]  # as the form: the default length
+            st, body = request(port, "POST", "/v1/chat/completions", same)
+            assert st == 200, body
+            said = json.loads(body)["choices"][0]["message"]["content"]
+            st, body = form(port, {"model": "m"}, {"file": ("short.wav", short)})
+            assert st == 200 and json.loads(body)["text"] == said, (st, body, said)
+            st, body = form(port, {"model": "m", "response_format": "text"}, {"file": ("short.wav", short)})
+            assert st == 200 and body == said, (st, body)
+            st, body = form(port, {"response_format": "verbose_json"}, {"file": ("s.wav", short)})
+            v = json.loads(body)
+            assert st == 200 and v["text"] == said and v["duration"] == 1.0 and v["task"] == "transcribe", body
+            st, body = form(port, {"response_format": "verbose_json", "language": "en"}, {"file": ("s.wav", short)})
+            v = json.loads(body)  # the language goes into the instruction: another prompt
+            assert st == 200 and v["language"] == "en" and isinstance(v["text"], str), body
+            short_file = os.path.join(tmp, "short.wav")
+            with open(short_file, "wb") as f:
+                f.write(short)
+            r = subprocess.run(["curl", "-s", "-F", "file=@" + short_file, "-F", "model=m",
+                                f"http://127.0.0.1:{port}/v1/audio/transcriptions"], capture_output=True, check=True)
+            assert json.loads(r.stdout.decode(errors="replace"))["text"] == said, r.stdout
+            for name, fields, files, code, msg in [
+                    ("no file", {"model": "m"}, {}, 400, "Missing required parameter: 'file'"),
+                    ("not audio", {}, {"file": ("a.png", open(PNG, "rb").read())}, 400, "audio format unknown"),
+                    ("srt", {"response_format": "srt"}, {"file": ("s.wav", short)}, 400, "'srt'"),
+                    ("stream", {"stream": "true"}, {"file": ("s.wav", short)}, 400, "Streamed transcriptions"),
+                    ("truncated", {}, {"file": ("s.wav", short[:500])}, 400, "truncated")]:
+                st, out = form(port, fields, files)
+                assert st == code and msg in out, (name, st, out)
+                print(f"transcription {name}: {st} {json.loads(out)['error']['message'][:100]}")
+            st, out = request(port, "POST", "/v1/audio/transcriptions", {"file": "x"})
+            assert st == 415 and "multipart/form-data" in out, (st, out)
         finally:
             p.terminate()
             p.wait(timeout=30)
