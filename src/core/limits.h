@@ -97,8 +97,8 @@
 /* Encoded bytes of one media item (a data: URL's decoded payload, an image file). */
 #define OMNIC_MAX_MEDIA_BYTES ((size_t)20 << 20)
 /* Audio (src/mm/audio*.c), checked against the file's header before any sample memory: the
- * duration of one clip (seconds), channels (up to 5.1 surround; a 7.1 file is refused)  and the sample rate range (telephone 4 kHz to 384
- * kHz studio files). */
+ * duration of one clip (seconds), channels (up to 5.1 surround; a 7.1 file is refused)  and the sample rate
+ * range (telephone 4 kHz to 384 kHz studio files). */
 #define OMNIC_MAX_AUDIO_SECONDS 30.0
 #define OMNIC_MAX_AUDIO_CHANNELS 6
 #define OMNIC_MIN_AUDIO_RATE 4000

@@ -157,7 +157,7 @@ static void row_block(const omnic__tensor *w, int64_t r0, int64_t rows, int64_t 
     snprintf(out->name, sizeof out->name, "%.56s[%s]", w->name, tag);
 }
 
-#define NAME(...) (snprintf(l->name, sizeof l->name, __VA_ARGS__), l->name)
+#define NAME(...) snprintf(l->name, sizeof l->name, __VA_ARGS__) /* into l->name, which bind reads */
 
 /* A Linear [out, in] with bias; the weight split into row blocks at `split` (0: one block). */
 static omnic_status linear(loader *l, const char *w_name, const char *b_name, int64_t out, int64_t in,

@@ -16,7 +16,8 @@ static bool starts_ci(const char *s, size_t n, const char *p)
 }
 
 /* The value of parameter key in a header value h[0..n) ("...; key=value" or key="value") into
- * out[cap]; false when absent, empty, too long or malformed. */
+ * out[cap]; false when absent, empty, too long, malformed or holding a control byte (NUL
+ * included: the value is a C string). */
 static bool header_param(const char *h, size_t n, const char *key, char *out, size_t cap)
 {
     size_t kl = strlen(key);
@@ -28,13 +29,13 @@ static bool header_param(const char *h, size_t n, const char *key, char *out, si
         if (j < n && h[j] == '"') {
             for (j++; j < n && h[j] != '"'; j++) {
                 if (h[j] == '\\' && j + 1 < n) j++;
-                if (o + 1 >= cap) return false;
+                if (o + 1 >= cap || (unsigned char)h[j] < 0x20 || h[j] == 0x7F) return false;
                 out[o++] = h[j];
             }
             if (j >= n) return false; /* unterminated quote */
         } else {
             for (; j < n && h[j] != ';' && h[j] != ' ' && h[j] != '\t'; j++) {
-                if (o + 1 >= cap) return false;
+                if (o + 1 >= cap || (unsigned char)h[j] < 0x20 || h[j] == 0x7F) return false;
                 out[o++] = h[j];
             }
         }
