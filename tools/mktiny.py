@@ -15,8 +15,9 @@ Families (--family; config.json model_type in brackets):
   gemma3n_text Gemma3nForCausalLM [gemma3n_text]: AltUp streams, Laurel, per-layer embeddings,
                activation sparsity, KV sharing, v_norm, final softcap
   phi4mm       Phi4MultimodalForCausalLM [phi4_multimodal] (HF conversion): the phi3 decoder,
-               the audio conformer and its projections, the feature extractor config (no vision
-               tower weights yet); --dims real: Phi-4-multimodal-instruct's shapes
+               the audio conformer and its projections, the SigLIP-NaViT tower, separators and
+               image projection, one preprocessor config for both; --dims real:
+               Phi-4-multimodal-instruct's shapes
 
   llava        LlavaForConditionalGeneration [llava]: --vision clip|siglip tower + projector in
                front of a --text llama|qwen2 model; <image> added token; preprocessor_config.json,
@@ -2610,9 +2611,9 @@ def resolve_dims(fam_name: str, fam: Family, dims: str, preset: Optional[str], t
 # phi3 decoder under model.* at the top level of config.json, audio_config / vision_config, the
 # audio encoder and its speech / vision-speech projections under
 # model.embed_tokens_extend.audio_embed.*, and preprocessor_config.json with the
-# Phi4MultimodalFeatureExtractor keys. <|endoftext10|> / <|endoftext11|> are the image / audio
-# placeholders (their ids are the tokenizer's). The vision tower is not written (omnic does not
-# run it yet; HF initializes it at random, unused by text and audio prompts).
+# Phi4MultimodalFeatureExtractor and Phi4MultimodalImageProcessorFast keys, the SigLIP-NaViT tower,
+# separators and projection under model.embed_tokens_extend.image_embed.*. <|endoftext10|> /
+# <|endoftext11|> are the image / audio placeholders (their ids are the tokenizer's).
 # -----------------------------------------------------------------------------
 
 PHI4MM_AUDIO_TINY = {"hidden": 32, "intermediate": 48, "blocks": 2, "heads": 4, "channels": 16, "kernel": 3,
@@ -2664,6 +2665,41 @@ def phi4mm_audio_weights(a: dict, text_hidden: int) -> List[WeightSpec]:
     return w
 
 
+PHI4MM_VISION_TINY = {"hidden": 32, "intermediate": 48, "layers": 3, "heads": 2}
+PHI4MM_VISION_REAL = {"hidden": 1152, "intermediate": 4304, "layers": 27, "heads": 16}
+
+
+def phi4mm_vision_weights(v: dict, text_hidden: int) -> List[WeightSpec]:
+    """The SigLIP-NaViT tower (crops of 448 px, patch 14: 32 x 32 positions), its unused post-LN and
+    pooling head (HF builds them), the separators and the projection (HF names)."""
+    C, I, p = v["hidden"], v["intermediate"], 14
+    P = "model.embed_tokens_extend.image_embed."
+    E = P + "img_processor."
+    w: List[WeightSpec] = [(E + "embeddings.patch_embedding.weight", (C, 3, p, p), "normal*0.25"),
+                           (E + "embeddings.patch_embedding.bias", (C,), "norm0"),
+                           (E + "embeddings.position_embedding.weight", (1024, C))]
+    for i in range(v["layers"]):
+        L = E + f"encoder.layers.{i}."
+        w += [(L + "layer_norm1.weight", (C,), "norm"), (L + "layer_norm1.bias", (C,), "norm0"),
+              (L + "layer_norm2.weight", (C,), "norm"), (L + "layer_norm2.bias", (C,), "norm0")]
+        for n in ("q_proj", "k_proj", "v_proj", "out_proj"):
+            w += [(L + f"self_attn.{n}.weight", (C, C)), (L + f"self_attn.{n}.bias", (C,), "norm0")]
+        w += [(L + "mlp.fc1.weight", (I, C)), (L + "mlp.fc1.bias", (I,), "norm0"),
+              (L + "mlp.fc2.weight", (C, I)), (L + "mlp.fc2.bias", (C,), "norm0")]
+    w += [(E + "post_layernorm.weight", (C,), "norm"), (E + "post_layernorm.bias", (C,), "norm0"),
+          (E + "head.probe", (1, 1, C)), (E + "head.attention.in_proj_weight", (3 * C, C)),
+          (E + "head.attention.in_proj_bias", (3 * C,), "norm0"), (E + "head.attention.out_proj.weight", (C, C)),
+          (E + "head.attention.out_proj.bias", (C,), "norm0"), (E + "head.layernorm.weight", (C,), "norm"),
+          (E + "head.layernorm.bias", (C,), "norm0"), (E + "head.mlp.fc1.weight", (I, C)),
+          (E + "head.mlp.fc1.bias", (I,), "norm0"), (E + "head.mlp.fc2.weight", (C, I)),
+          (E + "head.mlp.fc2.bias", (C,), "norm0"),
+          (P + "global_img_feature_extensor", (1, 1, C)), (P + "sub_img_feature_extensor", (1, 1, 1, C)),
+          (P + "img_projection_up.weight", (text_hidden, C)), (P + "img_projection_up.bias", (text_hidden,), "norm0"),
+          (P + "img_projection_down.weight", (text_hidden, text_hidden)),
+          (P + "img_projection_down.bias", (text_hidden,), "norm0")]
+    return w
+
+
 def main_phi4mm(args) -> int:
     t0 = time.time()
     if args.verify:
@@ -2677,8 +2713,11 @@ def main_phi4mm(args) -> int:
     else:
         d, _ = resolve_dims("phi3", fam, "tiny", None, tok)
         a, label, std = dict(PHI4MM_AUDIO_TINY), "tiny", STD_TINY
+    v = dict(PHI4MM_VISION_REAL if real else PHI4MM_VISION_TINY)
     if args.audio_dims == "real":  # the published conformer behind a tiny text model (encoder benchmarks)
         a, label, std = dict(PHI4MM_AUDIO_REAL), label + "+real-audio", STD_REAL
+    if args.vision_dims == "real":  # the published tower behind a tiny text model (encoder benchmarks)
+        v, label, std = dict(PHI4MM_VISION_REAL), label + "+real-vision", STD_REAL
     tie = d.pop("tie", True) if args.tie is None else bool(args.tie)
     d.pop("tie", None)
     ids = special_ids(tok)
@@ -2688,6 +2727,8 @@ def main_phi4mm(args) -> int:
         image_id, audio_id = 200010, 200011
     config = {k: v for k, v in text_cfg.items()
               if k not in ("attention_bias", "full_attn_mod", "interpolate_factor", "lm_head_bias", "mlp_bias")}
+    if not real:  # an image prompt is 545 rows and more (the tiny phi3's 256 positions hold none)
+        config["max_position_embeddings"] = 2048
     config.update({
         "architectures": ["Phi4MultimodalForCausalLM"],
         "model_type": "phi4_multimodal",
@@ -2703,17 +2744,23 @@ def main_phi4mm(args) -> int:
             "nemo_conv_channels": a["channels"], "downsample_rate": 1, "initializer_range": 0.02,
             "audio_token_id": audio_id, "feature_layer": -2, "nemo_final_size": 10},
         "vision_config": {
-            "model_type": "phi4_multimodal_vision", "hidden_size": 16 if not real else 1152,
-            "intermediate_size": 32 if not real else 4304, "num_hidden_layers": 2 if not real else 27,
-            "num_attention_heads": 2 if not real else 16, "num_channels": 3, "image_size": 28 if not real else 448,
-            "patch_size": 14, "hidden_act": "gelu_pytorch_tanh", "layer_norm_eps": 1e-6, "attention_dropout": 0.0,
-            "crop_size": 28 if not real else 448, "image_token_id": image_id, "feature_layer": -2}})
+            "model_type": "phi4_multimodal_vision", "hidden_size": v["hidden"], "intermediate_size": v["intermediate"],
+            "num_hidden_layers": v["layers"], "num_attention_heads": v["heads"], "num_channels": 3,
+            "image_size": 448, "patch_size": 14, "hidden_act": "gelu_pytorch_tanh", "layer_norm_eps": 1e-6,
+            "attention_dropout": 0.0, "crop_size": 448, "image_token_id": image_id, "feature_layer": -2}})
     specs = [(sp[0], sp[1], sp[2] if len(sp) > 2 else weight_init(sp), sp[0]) for sp in text_w]
     specs += [(s[0], s[1], weight_init(s), s[0]) for s in phi4mm_audio_weights(a, d["hidden"])]
+    specs += [(s[0], s[1], weight_init(s), s[0]) for s in phi4mm_vision_weights(v, d["hidden"])]
     pre = {"feature_extractor_type": "Phi4MultimodalFeatureExtractor", "feature_size": 80, "sampling_rate": 16000,
            "padding_value": 0.0, "return_attention_mask": True, "hop_length": 160, "n_fft": 512, "win_length": 400,
            "preemphasis": 0.97, "audio_compression_rate": 8, "audio_downsample_rate": 1, "audio_feat_stride": 1,
-           "mel_min_frequency": 0, "mel_max_frequency": 7690, "processor_class": "Phi4MultimodalProcessor"}
+           "mel_min_frequency": 0, "mel_max_frequency": 7690, "processor_class": "Phi4MultimodalProcessor",
+           # Phi4MultimodalImageProcessorFast's keys in the same file (as Phi4MultimodalProcessor saves them)
+           "image_processor_type": "Phi4MultimodalImageProcessorFast", "size": {"height": 448, "width": 448},
+           "patch_size": 14, "dynamic_hd": args.dynamic_hd, "image_mean": [0.5, 0.5, 0.5],
+           "image_std": [0.5, 0.5, 0.5], "do_resize": True, "do_rescale": True,
+           "rescale_factor": 0.00392156862745098, "do_normalize": True, "do_convert_rgb": True, "resample": 3,
+           "data_format": "channels_first", "default_to_square": True}
     os.makedirs(args.out, exist_ok=True)
     write_json(os.path.join(args.out, "config.json"), config)
     gen = {"bos_token_id": ids["bos"], "do_sample": False, "eos_token_id": ids["gen_eos"],
@@ -2750,7 +2797,8 @@ def main_phi4mm(args) -> int:
     nbytes = sum(os.path.getsize(os.path.join(args.out, f)) for f in files)
     print(f"mktiny: phi4mm [{label}] dtype={args.dtype} seed={args.seed} -> {args.out}")
     print(f"  {len(specs)} tensors, {nparams:,} params, {nbytes / 2**20:.1f} MiB; audio conformer {a['blocks']}x"
-          f"{a['hidden']}, audio token {audio_id}, image token {image_id}; {time.time() - t0:.2f} s")
+          f"{a['hidden']}, vision tower {v['layers']}x{v['hidden']}, audio token {audio_id}, image token {image_id}; "
+          f"{time.time() - t0:.2f} s")
     return 0
 
 
@@ -2790,6 +2838,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     ap.add_argument("--audio-dims", choices=["tiny", "real"], default=None,
                     help="phi4mm: the audio conformer's dims (real: Phi-4-multimodal-instruct's 24 x 1024, for "
                          "omnic bench --audio), independent of --dims")
+    ap.add_argument("--vision-dims", choices=["tiny", "real"], default=None,
+                    help="phi4mm: the vision tower's dims (real: Phi-4-multimodal-instruct's SigLIP 27 x 1152, for "
+                         "omnic bench --image), independent of --dims")
+    ap.add_argument("--dynamic-hd", type=int, default=36,
+                    help="phi4mm: preprocessor_config.json dynamic_hd (HD crops per image at most; default 36)")
     ap.add_argument("--max-pixels", type=int, default=None,
                     help="qwen2_vl, qwen2_5_vl: preprocessor_config.json max_pixels (default: tiny %d, real the "
                          "published 12845056)" % QWEN2VL_TINY_MAX_PIXELS)

@@ -443,7 +443,7 @@ int omnic__cli_run(int argc, char **argv)
     int32_t *ids = NULL;
     size_t n_ids = 0;
     char *text = NULL;
-    char *audio_prompt = NULL; /* --audio: the message with <|audio_N|> before its text */
+    char *audio_prompt = NULL; /* the message with its media placeholders before its text */
     omnic__media_item items[OMNIC_MAX_REQUEST_IMAGES] = {0};
     const omnic__media_item *item_ptrs[OMNIC_MAX_REQUEST_IMAGES];
     if (n_images) { /* decode + the checkpoint's processor */
@@ -482,45 +482,47 @@ int omnic__cli_run(int argc, char **argv)
         }
         omnic__media_proc_deinit(&prep);
     }
-    if (n_audio && n_images) {
-        fprintf(stderr, "omnic run: --audio with --image: prompts of both are not built yet\n");
-        rc = 2;
-        goto out;
-    }
     if (n_audio) { /* decode + resample + the checkpoint's feature extractor */
         omnic__media_proc prep;
         if (omnic__media_proc_init(&prep, m, OMNIC_MODALITY_AUDIO, 0, &err) != OMNIC_OK) {
             fprintf(stderr, "omnic run: --audio: %s\n", err.msg);
             goto out;
         }
-        for (size_t k = 0; k < n_audio; k++) {
+        for (size_t k = 0; k < n_audio; k++) { /* the clips after the images */
             char *bytes = NULL;
             size_t len = 0;
-            item_ptrs[k] = &items[k];
+            omnic__media_item *it = &items[n_images + k];
+            item_ptrs[n_images + k] = it;
             if (omnic__read_file(audios[k], OMNIC_MAX_MEDIA_BYTES, &bytes, &len, &err) != OMNIC_OK ||
-                omnic__media_prepare(&prep, (const uint8_t *)bytes, len, NULL, NULL, &items[k], &err) !=
-                    OMNIC_OK) {
+                omnic__media_prepare(&prep, (const uint8_t *)bytes, len, NULL, NULL, it, &err) != OMNIC_OK) {
                 fprintf(stderr, "omnic run: --audio %s: %s\n", audios[k], err.msg);
                 omnic_free(bytes);
                 omnic__media_proc_deinit(&prep);
                 goto out;
             }
             omnic_free(bytes);
-            if (items[k].in_w != items[k].out_w)
+            if (it->in_w != it->out_w)
                 fprintf(stderr, "omnic run: --audio %s resampled from %lld Hz to %lld Hz\n", audios[k],
-                        (long long)items[k].in_w, (long long)items[k].out_w);
+                        (long long)it->in_w, (long long)it->out_w);
         }
         omnic__media_proc_deinit(&prep);
-        if (!token_list && !raw) { /* chat: Phi4MultimodalProcessor placeholders, before the text */
-            size_t n = strlen(prompt) + 16 * n_audio + 1;
-            audio_prompt = omnic_alloc_array(n, 1);
-            if (!audio_prompt) goto out;
-            size_t w = 0;
-            for (size_t k = 0; k < n_audio; k++)
-                w += (size_t)snprintf(audio_prompt + w, n - w, "<|audio_%zu|>", k + 1);
-            snprintf(audio_prompt + w, n - w, "%s", prompt);
-            prompt = audio_prompt;
-        }
+    }
+    /* chat prompts of a model whose processor reads media placeholders in the text (models/media.h
+     * prompt_tag: Phi4MultimodalProcessor's <|image_N|>, <|audio_N|>): images, then clips, before it */
+    const char *image_tag = omnic__media_prompt_tag(m, OMNIC_MODALITY_IMAGE);
+    const char *audio_tag = omnic__media_prompt_tag(m, OMNIC_MODALITY_AUDIO);
+    size_t template_images = n_images;
+    if (!token_list && !raw && ((n_images && image_tag) || (n_audio && audio_tag))) {
+        size_t n = strlen(prompt) + 24 * (n_images + n_audio) + 1, w = 0;
+        audio_prompt = omnic_alloc_array(n, 1);
+        if (!audio_prompt) goto out;
+        for (size_t k = 0; image_tag && k < n_images; k++)
+            w += (size_t)snprintf(audio_prompt + w, n - w, image_tag, k + 1);
+        for (size_t k = 0; audio_tag && k < n_audio; k++)
+            w += (size_t)snprintf(audio_prompt + w, n - w, audio_tag, k + 1);
+        snprintf(audio_prompt + w, n - w, "%s", prompt);
+        prompt = audio_prompt;
+        if (image_tag) template_images = 0;
     }
     const size_t n_items = n_images + n_audio;
     int64_t crops[OMNIC_MAX_REQUEST_IMAGES] = {0}; /* Gemma 3 pan-and-scan: the prompt names them */
@@ -547,9 +549,10 @@ int omnic__cli_run(int argc, char **argv)
             fprintf(stderr, "omnic run: prompt: %s\n", err.msg);
             goto out;
         }
-    } else if (omnic__chat_prompt_images(m->ckpt, m, omnic__engine_tokenizer(e), system, prompt, n_images,
-                                         any_crops ? crops : NULL, omnic__model_supports_image(m), &text,
-                                         &ids, &n_ids, &err) != OMNIC_OK) {
+    } else if (omnic__chat_prompt_images(m->ckpt, m, omnic__engine_tokenizer(e), system, prompt,
+                                         template_images, any_crops ? crops : NULL,
+                                         omnic__model_supports_image(m) && !image_tag, &text, &ids, &n_ids,
+                                         &err) != OMNIC_OK) {
         fprintf(stderr, "omnic run: %s\n", err.msg);
         goto out;
     }
@@ -573,8 +576,9 @@ int omnic__cli_run(int argc, char **argv)
         st.n_parts += omnic__media_item_parts(&items[k]);
     for (size_t k = 0; dump && k < n_items; k++) { /* the encoder's input: pixel_values / input_features */
         char name[48];
-        image_name((int64_t)n_items, n_audio ? "input_features" : "pixel_values", (int64_t)k, name,
-                   sizeof name);
+        image_name((int64_t)n_items,
+                   items[k].modality == OMNIC_MODALITY_AUDIO ? "input_features" : "pixel_values", (int64_t)k,
+                   name, sizeof name);
         dump_tensor(&st, name, items[k].input);
     }
     if (dump && n_images && items[0].has_grid) { /* [n_images, 3] (t, h, w) */

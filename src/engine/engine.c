@@ -503,7 +503,7 @@ static omnic_status encode_next(omnic__engine *e, int si, double budget, omnic_e
     request *r = s->req;
     omnic__model *m = e->model;
     const int64_t H = m->dec.cfg.hidden, k = r->encoded;
-    const omnic__tensor *proj, *feat;
+    const omnic__tensor *feat;
     int64_t R;
     const omnic__media_item *it = &r->media[k];
     OMNIC_TRY(omnic__media_item_rows(m, it, &R, err));
@@ -527,33 +527,27 @@ static omnic_status encode_next(omnic__engine *e, int si, double budget, omnic_e
             return rs; /* the rest in the next steps */
         }
         e->enc_slot = -1;
-        proj = omnic__module_output(e->enc_mod, e->enc_proj);
         feat = e->enc_feat >= 0 ? omnic__module_output(e->enc_mod, e->enc_feat) : NULL;
         omnic__metrics_observe_media(&e->metrics, OMNIC_MS_ENCODE, (int)it->modality,
                                      omnic__now() - e->enc_t0);
-        /* an encoder may give rows past the item's (padding of a fixed block): the first R */
-        if (proj->dims[0] < R || proj->dims[1] != H)
-            return OMNIC_FAIL(err, OMNIC_E_INTERNAL,
-                              "the encoder gave [%lld, %lld] rows, expected [%lld, %lld]",
-                              (long long)proj->dims[0], (long long)proj->dims[1], (long long)R, (long long)H);
-        memcpy(dst, proj->data, (size_t)(R * H) * sizeof(float));
-        for (int j = 0; j < md->n_side; j++) {
-            const omnic__tensor *side = omnic__module_output(e->enc_mod, md->side_out[j]);
-            if (side->dims[0] < R || omnic__tensor_cols(side) != H)
-                return OMNIC_FAIL(err, OMNIC_E_INTERNAL, "the encoder's side output %d has the wrong shape",
-                                  j);
-            memcpy(dst + (size_t)((1 + j) * R * H), side->data, (size_t)(R * H) * sizeof(float));
-        }
+        OMNIC_TRY(omnic__media_encode_rows(m, it, e->enc_mod, e->enc_proj, dst, err));
         if (e->enc_cache && it->has_key)
             omnic__blob_cache_put(e->enc_cache, it->key, (size_t)(RT * H) * sizeof *dst, dst);
-        if (r->on_encode) {
+        if (r->on_encode) { /* the item's rows as merged: [R, H] views of dst */
+            omnic__tensor rows[1 + OMNIC_MAX_SIDE];
             const omnic__tensor *side[OMNIC_MAX_SIDE];
             const char *names[OMNIC_MAX_SIDE];
-            for (int j = 0; j < md->n_side; j++) {
-                side[j] = omnic__module_output(e->enc_mod, md->side_out[j]);
-                names[j] = omnic__module_output_name(e->enc_mod, md->side_out[j]);
+            for (int j = 0; j <= md->n_side; j++) {
+                rows[j] =
+                    (omnic__tensor){.dtype = OMNIC_DTYPE_F32, .ndim = 2, .data = dst + (size_t)(j * R * H)};
+                for (int d = 0; d < OMNIC_MAX_DIMS; d++)
+                    rows[j].dims[d] = 1;
+                rows[j].dims[0] = R, rows[j].dims[1] = H;
+                if (j)
+                    side[j - 1] = &rows[j],
+                             names[j - 1] = omnic__module_output_name(e->enc_mod, md->side_out[j - 1]);
             }
-            r->on_encode(r->cb_ctx, k, feat, proj, md->n_side, side, names);
+            r->on_encode(r->cb_ctx, k, feat, &rows[0], md->n_side, side, names);
         }
     }
     if (e->enc_cache) {

@@ -107,6 +107,15 @@ omnic_status omnic__image_resize(const omnic__image *src, int64_t out_width, int
                                  omnic__resample filter, omnic__image_numerics numerics, omnic__image *out,
                                  omnic_err *err);
 
+/* f32 planes (borrowed src [C, H, W], caller-sized dst [C, out_h, out_w]) resized as ATen's
+ * upsample_bicubic2d with align_corners=False and no antialias (torch interpolate(mode="bicubic"),
+ * torchvision resize(antialias=False) of a float tensor): scale = f32(in / out), source =
+ * scale * (d + 0.5) - 0.5, index floor(source) clamped to <= in - 1, weight t clamped to [0, 1],
+ * the cubic convolution with A = -0.75, taps clamped to the border; per output value the row
+ * taps' sums of the column taps, in f32, in ATen's order. No clamping of the result. E_NOMEM. */
+omnic_status omnic__image_bicubic_f32(const float *src, int64_t channels, int64_t height, int64_t width,
+                                      int64_t out_h, int64_t out_w, float *dst, omnic_err *err);
+
 /* ---- crop -------------------------------------------------------------------------------- */
 
 typedef enum omnic__crop_rounding {

@@ -58,8 +58,10 @@ omnic_status omnic__qwen3_moe_parse(const json_t *cfg, const char *what, const o
  * 1-D positions; models/qwen2vl_media.c: the packed-patch Qwen2-VL towers, M-RoPE). */
 extern const omnic__media_ops omnic__media_clip_image;
 extern const omnic__media_ops omnic__media_qwen2vl_image;
-/* models/phi4mm_media.c: Phi-4-multimodal's audio (conformer, speech / vision-speech projections). */
+/* models/phi4mm_media.c: Phi-4-multimodal's audio (conformer, speech / vision-speech projections);
+ * models/phi4mm_image.c: its images (HD crops, SigLIP-NaViT, separators, projection). */
 extern const omnic__media_ops omnic__media_phi4mm_audio;
+extern const omnic__media_ops omnic__media_phi4mm_image;
 
 /* The family for config's model_type; E_UNSUPPORTED naming the model_type and the
  * supported list when none matches. */

@@ -120,7 +120,8 @@ omnic_status omnic__media_proc_init(omnic__media_proc *p, const omnic__model *m,
 }
 
 /* Every processor table, the most specific first (the last claims any config of its modality). */
-static const omnic__media_ops *const processors[] = {&omnic__media_qwen2vl_image, &omnic__media_clip_image};
+static const omnic__media_ops *const processors[] = {&omnic__media_phi4mm_image, &omnic__media_qwen2vl_image,
+                                                     &omnic__media_clip_image};
 
 omnic_status omnic__media_proc_from_config(omnic__media_proc *p, const json_t *pc, const char *what,
                                            omnic__modality mod, const char *variant,
@@ -219,6 +220,29 @@ omnic_status omnic__media_encode(omnic__model *m, const omnic__media_item *it,
     return OMNIC_OK;
 }
 
+omnic_status omnic__media_encode_rows(const omnic__model *m, const omnic__media_item *it,
+                                      const omnic__module *mod, int projected, float *dst, omnic_err *err)
+{
+    const omnic__media_ops *o = ops_of(m, it->modality);
+    if (!o || !o->ready(m)) return not_taken(m, it->modality, err);
+    if (o->encode_rows) return o->encode_rows(m, it, mod, projected, dst, err);
+    int64_t R;
+    OMNIC_TRY(o->item_rows(m, it, &R, err));
+    const int64_t H = m->dec.cfg.hidden;
+    const omnic__model_media *md = &m->media[it->modality];
+    /* an encoder may give rows past the item's (padding of a fixed block): the first R */
+    for (int j = -1; j < md->n_side; j++) {
+        const omnic__tensor *t = omnic__module_output(mod, j < 0 ? projected : md->side_out[j]);
+        if (t->dims[0] < R || omnic__tensor_cols(t) != H)
+            return OMNIC_FAIL(
+                err, OMNIC_E_INTERNAL, "the encoder's output %s is [%lld, %lld], expected [%lld, %lld]",
+                omnic__module_output_name(mod, j < 0 ? projected : md->side_out[j]), (long long)t->dims[0],
+                (long long)omnic__tensor_cols(t), (long long)R, (long long)H);
+        memcpy(dst + (size_t)((1 + j) * R * H), t->data, (size_t)(R * H) * sizeof(float));
+    }
+    return OMNIC_OK;
+}
+
 omnic_status omnic__media_encode_start(omnic__model *m, const omnic__media_item *it, omnic__module **mod,
                                        int *projected, int *features, omnic_err *err)
 {
@@ -239,13 +263,15 @@ omnic_status omnic__media_merge(const omnic__model *m, const int32_t *logical, i
                                 const float *projected, omnic__prepared_prefill *out, omnic_err *err)
 {
     omnic__modality mod = n_items ? items[0]->modality : OMNIC_MODALITY_IMAGE;
+    const omnic__media_ops *o = ops_of(m, mod);
+    if (!o || !o->ready(m)) return not_taken(m, mod, err);
+    /* a prompt may mix modalities whose tables share one merge (the family merges them together) */
     for (int64_t k = 1; k < n_items; k++)
-        if (items[k]->modality != mod)
+        if (items[k]->modality != mod &&
+            (!ops_of(m, items[k]->modality) || ops_of(m, items[k]->modality)->merge != o->merge))
             return OMNIC_FAIL(err, OMNIC_E_UNSUPPORTED,
                               "a prompt mixing %s and %s input is not supported yet",
                               omnic__modality_name(mod), omnic__modality_name(items[k]->modality));
-    const omnic__media_ops *o = ops_of(m, mod);
-    if (!o || !o->ready(m)) return not_taken(m, mod, err);
     return o->merge(m, logical, n, items, n_items, projected, out, err);
 }
 
@@ -271,6 +297,11 @@ omnic_status omnic__media_expand_prompt(const omnic__model *m, const struct omni
     *out = cur;
     *out_len = len;
     return OMNIC_OK;
+}
+
+const char *omnic__media_prompt_tag(const omnic__model *m, omnic__modality mod)
+{
+    return ops_of(m, mod) ? ops_of(m, mod)->prompt_tag : NULL;
 }
 
 int32_t omnic__media_placeholder(const omnic__model *m, omnic__modality mod)

@@ -155,6 +155,12 @@ typedef struct omnic__media_ops {
      * [rows, H_text] and *features (the encoder's selected hidden state; -1: none). */
     omnic_status (*encode_start)(struct omnic__model *m, const omnic__media_item *it, omnic__module **mod,
                                  int *projected, int *features, omnic_err *err);
+    /* (optional) The item's rows from the module encode_start started, once it has run: R rows
+     * (omnic__media_item_rows), then R rows per side output, into dst. NULL: the first R rows of
+     * *projected and of each side output (an encoder whose rows are a layout of its outputs, such
+     * as Phi-4-multimodal's HD crops with separators, writes them itself). */
+    omnic_status (*encode_rows)(const struct omnic__model *m, const omnic__media_item *it,
+                                const omnic__module *mod, int projected, float *dst, omnic_err *err);
     /* What one encode of it costs (benchmarks). */
     void (*encode_cost)(const struct omnic__model *m, const omnic__media_item *it, omnic__encode_cost *out);
     /* logical [n] (one placeholder per item) + projected (every item's rows in order,
@@ -171,6 +177,11 @@ typedef struct omnic__media_ops {
     omnic_status (*expand_prompt)(const struct omnic__model *m, const struct omnic__tokenizer *tok,
                                   const char *text, size_t len, const int64_t *crops, size_t n_crops,
                                   char **out, size_t *out_len, omnic_err *err);
+    /* (optional) printf format of an item's placeholder in prompt text, N counting the prompt's
+     * items of this modality from 1 ("<|image_%zu|>": Phi4MultimodalProcessor's prompts): chat
+     * messages then carry their media as text (string content), not as template content parts.
+     * NULL: media are content parts the chat template writes. */
+    const char *prompt_tag;
     /* Capability report for `omnic inspect`: the encoder, its processor facts, its modules. */
     void (*describe)(const struct omnic__model *m, FILE *out);
     /* One-line description of the encoder (benchmark tables). */
@@ -227,6 +238,11 @@ omnic_status omnic__media_item_rows(const struct omnic__model *m, const omnic__m
 omnic_status omnic__media_encode(struct omnic__model *m, const omnic__media_item *it,
                                  const omnic__tensor **projected, const omnic__tensor **features,
                                  omnic_err *err);
+/* After the module of encode_start has run: the item's R rows, then R rows per side output
+ * (m->media[modality].n_side), into dst (caller-sized [R * (1 + n_side), H_text]). E_INTERNAL when
+ * the encoder's outputs have the wrong shape. */
+omnic_status omnic__media_encode_rows(const struct omnic__model *m, const omnic__media_item *it,
+                                      const omnic__module *mod, int projected, float *dst, omnic_err *err);
 /* encode_start alone, for a caller that runs the module in slices between other work
  * (omnic__module_run); the table's outputs as encode_start gives them. */
 omnic_status omnic__media_encode_start(struct omnic__model *m, const omnic__media_item *it,
@@ -244,6 +260,8 @@ omnic_status omnic__media_merge(const struct omnic__model *m, const int32_t *log
 omnic_status omnic__media_expand_prompt(const struct omnic__model *m, const struct omnic__tokenizer *tok,
                                         const char *text, size_t len, const int64_t *crops, size_t n_crops,
                                         char **out, size_t *out_len, omnic_err *err);
+/* The table's prompt_tag for modality mod (NULL: none, or m does not take mod). */
+const char *omnic__media_prompt_tag(const struct omnic__model *m, omnic__modality mod);
 /* Placeholder id of modality mod in m's logical prompts; -1 when m does not take it. */
 int32_t omnic__media_placeholder(const struct omnic__model *m, omnic__modality mod);
 

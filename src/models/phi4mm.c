@@ -3,12 +3,13 @@
  * LongRoPE) at the top level of config.json beside audio_config and vision_config, weights under
  * model.* (lm_head tied unless present), and the audio encoder and its projections under
  * model.embed_tokens_extend.audio_embed.* (models/phi4mm_audio.h, the audio table in
- * models/phi4mm_media.c). Absent keys take Phi4MultimodalConfig's defaults (transformers 4.57 /
- * 5.2 configuration_phi4_multimodal.py). The LoRA adapters the audio and image modes run with
- * come from the checkpoint's speech-lora/ and vision-lora/ folders (PEFT format, models/lora.h),
- * as the HF conversion writes them; audio prompts are served only when speech-lora/ loaded. Not
- * built yet, each refused by name where it would matter: the vision tower (image input) and the
- * original remote-code layout (model_type phi4mm, adapters inside the base weights). */
+ * models/phi4mm_media.c), the image encoder under model.embed_tokens_extend.image_embed.*
+ * (models/phi4mm_vision.h, the image table in models/phi4mm_image.c). Absent keys take Phi4MultimodalConfig's
+ * defaults (transformers 4.57 / 5.2 configuration_phi4_multimodal.py). The LoRA adapters the audio and image
+ * modes run with come from the checkpoint's speech-lora/ and vision-lora/ folders (PEFT format,
+ * models/lora.h), as the HF conversion writes them; audio prompts are served only when speech-lora/ loaded,
+ * image prompts only when vision-lora/ did. Not built yet, refused by its model_type: the original
+ * remote-code layout (model_type phi4mm, adapters inside the base weights). */
 #include <stdio.h>
 #include <sys/stat.h>
 
@@ -81,5 +82,6 @@ static const char *const types[] = {"phi4_multimodal", NULL};
 const omnic__family omnic__family_phi4mm = {.name = "phi4_multimodal",
                                             .model_types = types,
                                             .parse_config = parse,
-                                            .media = {[OMNIC_MODALITY_AUDIO] = &omnic__media_phi4mm_audio},
+                                            .media = {[OMNIC_MODALITY_IMAGE] = &omnic__media_phi4mm_image,
+                                                      [OMNIC_MODALITY_AUDIO] = &omnic__media_phi4mm_audio},
                                             .load_adapters = load_adapters};

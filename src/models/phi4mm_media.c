@@ -17,6 +17,7 @@
 #include "models/config_keys.h"
 #include "models/model.h"
 #include "models/phi4mm_audio.h"
+#include "models/phi4mm_media.h"
 #include "runtime/graph.h"
 #include "tokenizer/tokenizer.h"
 
@@ -107,6 +108,24 @@ typedef struct p4a_proc {
     omnic__fbank *fb;    /* owned */
 } p4a_proc;
 
+const char *const omnic__phi4mm_audio_keys[] = {"feature_extractor_type",
+                                                "feature_size",
+                                                "sampling_rate",
+                                                "padding_value",
+                                                "return_attention_mask",
+                                                "hop_length",
+                                                "n_fft",
+                                                "win_length",
+                                                "preemphasis",
+                                                "audio_compression_rate",
+                                                "audio_downsample_rate",
+                                                "audio_feat_stride",
+                                                "mel_min_frequency",
+                                                "mel_max_frequency",
+                                                "processor_class",
+                                                "padding_side",
+                                                NULL};
+
 static bool p4a_proc_claims(const json_t *pc)
 {
     const json_t *t = json_object_get(pc, "feature_extractor_type");
@@ -124,24 +143,8 @@ static void p4a_proc_free(void *params)
 static omnic_status p4a_proc_parse(const json_t *pc, const char *what, const char *variant,
                                    const omnic__media_kwargs *kw, void **out, omnic_err *err)
 {
-    static const char *const keys[] = {"feature_extractor_type",
-                                       "feature_size",
-                                       "sampling_rate",
-                                       "padding_value",
-                                       "return_attention_mask",
-                                       "hop_length",
-                                       "n_fft",
-                                       "win_length",
-                                       "preemphasis",
-                                       "audio_compression_rate",
-                                       "audio_downsample_rate",
-                                       "audio_feat_stride",
-                                       "mel_min_frequency",
-                                       "mel_max_frequency",
-                                       "processor_class",
-                                       "padding_side",
-                                       NULL};
-    const char *const *const lists[] = {keys, NULL};
+
+    const char *const *const lists[] = {omnic__phi4mm_audio_keys, omnic__phi4mm_image_keys, NULL};
     if (variant)
         return OMNIC_FAIL(err, OMNIC_E_UNSUPPORTED,
                           "%s: the feature extractor has one numerics path (not %s)", what, variant);
@@ -326,53 +329,85 @@ static void p4a_encode_cost(const omnic__model *m, const omnic__media_item *it, 
     out->rows = (int64_t)R, out->width = c->hidden, out->inter = 2 * c->intermediate;
 }
 
-static omnic_status p4a_merge(const omnic__model *m, const int32_t *logical, int64_t n_logical,
-                              const omnic__media_item *const *items, int64_t n_items, const float *projected,
-                              omnic__prepared_prefill *out, omnic_err *err)
+/* The item's rows R and its span in projected (R per output: speech, vision-speech for clips). */
+static omnic_status item_span(const omnic__model *m, const omnic__media_item *it, int64_t *R, int64_t *span,
+                              omnic_err *err)
 {
-    const int32_t pad = m->media[OMNIC_MODALITY_AUDIO].placeholder_id;
+    OMNIC_TRY(omnic__media_item_rows(m, it, R, err));
+    *span = *R * (1 + m->media[it->modality].n_side);
+    return OMNIC_OK;
+}
+
+omnic_status omnic__phi4mm_merge(const omnic__model *m, const int32_t *logical, int64_t n_logical,
+                                 const omnic__media_item *const *items, int64_t n_items,
+                                 const float *projected, omnic__prepared_prefill *out, omnic_err *err)
+{
+    const int32_t ids[2] = {omnic__media_placeholder(m, OMNIC_MODALITY_IMAGE),
+                            omnic__media_placeholder(m, OMNIC_MODALITY_AUDIO)};
     const int64_t H = m->dec.cfg.hidden;
+    int64_t want[2] = {0, 0}, have[2] = {0, 0}, total = 0;
+    for (int64_t k = 0; k < n_items; k++) {
+        const int mk = items[k]->modality == OMNIC_MODALITY_AUDIO;
+        if (items[k]->modality != OMNIC_MODALITY_IMAGE && !mk)
+            return OMNIC_FAIL(err, OMNIC_E_UNSUPPORTED, "Phi-4-multimodal takes no %s input",
+                              omnic__modality_name(items[k]->modality));
+        int64_t r, span;
+        OMNIC_TRY(item_span(m, items[k], &r, &span, err));
+        have[mk]++, total += r;
+    }
+    for (int64_t i = 0; i < n_logical; i++)
+        for (int k = 0; k < 2; k++)
+            want[k] += ids[k] >= 0 && logical[i] == ids[k];
+    for (int k = 0; k < 2; k++)
+        if (want[k] != have[k])
+            return OMNIC_FAIL(err, OMNIC_E_INVALID, "the prompt has %lld %s placeholders but %lld %s given",
+                              (long long)want[k], k ? "audio" : "image", (long long)have[k],
+                              k ? "clips were" : "images were");
     omnic__prepared_prefill p = {.n_logical = n_logical,
                                  .hidden = H,
                                  .pos_mode = OMNIC_POS_1D,
                                  .n_images = n_items,
-                                 .adapter = OMNIC_ADAPTER_SPEECH};
-    int64_t pads = 0;
-    for (int64_t i = 0; i < n_logical; i++)
-        pads += logical[i] == pad;
-    if (pads != n_items)
-        return OMNIC_FAIL(err, OMNIC_E_INVALID,
-                          "the prompt has %lld audio placeholders but %lld clips were given", (long long)pads,
-                          (long long)n_items);
-    for (int64_t k = 0; k < n_items; k++) {
-        int64_t r;
-        OMNIC_TRY(p4a_item_rows(m, items[k], &r, err));
-        p.image_rows += r;
-    }
-    p.n_rows = n_logical - n_items + p.image_rows;
+                                 .image_rows = total,
+                                 .adapter = have[0]   ? OMNIC_ADAPTER_VISION
+                                            : have[1] ? OMNIC_ADAPTER_SPEECH
+                                                      : OMNIC_ADAPTER_NONE};
+    p.n_rows = n_logical - n_items + total;
     p.logical = omnic_alloc_array((size_t)n_logical, sizeof *p.logical);
     p.embeds = omnic_alloc_array((size_t)(p.n_rows * H), sizeof *p.embeds);
     p.positions = omnic_alloc_array((size_t)p.n_rows, sizeof *p.positions);
+    int64_t *base = omnic_alloc_array((size_t)n_items + 1, sizeof *base);
     omnic_status s = OMNIC_OK;
-    if (!p.logical || !p.embeds || !p.positions) {
+    if (!p.logical || !p.embeds || !p.positions || !base) {
         s = OMNIC_FAIL(err, OMNIC_E_NOMEM, "out of memory for a prompt of %lld rows", (long long)p.n_rows);
         goto out;
     }
     memcpy(p.logical, logical, (size_t)n_logical * sizeof *logical);
     for (int64_t i = 0; i < p.n_rows; i++)
         p.positions[i] = (int32_t)i;
-    /* projected holds each clip's speech rows, then its vision-speech rows (the side output) */
-    int64_t row = 0, clip = 0, base = 0;
+    base[0] =
+        0; /* projected: every item's rows in item order, clips' vision-speech rows after their speech rows */
+    for (int64_t k = 0; k < n_items; k++) {
+        int64_t r = 0, span = 0;
+        (void)item_span(m, items[k], &r, &span, err);
+        base[k + 1] = base[k] + span;
+    }
+    int64_t row = 0, next[2] = {0, 0}; /* the next item of each modality */
     for (int64_t i = 0; i < n_logical;) {
-        if (logical[i] == pad) {
-            int64_t r;
-            (void)p4a_item_rows(m, items[clip], &r, err);
-            memcpy(p.embeds + row * H, projected + base * H, (size_t)(r * H) * sizeof(float));
-            row += r, base += 2 * r, clip++, i++;
+        const int mk = logical[i] == ids[0] ? 0 : logical[i] == ids[1] ? 1 : -1;
+        if (mk >= 0) {
+            const omnic__modality want_mod = mk ? OMNIC_MODALITY_AUDIO : OMNIC_MODALITY_IMAGE;
+            while (items[next[mk]]->modality != want_mod)
+                next[mk]++;
+            const int64_t k = next[mk]++;
+            int64_t r = 0, span = 0;
+            (void)item_span(m, items[k], &r, &span, err);
+            const int64_t from = base[k] + (mk && have[0] ? r : 0); /* vision-speech rows with an image */
+            memcpy(p.embeds + row * H, projected + from * H, (size_t)(r * H) * sizeof(float));
+            row += r, i++;
             continue;
         }
         int64_t j = i;
-        while (j < n_logical && logical[j] != pad)
+        while (j < n_logical && logical[j] != ids[0] && logical[j] != ids[1])
             j++;
         if ((s = omnic__model_embed_tokens(m, logical + i, j - i, p.embeds + row * H, err)) != OMNIC_OK)
             goto out;
@@ -380,33 +415,34 @@ static omnic_status p4a_merge(const omnic__model *m, const int32_t *logical, int
     }
     s = omnic__prepared_prefill_init(out, &p, err);
 out:
+    omnic_free(base);
     omnic__prepared_prefill_deinit(&p);
     return s;
 }
 
-/* Each <|audio_N|> of a rendered prompt becomes the placeholder token's text (one per clip). */
-static omnic_status p4a_expand_prompt(const omnic__model *m, const omnic__tokenizer *tok, const char *text,
-                                      size_t len, const int64_t *crops, size_t n_crops, char **out,
-                                      size_t *out_len, omnic_err *err)
+omnic_status omnic__phi4mm_expand(const omnic__model *m, const omnic__tokenizer *tok, omnic__modality mod,
+                                  const char *open, const char *text, size_t len, char **out, size_t *out_len,
+                                  omnic_err *err)
 {
-    (void)crops, (void)n_crops;
     *out = NULL;
     size_t np;
-    const char *ph = omnic__tokenizer_id_to_token(tok, m->media[OMNIC_MODALITY_AUDIO].placeholder_id, &np);
+    const int32_t id = m->media[mod].placeholder_id;
+    const char *ph = omnic__tokenizer_id_to_token(tok, id, &np);
     if (!ph || !np)
-        return OMNIC_FAIL(err, OMNIC_E_INVALID, "the tokenizer has no token for audio_token_id %d",
-                          m->media[OMNIC_MODALITY_AUDIO].placeholder_id);
-    static const char open[] = "<|audio_";
-    if (!memmem(text, len, open, sizeof open - 1)) return OMNIC_OK;
-    char *o = omnic_alloc_array(len + 1 + (len / 10 + 1) * np, 1); /* each <|audio_N|> is >= 11 bytes */
+        return OMNIC_FAIL(err, OMNIC_E_INVALID, "the tokenizer has no token for the %s placeholder id %d",
+                          omnic__modality_name(mod), id);
+    const size_t no = strlen(open);
+    if (!memmem(text, len, open, no)) return OMNIC_OK;
+    char *o =
+        omnic_alloc_array(len + 1 + (len / (no + 3) + 1) * np, 1); /* each open N|> is >= no + 3 bytes */
     if (!o) return OMNIC_FAIL(err, OMNIC_E_NOMEM, "out of memory for a prompt of %zu bytes", len);
     char *w = o;
     for (size_t i = 0; i < len;) {
-        size_t j = i + sizeof open - 1, k = j;
-        if (i + sizeof open - 1 <= len && !memcmp(text + i, open, sizeof open - 1)) {
+        size_t j = i + no, k = j;
+        if (i + no <= len && !memcmp(text + i, open, no)) {
             while (k < len && text[k] >= '0' && text[k] <= '9')
                 k++;
-            if (k > j && k + 1 < len && text[k] == '|' && text[k + 1] == '>') { /* <|audio_\d+|> */
+            if (k > j && k + 1 < len && text[k] == '|' && text[k + 1] == '>') { /* open \d+ |> */
                 memcpy(w, ph, np), w += np;
                 i = k + 2;
                 continue;
@@ -418,6 +454,14 @@ static omnic_status p4a_expand_prompt(const omnic__model *m, const omnic__tokeni
     *out = o;
     *out_len = (size_t)(w - o);
     return OMNIC_OK;
+}
+
+static omnic_status p4a_expand_prompt(const omnic__model *m, const omnic__tokenizer *tok, const char *text,
+                                      size_t len, const int64_t *crops, size_t n_crops, char **out,
+                                      size_t *out_len, omnic_err *err)
+{
+    (void)crops, (void)n_crops;
+    return omnic__phi4mm_expand(m, tok, OMNIC_MODALITY_AUDIO, "<|audio_", text, len, out, out_len, err);
 }
 
 /* ---- reports ---------------------------------------------------------------------------------- */
@@ -456,7 +500,9 @@ static void p4a_identity(const omnic__model *m, char *modules, size_t n_modules,
     const p4a_media *a = state(m);
     size_t used = strlen(modules);
     snprintf(modules + used, n_modules - used, ";%s:%s", a->m.name, a->m.contract);
-    snprintf(buckets, n_buckets, "audio_frames:<=%lld", (long long)max_frames());
+    used = strlen(buckets);
+    snprintf(buckets + used, n_buckets - used, "%saudio_frames:<=%lld", used ? ";" : "",
+             (long long)max_frames());
 }
 
 const omnic__media_ops omnic__media_phi4mm_audio = {
@@ -476,8 +522,9 @@ const omnic__media_ops omnic__media_phi4mm_audio = {
     .item_rows = p4a_item_rows,
     .encode_start = p4a_encode_start,
     .encode_cost = p4a_encode_cost,
-    .merge = p4a_merge,
+    .merge = omnic__phi4mm_merge,
     .expand_prompt = p4a_expand_prompt,
+    .prompt_tag = "<|audio_%zu|>",
     .describe = p4a_describe,
     .summary = p4a_summary,
     .planned_bytes = p4a_planned_bytes,

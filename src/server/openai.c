@@ -215,9 +215,11 @@ static omnic_status audio_part_url(const json_t *part, const char *t, const char
  * of {"type": "text", "text"} and {"type": "image"} parts in order, each image's URL appended
  * to images (owned array, created on the first media part; audio parts are {"url", "param",
  * "kind": "audio"} there, and <|audio_N|> in the text, N counting the request's clips, as
- * Phi4MultimodalProcessor's prompts write them). */
-static omnic_status content_value(const json_t *c, const char *where, json_t **images, json_t **out,
-                                  omnic__api_error *e)
+ * Phi4MultimodalProcessor's prompts write them; with image_tag (a model whose prompts carry their
+ * images as text, models/media.h prompt_tag) images are written likewise, image_tag's N counting
+ * the request's images, and the content stays a string). */
+static omnic_status content_value(const json_t *c, const char *where, const char *image_tag, json_t **images,
+                                  json_t **out, omnic__api_error *e)
 {
     char p[96];
     if (json_is_string(c)) {
@@ -268,6 +270,19 @@ static omnic_status content_value(const json_t *c, const char *where, json_t **i
                          OMNIC_MAX_REQUEST_IMAGES);
                 break;
             }
+            if (image_tag) { /* <|image_N|> in the text, as for clips */
+                size_t k = *images ? json_array_size(*images) : 0, imgs = 0;
+                for (size_t i = 0; i < k; i++)
+                    imgs += json_object_get(json_array_get(*images, i), "kind") == NULL;
+                char ph[32];
+                int n = snprintf(ph, sizeof ph, image_tag, imgs + 1);
+                omnic__buf_put(&b, ph, (size_t)n);
+                after_audio = true;
+                oom = oom ||
+                      json_array_append_new(*images, json_pack("{s:O, s:s}", "url", url, "param", p)) != 0 ||
+                      json_array_append_new(parts, json_pack("{s:s, s:s}", "type", "text", "text", ph)) != 0;
+                continue;
+            }
             oom = oom ||
                   json_array_append_new(*images, json_pack("{s:O, s:s}", "url", url, "param", p)) != 0 ||
                   json_array_append_new(parts, json_pack("{s:s}", "type", "image")) != 0;
@@ -314,7 +329,8 @@ static omnic_status content_value(const json_t *c, const char *where, json_t **i
     return st;
 }
 
-static omnic_status parse_messages(const json_t *msgs, json_t **out, json_t **images, omnic__api_error *e)
+static omnic_status parse_messages(const json_t *msgs, const char *image_tag, json_t **out, json_t **images,
+                                   omnic__api_error *e)
 {
     if (!msgs) return BAD(e, "messages", "Missing required parameter: 'messages'");
     if (!json_is_array(msgs)) return BADTYPE(e, "messages", "an array", msgs);
@@ -372,7 +388,7 @@ static omnic_status parse_messages(const json_t *msgs, json_t **out, json_t **im
             break;
         }
         json_t *text = NULL;
-        if ((s = content_value(content, where, images, &text, e)) != OMNIC_OK) break;
+        if ((s = content_value(content, where, image_tag, images, &text, e)) != OMNIC_OK) break;
         /* developer is OpenAI's newer name for system; chat templates know only system */
         json_t *nm = json_pack("{s:s, s:o}", "role", strcmp(r, "developer") ? r : "system", "content", text);
         const json_t *name = field(m, "name");
@@ -546,8 +562,8 @@ static omnic_status refuse_unsupported(omnic__api_kind kind, const json_t *body,
     return OMNIC_OK;
 }
 
-static omnic_status parse_request(omnic__api_kind kind, const json_t *body, int max_n, omnic__api_request *r,
-                                  omnic__api_error *e)
+static omnic_status parse_request(omnic__api_kind kind, const json_t *body, int max_n, const char *image_tag,
+                                  omnic__api_request *r, omnic__api_error *e)
 {
     const json_t *v;
     if (!json_is_object(body)) return BADTYPE(e, "", "a JSON object", body);
@@ -561,7 +577,7 @@ static omnic_status parse_request(omnic__api_kind kind, const json_t *body, int 
     r->n = (int)(field(body, "n") ? x : 1);
     OMNIC_TRY(refuse_unsupported(kind, body, r->n, e));
     if (kind == OMNIC_API_CHAT)
-        OMNIC_TRY(parse_messages(field(body, "messages"), &r->messages, &r->images, e));
+        OMNIC_TRY(parse_messages(field(body, "messages"), image_tag, &r->messages, &r->images, e));
     else
         OMNIC_TRY(parse_prompts(field(body, "prompt"), r, e));
     size_t n_prompts = kind == OMNIC_API_CHAT ? 1 : r->n_prompts;
@@ -655,10 +671,16 @@ static omnic_status parse_request(omnic__api_kind kind, const json_t *body, int 
 omnic_status omnic__api_parse(omnic__api_kind kind, const json_t *body, int max_n, omnic__api_request *out,
                               omnic__api_error *e)
 {
+    return omnic__api_parse_tagged(kind, body, max_n, NULL, out, e);
+}
+
+omnic_status omnic__api_parse_tagged(omnic__api_kind kind, const json_t *body, int max_n,
+                                     const char *image_tag, omnic__api_request *out, omnic__api_error *e)
+{
     memset(out, 0, sizeof *out);
     out->kind = kind;
     if (max_n < 1) max_n = 1;
-    omnic_status s = parse_request(kind, body, max_n, out, e);
+    omnic_status s = parse_request(kind, body, max_n, image_tag, out, e);
     if (s != OMNIC_OK) {
         omnic__api_request_deinit(out);
         out->kind = kind;
@@ -694,7 +716,7 @@ omnic_status omnic__api_parse_tokenize(const json_t *body, omnic__api_tokenize *
         out->add_special = true;
     } else if (msgs) {
         json_t *images = NULL; /* image parts tokenize as the template's placeholders */
-        s = parse_messages(msgs, &out->messages, &images, e);
+        s = parse_messages(msgs, NULL, &out->messages, &images, e);
         json_decref(images);
         if (s != OMNIC_OK) return s;
     } else {

@@ -146,6 +146,13 @@ static omnic__engine *engine_of(omnic__server *s)
     return atomic_load(&s->engine);
 }
 
+/* Whether chat content is rendered as lists of parts (a model that takes images through its
+ * template), not as strings carrying the media's text placeholders (models/media.h prompt_tag). */
+static bool template_parts(omnic__server *s)
+{
+    return s->images_ok && !omnic__media_prompt_tag(omnic__engine_model(engine_of(s)), OMNIC_MODALITY_IMAGE);
+}
+
 /* ---- the generation channel ---- */
 
 typedef struct work work;
@@ -344,10 +351,11 @@ struct work {
     size_t *n_ids;
     omnic__media_item *media; /* [n_media] owned: the request's preprocessed images */
     size_t n_media, n_images;
-    bool audio;                           /* the media parts are audio clips (else images) */
+    bool audio;                           /* some media parts are audio clips */
     const omnic__media_item **media_ptrs; /* [n_media] pointers into media */
-    omnic__media_proc proc;               /* the server's processor with the request's kwargs (owned) */
-    bool have_proc;
+    omnic__media_proc proc;               /* the server's image processor with the request's kwargs (owned) */
+    omnic__media_proc proc_audio;         /* the server's audio processor (owned) */
+    bool have_proc, have_proc_audio;
     omnic__image_limits lim;
     size_t failed; /* the image that failed */
     omnic_status img_st;
@@ -418,6 +426,7 @@ static void work_free(work *w)
     omnic_free(w->media);
     omnic_free(w->media_ptrs);
     if (w->have_proc) omnic__media_proc_deinit(&w->proc);
+    if (w->have_proc_audio) omnic__media_proc_deinit(&w->proc_audio);
     omnic__buf_free(&w->resp);
     bool trim = w->parsed > OMNIC_TRIM_AFTER_BYTES || w->n_images;
     omnic_free(w);
@@ -918,7 +927,7 @@ static void work_tokenize(work *w)
     int32_t *ids = NULL;
     size_t n = 0;
     if (t.messages) { /* the ids a chat completion of these messages would run on */
-        if (s->images_ok && omnic__chat_content_parts(t.messages) != OMNIC_OK) {
+        if (template_parts(s) && omnic__chat_content_parts(t.messages) != OMNIC_OK) {
             omnic__api_tokenize_deinit(&t);
             WORK_FAIL(w, REJ_NONE, 503, NULL, NULL, NULL, "out of memory");
             return;
@@ -1252,10 +1261,11 @@ static void media_run(omnic__job *job)
         if (work_cancelled(w)) w->img_st = OMNIC_FAIL(&w->img_err, OMNIC_E_CANCELLED, "cancelled");
         if (w->img_st == OMNIC_OK) w->img_st = omnic__budget_time(&w->bud, "image preparation", &w->img_err);
         omnic__metrics *met = omnic__engine_metrics(engine_of(s));
-        const int mod = (int)w->proc.ops->modality;
+        const bool audio = json_object_get(json_array_get(urls, i), "kind") != NULL;
+        const omnic__media_proc *proc = audio ? &w->proc_audio : &w->proc;
+        const int mod = audio ? OMNIC_MODALITY_AUDIO : OMNIC_MODALITY_IMAGE;
         if (w->img_st == OMNIC_OK) {
             double tf = omnic__now();
-            const bool audio = json_object_get(json_array_get(urls, i), "kind") != NULL;
             w->img_st = (audio ? omnic__media_fetch_audio : omnic__media_fetch)(
                 json_string_value(u), json_string_length(u), s->media_dir[0] ? s->media_dir : NULL,
                 &s->o.remote, OMNIC_MAX_MEDIA_BYTES, &bytes, &len, &w->img_err);
@@ -1265,7 +1275,7 @@ static void media_run(omnic__job *job)
             omnic__media_times mt;
             omnic__media_memo *memo = omnic__engine_media_memo(engine_of(s));
             bool hit = false;
-            w->img_st = omnic__media_prepare_memo(memo, &w->proc, bytes, len, &w->lim, &w->media_job.cancel,
+            w->img_st = omnic__media_prepare_memo(memo, proc, bytes, len, &w->lim, &w->media_job.cancel,
                                                   &w->media[i], &mt, &hit, &w->img_err);
             if (w->img_st == OMNIC_OK && !hit) { /* the stages of items that ran them */
                 omnic__metrics_observe_media(met, OMNIC_MS_DECODE, mod, mt.decode);
@@ -1303,22 +1313,19 @@ static bool media_start(work *w)
         clips += json_object_get(json_array_get(urls, i), "kind") != NULL;
     const char *param0 = json_string_value(json_object_get(json_array_get(urls, 0), "param"));
     w->audio = clips > 0;
-    if (clips && clips < n) {
-        WORK_FAIL(w, REJ_UNSUPPORTED, 400, NULL, "unsupported_parameter", param0,
-                  "A request with both image and audio content is not supported yet (%zu images, %zu clips)",
-                  n - clips, clips);
-        return false;
-    }
-    if (w->audio ? !s->audio_ok : !s->images_ok) {
+    for (int a = 0; a < 2; a++) { /* each modality the request holds must be served */
+        const bool audio = a == 1;
+        if (!(audio ? clips : n - clips) || (audio ? s->audio_ok : s->images_ok)) continue;
+        size_t first = 0; /* the first part of that modality names the problem */
+        while (first < n && (json_object_get(json_array_get(urls, first), "kind") != NULL) != audio)
+            first++;
+        const char *param = json_string_value(json_object_get(json_array_get(urls, first), "param"));
         const omnic__model *m = omnic__engine_model(engine_of(s));
-        const char *why = w->audio ? omnic__model_refusal(m, OMNIC_MODALITY_AUDIO) : NULL;
-        WORK_FAIL(w, REJ_UNSUPPORTED, 400, NULL, "unsupported_parameter", param0,
-                  "This model does not accept '%s' content (its input modalities: text%s)%s%s",
-                  w->audio ? "input_audio" : "image_url",
-                  s->images_ok  ? ", image"
-                  : s->audio_ok ? ", audio"
-                                : "",
-                  why ? ": " : "", why ? why : "");
+        const char *why = omnic__model_refusal(m, audio ? OMNIC_MODALITY_AUDIO : OMNIC_MODALITY_IMAGE);
+        WORK_FAIL(w, REJ_UNSUPPORTED, 400, NULL, "unsupported_parameter", param ? param : param0,
+                  "This model does not accept '%s' content (its input modalities: text%s%s)%s%s",
+                  audio ? "input_audio" : "image_url", s->images_ok ? ", image" : "",
+                  s->audio_ok ? ", audio" : "", why ? ": " : "", why ? why : "");
         return false;
     }
     int max = s->o.max_images > 0 && s->o.max_images < OMNIC_MAX_REQUEST_IMAGES ? s->o.max_images
@@ -1345,7 +1352,12 @@ static bool media_start(work *w)
                                     .pas_max_crops = w->req.pas_max_crops,
                                     .pas_min_ratio = w->req.pas_min_ratio};
     omnic_err err;
-    omnic_status st = omnic__media_proc_with(&w->proc, w->audio ? &s->prep_audio : &s->prep, &kw, &err);
+    omnic_status st = OMNIC_OK;
+    if (clips < n && (st = omnic__media_proc_with(&w->proc, &s->prep, &kw, &err)) == OMNIC_OK)
+        w->have_proc = true;
+    if (st == OMNIC_OK && clips &&
+        (st = omnic__media_proc_with(&w->proc_audio, &s->prep_audio, &kw, &err)) == OMNIC_OK)
+        w->have_proc_audio = true;
     if (st != OMNIC_OK) {
         if (st == OMNIC_E_NOMEM)
             WORK_FAIL(w, REJ_NONE, 503, NULL, NULL, NULL, "out of memory");
@@ -1355,7 +1367,6 @@ static bool media_start(work *w)
                       "mm_processor_kwargs", "%s", err.msg);
         return false;
     }
-    w->have_proc = true;
     atomic_fetch_add(&w->parts, 1);
     st = omnic__job_pool_submit(s->media, &w->media_job, &err);
     if (st != OMNIC_OK) {
@@ -1402,7 +1413,7 @@ static bool media_result(work *w)
         fail_timeout(w, &w->img_err);
     else if (w->img_st == OMNIC_E_NOMEM)
         WORK_FAIL(w, REJ_NONE, 503, NULL, NULL, NULL, "image %zu: %s", w->failed, w->img_err.msg);
-    else if (w->audio)
+    else if (w->transcribe || json_object_get(json_array_get(w->req.images, w->failed), "kind"))
         WORK_FAIL(w, REJ_INVALID, 400, NULL, "invalid_audio", param, "Invalid audio in '%s': %s", param,
                   w->img_err.msg);
     else
@@ -1422,7 +1433,8 @@ static void work_generate(work *w)
     omnic__api_kind kind = w->rt == R_CHAT ? OMNIC_API_CHAT : OMNIC_API_COMPLETION;
     omnic__api_error e;
     omnic__api_request *rq = &w->req;
-    if (omnic__api_parse(kind, w->json, m->n_slots, rq, &e) != OMNIC_OK) {
+    if (omnic__api_parse_tagged(kind, w->json, m->n_slots, omnic__media_prompt_tag(m, OMNIC_MODALITY_IMAGE),
+                                rq, &e) != OMNIC_OK) {
         work_error(w, &e, reject_of(&e));
         return;
     }
@@ -1447,7 +1459,7 @@ static void work_generate(work *w)
         /* images before the template: a text-only model says so first; they are prepared on the
          * media pool while the template runs here */
         if (rq->images && !media_start(w)) return;
-        if (s->images_ok && omnic__chat_content_parts(rq->messages) != OMNIC_OK) {
+        if (template_parts(s) && omnic__chat_content_parts(rq->messages) != OMNIC_OK) {
             WORK_FAIL(w, REJ_NONE, 503, NULL, NULL, NULL, "out of memory");
             return;
         }

@@ -38,7 +38,7 @@ def stage_order(name):
             return (6, int(name[len(prefix):]), sub)
     if base == "hidden":
         return (6, 0, 2)
-    rank = {"tokens": 0, "pixel_values": 1, "input_features": 1, "image_grid_thw": 2, "vision_features": 3, "projected": 3.5,
+    rank = {"tokens": 0, "pixel_values": 1, "input_features": 1, "image_grid_thw": 2, "vision_features": 3, "projected": 3.5, "vision_speech": 3.6,
             "positions": 4, "attn_mask_full": 4.2, "attn_mask_sliding": 4.4, "inputs_embeds": 5,
             "prefill_logits": 7, "generated": 8}
     if base not in rank:
@@ -108,11 +108,12 @@ def run_case(case, tmp, cache):
         meta = json.load(f)
     fails = []
     n_img = len(meta["images"])
-    sfx = [""] if n_img == 1 else [f"_{i}" for i in range(n_img)]
+    audios = meta.get("audios") or []
+    sfx = [""] if n_img == 1 and not audios else [f"_{i}" for i in range(n_img)]  # items: images, then clips
     need = ["tokens", "positions", "inputs_embeds", "hidden_l0", "prefill_logits", "generated"]
     need += [f"{s}{x}" for x in sfx if n_img for s in ("pixel_values", "vision_features", "projected")]
-    audios = meta.get("audios") or []
-    need += ["input_features", "projected"] if audios else []
+    if audios:  # a clip's rows: the speech projection, or the vision-speech one beside an image
+        need += ["input_features", "projected"] if not n_img else [f"input_features_{n_img}", f"vision_speech_{n_img}"]
     missing = [n for n in need if n not in meta["stages"]]
     if missing:  # a golden that lost a stage would otherwise pass silently
         return [f"{case}: golden lacks stages {missing}"], 0
@@ -122,6 +123,8 @@ def run_case(case, tmp, cache):
         dump = os.path.join(tmp, f"{case}-{backend}")
         args = [OMNIC, "run", "-m", model, "--tokens", ",".join(map(str, meta["prompt_ids"])), "-n", str(n_gen),
                 "--kv", "f32", "--ignore-eos", "--backend", backend, "--dump", dump]
+        if len(meta["input_ids_hf"]) > 512:  # --dump reads one prefill: the whole prompt in one chunk
+            args += ["--chunk", "2048"]
         for im in meta["images"]:
             args += ["--image", os.path.join(ROOT, im)]
         for au in audios:
@@ -162,8 +165,9 @@ def main():
             for m in (("text",) if "_" not in f or f in ("gemma3_text", "gemma3n_text", "gemma3n", "qwen3_moe") else ("text", "1img", "2img"))]
     want += [f"phi3-{d}-{m}" for d in ("f32", "bf16") for m in ("long", "cross")]
     want += [f"gemma3_pas-{d}-2img" for d in ("f32", "bf16")]  # pan-and-scan: two crops per image
-    # Phi-4-multimodal (HF conversion): text prompts, and a clip with the speech LoRA adapter
-    want += [f"phi4mm-{d}-{m}" for d in ("f32", "bf16") for m in ("text", "audio")]
+    # Phi-4-multimodal (HF conversion): text prompts, a clip with the speech LoRA adapter, images
+    # (HD crops) and an image with a clip with the vision one
+    want += [f"phi4mm-{d}-{m}" for d in ("f32", "bf16") for m in ("text", "audio", "1img", "2img", "image_audio")]
     absent = sorted(set(want) - set(cases)) if not only else []
     if absent:
         print(f"FAIL: golden cases missing under {GOLDEN}: {absent}")

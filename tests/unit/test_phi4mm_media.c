@@ -1,12 +1,13 @@
-/* Phi-4-multimodal's audio table (models/phi4mm_media.c) through a whole checkpoint
- * (tools/mktiny.py --family phi4mm, f32, seed 0) against the real Hugging Face code
+/* Phi-4-multimodal's audio and image tables (models/phi4mm_media.c, phi4mm_image.c) through a whole
+ * checkpoint (tools/mktiny.py --family phi4mm, f32, seed 0) against the real Hugging Face code
  * (tests/golden/phi4mm_audio/model, tools/hf_golden/make_phi4mm_audio_goldens.py): a WAV clip
  * decoded and turned into features by omnic equals HF's Phi4MultimodalFeatureExtractor output, and
  * its speech / vision-speech rows (audio.encode) equal the checkpoint's
  * Phi4MultimodalAudioEmbedding in both modes. Then the merge (placeholders expanded, the speech
- * adapter asked for), the <|audio_N|> prompt rewrite, the capability predicate (audio is served
- * with the speech LoRA adapter, refused by name without it), adapter folders that do not load,
- * and refused clips. */
+ * adapter asked for), the <|audio_N|> / <|image_N|> prompt rewrite, the capability predicate (audio
+ * is served with the speech LoRA adapter, images with the vision one, each refused by name without
+ * it), the HD crop grid and row counts of images, adapter folders that do not load, and refused
+ * clips. (The image path's numerics are the HF goldens' phi4mm-*-1img / 2img / image_audio.) */
 #include <string.h>
 
 #include "model_testutil.h"
@@ -159,10 +160,15 @@ static void test_prompt_and_capability(void **state)
     assert_non_null(out);
     assert_string_equal(out, "<|user|><|endoftext11|>Transcribe.<|endoftext11|> <|audio_x|><|end|>");
     omnic_free(out);
+    text = "<|user|><|image_1|><|audio_1|>Say.<|image_2|<|image_|><|end|>"; /* images too; broken tags stay */
+    assert_int_equal(omnic__media_expand_prompt(g_m, tok, text, strlen(text), NULL, 0, &out, &n, &err),
+                     OMNIC_OK);
+    assert_string_equal(out, "<|user|><|endoftext10|><|endoftext11|>Say.<|image_2|<|image_|><|end|>");
+    omnic_free(out);
     omnic__tokenizer_free(tok);
     /* served with the speech adapter; without speech-lora/ the encoder runs but prompts are refused */
     assert_true(omnic__model_accepts(g_m, OMNIC_MODALITY_AUDIO));
-    assert_false(omnic__model_accepts(g_m, OMNIC_MODALITY_IMAGE));
+    assert_true(omnic__model_accepts(g_m, OMNIC_MODALITY_IMAGE));
     assert_true(omnic__model_accepts(g_m, OMNIC_MODALITY_TEXT));
     assert_null(omnic__model_refusal(g_m, OMNIC_MODALITY_AUDIO));
     assert_int_equal(g_m->adapter_of[OMNIC_ADAPTER_SPEECH], 0);
@@ -177,6 +183,10 @@ static void test_prompt_and_capability(void **state)
     const char *why = omnic__model_refusal(m0, OMNIC_MODALITY_AUDIO);
     assert_non_null(why);
     assert_non_null(strstr(why, "speech LoRA adapter"));
+    assert_false(omnic__model_accepts(m0, OMNIC_MODALITY_IMAGE));
+    why = omnic__model_refusal(m0, OMNIC_MODALITY_IMAGE);
+    assert_non_null(why);
+    assert_non_null(strstr(why, "vision LoRA adapter"));
     assert_null(m0->dec.lora);
     omnic__model_close(m0);
     /* --quant quantizes the adapters like the base (each stack; the identity says so) */
@@ -186,7 +196,8 @@ static void test_prompt_and_capability(void **state)
     assert_int_equal(omnic__model_open(dir, &oq, &mq, &err), OMNIC_OK);
     assert_true(mq->dec.lora->layers[0].a_qkv->dtype == OMNIC_DTYPE_Q8_0); /* rank 8: not whole x16 groups */
     assert_true(mq->dec.lora->layers[0].a_down->dtype == OMNIC_DTYPE_Q8_0);
-    assert_int_equal(mq->dec.lora->layers[0].b_up->dtype, OMNIC_DTYPE_F32); /* rows of rank 8: not whole blocks */
+    assert_int_equal(mq->dec.lora->layers[0].b_up->dtype,
+                     OMNIC_DTYPE_F32); /* rows of rank 8: not whole blocks */
     assert_memory_not_equal(mq->identity, g_m->identity, sizeof mq->identity);
     omnic__model_close(mq);
 }
@@ -286,12 +297,72 @@ static void test_refused_clips(void **state)
     omnic__media_proc_deinit(&p);
 }
 
+/* Phi4MultimodalImageProcessorFast's crop grid and row counts (image_processing_phi4_multimodal_fast.py;
+ * reference notes C2.1): a W x H image -> 1 + tiles crops and the rows its placeholder expands to. */
+static void test_image_crops(void **state)
+{
+    (void)state;
+    static const struct {
+        int64_t w, h, crops, rows, gj, gi, nw, nh;
+    } cases[] = {
+        {448, 448, 2, 545, 1, 1, 448, 448},        /* the notes' example: 256 + 16 + 1 + 16 * 17 */
+        {640, 480, 5, 1065, 2, 2, 896, 672},       /* 2 x 2, 224 px padding: 16 patch rows masked */
+        {30, 20, 2, 460, 1, 1, 448, 298},          /* upscaled, 150 px padding: 10 patch rows masked */
+        {40, 30, 2, 477, 1, 1, 448, 336},          /* 30 * (448 / 40) rounds to 336.0 in double */
+        {4480, 448, 11, 2849, 1, 10, 4480, 448},   /* 10 x 1, no padding */
+        {3000, 3000, 37, 9585, 6, 6, 2688, 2688},  /* 7 x 7 > 36: the closest ratio (6, 6) by area */
+        {5000, 1200, 37, 9344, 3, 12, 5376, 1290}, /* 12 x 3 = 36: 54 px padding, 3 patch rows */
+        {1000, 300, 4, 1008, 1, 3, 1344, 403},
+        {20000, 500, 37, 8928, 1, 36, 16128, 403}, /* 45 x 2 > 36: the ratio 40 -> (36, 1) */
+    }; /* (the counts of the real processor, transformers 4.57.6, on these sizes) */
+    omnic_err err;
+    omnic__media_proc p;
+    assert_int_equal(omnic__media_proc_init(&p, g_m, OMNIC_MODALITY_IMAGE, 0, &err), OMNIC_OK);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        omnic__image img;
+        assert_int_equal(omnic__image_alloc(&img, cases[i].w, cases[i].h, &err), OMNIC_OK);
+        memset(img.data, 90, (size_t)(cases[i].w * cases[i].h * 3));
+        omnic__decoded_media d = {.image = &img};
+        omnic__media_item it;
+        if (omnic__media_preprocess(&p, &d, &it, &err) != OMNIC_OK)
+            fail_msg("%lldx%lld: %s", (long long)cases[i].w, (long long)cases[i].h, err.msg);
+        assert_int_equal(it.input->dims[0], cases[i].crops);
+        assert_int_equal(it.rows, cases[i].rows);
+        assert_int_equal(it.grid[1], cases[i].gj);
+        assert_int_equal(it.grid[2], cases[i].gi);
+        assert_int_equal(it.out_w, cases[i].nw);
+        assert_int_equal(it.out_h, cases[i].nh);
+        int64_t rows = 0;
+        assert_int_equal(omnic__media_item_rows(g_m, &it, &rows, &err), OMNIC_OK);
+        assert_int_equal(rows, cases[i].rows);
+        omnic__media_item_deinit(&it);
+        omnic__image_deinit(&img);
+    }
+    /* too extreme an aspect ratio: a side under 10 px after the resize */
+    omnic__image img;
+    assert_int_equal(omnic__image_alloc(&img, 5000, 9, &err), OMNIC_OK);
+    omnic__decoded_media d = {.image = &img};
+    omnic__media_item it;
+    assert_int_equal(omnic__media_preprocess(&p, &d, &it, &err), OMNIC_E_INVALID);
+    assert_non_null(strstr(err.msg, "too extreme"));
+    omnic__image_deinit(&img);
+    omnic__media_proc_deinit(&p);
+    /* a user pixel limit lowers the crops: 4 crops of 448^2 at most */
+    assert_int_equal(omnic__media_proc_init(&p, g_m, OMNIC_MODALITY_IMAGE, 4 * 448 * 448, &err), OMNIC_OK);
+    assert_int_equal(omnic__image_alloc(&img, 3000, 3000, &err), OMNIC_OK);
+    assert_int_equal(omnic__media_preprocess(&p, &d, &it, &err), OMNIC_OK);
+    assert_int_equal(it.input->dims[0], 5); /* (2, 2) */
+    assert_true(it.limited);
+    omnic__media_item_deinit(&it);
+    omnic__image_deinit(&img);
+    omnic__media_proc_deinit(&p);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_against_hf),
-        cmocka_unit_test(test_prompt_and_capability),
-        cmocka_unit_test(test_bad_adapters),
+        cmocka_unit_test(test_against_hf),    cmocka_unit_test(test_prompt_and_capability),
+        cmocka_unit_test(test_image_crops),   cmocka_unit_test(test_bad_adapters),
         cmocka_unit_test(test_refused_clips),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

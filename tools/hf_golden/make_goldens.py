@@ -87,7 +87,7 @@ TEXT = "The quick brown fox jumps over the lazy dog."
 # (every row uses the long factors), "cross" one whose generation crosses 64 (HF's generate then
 # drops the cache and recomputes the sequence with the long factors).
 PHI3_PROMPTS = {"long": " ".join([TEXT] * 3), "cross": " ".join([TEXT] * 2)}
-IMAGE_FILES = ("a.png", "b.png", "c.png", "d.png")
+IMAGE_FILES = ("a.png", "b.png", "c.png", "d.png", "e.png")
 
 # Per-stage tolerances: pass iff max|omnic - hf| <= atol + rtol * max|hf|. Both sides compute in
 # float32 (bf16 weights are upcast exactly), so only summation order and transcendental
@@ -106,8 +106,16 @@ def tolerances(names):
     return tol
 
 
+def phi4mm_tolerances(tol):
+    """Phi-4-multimodal's pixel values hold an f32 bicubic resize (the global crop): float tolerance."""
+    for k in tol:
+        if k.startswith("pixel_values"):
+            tol[k] = dict(FLOAT_TOL, note="the global crop is ATen's f32 bicubic of the normalised HD image")
+    return tol
+
+
 def make_images():
-    """Two small deterministic RGB images (a: 40x30 landscape, b: 40x88 portrait), written once."""
+    """Small deterministic RGB images (a: 40x30 landscape, b: 40x88 portrait, c / d larger, e: 640x480)."""
     os.makedirs(IMAGES, exist_ok=True)
     rng = np.random.RandomState(1234)
     a = np.zeros((30, 40, 3), np.float64)
@@ -119,14 +127,59 @@ def make_images():
     b[..., 1] = np.linspace(0, 255, 40)[None, :]
     b[..., 2] = ((np.arange(88)[:, None] // 8 + np.arange(40)[None, :] // 8) % 2) * 200
     paths = []
+    e = np.zeros((480, 640, 3), np.float64)  # Phi-4-multimodal: 2x2 HD crops, 16 padded patch rows (1065 rows)
+    e[..., 0] = np.linspace(0, 255, 640)[None, :]
+    e[..., 1] = np.linspace(255, 0, 480)[:, None]
+    e[..., 2] = ((np.arange(480)[:, None] // 24 + np.arange(640)[None, :] // 24) % 2) * 200
+    e = np.clip(e + np.random.RandomState(99).randint(-40, 41, e.shape), 0, 255).astype(np.uint8)
     c = np.kron(a, np.ones((2, 2, 1)))[:, :72]  # 60x72 and 100x64: larger sizes (Qwen3-VL's 32-px factor)
     d = np.kron(b, np.ones((2, 2, 1)))[:100, :64]
-    for name, x in zip(IMAGE_FILES, (a, b, c, d)):
+    for name, x in zip(IMAGE_FILES, (a, b, c, d, e)):
         x = np.clip(x + rng.randint(-40, 41, x.shape), 0, 255).astype(np.uint8)
         p = os.path.join(IMAGES, name)
         Image.fromarray(x, "RGB").save(p, optimize=True)
         paths.append(p)
     return paths
+
+
+def phi4mm_image_processor(model_dir):
+    """Phi4MultimodalImageProcessorFast from model_dir, its torchvision.transforms.v2 calls supplied."""
+    import types
+    import torchvision.transforms.functional as F1
+    sys.path.insert(0, os.path.join(ROOT, "tests", "e2e"))
+    import test_image_preprocess as tip
+    v2f = types.ModuleType("torchvision.transforms.v2.functional")
+    for k in dir(F1):
+        setattr(v2f, k, getattr(F1, k))
+
+    def resize(img, size, interpolation=F1.InterpolationMode.BILINEAR, antialias=True, **kw):
+        if img.dtype == torch.uint8:  # [3, H, W] uint8, bilinear, antialiased (v2's default)
+            assert interpolation == F1.InterpolationMode.BILINEAR and antialias
+            hwc = img.permute(1, 2, 0).numpy()
+            out = tip.resize_u8(hwc, int(size[1]), int(size[0]), 2, "torchvision")
+            return torch.from_numpy(np.ascontiguousarray(out)).permute(2, 0, 1).contiguous()
+        return F1.resize(img, list(size), interpolation=interpolation, antialias=antialias)
+
+    def pad(img, padding, fill=0, **kw):
+        if isinstance(fill, (list, tuple)):
+            assert len(set(fill)) == 1
+            fill = fill[0]
+        return F1.pad(img, padding, fill=fill, **kw)
+
+    v2f.resize, v2f.pad = resize, pad
+    v2 = types.ModuleType("torchvision.transforms.v2")
+    v2.functional = v2f
+    sys.modules["torchvision.transforms.v2"], sys.modules["torchvision.transforms.v2.functional"] = v2, v2f
+    import transformers.image_processing_utils_fast as ipf
+    import transformers.image_utils as iu
+    from transformers.image_utils import PILImageResampling as R
+    M = {R.NEAREST: F1.InterpolationMode.NEAREST, R.BILINEAR: F1.InterpolationMode.BILINEAR,
+         R.BICUBIC: F1.InterpolationMode.BICUBIC}
+    ipf.pil_torch_interpolation_mapping = iu.pil_torch_interpolation_mapping = M
+    ipf.F = v2f
+    from transformers.models.phi4_multimodal.image_processing_phi4_multimodal_fast import \
+        Phi4MultimodalImageProcessorFast
+    return Phi4MultimodalImageProcessorFast.from_pretrained(model_dir)
 
 
 def prompt_ids(fam, kind, model_dir, n_images, mode):
@@ -141,6 +194,10 @@ def prompt_ids(fam, kind, model_dir, n_images, mode):
         tok = mktiny.train_tokenizer(f.tokenizer, extra_specials=tuple(f.extra_specials) + mktiny.PHI4MM_SPECIALS)
         if mode == "audio":  # one clip: its placeholder between text (merge positions)
             text = "Listen: <|endoftext11|>\nSay it."  # 29 audio rows + 16 tokens stay under 64 (LongRoPE)
+            return text, mktiny.encode(tok, text, add_special_tokens=True), cfg
+        if n_images:  # images (and a clip) between text: over 64 rows, LongRoPE's long factors from the start
+            text = "Look: " + " then ".join(["<|endoftext10|>"] * n_images) + \
+                (" and listen: <|endoftext11|>" if mode == "image_audio" else "") + "\nSay it."
             return text, mktiny.encode(tok, text, add_special_tokens=True), cfg
     elif kind == "llava":
         text = cfg["text_config"]["model_type"]
@@ -218,6 +275,8 @@ def run_case(name, fam, kind, dtype, n_images, mode, tmp, image_paths, only):
     stages = {}
     if fam.startswith("qwen3_vl"):  # patch 16 x merge 2: images of at least 32 px a side (the larger pair)
         image_paths = image_paths[2:]
+    if kind == "phi4mm":  # e.png (2x2 HD crops with padding), then a.png (one crop, 8 padded patch rows)
+        image_paths = [image_paths[4], image_paths[0]]
     images = [Image.open(p).convert("RGB") for p in image_paths[:n_images]]
     inputs = {}
     hf_ids = list(ids)
@@ -296,7 +355,32 @@ def run_case(name, fam, kind, dtype, n_images, mode, tmp, image_paths, only):
         assert want == hf_ids, f"{name}: logical prompt expands to {want}, the processor's text gives {hf_ids}"
     caps = {}
     audio_files = []
-    if kind == "phi4mm" and mode == "audio":
+    if kind == "phi4mm" and n_images:
+        # Phi4MultimodalImageProcessorFast itself, with torchvision.transforms.v2's two primitives it
+        # calls supplied here (Debian's torchvision 0.14 has no v2): the uint8 antialiased bilinear
+        # resize by tests/e2e/test_image_preprocess.py's numpy port of ATen's uint8 kernel (what
+        # torch >= 2.1 runs), the float bicubic (antialias=False) by torch's own interpolate
+        proc = phi4mm_image_processor(model_dir)
+        proc_name = type(proc).__name__ + " (v2 resize: numpy ATen-uint8 port / torch interpolate)"
+        r = proc(images=images, return_tensors="pt")
+        inputs["image_pixel_values"] = r["image_pixel_values"]
+        inputs["image_sizes"] = r["image_sizes"]
+        inputs["image_attention_mask"] = r["image_attention_mask"]
+        counts = [int(c) for c in r["num_img_tokens"]]
+        for i in range(n_images):
+            h, w = [int(v) for v in r["image_sizes"][i]]
+            crops = 1 + (h // 448) * (w // 448)
+            stages[f"pixel_values{'_' + str(i) if n_images > 1 or mode == 'image_audio' else ''}"] = \
+                f32(r["image_pixel_values"][i, :crops])
+        image_id = cfg["vision_config"]["image_token_id"]
+        hf_ids, k = [], 0
+        for t in ids:
+            if t == image_id:
+                hf_ids += [t] * counts[k]
+                k += 1
+            else:
+                hf_ids.append(t)
+    if kind == "phi4mm" and mode in ("audio", "image_audio"):
         # the clip as libsndfile reads it (16-bit PCM / 32768), HF's feature extractor, the placeholder
         # expanded to audio_embed_sizes rows; the speech LoRA adapter on every forward (hooks: PEFT's
         # base(x) + lora_B(lora_A(x)) * alpha / r; HF's Phi4MultimodalForCausalLM has no routing)
@@ -309,14 +393,18 @@ def run_case(name, fam, kind, dtype, n_images, mode, tmp, image_paths, only):
         feats = fe(samples, sampling_rate=16000, return_tensors="pt")
         inputs["audio_input_features"] = feats["audio_input_features"]
         inputs["audio_embed_sizes"] = feats["audio_embed_sizes"]
-        stages["input_features"] = f32(feats["audio_input_features"][0])
+        stages["input_features" + ("_1" if n_images else "")] = f32(feats["audio_input_features"][0])
         audio_id, rows = cfg["audio_config"]["audio_token_id"], int(feats["audio_embed_sizes"][0])
+        src_ids = hf_ids if n_images else ids
         hf_ids = []
-        for t in ids:
+        for t in src_ids:
             hf_ids += [t] * rows if t == audio_id else [t]
         model.model.embed_tokens_extend.audio_embed.encoder.config._attn_implementation = "eager"
+    if kind == "phi4mm" and (n_images or mode == "audio"):
+        # the mode's LoRA adapter on every forward (hooks: PEFT's base(x) + lora_B(lora_A(x)) * alpha / r;
+        # HF's Phi4MultimodalForCausalLM has no routing): vision with an image, else speech
         from safetensors.torch import load_file
-        ad = os.path.join(model_dir, "speech-lora")
+        ad = os.path.join(model_dir, "vision-lora" if n_images else "speech-lora")
         lw = load_file(os.path.join(ad, "adapter_model.safetensors"))
         ac = json.load(open(os.path.join(ad, "adapter_config.json")))
         scale = ac["lora_alpha"] / ac["r"]
@@ -358,6 +446,13 @@ def run_case(name, fam, kind, dtype, n_images, mode, tmp, image_paths, only):
         proj = model.model.multi_modal_projector
         hooks.append(proj.register_forward_pre_hook(lambda m, a: caps.setdefault("vf", a[0])))
         hooks.append(proj.register_forward_hook(lambda m, a, o: caps.setdefault("proj", o)))
+    if kind == "phi4mm" and n_images:  # hidden_states[feature_layer] per crop, and each image's projected rows
+        emb = model.model.embed_tokens_extend.image_embed
+        vl = emb.img_processor.encoder.layers[emb.layer_idx] if emb.layer_idx >= 0 else \
+            emb.img_processor.encoder.layers[len(emb.img_processor.encoder.layers) + emb.layer_idx]
+        hooks.append(vl.register_forward_hook(lambda m, a, o: caps.setdefault("vf", o[0] if isinstance(o, tuple) else o)))
+        caps["proj_list"] = []
+        hooks.append(emb.img_projection_down.register_forward_hook(lambda m, a, o: caps["proj_list"].append(o)))
     patched = []  # (layer, its forward): the masks each layer kind gets (eager: additive, 0 visible)
     if kind == "gemma3":  # (torch 1.13 has no kwargs pre-hooks: the first layer of each kind is wrapped)
         types = model.config.text_config.layer_types
@@ -398,10 +493,20 @@ def run_case(name, fam, kind, dtype, n_images, mode, tmp, image_paths, only):
             stages[f"experts_l{li}"] = caps[f"experts_l{li}"].reshape(T, -1).numpy().astype(np.int32)
     logits = res.logits[0]
     stages["prefill_logits"] = f32(logits[-1:])
-    if kind == "phi4mm" and mode == "audio":  # the clip's rows in the decoder input
+    if kind == "phi4mm" and mode in ("audio", "image_audio"):  # the clip's rows in the decoder input
         audio_id = cfg["audio_config"]["audio_token_id"]
         where = [i for i, t in enumerate(hf_ids) if t == audio_id]
-        stages["projected"] = stages["inputs_embeds"][where[0]:where[-1] + 1]
+        # with an image the clip takes the vision-speech projection (omnic's side output vision_speech)
+        stages["vision_speech_1" if n_images else "projected"] = stages["inputs_embeds"][where[0]:where[-1] + 1]
+    if kind == "phi4mm" and n_images:
+        vf = f32(caps["vf"])  # [images * max crops, patches, C]
+        per = vf.shape[0] // n_images
+        many = n_images > 1 or mode == "image_audio"
+        for i in range(n_images):
+            h, w = [int(v) for v in inputs["image_sizes"][i]]
+            crops = 1 + (h // 448) * (w // 448)
+            stages[f"vision_features{'_' + str(i) if many else ''}"] = vf[i * per:i * per + crops].reshape(-1, vf.shape[-1])
+            stages[f"projected{'_' + str(i) if many else ''}"] = f32(caps["proj_list"][i][0])
     sfx = (lambda i: "") if n_images == 1 else (lambda i: f"_{i}")
     if kind == "gemma3" and n_images:
         vf, pj = f32(caps["vf"]), f32(caps["proj"])  # [n, patches, C], [n, rows, H]: every encoder input
@@ -539,7 +644,7 @@ def run_case(name, fam, kind, dtype, n_images, mode, tmp, image_paths, only):
         "stages": compared,
         "host_stages": {k: "tests/unit/test_qvit_pos_embeds.c" for k in stages if k.startswith("pos_embeds")}
                        or None,
-        "tolerances": tolerances(compared),
+        "tolerances": phi4mm_tolerances(tolerances(compared)) if kind == "phi4mm" else tolerances(compared),
         "tolerance_rule": "max|omnic - hf| <= atol + rtol * max|hf|; exact stages compare bit for bit",
     }
     text_meta = json.dumps(meta, indent=1)  # numeric lists on one line each
@@ -564,7 +669,7 @@ def main():
                 if fam == "phi3":
                     modes += [(m, 0) for m in PHI3_PROMPTS]
                 if fam == "phi4mm":
-                    modes += [("audio", 0)]
+                    modes += [("audio", 0), ("1img", 1), ("2img", 2), ("image_audio", 1)]
                 for mode, n_images in modes:
                     name = f"{fam}-{dtype}-{mode}"
                     if args.only and args.only not in name:
