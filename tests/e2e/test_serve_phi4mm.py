@@ -1,16 +1,18 @@
 #!/usr/bin/python3
-"""Phi-4-multimodal audio through `omnic serve` (tiny phi4mm checkpoint with its speech and vision
-LoRA adapters, tools/mktiny.py): /v1/models advertises audio; a chat with an input_audio part
-(base64 WAV) and one with an audio_url data: URL give the greedy text `omnic run --audio` gives for
-the same clip and text; curl sends the same request. Bad audio gets a 400 that names the problem
-and the number, while the server keeps serving: a truncated WAV, a format that is not the payload's,
-an unknown format, 0 samples, 8 channels, 1 Hz and 1 MHz sample rates, a header declaring two hours,
-bytes that are no audio, bad base64, and image + audio in one request. /v1/audio/transcriptions
+"""Phi-4-multimodal audio and images through `omnic serve` (tiny phi4mm checkpoint with its speech and
+vision LoRA adapters, tools/mktiny.py): /v1/models advertises image and audio; a chat with an
+input_audio part (base64 WAV) and one with an audio_url data: URL give the greedy text `omnic run
+--audio` gives for the same clip and text; curl sends the same request; an image (HD crops) and an
+image with a clip in one request give what `omnic run --image [--audio]` gives, also while both run
+at once. Bad audio gets a 400 that names the problem and the number, while the server keeps serving:
+a truncated WAV, a format that is not the payload's, an unknown format, 0 samples, 8 channels, 1 Hz
+and 1 MHz sample rates, a header declaring two hours, bytes that are no audio, bad base64, and the
+bad clip of an image + audio request. /v1/audio/transcriptions
 (OpenAI's multipart form, sent by curl -F and by hand) answers json, text and verbose_json with
 the text a chat completion of the clip and Phi-4-multimodal's transcription instruction gives,
 and refuses a missing file, a file that is no audio, srt, stream and a JSON body by name. The
 same checkpoint without adapter folders advertises text only and refuses audio naming the
-missing speech adapter. Standard library only (and curl)."""
+missing speech adapter, and images naming the vision one. Standard library only (and curl)."""
 import base64
 import http.client
 import json
@@ -26,7 +28,7 @@ import serve_util  # noqa: E402
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 OMNIC = os.environ.get("OMNIC", os.path.join(ROOT, "build/release/omnic"))
 WAV = os.path.join(ROOT, "tests/golden/phi4mm_audio/model/clip.wav")
-PNG = os.path.join(ROOT, "tests/golden/images/a.png")
+PNG = os.path.join(ROOT, "tests/golden/images/e.png")  # 640x480: 2x2 HD crops, 1065 rows
 
 
 def request(port, method, path, body=None):
@@ -45,9 +47,14 @@ def wav_header(channels, rate, data_bytes, bits=16):
             struct.pack("<I", data_bytes))
 
 
-def chat(part, text="Transcribe."):
+def chat(part, text="Transcribe.", *more):
     return {"model": "m", "max_tokens": 8, "temperature": 0,
-            "messages": [{"role": "user", "content": [part, {"type": "text", "text": text}]}]}
+            "messages": [{"role": "user", "content": [part, *more, {"type": "text", "text": text}]}]}
+
+
+def image_part():
+    return {"type": "image_url", "image_url": {"url": "data:image/png;base64," +
+                                               base64.b64encode(open(PNG, "rb").read()).decode()}}
 
 
 def form(port, fields, files):
@@ -84,11 +91,35 @@ def main():
         want = subprocess.run([OMNIC, "run", "-m", model, "--audio", WAV, "-p", "Transcribe.", "-n", "8",
                                "--temp", "0"], check=True, capture_output=True).stdout.decode(errors="replace")
         want = want.rstrip("\n")
+        run = [OMNIC, "run", "-m", model, "--image", PNG, "-p", "Describe.", "-n", "8", "--temp", "0"]
+        want_img = subprocess.run(run, check=True, capture_output=True).stdout.decode(errors="replace").rstrip("\n")
+        want_both = subprocess.run(run + ["--audio", WAV], check=True,
+                                   capture_output=True).stdout.decode(errors="replace").rstrip("\n")
         p, port = serve_util.start([OMNIC, "serve", "-m", model, "--parallel", "2"], os.path.join(tmp, "log"))
         try:
             st, body = request(port, "GET", "/v1/models")
             assert st == 200, body
-            assert json.loads(body)["data"][0]["input_modalities"] == ["text", "audio"], body
+            assert json.loads(body)["data"][0]["input_modalities"] == ["text", "image", "audio"], body
+            # an image, and an image with a clip (vision adapter, vision-speech rows), each as omnic run
+            for name, body, w in (("image", chat(image_part(), "Describe."), want_img),
+                                  ("image + audio", chat(image_part(), "Describe.", audio_part(clip)), want_both)):
+                st, out = request(port, "POST", "/v1/chat/completions", body)
+                assert st == 200 and json.loads(out)["choices"][0]["message"]["content"] == w, (name, out, w)
+                print(f"{name}: {json.loads(out)['usage']['prompt_tokens']} prompt tokens, as omnic run")
+            import threading
+            res = {}
+            def one(k, body):
+                res[k] = request(port, "POST", "/v1/chat/completions", body)
+            ts = [threading.Thread(target=one, args=(k, b)) for k, b in
+                  enumerate((chat(image_part(), "Describe."), chat(image_part(), "Describe.", audio_part(clip)),
+                             chat(audio_part(clip))))]
+            for t in ts:
+                t.start()
+            for t in ts:
+                t.join()
+            for k, w in enumerate((want_img, want_both, want)):
+                assert res[k][0] == 200 and json.loads(res[k][1])["choices"][0]["message"]["content"] == w, res[k]
+            print("image, image + audio and audio at once: each as alone")
             st, body = request(port, "POST", "/v1/chat/completions", chat(audio_part(clip)))
             assert st == 200, body
             got = json.loads(body)["choices"][0]["message"]["content"]
@@ -115,15 +146,12 @@ def main():
                 ("two hours", audio_part(wav_header(1, 16000, 2 * 16000 * 7200) + silence), "lasts 7200.000 s"),
                 ("not audio", audio_part(b"hello, this is no audio file at all"), "not a recognised audio file"),
                 ("bad base64", {"type": "input_audio", "input_audio": {"data": "@@@@", "format": "wav"}}, "base64"),
-                ("image + audio",
-                 {"type": "image_url", "image_url": {"url": "data:image/png;base64," +
-                                                     base64.b64encode(open(PNG, "rb").read()).decode()}},
-                 "both image and audio"),
+                ("image + bad audio", image_part(), "Invalid audio in 'messages[0].content[1]'"),
             ]
             for name, part, msg in bad:
                 body = chat(part)
-                if name == "image + audio":
-                    body["messages"][0]["content"].append(audio_part(clip))
+                if name == "image + bad audio":
+                    body["messages"][0]["content"].insert(1, audio_part(clip[:1000]))
                 st, out = request(port, "POST", "/v1/chat/completions", body)
                 assert st == 400 and msg in out, (name, st, out)
                 print(f"{name}: 400 {json.loads(out)['error']['message'][:110]}")
@@ -185,11 +213,16 @@ def main():
             st, body = request(port, "POST", "/v1/chat/completions", body)
             assert st == 400 and "speech LoRA adapter" in body, (st, body)
             print(f"no adapters: 400 {json.loads(body)['error']['message'][:140]}")
+            body = chat(image_part(), "Describe.")
+            body["model"] = "m0"
+            st, body = request(port, "POST", "/v1/chat/completions", body)
+            assert st == 400 and "vision LoRA adapter" in body, (st, body)
+            print(f"no adapters, image: 400 {json.loads(body)['error']['message'][:140]}")
         finally:
             p.terminate()
             p.wait(timeout=30)
-    print("test_serve_phi4mm_audio: input_audio and audio_url served as omnic run --audio; bad audio refused "
-          "with 400s naming the problem; no adapters: text only")
+    print("test_serve_phi4mm: input_audio, audio_url, image_url and image + audio served as omnic run; bad audio "
+          "refused with 400s naming the problem; no adapters: text only")
 
 
 if __name__ == "__main__":
