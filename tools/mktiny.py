@@ -2700,6 +2700,92 @@ def phi4mm_vision_weights(v: dict, text_hidden: int) -> List[WeightSpec]:
     return w
 
 
+# The original remote-code layout (Phi4MMForCausalLM [phi4mm]) of the same weights: the conversion
+# script's STATE_DICT_MAPPING backwards, the decoder's linears as <module>.base_layer.weight with
+# their adapters beside them (<module>.lora_{A,B}.{speech,vision}.weight, same values as the
+# PEFT folders of the converted layout), the original config.json and preprocessor_config.json.
+PHI4MM_ORIGINAL_NAMES = [
+    (r"(audio_embed\.encoder\.encoders\.\d+\.feed_forward_(?:in|out))\.gate_up_proj\.", r"\1.net.0.linear."),
+    (r"(audio_embed\.encoder\.encoders\.\d+\.feed_forward_(?:in|out))\.down_proj\.", r"\1.net.2."),
+    (r"(audio_embed\.encoder\.encoders\.\d+\.self_attn)\.([qkv])_proj\.", r"\1.linear_\2."),
+    (r"(audio_embed\.encoder\.encoders\.\d+\.self_attn)\.o_proj\.", r"\1.linear_out."),
+    (r"image_embed\.img_projection_up\.", "image_embed.img_projection.0."),
+    (r"image_embed\.img_projection_down\.", "image_embed.img_projection.2."),
+    (r"image_embed\.global_img_feature_extensor$", "image_embed.glb_GN"),
+    (r"image_embed\.sub_img_feature_extensor$", "image_embed.sub_GN"),
+    (r"audio_embed\.up_proj_for_speech\.", "audio_embed.audio_projection.speech.0."),
+    (r"audio_embed\.down_proj_for_speech\.", "audio_embed.audio_projection.speech.2."),
+    (r"audio_embed\.up_proj_for_vision_speech\.", "audio_embed.audio_projection.vision.0."),
+    (r"audio_embed\.down_proj_for_vision_speech\.", "audio_embed.audio_projection.vision.2."),
+    (r"^(model\.layers\.\d+\.(?:self_attn\.(?:qkv|o)_proj|mlp\.(?:gate_up|down)_proj))\.weight$", r"\1.base_layer.weight"),
+]
+
+
+def phi4mm_original_name(name: str) -> str:
+    for pat, rep in PHI4MM_ORIGINAL_NAMES:
+        new, n = re.subn(pat, rep, name)
+        if n:
+            return new
+    return name
+
+
+def phi4mm_original_config(config: dict, a: dict, ranks) -> dict:
+    """config.json as Phi-4-multimodal-instruct's remote code has it (families-gemma-phi.md C1)."""
+    c = {k: v for k, v in config.items() if k not in ("audio_config", "vision_config", "model_type", "architectures")}
+    ac = config["audio_config"]
+    c.update({
+        "architectures": ["Phi4MMForCausalLM"], "model_type": "phi4mm", "img_processor": None,
+        "attention_bias": False, "mlp_bias": False, "lm_head_bias": False, "full_attn_mod": 1, "interpolate_factor": 1,
+        "auto_map": {"AutoConfig": "configuration_phi4mm.Phi4MMConfig",
+                     "AutoModelForCausalLM": "modeling_phi4mm.Phi4MMForCausalLM"},
+        "audio_processor": {"name": "cascades", "config": {
+            "activation": "swish", "activation_checkpointing": {"interval": 1, "module": "transformer", "offload": False},
+            "attention_dim": ac["hidden_size"], "attention_heads": ac["num_attention_heads"], "batch_norm": False,
+            "bias_in_glu": True, "causal": True, "chunk_size": -1, "cnn_layer_norm": True, "conv_activation": "swish",
+            "conv_glu_type": "swish", "depthwise_multiplier": 1, "depthwise_seperable_out_channel": ac["hidden_size"],
+            "dropout_rate": 0.0, "encoder_embedding_config": {"input_size": 80}, "ext_pw_kernel_size": 1,
+            "ext_pw_out_channel": ac["hidden_size"], "input_layer": "nemo_conv", "input_size": 80,
+            "kernel_size": ac["kernel_size"], "left_chunk": 18, "linear_units": ac["intermediate_size"],
+            "nemo_conv_settings": {"conv_channels": ac["nemo_conv_channels"]}, "num_blocks": ac["num_blocks"],
+            "relative_attention_bias_args": {"t5_bias_max_distance": ac["bias_max_distance"], "type": "t5"},
+            "time_reduction": 8}},
+        "embd_layer": {"embedding_cls": "image_audio",
+                       "audio_embd_layer": {"compression_rate": 8, "downsample_rate": 1, "embedding_cls": "audio",
+                                            "enable_gradient_checkpointing": True, "projection_cls": "mlp",
+                                            "use_conv_downsample": False, "use_qformer": False},
+                       "image_embd_layer": {"crop_size": 448, "embedding_cls": "tune_image",
+                                            "enable_gradient_checkpointing": True, "hd_transform_order": "sub_glb",
+                                            "image_token_compression_cls": "avg_pool_2d", "projection_cls": "mlp",
+                                            "use_hd_transform": True, "with_learnable_separator": True}},
+        "speech_lora": {"dp": 0.01, "layer": "((layers.*self_attn\\.(qkv|o)_proj)|(layers.*mlp\\.(gate_up|down)_proj))",
+                        "lora_alpha": ranks[0][1], "r": ranks[0][0]},
+        "vision_lora": {"dp": 0.0, "layer": "layers.*((self_attn\\.(qkv_proj|o_proj))|(mlp\\.(gate_up|down)_proj))",
+                        "lora_alpha": ranks[1][1], "r": ranks[1][0]},
+    })
+    return c
+
+
+def phi4mm_lora_specs(d: dict, ranks, original=None) -> List[WeightSpec]:
+    """Both adapters' lora_A / lora_B of every targeted linear, seeded by their PEFT names: PEFT names
+    (base_model.model.model.layers.L.<module>.lora_A.weight), or with original the base checkpoint's
+    (model.layers.L.<module>.lora_A.speech.weight)."""
+    qd = d["heads"] * d["head_dim"]
+    qkv = qd + 2 * d["kv_heads"] * d["head_dim"]
+    H, I = d["hidden"], d["intermediate"]
+    lw = []
+    for sub, (r, _alpha) in zip(("speech-lora", "vision-lora"), ranks):
+        for layer in range(d["layers"]):
+            for mod, i_, o_ in (("self_attn.qkv_proj", H, qkv), ("self_attn.o_proj", qd, H),
+                                ("mlp.gate_up_proj", H, 2 * I), ("mlp.down_proj", I, H)):
+                base = f"base_model.model.model.layers.{layer}.{mod}"
+                key = sub.split("-")[0]
+                for half, shape, init in (("A", (r, i_), "normal"), ("B", (o_, r), "normal*0.5")):
+                    name = (f"model.layers.{layer}.{mod}.lora_{half}.{key}.weight" if original else
+                            f"{base}.lora_{half}.weight")
+                    lw.append((name, shape, init, sub + base + half))
+    return lw
+
+
 def main_phi4mm(args) -> int:
     t0 = time.time()
     if args.verify:
@@ -2713,6 +2799,11 @@ def main_phi4mm(args) -> int:
     else:
         d, _ = resolve_dims("phi3", fam, "tiny", None, tok)
         a, label, std = dict(PHI4MM_AUDIO_TINY), "tiny", STD_TINY
+    original = args.layout == "original"
+    if original and not real:  # the remote code fixes the tower (SigLIP-so400m) and the media ids
+        args.vision_dims, args.real_vocab = "real", True
+    if args.real_vocab and not real:  # Phi-4's vocabulary size, the published placeholder ids inside it
+        d["vocab"] = 200064
     v = dict(PHI4MM_VISION_REAL if real else PHI4MM_VISION_TINY)
     if args.audio_dims == "real":  # the published conformer behind a tiny text model (encoder benchmarks)
         a, label, std = dict(PHI4MM_AUDIO_REAL), label + "+real-audio", STD_REAL
@@ -2723,7 +2814,7 @@ def main_phi4mm(args) -> int:
     ids = special_ids(tok)
     text_cfg, text_w = fam.build(d, ids, tie)
     image_id, audio_id = tok.specials["<|endoftext10|>"], tok.specials["<|endoftext11|>"]
-    if real:  # the published ids (200010 / 200011) sit inside the real vocabulary
+    if real or args.real_vocab:  # the published ids (200010 / 200011) sit inside the real vocabulary
         image_id, audio_id = 200010, 200011
     config = {k: v for k, v in text_cfg.items()
               if k not in ("attention_bias", "full_attn_mod", "interpolate_factor", "lm_head_bias", "mlp_bias")}
@@ -2761,30 +2852,44 @@ def main_phi4mm(args) -> int:
            "image_std": [0.5, 0.5, 0.5], "do_resize": True, "do_rescale": True,
            "rescale_factor": 0.00392156862745098, "do_normalize": True, "do_convert_rgb": True, "resample": 3,
            "data_format": "channels_first", "default_to_square": True}
+    ranks = PHI4MM_LORA_REAL if real else PHI4MM_LORA
+    if original:  # the same values under the original names; the adapters inside the base weights
+        config = phi4mm_original_config(config, a, ranks)
+        pre = {"auto_map": {"AutoProcessor": "processing_phi4mm.Phi4MMProcessor",
+                            "AutoImageProcessor": "processing_phi4mm.Phi4MMImageProcessor",
+                            "AutoFeatureExtractor": "processing_phi4mm.Phi4MMAudioFeatureExtractor"},
+               "image_processor_type": "Phi4MMImageProcessor", "feature_extractor_type": "Phi4MMAudioFeatureExtractor",
+               "processor_class": "Phi4MMProcessor", "audio_compression_rate": 8, "audio_downsample_rate": 1,
+               "audio_feat_stride": 1, "dynamic_hd": args.dynamic_hd}
+        specs = [(phi4mm_original_name(sp[0]),) + tuple(sp[1:]) for sp in specs]
+        if not args.no_adapters:
+            specs += phi4mm_lora_specs(d, ranks, original=True)
     os.makedirs(args.out, exist_ok=True)
     write_json(os.path.join(args.out, "config.json"), config)
     gen = {"bos_token_id": ids["bos"], "do_sample": False, "eos_token_id": ids["gen_eos"],
            "pad_token_id": ids["pad"], "transformers_version": "4.57.6"}
     write_json(os.path.join(args.out, "generation_config.json"), gen)
-    write_json(os.path.join(args.out, "tokenizer.json"), tokenizer_json(tok, args.merges_style), sort_keys=False)
+    tj = tokenizer_json(tok, args.merges_style)
+    if args.real_vocab and not real:  # every id of the 200064 a token: fillers, the media specials at 200010 / 200011
+        vocab = tj["model"]["vocab"]
+        for at in tj["added_tokens"]:
+            vocab[at["content"]] = at["id"]
+        for at in tj["added_tokens"]:
+            if at["content"] in PHI4MM_SPECIALS:
+                at["id"] = vocab[at["content"]] = image_id if at["content"] == PHI4MM_SPECIALS[0] else audio_id
+        taken = set(vocab.values())
+        for k in range(d["vocab"]):
+            if k not in taken:
+                vocab[f"<|fill_{k}|>"] = k
+    write_json(os.path.join(args.out, "tokenizer.json"), tj, sort_keys=False)
     write_json(os.path.join(args.out, "tokenizer_config.json"), tokenizer_config_json(tok))
     write_json(os.path.join(args.out, "preprocessor_config.json"), pre)
     files = write_weights(args.out, specs, args.seed, std, args.dtype, args.shards)
-    if not args.no_adapters:  # speech-lora/ and vision-lora/ as the HF conversion writes them (PEFT)
-        qd = d["heads"] * d["head_dim"]
-        qkv = qd + 2 * d["kv_heads"] * d["head_dim"]
-        H, I = d["hidden"], d["intermediate"]
-        ranks = PHI4MM_LORA_REAL if real else PHI4MM_LORA
+    if not args.no_adapters and not original:  # speech-lora/ and vision-lora/ as the HF conversion writes them
         for sub, r, alpha in (("speech-lora", *ranks[0]), ("vision-lora", *ranks[1])):
             ad = os.path.join(args.out, sub)
             os.makedirs(ad, exist_ok=True)
-            lw = []
-            for layer in range(d["layers"]):
-                for mod, i_, o_ in (("self_attn.qkv_proj", H, qkv), ("self_attn.o_proj", qd, H),
-                                    ("mlp.gate_up_proj", H, 2 * I), ("mlp.down_proj", I, H)):
-                    base = f"base_model.model.model.layers.{layer}.{mod}"
-                    lw += [(base + ".lora_A.weight", (r, i_), "normal", sub + base + "A"),
-                           (base + ".lora_B.weight", (o_, r), "normal*0.5", sub + base + "B")]
+            lw = [sp for sp in phi4mm_lora_specs(d, ranks) if sp[3].startswith(sub)]
             write_weights(ad, lw, args.seed, std, args.dtype, 1)
             os.replace(os.path.join(ad, "model.safetensors"), os.path.join(ad, "adapter_model.safetensors"))
             write_json(os.path.join(ad, "adapter_config.json"), {
@@ -2841,6 +2946,13 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     ap.add_argument("--vision-dims", choices=["tiny", "real"], default=None,
                     help="phi4mm: the vision tower's dims (real: Phi-4-multimodal-instruct's SigLIP 27 x 1152, for "
                          "omnic bench --image), independent of --dims")
+    ap.add_argument("--layout", choices=["hf", "original"], default="hf",
+                    help="phi4mm: hf (the Hugging Face conversion, default) or original (the remote-code "
+                         "Phi4MMForCausalLM layout of the same weights: original names and configs, the adapters "
+                         "inside the base weights; implies --vision-dims real --real-vocab, which the remote code "
+                         "fixes)")
+    ap.add_argument("--real-vocab", action="store_true",
+                    help="phi4mm: vocab_size 200064 with the published image / audio ids 200010 / 200011")
     ap.add_argument("--dynamic-hd", type=int, default=36,
                     help="phi4mm: preprocessor_config.json dynamic_hd (HD crops per image at most; default 36)")
     ap.add_argument("--max-pixels", type=int, default=None,

@@ -49,6 +49,7 @@ struct omnic__safetensors {
     size_t n;
     st_meta *meta; /* [n_meta] */
     size_t n_meta;
+    omnic__st_rename_fn rename; /* names also tried (omnic__st_set_rename), or NULL */
 };
 
 /* safetensors dtypes omnic recognizes but does not read (E_UNSUPPORTED, not E_CORRUPT). */
@@ -637,9 +638,8 @@ const omnic__st_tensor *omnic__st_at(const omnic__safetensors *st, size_t i)
     return st && i < st->n ? &st->tensors[i] : NULL;
 }
 
-const omnic__st_tensor *omnic__st_find(const omnic__safetensors *st, const char *name)
+static const omnic__st_tensor *find_exact(const omnic__safetensors *st, const char *name)
 {
-    if (!st || !name) return NULL;
     size_t lo = 0, hi = st->n;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
@@ -651,6 +651,20 @@ const omnic__st_tensor *omnic__st_find(const omnic__safetensors *st, const char 
             hi = mid;
     }
     return NULL;
+}
+
+const omnic__st_tensor *omnic__st_find(const omnic__safetensors *st, const char *name)
+{
+    if (!st || !name) return NULL;
+    const omnic__st_tensor *t = find_exact(st, name);
+    char other[OMNIC_MAX_TENSOR_NAME + 1];
+    if (!t && st->rename && st->rename(name, other, sizeof other)) t = find_exact(st, other);
+    return t;
+}
+
+void omnic__st_set_rename(omnic__safetensors *st, omnic__st_rename_fn fn)
+{
+    if (st) st->rename = fn;
 }
 
 const char *omnic__st_metadata(const omnic__safetensors *st, const char *key)

@@ -5,6 +5,7 @@
 #ifndef OMNIC_IO_SAFETENSORS_H
 #define OMNIC_IO_SAFETENSORS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -55,8 +56,15 @@ omnic_status omnic__st_parse_header(const uint8_t *buf, size_t len, const char *
 size_t omnic__st_count(const omnic__safetensors *st);
 /* i-th tensor in name order (strcmp); NULL when i >= count. Borrowed. */
 const omnic__st_tensor *omnic__st_at(const omnic__safetensors *st, size_t i);
-/* Binary search by exact name; NULL if absent. Borrowed. */
+/* Binary search by exact name, then (when a rename is set and gives one) by the name it gives;
+ * NULL if absent. Borrowed. */
 const omnic__st_tensor *omnic__st_find(const omnic__safetensors *st, const char *name);
+/* The name a checkpoint of another layout stores name under: true with it in out[0..cap) (a
+ * family's map from the names it asks for to an original layout's, e.g. Phi-4-multimodal's
+ * remote-code checkpoints), false when the layouts agree on name. */
+typedef bool (*omnic__st_rename_fn)(const char *name, char *out, size_t cap);
+/* Sets st's rename (NULL: none): omnic__st_find tries it when a name is absent. */
+void omnic__st_set_rename(omnic__safetensors *st, omnic__st_rename_fn fn);
 /* Value of a __metadata__ key; NULL if absent. Borrowed. */
 const char *omnic__st_metadata(const omnic__safetensors *st, const char *key);
 /* Number of __metadata__ entries, and the i-th (in key order); false when i is out of range. */

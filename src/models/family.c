@@ -5,10 +5,11 @@
 #include "models/family.h"
 
 static const omnic__family *const families[] = {
-    &omnic__family_llama,        &omnic__family_qwen2,   &omnic__family_qwen3,     &omnic__family_phi3,
-    &omnic__family_gemma3_text,  &omnic__family_llava,   &omnic__family_qwen2_vl,  &omnic__family_gemma3,
-    &omnic__family_gemma3n_text, &omnic__family_gemma3n, &omnic__family_qwen3_moe, &omnic__family_qwen3_vl,
-    &omnic__family_phi4mm};
+    &omnic__family_llama,    &omnic__family_qwen2,          &omnic__family_qwen3,
+    &omnic__family_phi3,     &omnic__family_gemma3_text,    &omnic__family_llava,
+    &omnic__family_qwen2_vl, &omnic__family_gemma3,         &omnic__family_gemma3n_text,
+    &omnic__family_gemma3n,  &omnic__family_qwen3_moe,      &omnic__family_qwen3_vl,
+    &omnic__family_phi4mm,   &omnic__family_phi4mm_original};
 
 omnic_status omnic__family_find(const json_t *config, const omnic__family **out, omnic_err *err)
 {

@@ -8,10 +8,16 @@
 #include "models/vision.h"
 
 struct omnic__model;
+struct omnic__checkpoint;
 
 typedef struct omnic__family {
     const char *name;               /* "llama" */
     const char *const *model_types; /* NULL-terminated config.json model_type values */
+    /* (optional) Reads a checkpoint of an original (pre-conversion) layout as Hugging Face's
+     * conversion script converts it: rewrites ck->config into the converted config.json in
+     * memory and sets the weights' rename to the original names. Called right after the family
+     * is found, before anything reads the config. */
+    omnic_status (*convert)(struct omnic__checkpoint *ck, omnic_err *err);
     /* Parses config.json into the decoder's config (what: file name for messages). */
     omnic_status (*parse_config)(const json_t *cfg, const char *what, omnic__text_config *out,
                                  omnic_err *err);
@@ -40,6 +46,7 @@ extern const omnic__family omnic__family_gemma3;
 extern const omnic__family omnic__family_gemma3n_text;
 extern const omnic__family omnic__family_gemma3n;
 extern const omnic__family omnic__family_phi4mm;
+extern const omnic__family omnic__family_phi4mm_original;
 
 /* The Phi-3 decoder layout (fused qkv_proj / gate_up_proj, sliding_window on every layer when
  * set) into c, for the families built on it (phi3, phi4_multimodal). */

@@ -86,20 +86,13 @@ static omnic_status parse_config(const char *path, int64_t *r, double *alpha, om
     for (size_t i = 0; s == OMNIC_OK && i < sizeof noops / sizeof noops[0]; i++)
         s = omnic__json_expect(c, noops[i].key, noops[i].noop, path, err);
     json_decref(c);
-    if (s != OMNIC_OK) return s;
-    int e;
-    if (frexp(*alpha / (double)*r, &e) != 0.5)
-        return OMNIC_FAIL(err, OMNIC_E_UNSUPPORTED,
-                          "%s: lora_alpha / r = %g / %lld is not a power of 2 (omnic folds the scale into B "
-                          "exactly)",
-                          path, *alpha, (long long)*r);
-    return OMNIC_OK;
+    return s;
 }
 
 /* ---- tensor names ------------------------------------------------------------------------- */
 
-/* [base_model.model.]model.layers.L.<target>.lora_{A,B}.weight -> layer, target, 'A' / 'B'. */
-static bool parse_name(const char *name, int64_t *layer, int *target, char *half)
+/* [base_model.model.]model.layers.L.<target>.lora_{A,B}[.key].weight -> layer, target, 'A' / 'B'. */
+static bool parse_name(const char *name, const char *key, int64_t *layer, int *target, char *half)
 {
     static const char base[] = "base_model.model.", pre[] = "model.layers.";
     if (!strncmp(name, base, sizeof base - 1)) name += sizeof base - 1;
@@ -113,7 +106,10 @@ static bool parse_name(const char *name, int64_t *layer, int *target, char *half
         size_t n = strlen(target_name[t]);
         if (strncmp(name, target_name[t], n)) continue;
         const char *rest = name + n;
-        if (!strcmp(rest, ".lora_A.weight") || !strcmp(rest, ".lora_B.weight")) {
+        char a[96], b[96];
+        snprintf(a, sizeof a, ".lora_A.%s%sweight", key ? key : "", key ? "." : "");
+        snprintf(b, sizeof b, ".lora_B.%s%sweight", key ? key : "", key ? "." : "");
+        if (!strcmp(rest, a) || !strcmp(rest, b)) {
             *layer = l;
             *target = t;
             *half = rest[6];
@@ -174,8 +170,8 @@ static void put_b(omnic__tensor *stack, int64_t R, int a, const omnic__st_tensor
                 get(B->data, B->dtype, (r0 + i) * r + j) * scale);
 }
 
-omnic_status omnic__lora_load(const omnic__text_decoder *d, const char *const *dirs, const char *const *names,
-                              int n, omnic__lora **out, omnic_err *err)
+omnic_status omnic__lora_build(const omnic__text_decoder *d, const omnic__lora_source *src, int n,
+                               omnic__lora **out, omnic_err *err)
 {
     const omnic__text_config *c = &d->cfg;
     if (n < 1 || n > OMNIC_MAX_ADAPTERS)
@@ -183,36 +179,46 @@ omnic_status omnic__lora_load(const omnic__text_decoder *d, const char *const *d
     if (!c->fused_qkv || !c->fused_gate_up || c->n_experts > 0 || c->altup > 0)
         return OMNIC_FAIL(err, OMNIC_E_UNSUPPORTED,
                           "LoRA adapters run on the Phi-3 layout only (fused qkv_proj and gate_up_proj)");
-    omnic__safetensors *st[OMNIC_MAX_ADAPTERS] = {0};
-    char path[4096];
     omnic__lora *l = omnic_alloc_array(1, sizeof *l);
     if (!l) return OMNIC_FAIL(err, OMNIC_E_NOMEM, "out of memory for adapters");
     memset(l, 0, sizeof *l);
     l->n = n;
     omnic_status s = OMNIC_OK;
     omnic_dtype dt = OMNIC_DTYPE_COUNT;
+    const omnic__safetensors *st[OMNIC_MAX_ADAPTERS];
+    const char *names[OMNIC_MAX_ADAPTERS];
     for (int a = 0; a < n && s == OMNIC_OK; a++) {
-        snprintf(l->names[a], sizeof l->names[a], "%s", names[a]);
-        snprintf(path, sizeof path, "%s/adapter_config.json", dirs[a]);
-        if ((s = parse_config(path, &l->ranks[a], &l->alphas[a], err)) != OMNIC_OK) break;
+        snprintf(l->names[a], sizeof l->names[a], "%s", src[a].name);
+        names[a] = src[a].name, st[a] = src[a].st;
+        l->ranks[a] = src[a].r, l->alphas[a] = src[a].alpha;
+        int e;
+        if (src[a].r < 1 || src[a].r > 4096 || !(src[a].alpha > 0) ||
+            frexp(src[a].alpha / (double)src[a].r, &e) != 0.5) {
+            s = OMNIC_FAIL(err, OMNIC_E_UNSUPPORTED,
+                           "%s: lora_alpha / r = %g / %lld is not a power of 2 (omnic folds the scale into B "
+                           "exactly)",
+                           src[a].what, src[a].alpha, (long long)src[a].r);
+            break;
+        }
         if (l->ranks[a] > l->rank) l->rank = l->ranks[a];
-        snprintf(path, sizeof path, "%s/adapter_model.safetensors", dirs[a]);
-        if ((s = omnic__st_open_file(path, &st[a], err)) != OMNIC_OK) break;
         for (size_t i = 0; i < omnic__st_count(st[a]) && s == OMNIC_OK; i++) {
             const omnic__st_tensor *t = omnic__st_at(st[a], i);
             int64_t layer;
             int target;
             char half;
-            if (!parse_name(t->name, &layer, &target, &half) || layer >= c->n_layers)
+            if (src[a].key && !strstr(t->name, ".lora_A.") && !strstr(t->name, ".lora_B."))
+                continue; /* the base checkpoint's own weights */
+            if (!parse_name(t->name, src[a].key, &layer, &target, &half) || layer >= c->n_layers) {
+                if (src[a].key) continue; /* another adapter's tensors in the base checkpoint */
                 s = OMNIC_FAIL(
                     err, OMNIC_E_UNSUPPORTED,
                     "%s: tensor %s is not a lora_A / lora_B weight of qkv_proj, o_proj, gate_up_proj "
                     "or down_proj of layers 0..%lld",
-                    path, t->name, (long long)c->n_layers - 1);
-            else if (t->dtype != OMNIC_DTYPE_F32 && t->dtype != OMNIC_DTYPE_BF16 &&
-                     t->dtype != OMNIC_DTYPE_F16)
-                s = OMNIC_FAIL(err, OMNIC_E_UNSUPPORTED, "%s: %s is %s (f32, bf16 or f16)", path, t->name,
-                               omnic_dtype_name(t->dtype));
+                    src[a].what, t->name, (long long)c->n_layers - 1);
+            } else if (t->dtype != OMNIC_DTYPE_F32 && t->dtype != OMNIC_DTYPE_BF16 &&
+                       t->dtype != OMNIC_DTYPE_F16)
+                s = OMNIC_FAIL(err, OMNIC_E_UNSUPPORTED, "%s: %s is %s (f32, bf16 or f16)", src[a].what,
+                               t->name, omnic_dtype_name(t->dtype));
             else
                 dt = dt == OMNIC_DTYPE_COUNT || dt == t->dtype ? t->dtype : OMNIC_DTYPE_F32;
         }
@@ -220,7 +226,7 @@ omnic_status omnic__lora_load(const omnic__text_decoder *d, const char *const *d
     const int64_t E = n, R = l->rank, qd = c->n_heads * c->head_dim, kvd = c->n_kv_heads * c->head_dim,
                   I = c->intermediate, H = c->hidden;
     if (s == OMNIC_OK && dt == OMNIC_DTYPE_COUNT)
-        s = OMNIC_FAIL(err, OMNIC_E_INVALID, "%s: the adapters hold no tensors", dirs[0]);
+        s = OMNIC_FAIL(err, OMNIC_E_INVALID, "%s: the adapters hold no tensors", src[0].what);
     if (s == OMNIC_OK) {
         l->n_layers = c->n_layers;
         l->layers = omnic_alloc_array((size_t)c->n_layers, sizeof *l->layers);
@@ -253,11 +259,12 @@ omnic_status omnic__lora_load(const omnic__text_decoder *d, const char *const *d
                 char an[256], bn[256];
                 const omnic__st_tensor *A = NULL, *B = NULL;
                 static const char *const prefixes[2] = {"base_model.model.", ""};
+                const char *key = src[a].key ? src[a].key : "", *dot = src[a].key ? "." : "";
                 for (int p = 0; p < 2 && !A && !B; p++) {
-                    snprintf(an, sizeof an, "%smodel.layers.%lld.%s.lora_A.weight", prefixes[p], (long long)i,
-                             target_name[t]);
-                    snprintf(bn, sizeof bn, "%smodel.layers.%lld.%s.lora_B.weight", prefixes[p], (long long)i,
-                             target_name[t]);
+                    snprintf(an, sizeof an, "%smodel.layers.%lld.%s.lora_A.%s%sweight", prefixes[p],
+                             (long long)i, target_name[t], key, dot);
+                    snprintf(bn, sizeof bn, "%smodel.layers.%lld.%s.lora_B.%s%sweight", prefixes[p],
+                             (long long)i, target_name[t], key, dot);
                     A = omnic__st_find(st[a], an);
                     B = omnic__st_find(st[a], bn);
                 }
@@ -304,12 +311,33 @@ omnic_status omnic__lora_load(const omnic__text_decoder *d, const char *const *d
             }
         }
     }
-    for (int a = 0; a < n; a++)
-        omnic__st_close(st[a]);
     if (s != OMNIC_OK) {
         omnic__lora_free(l);
         return s;
     }
     *out = l;
     return OMNIC_OK;
+}
+
+omnic_status omnic__lora_load(const omnic__text_decoder *d, const char *const *dirs, const char *const *names,
+                              int n, omnic__lora **out, omnic_err *err)
+{
+    if (n < 1 || n > OMNIC_MAX_ADAPTERS)
+        return OMNIC_FAIL(err, OMNIC_E_INVALID, "%d adapters (1..%d)", n, OMNIC_MAX_ADAPTERS);
+    omnic__safetensors *st[OMNIC_MAX_ADAPTERS] = {0};
+    omnic__lora_source src[OMNIC_MAX_ADAPTERS];
+    char paths[OMNIC_MAX_ADAPTERS][4096], path[4096];
+    omnic_status s = OMNIC_OK;
+    for (int a = 0; a < n && s == OMNIC_OK; a++) {
+        src[a] = (omnic__lora_source){.name = names[a], .what = paths[a]};
+        snprintf(path, sizeof path, "%s/adapter_config.json", dirs[a]);
+        if ((s = parse_config(path, &src[a].r, &src[a].alpha, err)) != OMNIC_OK) break;
+        snprintf(paths[a], sizeof paths[a], "%s/adapter_model.safetensors", dirs[a]);
+        if ((s = omnic__st_open_file(paths[a], &st[a], err)) != OMNIC_OK) break;
+        src[a].st = st[a];
+    }
+    if (s == OMNIC_OK) s = omnic__lora_build(d, src, n, out, err);
+    for (int a = 0; a < n; a++)
+        omnic__st_close(st[a]);
+    return s;
 }

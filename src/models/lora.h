@@ -40,6 +40,21 @@ typedef struct omnic__lora {
  * settings that change numerics (E_INVALID / E_UNSUPPORTED / E_NOT_FOUND), E_NOMEM. */
 omnic_status omnic__lora_load(const omnic__text_decoder *d, const char *const *dirs, const char *const *names,
                               int n, omnic__lora **out, omnic_err *err);
+/* Where one adapter's tensors are: a PEFT file (key NULL: <module>.lora_{A,B}.weight) or the base
+ * checkpoint of Phi-4-multimodal's original layout (key "speech": <module>.lora_{A,B}.speech.weight,
+ * the other tensors skipped); r and lora_alpha from its config; what names it in messages. */
+typedef struct omnic__lora_source {
+    const char *name;             /* "speech", "vision" */
+    const omnic__safetensors *st; /* borrowed */
+    const char *key;
+    int64_t r;
+    double alpha;
+    const char *what;
+} omnic__lora_source;
+
+/* The adapters of src[0..n) into a new owned *out for decoder d (the checks of omnic__lora_load). */
+omnic_status omnic__lora_build(const omnic__text_decoder *d, const omnic__lora_source *src, int n,
+                               omnic__lora **out, omnic_err *err);
 void omnic__lora_free(omnic__lora *l);
 /* Parameters of the adapters as stored (every adapter's A and B, summed). */
 int64_t omnic__lora_params(const omnic__lora *l);

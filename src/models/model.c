@@ -105,6 +105,7 @@ omnic_status omnic__model_open(const char *dir, const omnic__model_opts *opts, o
     if ((s = omnic__quant_parse(opts ? opts->quant : NULL, &quant, err)) != OMNIC_OK) goto fail;
     if ((s = omnic__checkpoint_open(dir, &m->ckpt, err)) != OMNIC_OK) goto fail;
     if ((s = omnic__family_find(m->ckpt->config, &m->family, err)) != OMNIC_OK) goto fail;
+    if (m->family->convert && (s = m->family->convert(m->ckpt, err)) != OMNIC_OK) goto fail;
     if ((s = m->family->parse_config(m->ckpt->config, "config.json", &cfg, err)) != OMNIC_OK) goto fail;
     if ((s = omnic__text_decoder_load(&m->dec, &cfg, m->ckpt->weights, err)) != OMNIC_OK) goto fail;
     for (int i = 0; i < 3; i++)

@@ -108,7 +108,9 @@ typedef struct p4v_proc {
     omnic__norm_lut lut;
 } p4v_proc;
 
-const char *const omnic__phi4mm_image_keys[] = {"image_processor_type",
+/* (auto_map: the original layout's remote-code classes, read by HF's as its conversion does) */
+const char *const omnic__phi4mm_image_keys[] = {"auto_map",
+                                                "image_processor_type",
                                                 "size",
                                                 "patch_size",
                                                 "dynamic_hd",
@@ -138,7 +140,8 @@ static bool p4v_proc_claims(const json_t *pc)
 {
     const json_t *t = json_object_get(pc, "image_processor_type");
     return json_is_string(t) && (!strcmp(json_string_value(t), "Phi4MultimodalImageProcessorFast") ||
-                                 !strcmp(json_string_value(t), "Phi4MultimodalImageProcessor"));
+                                 !strcmp(json_string_value(t), "Phi4MultimodalImageProcessor") ||
+                                 !strcmp(json_string_value(t), "Phi4MMImageProcessor")); /* original layout */
 }
 
 static void p4v_proc_free(void *params)

@@ -129,7 +129,9 @@ const char *const omnic__phi4mm_audio_keys[] = {"feature_extractor_type",
 static bool p4a_proc_claims(const json_t *pc)
 {
     const json_t *t = json_object_get(pc, "feature_extractor_type");
-    return json_is_string(t) && !strcmp(json_string_value(t), "Phi4MultimodalFeatureExtractor");
+    /* Phi4MMAudioFeatureExtractor: the original layout's, read as HF's extractor (as the conversion does) */
+    return json_is_string(t) && (!strcmp(json_string_value(t), "Phi4MultimodalFeatureExtractor") ||
+                                 !strcmp(json_string_value(t), "Phi4MMAudioFeatureExtractor"));
 }
 
 static void p4a_proc_free(void *params)

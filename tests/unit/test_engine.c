@@ -82,12 +82,12 @@ static void sink_wait(sink *s)
     pthread_mutex_unlock(&s->mu);
 }
 
-static omnic__engine *engine_chunk(const char *model, int slots, int max_queue, int64_t step_tokens,
-                                   int64_t chunk)
+static omnic__engine *engine_chunk_ctx(const char *model, int slots, int max_queue, int64_t step_tokens,
+                                       int64_t chunk, int64_t ctx)
 {
     omnic__engine_opts o = {.model = {.backend = "cpu",
                                       .threads = 2,
-                                      .ctx = 256,
+                                      .ctx = ctx,
                                       .slots = slots,
                                       .chunk = chunk,
                                       .step_tokens = step_tokens},
@@ -98,6 +98,19 @@ static omnic__engine *engine_chunk(const char *model, int slots, int max_queue, 
     if (s != OMNIC_OK) fprintf(stderr, "engine: %s\n", err.msg);
     assert_int_equal(s, OMNIC_OK);
     return e;
+}
+
+static omnic__engine *engine_chunk(const char *model, int slots, int max_queue, int64_t step_tokens,
+                                   int64_t chunk)
+{
+    return engine_chunk_ctx(model, slots, max_queue, step_tokens, chunk, 256);
+}
+
+/* Context ctx rows per slot (image prompts of Phi-4-multimodal are 460 rows and more). */
+static omnic__engine *engine_ctx(const char *model, int slots, int max_queue, int64_t step_tokens,
+                                 int64_t ctx)
+{
+    return engine_chunk_ctx(model, slots, max_queue, step_tokens, 16, ctx);
 }
 
 static omnic__engine *engine_at(const char *model, int slots, int max_queue, int64_t step_tokens)
@@ -469,49 +482,68 @@ static uint8_t *wav_bytes(int64_t n, int k, size_t *len)
 }
 
 /* Phi-4-multimodal with its speech and vision LoRA adapters (mktiny phi4mm): audio prompts (the
- * speech adapter) and text prompts (none) interleaved on 4 slots give the tokens each gives alone,
- * with and without mixed steps; the 1-slot runs alternate audio and text on one slot, so a text
- * request that follows an audio one runs without its adapter: its tokens equal those of the same
- * checkpoint without adapter folders. A cancelled audio request frees its slot. */
+ * speech adapter), text prompts (none), image prompts (the vision adapter) and image + audio
+ * prompts (the vision adapter, vision-speech rows) interleaved on 4 slots give the tokens each
+ * gives alone, with and without mixed steps; the 1-slot runs rotate the kinds on one slot, so a
+ * text request that follows a media one runs without its adapter: its tokens equal those of the
+ * same checkpoint without adapter folders. A cancelled audio request frees its slot. */
 static void test_adapters_mixed_batch(void **state)
 {
     (void)state;
     char p4mm[160], p4mm0[160];
     snprintf(p4mm, sizeof p4mm, "%s/p4mm", dir);
     snprintf(p4mm0, sizeof p4mm0, "%s/p4mm0", dir);
-    enum { N = 6 };
+    enum { N = 8 };
     static sink alone[N], together[N], plain[N], alone_m[N], together_m[N];
-    omnic__engine *e1 = engine_at(p4mm, 1, 8, 0);
+    omnic__engine *e1 = engine_ctx(p4mm, 1, 8, 0, 1024);
     const omnic__model *m = omnic__engine_model(e1);
     assert_true(omnic__model_accepts(m, OMNIC_MODALITY_AUDIO));
-    omnic__media_proc prep;
+    assert_true(omnic__model_accepts(m, OMNIC_MODALITY_IMAGE));
+    omnic__media_proc prep, prep_img;
     omnic_err err;
     assert_int_equal(omnic__media_proc_init(&prep, m, OMNIC_MODALITY_AUDIO, 0, &err), OMNIC_OK);
-    static omnic__media_item items[N];
-    static const omnic__media_item *mp[N][1];
+    assert_int_equal(omnic__media_proc_init(&prep_img, m, OMNIC_MODALITY_IMAGE, 0, &err), OMNIC_OK);
+    static omnic__media_item items[N][2];
+    static const omnic__media_item *mp[N][2];
     static int32_t prompts[N][16];
     omnic__gen_request rs[N];
-    const int32_t pad = omnic__media_placeholder(m, OMNIC_MODALITY_AUDIO);
+    const int32_t pad = omnic__media_placeholder(m, OMNIC_MODALITY_AUDIO),
+                  ipad = omnic__media_placeholder(m, OMNIC_MODALITY_IMAGE);
     for (int i = 0; i < N; i++) {
-        if (i % 2) {
+        const int kind = i % 4; /* 0 audio, 1 text, 2 image, 3 image + audio */
+        if (kind == 1) {
             rs[i] = req(PROMPTS[i], 6, 10, NULL);
             continue;
         }
-        size_t len;
-        uint8_t *w = wav_bytes(8000 + 1600 * i, i, &len); /* 0.5 s .. 0.9 s */
-        assert_int_equal(omnic__media_prepare(&prep, w, len, NULL, NULL, &items[i], &err), OMNIC_OK);
-        free(w);
-        int n = 0;
+        int n = 0, k = 0;
         for (int j = 0; j < 4; j++)
             prompts[i][n++] = (int32_t)(20 + j * 9 + i);
-        prompts[i][n++] = pad;
+        if (kind >= 2) { /* a 60 x 40 image (one HD crop, padded) whose pixels depend on i */
+            omnic__image img;
+            assert_int_equal(omnic__image_alloc(&img, 60, 40, &err), OMNIC_OK);
+            for (int64_t p = 0; p < 60 * 40 * 3; p++)
+                img.data[p] = (uint8_t)((p * (7 + i)) % 251);
+            omnic__decoded_media d = {.image = &img};
+            assert_int_equal(omnic__media_preprocess(&prep_img, &d, &items[i][k], &err), OMNIC_OK);
+            omnic__image_deinit(&img);
+            mp[i][k] = &items[i][k], k++;
+            prompts[i][n++] = ipad;
+        }
+        if (kind != 2) {
+            size_t len;
+            uint8_t *w = wav_bytes(8000 + 1600 * i, i, &len); /* 0.5 s .. 0.9 s */
+            assert_int_equal(omnic__media_prepare(&prep, w, len, NULL, NULL, &items[i][k], &err), OMNIC_OK);
+            free(w);
+            mp[i][k] = &items[i][k], k++;
+            prompts[i][n++] = pad;
+        }
         for (int j = 0; j < 3; j++)
             prompts[i][n++] = (int32_t)(300 + j * 5 + i);
-        mp[i][0] = &items[i];
         rs[i] = req(prompts[i], (size_t)n, 10, NULL);
-        rs[i].media = mp[i], rs[i].n_media = 1;
+        rs[i].media = mp[i], rs[i].n_media = (size_t)k;
     }
     omnic__media_proc_deinit(&prep);
+    omnic__media_proc_deinit(&prep_img);
     for (int i = 0; i < N; i++) {
         sink_init(&alone[i]);
         rs[i].cb_ctx = &alone[i];
@@ -520,8 +552,8 @@ static void test_adapters_mixed_batch(void **state)
     }
     omnic__engine_destroy(e1);
     /* text after audio on one slot == the checkpoint without adapters */
-    omnic__engine *e0 = engine_at(p4mm0, 1, 8, 0);
-    for (int i = 1; i < N; i += 2) {
+    omnic__engine *e0 = engine_ctx(p4mm0, 1, 8, 0, 1024);
+    for (int i = 1; i < N; i += 4) {
         sink_init(&plain[i]);
         rs[i].cb_ctx = &plain[i];
         run_one(e0, rs[i], &plain[i]);
@@ -533,7 +565,7 @@ static void test_adapters_mixed_batch(void **state)
     assert_int_equal(omnic__engine_submit(e0, &rs[0], &id, &err), OMNIC_E_UNSUPPORTED);
     assert_non_null(strstr(err.msg, "speech LoRA adapter"));
     omnic__engine_destroy(e0);
-    omnic__engine *e = engine_at(p4mm, 4, 16, 0);
+    omnic__engine *e = engine_ctx(p4mm, 4, 16, 0, 1024);
     for (int i = 0; i < N; i++) {
         sink_init(&together[i]);
         rs[i].cb_ctx = &together[i];
@@ -553,14 +585,14 @@ static void test_adapters_mixed_batch(void **state)
     assert_int_equal(snap.slots_busy, 0);
     omnic__engine_destroy(e);
     /* mixed steps: prompt rows of both kinds ride in decode calls beside adapter and plain rows */
-    e1 = engine_at(p4mm, 1, 8, 8);
+    e1 = engine_ctx(p4mm, 1, 8, 8, 1024);
     for (int i = 0; i < N; i++) {
         sink_init(&alone_m[i]);
         rs[i].cb_ctx = &alone_m[i];
         run_one(e1, rs[i], &alone_m[i]);
     }
     omnic__engine_destroy(e1);
-    e = engine_at(p4mm, 4, 16, 8);
+    e = engine_ctx(p4mm, 4, 16, 8, 1024);
     for (int i = 0; i < N; i++) {
         sink_init(&together_m[i]);
         rs[i].cb_ctx = &together_m[i];
@@ -569,7 +601,7 @@ static void test_adapters_mixed_batch(void **state)
     expect_same_tokens(together_m, alone_m, N);
     omnic__engine_destroy(e);
     for (int i = 0; i < N; i++)
-        omnic__media_item_deinit(&items[i]);
+        omnic__media_item_deinit(&items[i][0]), omnic__media_item_deinit(&items[i][1]);
 }
 
 /* An M-RoPE decoder (qwen2 + rope_scaling mrope) generates from text exactly what the 1-D
