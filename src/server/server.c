@@ -1389,6 +1389,15 @@ static bool media_result(work *w)
         for (size_t i = 0; i < w->n_media; i++) {
             const omnic__media_item *it = &w->media[i];
             w->media_ptrs[i] = it;
+            if (it->modality == OMNIC_MODALITY_AUDIO && it->in_w != it->out_w) { /* in_w / out_w: the rates */
+                if (!w->warning[0])
+                    snprintf(w->warning, sizeof w->warning,
+                             "audio %zu was resampled from %lld Hz to %lld Hz (soxr, high quality)", i,
+                             (long long)it->in_w, (long long)it->out_w);
+                OMNIC_LOG_W("request: audio %zu resampled from %lld Hz to %lld Hz", i, (long long)it->in_w,
+                            (long long)it->out_w);
+                continue;
+            }
             if (!it->limited || w->warning[0]) continue; /* the first resized image is reported */
             snprintf(
                 w->warning, sizeof w->warning,

@@ -120,6 +120,20 @@ def main():
             for k, w in enumerate((want_img, want_both, want)):
                 assert res[k][0] == 200 and json.loads(res[k][1])["choices"][0]["message"]["content"] == w, res[k]
             print("image, image + audio and audio at once: each as alone")
+            # a 44.1 kHz clip is resampled (soxr HQ) and the server's log says so
+            import wave
+            with wave.open(WAV) as w:
+                pcm = w.readframes(w.getnframes())
+            n16 = len(pcm) // 2
+            n44 = n16 * 44100 // 16000
+            up = b"".join(pcm[2 * (k * 16000 // 44100):2 * (k * 16000 // 44100) + 2] for k in range(n44))
+            clip44 = wav_header(1, 44100, len(up)) + up
+            st, out = request(port, "POST", "/v1/chat/completions", chat(audio_part(clip44)))
+            assert st == 200, out
+            log = open(os.path.join(tmp, "log")).read()
+            assert "resampled from 44100 Hz to 16000 Hz" in log, log[-2000:]
+            assert "resampled from 44100 Hz to 16000 Hz" in out, out  # the response's warning
+            print("44.1 kHz clip: served; the response and the log name the resampling")
             st, body = request(port, "POST", "/v1/chat/completions", chat(audio_part(clip)))
             assert st == 200, body
             got = json.loads(body)["choices"][0]["message"]["content"]
