@@ -57,12 +57,17 @@ void omnic__media_item_key(omnic__media_item *it)
     if (!it->input) return;
     omnic__sha256 h;
     omnic__sha256_init(&h);
-    omnic__sha256_field(&h, "omnic.media_item/1");
-    int64_t meta[4 + OMNIC_MAX_DIMS + 3] = {it->modality, it->input->dtype, it->input->ndim, it->valid};
+    omnic__sha256_field(&h, "omnic.media_item/2");
+    /* the rows and the resized size too: Phi-4-multimodal's patch mask follows from them, not from
+     * the pixels (white padding and a white image edge are the same bytes) */
+    int64_t meta[4 + OMNIC_MAX_DIMS + 6] = {it->modality, it->input->dtype, it->input->ndim, it->valid};
     for (int i = 0; i < it->input->ndim && i < OMNIC_MAX_DIMS; i++)
         meta[4 + i] = it->input->dims[i];
     for (int i = 0; i < 3; i++)
         meta[4 + OMNIC_MAX_DIMS + i] = it->grid[i];
+    meta[4 + OMNIC_MAX_DIMS + 3] = it->rows;
+    meta[4 + OMNIC_MAX_DIMS + 4] = it->out_w;
+    meta[4 + OMNIC_MAX_DIMS + 5] = it->out_h;
     omnic__sha256_update(&h, meta, sizeof meta);
     omnic__sha256_update(&h, it->input->data, omnic__tensor_bytes(it->input));
     omnic__sha256_final(&h, it->key);

@@ -57,7 +57,8 @@ typedef struct omnic__media_item {
     bool limited;    /* resized smaller because of a user limit (--max-image-pixels or a
                       * request's mm_processor_kwargs), not the checkpoint's own: reported */
     bool has_key;    /* key is set (omnic__media_item_key): the engine may cache its encoding */
-    uint8_t key[32]; /* SHA-256 of modality, input dtype and dims, grid, valid and the input bytes */
+    uint8_t key[32]; /* SHA-256 of modality, input dtype and dims, grid, valid, rows, out_w, out_h and
+                      * the input bytes */
 } omnic__media_item;
 
 /* Sets it->key (and has_key) from its content: two items with the same key give the encoder

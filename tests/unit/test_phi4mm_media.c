@@ -346,6 +346,25 @@ static void test_image_crops(void **state)
     assert_int_equal(omnic__media_preprocess(&p, &d, &it, &err), OMNIC_E_INVALID);
     assert_non_null(strstr(err.msg, "too extreme"));
     omnic__image_deinit(&img);
+    /* white padding and a white image edge are the same pixels, not the same item: 448x400 padded
+     * (3 patch rows masked, 528 rows) vs the same image with 48 white rows (545 rows) */
+    omnic__media_item two[2];
+    for (int k = 0; k < 2; k++) {
+        assert_int_equal(omnic__image_alloc(&img, 448, k ? 448 : 400, &err), OMNIC_OK);
+        memset(img.data, 255, (size_t)(448 * img.height * 3));
+        for (int64_t q = 0; q < 448 * 400 * 3; q++)
+            img.data[q] = (uint8_t)(q % 199);
+        d.image = &img;
+        assert_int_equal(omnic__media_preprocess(&p, &d, &two[k], &err), OMNIC_OK);
+        omnic__media_item_key(&two[k]);
+        omnic__image_deinit(&img);
+    }
+    assert_memory_equal(two[0].input->data, two[1].input->data, omnic__tensor_bytes(two[0].input));
+    assert_int_equal(two[0].rows, 528);
+    assert_int_equal(two[1].rows, 545);
+    assert_memory_not_equal(two[0].key, two[1].key, sizeof two[0].key);
+    omnic__media_item_deinit(&two[0]);
+    omnic__media_item_deinit(&two[1]);
     omnic__media_proc_deinit(&p);
     /* a user pixel limit lowers the crops: 4 crops of 448^2 at most */
     assert_int_equal(omnic__media_proc_init(&p, g_m, OMNIC_MODALITY_IMAGE, 4 * 448 * 448, &err), OMNIC_OK);
