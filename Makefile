@@ -34,6 +34,7 @@ demo: build
 	@$(PY) tools/mktiny.py --family phi4mm --out $(DEMO_AU) --seed 0
 	$(BUILD)/omnic inspect -m $(DEMO_AU)
 	$(BUILD)/omnic run -m $(DEMO_AU) --audio $(DEMO_WAV) -p "Transcribe the audio." -n 16
+	$(BUILD)/omnic run -m $(DEMO_AU) --image tests/data/demo.png --audio $(DEMO_WAV) -p "Describe both." -n 16
 
 test: setup
 	@bash scripts/test.sh

@@ -3,6 +3,7 @@
  * timeouts, admission (capacity, queue) and metrics. Uses a tiny qwen2 checkpoint. */
 #include <math.h>
 #include <pthread.h>
+#include <sched.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -481,12 +482,31 @@ static uint8_t *wav_bytes(int64_t n, int k, size_t *len)
     return b;
 }
 
+/* An encode callback that cancels its request once its first item is encoded (the scheduler thread
+ * calls it outside the engine's lock; the submitting thread publishes the id first). */
+static omnic__engine *g_cancel_engine;
+static uint64_t g_cancel_id;
+static atomic_bool g_cancel_id_set;
+static atomic_int g_cancel_calls;
+
+static void cancel_after_first_encode(void *ctx, int64_t k, const omnic__tensor *features,
+                                      const omnic__tensor *projected, int n_side,
+                                      const omnic__tensor *const *side, const char *const *names)
+{
+    (void)ctx, (void)features, (void)projected, (void)n_side, (void)side, (void)names;
+    atomic_fetch_add(&g_cancel_calls, 1);
+    while (!atomic_load(&g_cancel_id_set))
+        sched_yield();
+    if (k == 0) omnic__engine_cancel(g_cancel_engine, g_cancel_id);
+}
+
 /* Phi-4-multimodal with its speech and vision LoRA adapters (mktiny phi4mm): audio prompts (the
  * speech adapter), text prompts (none), image prompts (the vision adapter) and image + audio
  * prompts (the vision adapter, vision-speech rows) interleaved on 4 slots give the tokens each
  * gives alone, with and without mixed steps; the 1-slot runs rotate the kinds on one slot, so a
  * text request that follows a media one runs without its adapter: its tokens equal those of the
- * same checkpoint without adapter folders. A cancelled audio request frees its slot. */
+ * same checkpoint without adapter folders. A cancelled audio request frees its slot, and so does an
+ * image + audio request cancelled between its encodes. */
 static void test_adapters_mixed_batch(void **state)
 {
     (void)state;
@@ -599,6 +619,26 @@ static void test_adapters_mixed_batch(void **state)
         assert_int_equal(omnic__engine_submit(e, &rs[i], &id, &err), OMNIC_OK);
     }
     expect_same_tokens(together_m, alone_m, N);
+    /* cancelled between its two encodes (the image's rows in, the clip's not yet): the request ends
+     * cancelled, its slot comes back, and the next image + audio request gives its tokens alone */
+    sink cx;
+    sink_init(&cx);
+    omnic__gen_request rx = rs[3]; /* image + audio */
+    rx.cb_ctx = &cx;
+    rx.on_encode = cancel_after_first_encode;
+    atomic_store(&g_cancel_id_set, false);
+    g_cancel_engine = e;
+    assert_int_equal(omnic__engine_submit(e, &rx, &g_cancel_id, &err), OMNIC_OK);
+    atomic_store(&g_cancel_id_set, true);
+    sink_wait(&cx);
+    assert_int_equal(cx.finish, OMNIC_FINISH_CANCELLED);
+    assert_int_equal(atomic_load(&g_cancel_calls), 1); /* the clip was never encoded */
+    sink_init(&together_m[3]);
+    rs[3].cb_ctx = &together_m[3];
+    run_one(e, rs[3], &together_m[3]);
+    expect_same_tokens(&together_m[3], &alone_m[3], 1);
+    omnic__metrics_snapshot(omnic__engine_metrics(e), &snap);
+    assert_int_equal(snap.slots_busy, 0);
     omnic__engine_destroy(e);
     for (int i = 0; i < N; i++)
         omnic__media_item_deinit(&items[i][0]), omnic__media_item_deinit(&items[i][1]);
