@@ -2,14 +2,18 @@
  * input must give OMNIC_OK with a well-formed image or an error with a message, never a crash,
  * a leak or a huge allocation: the pixel limit is lowered so that the fuzzer's memory stays
  * small. A decoded image also runs through a small CLIP-style processor (resize, crop,
- * normalise) in both numerics variants. */
+ * normalise) in both numerics variants, and through Phi-4-multimodal's HD crop processor with
+ * 28-px crops, at most 4 (grid choice, resize, white padding, the f32 bicubic global crop). */
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 
+#include <jansson.h>
+
 #include "mm/image.h"
 #include "mm/image_processor.h"
 #include "mm/media_url.h"
+#include "models/media.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -35,7 +39,8 @@ static void decode_one(const uint8_t *data, size_t size)
     if (img.width < 1 || img.height < 1 || img.width * img.height > (1 << 20) || !img.data) __builtin_trap();
     /* Touch every byte so ASan sees the buffer is as large as it claims. */
     unsigned sum = 0;
-    for (int64_t i = 0; i < img.width * img.height * 3; i++) sum += img.data[i];
+    for (int64_t i = 0; i < img.width * img.height * 3; i++)
+        sum += img.data[i];
     (void)sum;
     omnic__image_proc_params p;
     omnic__image_proc_params_clip_defaults(&p);
@@ -51,6 +56,26 @@ static void decode_one(const uint8_t *data, size_t size)
         check(rc, &err);
         omnic__tensor_destroy(t);
     }
+    static omnic__media_proc hd; /* made once: a processor config alone (no model) */
+    static int hd_state;         /* 0 not made, 1 made, -1 failed (a bug: trap) */
+    if (!hd_state) {
+        json_t *pc = json_loads("{\"image_processor_type\": \"Phi4MultimodalImageProcessorFast\", \"size\": "
+                                "{\"height\": 28, \"width\": 28}, \"patch_size\": 14, \"dynamic_hd\": 4}",
+                                0, NULL);
+        hd_state = pc && omnic__media_proc_from_config(&hd, pc, "fuzz", OMNIC_MODALITY_IMAGE, NULL, NULL,
+                                                       &err) == OMNIC_OK
+                       ? 1
+                       : -1;
+        json_decref(pc);
+    }
+    if (hd_state < 0) __builtin_trap();
+    omnic__decoded_media d = {.image = &img};
+    omnic__media_item it;
+    rc = omnic__media_preprocess(&hd, &d, &it, &err);
+    check(rc, &err);
+    if (rc == OMNIC_OK && (!it.input || it.input->dims[0] < 2 || it.input->dims[0] > 5 || it.rows < 1))
+        __builtin_trap();
+    omnic__media_item_deinit(&it);
     omnic__image_deinit(&img);
 }
 
