@@ -789,6 +789,14 @@ static omnic_status build_body(const omnic__text_decoder *d, omnic__graph *g, om
             q = lora_b(g, q, ta, A->b_q, aid, c->n_heads * hd);
             k = lora_b(g, k, ta, A->b_k, aid, c->n_kv_heads * hd);
             v = lora_b(g, v, ta, A->b_v, aid, c->n_kv_heads * hd);
+            if (taps) { /* stage dumps: the adapter-adjusted projections (HF: qkv_proj's output, split) */
+                char name[32];
+                omnic__tensor *const qkv[3] = {q, k, v};
+                for (int j = 0; j < 3; j++) {
+                    snprintf(name, sizeof name, "%c_l%lld", "qkv"[j], (long long)l);
+                    omnic__g_mark_output(g, qkv[j], name);
+                }
+            }
         }
         int64_t qs[3] = {T, c->n_heads, hd}, ks[3] = {T, c->n_kv_heads, hd};
         q = omnic__g_reshape(g, q, 3, qs);
@@ -863,6 +871,11 @@ static omnic_status build_body(const omnic__text_decoder *d, omnic__graph *g, om
                                                           : omnic__g_glu(g, OMNIC_OP_GEGLU, gate, up, 1);
             down = omnic__g_matmul(g, act, omnic__g_weight(g, &L->w_down), NULL);
             if (A) down = lora_b(g, down, lora_a(g, lo, act, A->a_down, aid), A->b_down, aid, c->hidden);
+            if (A && taps) { /* the adapter-adjusted MLP output (HF: the mlp module's) */
+                char name[32];
+                snprintf(name, sizeof name, "mlp_l%lld", (long long)l);
+                omnic__g_mark_output(g, down, name);
+            }
         }
         if (c->sandwich_norms) down = norm(g, d, down, &L->post_mlp_norm);
         x = omnic__g_add(g, x, down);

@@ -33,11 +33,12 @@ def stage_order(name):
     if name.startswith("deepstack_"):  # deepstack_k[_i]: merger k's rows of image i, after projected
         k, _, i = name[len("deepstack_"):].partition("_")
         return (3.7, int(i or 0), int(k))
-    for sub, prefix in enumerate(("router_logits_l", "experts_l", "hidden_l")):  # a layer's stages in order
+    for sub, prefix in enumerate(("q_l", "k_l", "v_l", "mlp_l", "router_logits_l", "experts_l",
+                                  "hidden_l")):  # a layer's stages in order
         if name.startswith(prefix):
             return (6, int(name[len(prefix):]), sub)
     if base == "hidden":
-        return (6, 0, 2)
+        return (6, 0, 6)
     rank = {"tokens": 0, "pixel_values": 1, "input_features": 1, "image_grid_thw": 2, "vision_features": 3, "projected": 3.5, "vision_speech": 3.6,
             "positions": 4, "attn_mask_full": 4.2, "attn_mask_sliding": 4.4, "inputs_embeds": 5,
             "prefill_logits": 7, "generated": 8}
@@ -112,6 +113,8 @@ def run_case(case, tmp, cache):
     sfx = [""] if n_img == 1 and not audios else [f"_{i}" for i in range(n_img)]  # items: images, then clips
     need = ["tokens", "positions", "inputs_embeds", "hidden_l0", "prefill_logits", "generated"]
     need += [f"{s}{x}" for x in sfx if n_img for s in ("pixel_values", "vision_features", "projected")]
+    if meta["family"] == "phi4mm" and (n_img or audios):  # the adapter-adjusted projections, both layers
+        need += [f"{t}_l{i}" for i in (0, 1) for t in ("q", "k", "v", "mlp")]
     if audios:  # a clip's rows: the speech projection, or the vision-speech one beside an image
         need += ["input_features", "projected"] if not n_img else [f"input_features_{n_img}", f"vision_speech_{n_img}"]
     missing = [n for n in need if n not in meta["stages"]]

@@ -415,6 +415,19 @@ def run_case(name, fam, kind, dtype, n_images, mode, tmp, image_paths, only):
                 A = lw[base + ".lora_A.weight"].to(torch.float32)
                 B = lw[base + ".lora_B.weight"].to(torch.float32)
                 mod.register_forward_hook(lambda m, a, o, A=A, B=B: o + ((a[0] @ A.T) @ B.T) * scale)
+            # the adapter-adjusted q / k / v (qkv_proj's output, after the LoRA hook) and MLP output
+            qd = cfg["num_attention_heads"] * (cfg["hidden_size"] // cfg["num_attention_heads"])
+            kvd = cfg["num_key_value_heads"] * (cfg["hidden_size"] // cfg["num_attention_heads"])
+
+            def qkv_tap(m, a, o, li=li):  # (returns None: a hook's value would replace the output)
+                caps.setdefault(f"q_l{li}", o[..., :qd])
+                caps.setdefault(f"k_l{li}", o[..., qd:qd + kvd])
+                caps.setdefault(f"v_l{li}", o[..., qd + kvd:])
+
+            def mlp_tap(m, a, o, li=li):
+                caps.setdefault(f"mlp_l{li}", o)
+            layer.self_attn.qkv_proj.register_forward_hook(qkv_tap)
+            layer.mlp.register_forward_hook(mlp_tap)
     input_ids = torch.tensor([hf_ids], dtype=torch.long)
     attn = torch.ones_like(input_ids)
 
@@ -487,6 +500,9 @@ def run_case(name, fam, kind, dtype, n_images, mode, tmp, image_paths, only):
     first = (lambda t: t[0][0]) if cache else (lambda t: t[0])
     stages["inputs_embeds"] = f32(first(caps["inputs_embeds"]))
     for li in range(len(layers)):
+        for tap in ("q", "k", "v", "mlp"):  # Phi-4-multimodal with an adapter: its adjusted projections
+            if f"{tap}_l{li}" in caps:
+                stages[f"{tap}_l{li}"] = f32(caps[f"{tap}_l{li}"][0])
         stages[f"hidden_l{li}"] = f32(first(caps[f"hidden_l{li}"]))
         if f"router_logits_l{li}" in caps:
             stages[f"router_logits_l{li}"] = f32(caps[f"router_logits_l{li}"].reshape(T, -1))
