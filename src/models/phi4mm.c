@@ -173,13 +173,6 @@ static bool original_name(const char *name, char *out, size_t cap)
     return false;
 }
 
-/* key of o is absent or equals the JSON literal want, else E_UNSUPPORTED naming it. */
-static omnic_status expect(const json_t *o, const char *key, const char *want, const char *what,
-                           omnic_err *err)
-{
-    return omnic__json_expect(o, key, want, what, err);
-}
-
 static omnic_status set_new(json_t *o, const char *key, json_t *v, omnic_err *err)
 {
     if (!v || json_object_set_new(o, key, v))
@@ -210,23 +203,23 @@ static omnic_status convert_embd(const json_t *e, json_t *out, json_t *audio, om
                *WA = "config.json embd_layer.audio_embd_layer";
     if (!json_is_object(e)) return OMNIC_FAIL(err, OMNIC_E_INVALID, "%s: an object is required", W);
     OMNIC_TRY(omnic__json_check_keys(e, W, lt, err));
-    OMNIC_TRY(expect(e, "embedding_cls", "\"image_audio\"", W, err));
+    OMNIC_TRY(omnic__json_expect(e, "embedding_cls", "\"image_audio\"", W, err));
     const json_t *i = json_object_get(e, "image_embd_layer"), *a = json_object_get(e, "audio_embd_layer");
     if (!json_is_object(i) || !json_is_object(a))
         return OMNIC_FAIL(err, OMNIC_E_INVALID,
                           "%s: image_embd_layer and audio_embd_layer objects are required", W);
     OMNIC_TRY(omnic__json_check_keys(i, WI, li, err));
     OMNIC_TRY(omnic__json_check_keys(a, WA, la, err));
-    OMNIC_TRY(expect(i, "embedding_cls", "\"tune_image\"", WI, err));
-    OMNIC_TRY(expect(i, "hd_transform_order", "\"sub_glb\"", WI, err));
-    OMNIC_TRY(expect(i, "image_token_compression_cls", "\"avg_pool_2d\"", WI, err));
-    OMNIC_TRY(expect(i, "projection_cls", "\"mlp\"", WI, err));
-    OMNIC_TRY(expect(i, "use_hd_transform", "true", WI, err));
-    OMNIC_TRY(expect(i, "with_learnable_separator", "true", WI, err));
-    OMNIC_TRY(expect(a, "embedding_cls", "\"audio\"", WA, err));
-    OMNIC_TRY(expect(a, "projection_cls", "\"mlp\"", WA, err));
-    OMNIC_TRY(expect(a, "use_conv_downsample", "false", WA, err));
-    OMNIC_TRY(expect(a, "use_qformer", "false", WA, err));
+    OMNIC_TRY(omnic__json_expect(i, "embedding_cls", "\"tune_image\"", WI, err));
+    OMNIC_TRY(omnic__json_expect(i, "hd_transform_order", "\"sub_glb\"", WI, err));
+    OMNIC_TRY(omnic__json_expect(i, "image_token_compression_cls", "\"avg_pool_2d\"", WI, err));
+    OMNIC_TRY(omnic__json_expect(i, "projection_cls", "\"mlp\"", WI, err));
+    OMNIC_TRY(omnic__json_expect(i, "use_hd_transform", "true", WI, err));
+    OMNIC_TRY(omnic__json_expect(i, "with_learnable_separator", "true", WI, err));
+    OMNIC_TRY(omnic__json_expect(a, "embedding_cls", "\"audio\"", WA, err));
+    OMNIC_TRY(omnic__json_expect(a, "projection_cls", "\"mlp\"", WA, err));
+    OMNIC_TRY(omnic__json_expect(a, "use_conv_downsample", "false", WA, err));
+    OMNIC_TRY(omnic__json_expect(a, "use_qformer", "false", WA, err));
     int64_t crop, down;
     OMNIC_TRY(omnic__json_get_i64(i, "crop_size", false, 448, 1, 4096, WI, &crop, err));
     OMNIC_TRY(omnic__json_get_i64(a, "downsample_rate", false, 1, 1, 64, WA, &down, err));
@@ -238,22 +231,22 @@ static omnic_status convert_embd(const json_t *e, json_t *out, json_t *audio, om
 
 /* audio_processor {config, name "cascades"} -> audio_config (the script's renames; the keys it
  * drops must be what the converted encoder computes). */
-static omnic_status convert_audio(const json_t *ap, json_t *out, json_t **audio, omnic_err *err)
+static omnic_status convert_audio(const json_t *ap, json_t **audio, omnic_err *err)
 {
     const char *W = "config.json audio_processor", *WC = "config.json audio_processor.config";
     static const char *const top[] = {"config", "name", NULL};
     const char *const *const lt[] = {top, NULL};
     if (!json_is_object(ap)) return OMNIC_FAIL(err, OMNIC_E_INVALID, "%s: an object is required", W);
     OMNIC_TRY(omnic__json_check_keys(ap, W, lt, err));
-    OMNIC_TRY(expect(ap, "name", "\"cascades\"", W, err));
+    OMNIC_TRY(omnic__json_expect(ap, "name", "\"cascades\"", W, err));
     const json_t *c = json_object_get(ap, "config");
     if (!json_is_object(c)) return OMNIC_FAIL(err, OMNIC_E_INVALID, "%s: a config object is required", W);
-    OMNIC_TRY(expect(c, "batch_norm", "false", WC, err));
-    OMNIC_TRY(expect(c, "bias_in_glu", "true", WC, err));
-    OMNIC_TRY(expect(c, "causal", "true", WC, err));
-    OMNIC_TRY(expect(c, "cnn_layer_norm", "true", WC, err));
-    OMNIC_TRY(expect(c, "ext_pw_kernel_size", "1", WC, err));
-    OMNIC_TRY(expect(c, "input_layer", "\"nemo_conv\"", WC, err));
+    OMNIC_TRY(omnic__json_expect(c, "batch_norm", "false", WC, err));
+    OMNIC_TRY(omnic__json_expect(c, "bias_in_glu", "true", WC, err));
+    OMNIC_TRY(omnic__json_expect(c, "causal", "true", WC, err));
+    OMNIC_TRY(omnic__json_expect(c, "cnn_layer_norm", "true", WC, err));
+    OMNIC_TRY(omnic__json_expect(c, "ext_pw_kernel_size", "1", WC, err));
+    OMNIC_TRY(omnic__json_expect(c, "input_layer", "\"nemo_conv\"", WC, err));
     json_t *a = json_deep_copy(c);
     *audio = a;
     if (!a) return OMNIC_FAIL(err, OMNIC_E_NOMEM, "out of memory converting config.json");
@@ -293,13 +286,12 @@ static omnic_status convert_audio(const json_t *ap, json_t *out, json_t **audio,
     if (rel) {
         const char *WR = "config.json audio_processor.config.relative_attention_bias_args";
         OMNIC_TRY(omnic__json_check_keys(rel, WR, lr, err));
-        OMNIC_TRY(expect(rel, "type", "\"t5\"", WR, err));
+        OMNIC_TRY(omnic__json_expect(rel, "type", "\"t5\"", WR, err));
         if (json_object_get(rel, "t5_bias_max_distance"))
             OMNIC_TRY(set_new(a, "bias_max_distance",
                               json_incref(json_object_get(rel, "t5_bias_max_distance")), err));
         json_object_del(a, "relative_attention_bias_args");
     }
-    (void)out;
     return OMNIC_OK;
 }
 
@@ -308,15 +300,15 @@ static omnic_status convert_original(omnic__checkpoint *ck, omnic_err *err)
     const json_t *o = ck->config;
     const char *W = "config.json";
     /* what HF's Phi4Multimodal classes never read must be at the value they compute */
-    OMNIC_TRY(expect(o, "attention_bias", "false", W, err));
-    OMNIC_TRY(expect(o, "mlp_bias", "false", W, err));
-    OMNIC_TRY(expect(o, "lm_head_bias", "false", W, err));
-    OMNIC_TRY(expect(o, "full_attn_mod", "1", W, err));
-    OMNIC_TRY(expect(o, "interpolate_factor", "1", W, err));
-    OMNIC_TRY(expect(o, "img_processor", "null", W, err));
+    OMNIC_TRY(omnic__json_expect(o, "attention_bias", "false", W, err));
+    OMNIC_TRY(omnic__json_expect(o, "mlp_bias", "false", W, err));
+    OMNIC_TRY(omnic__json_expect(o, "lm_head_bias", "false", W, err));
+    OMNIC_TRY(omnic__json_expect(o, "full_attn_mod", "1", W, err));
+    OMNIC_TRY(omnic__json_expect(o, "interpolate_factor", "1", W, err));
+    OMNIC_TRY(omnic__json_expect(o, "img_processor", "null", W, err));
     json_t *c = json_deep_copy(o), *audio = NULL;
     if (!c) return OMNIC_FAIL(err, OMNIC_E_NOMEM, "out of memory converting config.json");
-    omnic_status s = convert_audio(json_object_get(o, "audio_processor"), c, &audio, err);
+    omnic_status s = convert_audio(json_object_get(o, "audio_processor"), &audio, err);
     if (s == OMNIC_OK) s = convert_embd(json_object_get(o, "embd_layer"), c, audio, err);
     if (s == OMNIC_OK) s = set_new(c, "audio_config", audio, err), audio = NULL;
     static const char *const drop[] = {"audio_processor", "embd_layer",          "img_processor",
@@ -340,18 +332,12 @@ static omnic_status convert_original(omnic__checkpoint *ck, omnic_err *err)
     return OMNIC_OK;
 }
 
-static omnic_status parse_original(const json_t *cfg, const char *what, omnic__text_config *out,
-                                   omnic_err *err)
-{
-    return parse(cfg, what, out, err); /* cfg is the converted config by now */
-}
-
 static const char *const original_types[] = {"phi4mm", NULL};
 const omnic__family omnic__family_phi4mm_original = {
     .name = "phi4_multimodal",
     .model_types = original_types,
     .convert = convert_original,
-    .parse_config = parse_original,
+    .parse_config = parse, /* of the converted config */
     .media = {[OMNIC_MODALITY_IMAGE] = &omnic__media_phi4mm_image,
               [OMNIC_MODALITY_AUDIO] = &omnic__media_phi4mm_audio},
     .load_adapters = load_adapters};

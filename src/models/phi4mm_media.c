@@ -331,15 +331,6 @@ static void p4a_encode_cost(const omnic__model *m, const omnic__media_item *it, 
     out->rows = (int64_t)R, out->width = c->hidden, out->inter = 2 * c->intermediate;
 }
 
-/* The item's rows R and its span in projected (R per output: speech, vision-speech for clips). */
-static omnic_status item_span(const omnic__model *m, const omnic__media_item *it, int64_t *R, int64_t *span,
-                              omnic_err *err)
-{
-    OMNIC_TRY(omnic__media_item_rows(m, it, R, err));
-    *span = *R * (1 + m->media[it->modality].n_side);
-    return OMNIC_OK;
-}
-
 omnic_status omnic__phi4mm_merge(const omnic__model *m, const int32_t *logical, int64_t n_logical,
                                  const omnic__media_item *const *items, int64_t n_items,
                                  const float *projected, omnic__prepared_prefill *out, omnic_err *err)
@@ -348,23 +339,37 @@ omnic_status omnic__phi4mm_merge(const omnic__model *m, const int32_t *logical, 
                             omnic__media_placeholder(m, OMNIC_MODALITY_AUDIO)};
     const int64_t H = m->dec.cfg.hidden;
     int64_t want[2] = {0, 0}, have[2] = {0, 0}, total = 0;
-    for (int64_t k = 0; k < n_items; k++) {
+    /* rows[k]: item k's rows; base[k]: where they start in projected (every item's rows in item order,
+     * a clip's vision-speech rows after its speech rows) */
+    int64_t *rows = omnic_alloc_array(2 * (size_t)n_items + 1, sizeof *rows), *base = rows + n_items;
+    if (!rows)
+        return OMNIC_FAIL(err, OMNIC_E_NOMEM, "out of memory merging %lld media items", (long long)n_items);
+    base[0] = 0;
+    omnic_status s = OMNIC_OK;
+    for (int64_t k = 0; k < n_items && s == OMNIC_OK; k++) {
         const int mk = items[k]->modality == OMNIC_MODALITY_AUDIO;
         if (items[k]->modality != OMNIC_MODALITY_IMAGE && !mk)
-            return OMNIC_FAIL(err, OMNIC_E_UNSUPPORTED, "Phi-4-multimodal takes no %s input",
-                              omnic__modality_name(items[k]->modality));
-        int64_t r, span;
-        OMNIC_TRY(item_span(m, items[k], &r, &span, err));
-        have[mk]++, total += r;
+            s = OMNIC_FAIL(err, OMNIC_E_UNSUPPORTED, "Phi-4-multimodal takes no %s input",
+                           omnic__modality_name(items[k]->modality));
+        else if ((s = omnic__media_item_rows(m, items[k], &rows[k], err)) == OMNIC_OK) {
+            base[k + 1] = base[k] + rows[k] * (1 + m->media[items[k]->modality].n_side);
+            have[mk]++, total += rows[k];
+        }
+    }
+    if (s != OMNIC_OK) {
+        omnic_free(rows);
+        return s;
     }
     for (int64_t i = 0; i < n_logical; i++)
         for (int k = 0; k < 2; k++)
             want[k] += ids[k] >= 0 && logical[i] == ids[k];
     for (int k = 0; k < 2; k++)
-        if (want[k] != have[k])
+        if (want[k] != have[k]) {
+            omnic_free(rows);
             return OMNIC_FAIL(err, OMNIC_E_INVALID, "the prompt has %lld %s placeholders but %lld %s given",
                               (long long)want[k], k ? "audio" : "image", (long long)have[k],
                               k ? "clips were" : "images were");
+        }
     omnic__prepared_prefill p = {.n_logical = n_logical,
                                  .hidden = H,
                                  .pos_mode = OMNIC_POS_1D,
@@ -377,22 +382,13 @@ omnic_status omnic__phi4mm_merge(const omnic__model *m, const int32_t *logical, 
     p.logical = omnic_alloc_array((size_t)n_logical, sizeof *p.logical);
     p.embeds = omnic_alloc_array((size_t)(p.n_rows * H), sizeof *p.embeds);
     p.positions = omnic_alloc_array((size_t)p.n_rows, sizeof *p.positions);
-    int64_t *base = omnic_alloc_array((size_t)n_items + 1, sizeof *base);
-    omnic_status s = OMNIC_OK;
-    if (!p.logical || !p.embeds || !p.positions || !base) {
+    if (!p.logical || !p.embeds || !p.positions) {
         s = OMNIC_FAIL(err, OMNIC_E_NOMEM, "out of memory for a prompt of %lld rows", (long long)p.n_rows);
         goto out;
     }
     memcpy(p.logical, logical, (size_t)n_logical * sizeof *logical);
     for (int64_t i = 0; i < p.n_rows; i++)
         p.positions[i] = (int32_t)i;
-    base[0] =
-        0; /* projected: every item's rows in item order, clips' vision-speech rows after their speech rows */
-    for (int64_t k = 0; k < n_items; k++) {
-        int64_t r = 0, span = 0;
-        (void)item_span(m, items[k], &r, &span, err);
-        base[k + 1] = base[k] + span;
-    }
     int64_t row = 0, next[2] = {0, 0}; /* the next item of each modality */
     for (int64_t i = 0; i < n_logical;) {
         const int mk = logical[i] == ids[0] ? 0 : logical[i] == ids[1] ? 1 : -1;
@@ -401,9 +397,8 @@ omnic_status omnic__phi4mm_merge(const omnic__model *m, const int32_t *logical, 
             while (items[next[mk]]->modality != want_mod)
                 next[mk]++;
             const int64_t k = next[mk]++;
-            int64_t r = 0, span = 0;
-            (void)item_span(m, items[k], &r, &span, err);
-            const int64_t from = base[k] + (mk && have[0] ? r : 0); /* vision-speech rows with an image */
+            const int64_t r = rows[k],
+                          from = base[k] + (mk && have[0] ? r : 0); /* vision-speech rows with an image */
             memcpy(p.embeds + row * H, projected + from * H, (size_t)(r * H) * sizeof(float));
             row += r, i++;
             continue;
@@ -417,7 +412,7 @@ omnic_status omnic__phi4mm_merge(const omnic__model *m, const int32_t *logical, 
     }
     s = omnic__prepared_prefill_init(out, &p, err);
 out:
-    omnic_free(base);
+    omnic_free(rows);
     omnic__prepared_prefill_deinit(&p);
     return s;
 }

@@ -93,9 +93,7 @@ static omnic_status bind(loader *l, int ndim, const int64_t *dims, omnic__tensor
 
 static omnic_status bind_f32(loader *l, int ndim, const int64_t *dims, omnic__tensor **out)
 {
-    omnic__tensor view;
-    OMNIC_TRY(bind(l, ndim, dims, &view));
-    return omnic__weight_f32(&view, 0, ndim, dims, l->name, out, l->err);
+    return omnic__weight_bind_f32(l->st, l->name, ndim, dims, out, &l->e->copies, l->err);
 }
 
 /* l with its name set (bind reads it). */
@@ -116,26 +114,6 @@ static omnic_status linear(loader *l, const char *stem, int64_t out, int64_t in,
     return bind_f32(named(l, "%s.bias", stem), 1, bd, b);
 }
 
-static omnic_status load_layer(loader *l, int64_t i, omnic__p4v_layer *L)
-{
-    const omnic__p4v_config *c = &l->e->cfg;
-    const int64_t C = c->hidden, I = c->intermediate, d1[1] = {C};
-    char stem[200];
-#define STEM(s)                                                                                              \
-    (snprintf(stem, sizeof stem, "%simg_processor.encoder.layers.%lld.%s", c->prefix, (long long)i, s), stem)
-    OMNIC_TRY(bind(named(l, "%s.weight", STEM("layer_norm1")), 1, d1, &L->ln1_w));
-    OMNIC_TRY(bind(named(l, "%s.bias", STEM("layer_norm1")), 1, d1, &L->ln1_b));
-    OMNIC_TRY(bind(named(l, "%s.weight", STEM("layer_norm2")), 1, d1, &L->ln2_w));
-    OMNIC_TRY(bind(named(l, "%s.bias", STEM("layer_norm2")), 1, d1, &L->ln2_b));
-    OMNIC_TRY(linear(l, STEM("self_attn.q_proj"), C, C, &L->wq, &L->bq));
-    OMNIC_TRY(linear(l, STEM("self_attn.k_proj"), C, C, &L->wk, &L->bk));
-    OMNIC_TRY(linear(l, STEM("self_attn.v_proj"), C, C, &L->wv, &L->bv));
-    OMNIC_TRY(linear(l, STEM("self_attn.out_proj"), C, C, &L->wo, &L->bo));
-    OMNIC_TRY(linear(l, STEM("mlp.fc1"), I, C, &L->fc1, &L->fc1_b));
-    return linear(l, STEM("mlp.fc2"), C, I, &L->fc2, &L->fc2_b);
-#undef STEM
-}
-
 static omnic_status load_all(loader *l)
 {
     omnic__p4v *e = l->e;
@@ -152,8 +130,11 @@ static omnic_status load_all(loader *l)
     e->layers = omnic_alloc_array((size_t)c->layers_run + 1, sizeof *e->layers);
     if (!e->layers) return OMNIC_FAIL(l->err, OMNIC_E_NOMEM, "out of memory for vision layers");
     memset(e->layers, 0, ((size_t)c->layers_run + 1) * sizeof *e->layers);
+    char layers[200];
+    snprintf(layers, sizeof layers, "%simg_processor.", P);
     for (int64_t i = 0; i < c->layers_run; i++)
-        OMNIC_TRY(load_layer(l, i, &e->layers[i]));
+        OMNIC_TRY(omnic__vision_layer_load(l->st, layers, i, C, c->intermediate, &e->layers[i], &e->copies,
+                                           l->err));
     /* the separators [1, 1, C] / [1, 1, 1, C] as one owned f32 [2, C] (sub, global) */
     const int64_t s2[2] = {2, C}, g3[3] = {1, 1, C}, s4[4] = {1, 1, 1, C};
     OMNIC_TRY(omnic__tensor_create(&e->seps, OMNIC_DTYPE_F32, 2, s2, l->err));
@@ -187,12 +168,8 @@ omnic_status omnic__p4v_load(omnic__p4v *e, const omnic__p4v_config *cfg, const 
 void omnic__p4v_deinit(omnic__p4v *e)
 {
     if (!e) return;
-    for (int64_t i = 0; e->layers && i < e->cfg.layers_run; i++) {
-        omnic__p4v_layer *L = &e->layers[i];
-        omnic__tensor *ts[] = {L->bq, L->bk, L->bv, L->bo, L->fc1_b, L->fc2_b};
-        for (size_t k = 0; k < sizeof ts / sizeof ts[0]; k++)
-            omnic__tensor_destroy(ts[k]);
-    }
+    for (int64_t i = 0; e->layers && i < e->cfg.layers_run; i++)
+        omnic__vision_layer_deinit(&e->layers[i]);
     omnic_free(e->layers);
     omnic__tensor *ts[] = {e->patch_b, e->seps, e->up_b, e->down_b};
     for (size_t k = 0; k < sizeof ts / sizeof ts[0]; k++)
@@ -220,7 +197,7 @@ omnic_status omnic__p4v_build(const omnic__p4v *e, omnic__module *m, omnic_err *
     if (N % (c->grid * c->grid))
         return OMNIC_FAIL(err, OMNIC_E_INTERNAL, "vision.encode capacity %lld is not whole crops",
                           (long long)N);
-    const float eps = (float)c->ln_eps, scale = (float)(1.0 / sqrt((double)c->head_dim));
+    const float eps = (float)c->ln_eps;
     const int64_t pd[2] = {N, 3 * p * p}, nd[1] = {N};
     omnic__tensor *patches = omnic__g_input(g, "patches", OMNIC_DTYPE_F32, 2, pd, OMNIC_VAR_T);
     omnic__tensor *meta[5];
@@ -229,28 +206,9 @@ omnic_status omnic__p4v_build(const omnic__p4v *e, omnic__module *m, omnic_err *
     omnic__tensor *x =
         omnic__g_matmul(g, patches, omnic__g_weight(g, &e->patch_w), omnic__g_weight(g, e->patch_b));
     x = omnic__g_add(g, x, omnic__g_get_rows(g, omnic__g_weight(g, &e->pos), meta[0]));
-    const int64_t hs[3] = {N, c->n_heads, c->head_dim}, flat[2] = {N, C};
-    for (int64_t l = 0; l < c->layers_run; l++) {
-        const omnic__p4v_layer *L = &e->layers[l];
-        omnic__tensor *h =
-            omnic__g_layernorm(g, x, omnic__g_weight(g, &L->ln1_w), omnic__g_weight(g, &L->ln1_b), eps);
-        omnic__tensor *q = omnic__g_reshape(
-            g, omnic__g_matmul(g, h, omnic__g_weight(g, &L->wq), omnic__g_weight(g, L->bq)), 3, hs);
-        omnic__tensor *k = omnic__g_reshape(
-            g, omnic__g_matmul(g, h, omnic__g_weight(g, &L->wk), omnic__g_weight(g, L->bk)), 3, hs);
-        omnic__tensor *v = omnic__g_reshape(
-            g, omnic__g_matmul(g, h, omnic__g_weight(g, &L->wv), omnic__g_weight(g, L->bv)), 3, hs);
-        /* each row sees its crop's valid keys [kv_begin, qpos] */
-        omnic__tensor *a = omnic__g_attention_tiled(g, q, k, v, meta[1], meta[2], scale, true);
-        x = omnic__g_add(g, x,
-                         omnic__g_matmul(g, omnic__g_reshape(g, a, 2, flat), omnic__g_weight(g, &L->wo),
-                                         omnic__g_weight(g, L->bo)));
-        h = omnic__g_layernorm(g, x, omnic__g_weight(g, &L->ln2_w), omnic__g_weight(g, &L->ln2_b), eps);
-        h = omnic__g_unary(g, c->act,
-                           omnic__g_matmul(g, h, omnic__g_weight(g, &L->fc1), omnic__g_weight(g, L->fc1_b)));
-        x = omnic__g_add(g, x,
-                         omnic__g_matmul(g, h, omnic__g_weight(g, &L->fc2), omnic__g_weight(g, L->fc2_b)));
-    }
+    for (int64_t l = 0; l < c->layers_run; l++) /* each row sees its crop's valid keys [kv_begin, qpos] */
+        x = omnic__vision_layer_graph(g, &e->layers[l], x, c->n_heads, c->head_dim, eps, c->act, meta[1],
+                                      meta[2]);
     omnic__tensor *f = omnic__g_get_rows(g, x, meta[3]); /* raster order per crop */
     omnic__g_mark_output(g, f, "vision_features");
     /* AvgPool 2x2: the window's four cells as consecutive rows, ((a + b) + c) + d, / 4 */

@@ -26,6 +26,7 @@
 #include <jansson.h>
 
 #include "io/safetensors.h"
+#include "models/vision.h"
 #include "models/weights.h"
 #include "runtime/module.h"
 
@@ -42,19 +43,13 @@ typedef struct omnic__p4v_config {
     const char *prefix; /* "model.embed_tokens_extend.image_embed." */
 } omnic__p4v_config;
 
-typedef struct omnic__p4v_layer {
-    omnic__tensor ln1_w, ln1_b, ln2_w, ln2_b;
-    omnic__tensor wq, wk, wv, wo, fc1, fc2;
-    omnic__tensor *bq, *bk, *bv, *bo, *fc1_b, *fc2_b; /* owned f32 */
-} omnic__p4v_layer;
-
 typedef struct omnic__p4v {
     omnic__p4v_config cfg;
-    omnic__tensor patch_w;  /* [C, 3 * p * p] (patch_embedding.weight [C, 3, p, p] viewed) */
-    omnic__tensor *patch_b; /* owned f32 [C] */
-    omnic__tensor pos;      /* [grid^2, C] */
-    omnic__p4v_layer *layers;
-    omnic__tensor *seps; /* owned f32 [2, C]: sub_img_feature_extensor, global_img_feature_extensor */
+    omnic__tensor patch_w;       /* [C, 3 * p * p] (patch_embedding.weight [C, 3, p, p] viewed) */
+    omnic__tensor *patch_b;      /* owned f32 [C] */
+    omnic__tensor pos;           /* [grid^2, C] */
+    omnic__vision_layer *layers; /* owned [layers_run] (models/vision.h: the SigLIP layer) */
+    omnic__tensor *seps;         /* owned f32 [2, C]: sub_img_feature_extensor, global_img_feature_extensor */
     omnic__tensor up, down;
     omnic__tensor *up_b, *down_b;
     omnic__weight_copies copies;

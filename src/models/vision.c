@@ -181,9 +181,46 @@ static omnic_status bind(omnic__vision_tower *v, const omnic__safetensors *st, c
 static omnic_status bind_f32(omnic__vision_tower *v, const omnic__safetensors *st, const char *name, int ndim,
                              const int64_t *dims, omnic__tensor **out, omnic_err *err)
 {
-    omnic__tensor view;
-    OMNIC_TRY(bind(v, st, name, ndim, dims, &view, err));
-    return omnic__weight_f32(&view, 0, ndim, dims, name, out, err);
+    return omnic__weight_bind_f32(st, name, ndim, dims, out, &v->copies, err);
+}
+
+omnic_status omnic__vision_layer_load(const omnic__safetensors *st, const char *prefix, int64_t l, int64_t C,
+                                      int64_t I, omnic__vision_layer *L, omnic__weight_copies *copies,
+                                      omnic_err *err)
+{
+    const int64_t cc[2] = {C, C}, ic[2] = {I, C}, ci[2] = {C, I}, vc[1] = {C}, vi[1] = {I};
+    struct {
+        const char *suffix;
+        int ndim;
+        const int64_t *dims;
+        omnic__tensor *out;
+        omnic__tensor **f32;
+    } ws[] = {
+        {"layer_norm1.weight", 1, vc, &L->ln1_w, NULL},     {"layer_norm1.bias", 1, vc, &L->ln1_b, NULL},
+        {"layer_norm2.weight", 1, vc, &L->ln2_w, NULL},     {"layer_norm2.bias", 1, vc, &L->ln2_b, NULL},
+        {"self_attn.q_proj.weight", 2, cc, &L->wq, NULL},   {"self_attn.q_proj.bias", 1, vc, NULL, &L->bq},
+        {"self_attn.k_proj.weight", 2, cc, &L->wk, NULL},   {"self_attn.k_proj.bias", 1, vc, NULL, &L->bk},
+        {"self_attn.v_proj.weight", 2, cc, &L->wv, NULL},   {"self_attn.v_proj.bias", 1, vc, NULL, &L->bv},
+        {"self_attn.out_proj.weight", 2, cc, &L->wo, NULL}, {"self_attn.out_proj.bias", 1, vc, NULL, &L->bo},
+        {"mlp.fc1.weight", 2, ic, &L->fc1, NULL},           {"mlp.fc1.bias", 1, vi, NULL, &L->fc1_b},
+        {"mlp.fc2.weight", 2, ci, &L->fc2, NULL},           {"mlp.fc2.bias", 1, vc, NULL, &L->fc2_b},
+    };
+    char name[256];
+    for (size_t i = 0; i < sizeof ws / sizeof ws[0]; i++) {
+        snprintf(name, sizeof name, "%sencoder.layers.%lld.%s", prefix, (long long)l, ws[i].suffix);
+        OMNIC_TRY(ws[i].out
+                      ? omnic__weight_bind(st, name, ws[i].ndim, ws[i].dims, ws[i].out, copies, err)
+                      : omnic__weight_bind_f32(st, name, ws[i].ndim, ws[i].dims, ws[i].f32, copies, err));
+    }
+    return OMNIC_OK;
+}
+
+void omnic__vision_layer_deinit(omnic__vision_layer *L)
+{
+    omnic__tensor *ts[] = {L->bq, L->bk, L->bv, L->bo, L->fc1_b, L->fc2_b};
+    for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++)
+        omnic__tensor_destroy(ts[i]);
+    memset(L, 0, sizeof *L);
 }
 
 omnic_status omnic__vision_tower_load(omnic__vision_tower *v, const omnic__vision_config *c,
@@ -233,40 +270,9 @@ omnic_status omnic__vision_tower_load(omnic__vision_tower *v, const omnic__visio
             goto fail;
         }
     }
-    for (int64_t l = 0; l < c->feature_index; l++) {
-        omnic__vision_layer *L = &v->layers[l];
-        const int64_t cc[2] = {C, C}, ic[2] = {I, C}, ci[2] = {C, I}, vc[1] = {C}, vi[1] = {I};
-        struct {
-            const char *suffix;
-            int ndim;
-            const int64_t *dims;
-            omnic__tensor *out;
-            omnic__tensor **f32;
-        } ws[] = {
-            {"layer_norm1.weight", 1, vc, &L->ln1_w, NULL},
-            {"layer_norm1.bias", 1, vc, &L->ln1_b, NULL},
-            {"layer_norm2.weight", 1, vc, &L->ln2_w, NULL},
-            {"layer_norm2.bias", 1, vc, &L->ln2_b, NULL},
-            {"self_attn.q_proj.weight", 2, cc, &L->wq, NULL},
-            {"self_attn.q_proj.bias", 1, vc, NULL, &L->bq},
-            {"self_attn.k_proj.weight", 2, cc, &L->wk, NULL},
-            {"self_attn.k_proj.bias", 1, vc, NULL, &L->bk},
-            {"self_attn.v_proj.weight", 2, cc, &L->wv, NULL},
-            {"self_attn.v_proj.bias", 1, vc, NULL, &L->bv},
-            {"self_attn.out_proj.weight", 2, cc, &L->wo, NULL},
-            {"self_attn.out_proj.bias", 1, vc, NULL, &L->bo},
-            {"mlp.fc1.weight", 2, ic, &L->fc1, NULL},
-            {"mlp.fc1.bias", 1, vi, NULL, &L->fc1_b},
-            {"mlp.fc2.weight", 2, ci, &L->fc2, NULL},
-            {"mlp.fc2.bias", 1, vc, NULL, &L->fc2_b},
-        };
-        for (size_t i = 0; i < sizeof ws / sizeof ws[0]; i++) {
-            NAME("%sencoder.layers.%lld.%s", P, (long long)l, ws[i].suffix);
-            s = ws[i].out ? bind(v, st, name, ws[i].ndim, ws[i].dims, ws[i].out, err)
-                          : bind_f32(v, st, name, ws[i].ndim, ws[i].dims, ws[i].f32, err);
-            if (s != OMNIC_OK) goto fail;
-        }
-    }
+    for (int64_t l = 0; l < c->feature_index; l++)
+        if ((s = omnic__vision_layer_load(st, P, l, C, I, &v->layers[l], &v->copies, err)) != OMNIC_OK)
+            goto fail;
     int64_t p1[2] = {D, C}, p2[2] = {D, D}, pb[1] = {D}, cd[2] = {C, D};
     if (gemma3) {
         omnic__tensor w;
@@ -297,12 +303,8 @@ fail:
 void omnic__vision_tower_deinit(omnic__vision_tower *v)
 {
     if (!v) return;
-    for (int64_t l = 0; v->layers && l < v->cfg.feature_index; l++) {
-        omnic__vision_layer *L = &v->layers[l];
-        omnic__tensor *ts[] = {L->bq, L->bk, L->bv, L->bo, L->fc1_b, L->fc2_b};
-        for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++)
-            omnic__tensor_destroy(ts[i]);
-    }
+    for (int64_t l = 0; v->layers && l < v->cfg.feature_index; l++)
+        omnic__vision_layer_deinit(&v->layers[l]);
     omnic_free(v->layers);
     omnic__tensor *ts[] = {v->patch_b, v->cls, v->proj1_b, v->proj2_b, v->qpos, v->proj_in};
     for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++)
@@ -351,13 +353,39 @@ static omnic__tensor *w_or_null(omnic__graph *g, const omnic__tensor *t)
     return t ? omnic__g_weight(g, t) : NULL;
 }
 
+omnic__tensor *omnic__vision_layer_graph(omnic__graph *g, const omnic__vision_layer *L, omnic__tensor *x,
+                                         int64_t n_heads, int64_t head_dim, float eps, omnic__op act,
+                                         omnic__tensor *qpos, omnic__tensor *kv_begin)
+{
+    if (!x) return NULL;
+    const int64_t N = x->dims[0], C = n_heads * head_dim;
+    const float scale = (float)(1.0 / sqrt((double)head_dim)); /* HF: head_dim**-0.5 */
+    omnic__tensor *h =
+        omnic__g_layernorm(g, x, omnic__g_weight(g, &L->ln1_w), omnic__g_weight(g, &L->ln1_b), eps);
+    int64_t hs[3] = {N, n_heads, head_dim}, flat[2] = {N, C};
+    omnic__tensor *q = omnic__g_reshape(
+        g, omnic__g_matmul(g, h, omnic__g_weight(g, &L->wq), omnic__g_weight(g, L->bq)), 3, hs);
+    omnic__tensor *k = omnic__g_reshape(
+        g, omnic__g_matmul(g, h, omnic__g_weight(g, &L->wk), omnic__g_weight(g, L->bk)), 3, hs);
+    omnic__tensor *vv = omnic__g_reshape(
+        g, omnic__g_matmul(g, h, omnic__g_weight(g, &L->wv), omnic__g_weight(g, L->bv)), 3, hs);
+    omnic__tensor *a = kv_begin ? omnic__g_attention_tiled(g, q, k, vv, qpos, kv_begin, scale, true)
+                                : omnic__g_attention(g, q, k, vv, qpos, NULL, NULL, scale, false, 0, 0.0f);
+    omnic__tensor *o = omnic__g_matmul(g, omnic__g_reshape(g, a, 2, flat), omnic__g_weight(g, &L->wo),
+                                       omnic__g_weight(g, L->bo));
+    x = omnic__g_add(g, x, o);
+    h = omnic__g_layernorm(g, x, omnic__g_weight(g, &L->ln2_w), omnic__g_weight(g, &L->ln2_b), eps);
+    h = omnic__g_matmul(g, h, omnic__g_weight(g, &L->fc1), omnic__g_weight(g, L->fc1_b));
+    h = omnic__g_unary(g, act, h);
+    h = omnic__g_matmul(g, h, omnic__g_weight(g, &L->fc2), omnic__g_weight(g, L->fc2_b));
+    return omnic__g_add(g, x, h);
+}
+
 omnic_status omnic__vision_tower_build(const omnic__vision_tower *v, omnic__module *m, omnic_err *err)
 {
     const omnic__vision_config *c = &v->cfg;
     omnic__graph *g = &m->graph;
-    const int64_t N = c->n_seq, C = c->hidden;
-    const float eps = (float)c->ln_eps,
-                scale = (float)(1.0 / sqrt((double)c->head_dim)); /* HF: head_dim**-0.5 */
+    const float eps = (float)c->ln_eps;
     int64_t img[3] = {c->channels, c->image_size, c->image_size};
     omnic__tensor *pix = omnic__g_input(g, "pixel_values", OMNIC_DTYPE_F32, 3, img, OMNIC_VAR_NONE);
     omnic__tensor *x =
@@ -367,27 +395,8 @@ omnic_status omnic__vision_tower_build(const omnic__vision_tower *v, omnic__modu
     if (c->arch == OMNIC_VISION_CLIP)
         x = omnic__g_layernorm(g, x, omnic__g_weight(g, &v->pre_w), omnic__g_weight(g, &v->pre_b), eps);
     omnic__tensor *qpos = omnic__g_weight(g, v->qpos);
-    for (int64_t l = 0; l < c->feature_index; l++) {
-        const omnic__vision_layer *L = &v->layers[l];
-        omnic__tensor *h =
-            omnic__g_layernorm(g, x, omnic__g_weight(g, &L->ln1_w), omnic__g_weight(g, &L->ln1_b), eps);
-        int64_t hs[3] = {N, c->n_heads, c->head_dim}, flat[2] = {N, C};
-        omnic__tensor *q = omnic__g_reshape(
-            g, omnic__g_matmul(g, h, omnic__g_weight(g, &L->wq), omnic__g_weight(g, L->bq)), 3, hs);
-        omnic__tensor *k = omnic__g_reshape(
-            g, omnic__g_matmul(g, h, omnic__g_weight(g, &L->wk), omnic__g_weight(g, L->bk)), 3, hs);
-        omnic__tensor *vv = omnic__g_reshape(
-            g, omnic__g_matmul(g, h, omnic__g_weight(g, &L->wv), omnic__g_weight(g, L->bv)), 3, hs);
-        omnic__tensor *a = omnic__g_attention(g, q, k, vv, qpos, NULL, NULL, scale, false, 0, 0.0f);
-        omnic__tensor *o = omnic__g_matmul(g, omnic__g_reshape(g, a, 2, flat), omnic__g_weight(g, &L->wo),
-                                           omnic__g_weight(g, L->bo));
-        x = omnic__g_add(g, x, o);
-        h = omnic__g_layernorm(g, x, omnic__g_weight(g, &L->ln2_w), omnic__g_weight(g, &L->ln2_b), eps);
-        h = omnic__g_matmul(g, h, omnic__g_weight(g, &L->fc1), omnic__g_weight(g, L->fc1_b));
-        h = omnic__g_unary(g, c->act, h);
-        h = omnic__g_matmul(g, h, omnic__g_weight(g, &L->fc2), omnic__g_weight(g, L->fc2_b));
-        x = omnic__g_add(g, x, h);
-    }
+    for (int64_t l = 0; l < c->feature_index; l++)
+        x = omnic__vision_layer_graph(g, &v->layers[l], x, c->n_heads, c->head_dim, eps, c->act, qpos, NULL);
     if (c->projector == OMNIC_PROJ_GEMMA3) { /* last_hidden_state -> Gemma3MultiModalProjector */
         x = omnic__g_layernorm(g, x, omnic__g_weight(g, &v->post_w), omnic__g_weight(g, &v->post_b), eps);
         omnic__g_mark_output(g, x, "vision_features");

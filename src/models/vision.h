@@ -17,6 +17,7 @@
 
 #include "io/safetensors.h"
 #include "models/weights.h"
+#include "runtime/graph.h"
 #include "runtime/module.h"
 
 typedef enum omnic__vision_arch {
@@ -111,6 +112,21 @@ void omnic__vision_tower_deinit(omnic__vision_tower *v);
  * f32 (MLP: [n_out, hidden], the selected rows; GEMMA3: [n_seq, hidden], the post-LN last
  * hidden state the projector reads) and "projected" f32 [n_out, text_hidden]. */
 omnic_status omnic__vision_tower_build(const omnic__vision_tower *v, omnic__module *m, omnic_err *err);
+
+/* One CLIP / SigLIP encoder layer (HF <prefix>encoder.layers.<l>.*: layer_norm1/2, self_attn q/k/v/out
+ * with biases, mlp fc1/fc2), hidden C, MLP width I, bound from st (copies: aligned copies the file
+ * needs) into *L; the biases are owned f32 (omnic__vision_layer_deinit frees them). Shared by the towers
+ * built on these layers (this file's, Phi-4-multimodal's). */
+omnic_status omnic__vision_layer_load(const omnic__safetensors *st, const char *prefix, int64_t l, int64_t C,
+                                      int64_t I, omnic__vision_layer *L, omnic__weight_copies *copies,
+                                      omnic_err *err);
+void omnic__vision_layer_deinit(omnic__vision_layer *L);
+/* x + out(MHA(LN1 x)), then + fc2(act(fc1(LN2 x))) over x [N, C] (fixed or varying rows). Without
+ * kv_begin every row attends to all N keys (qpos unused by the non-causal op); with it, the tiled
+ * attention, row t seeing keys [kv_begin[t], qpos[t]] (blocks of rows, Phi-4's crops). */
+omnic__tensor *omnic__vision_layer_graph(omnic__graph *g, const omnic__vision_layer *L, omnic__tensor *x,
+                                         int64_t n_heads, int64_t head_dim, float eps, omnic__op act,
+                                         omnic__tensor *qpos, omnic__tensor *kv_begin);
 
 /* Parameter count and bytes of the bound weights. */
 void omnic__vision_tower_param_stats(const omnic__vision_tower *v, int64_t *params, int64_t *bytes);

@@ -80,3 +80,12 @@ omnic_status omnic__weight_transpose(const omnic__tensor *w, const char *name, o
     snprintf((*out)->name, sizeof(*out)->name, "%.63s", name);
     return OMNIC_OK;
 }
+
+omnic_status omnic__weight_bind_f32(const omnic__safetensors *st, const char *name, int ndim,
+                                    const int64_t *dims, omnic__tensor **out, omnic__weight_copies *copies,
+                                    omnic_err *err)
+{
+    omnic__tensor view;
+    OMNIC_TRY(omnic__weight_bind(st, name, ndim, dims, &view, copies, err));
+    return omnic__weight_f32(&view, 0, ndim, dims, name, out, err);
+}

@@ -22,6 +22,11 @@ void omnic__weight_copies_free(omnic__weight_copies *c);
 omnic_status omnic__weight_bind(const omnic__safetensors *st, const char *name, int ndim, const int64_t *dims,
                                 omnic__tensor *out, omnic__weight_copies *copies, omnic_err *err);
 
+/* omnic__weight_bind, then an owned f32 copy of the whole tensor into *out (biases, small tables). */
+omnic_status omnic__weight_bind_f32(const omnic__safetensors *st, const char *name, int ndim,
+                                    const int64_t *dims, omnic__tensor **out, omnic__weight_copies *copies,
+                                    omnic_err *err);
+
 /* An owned f32 tensor of dims (named name) holding elements [first, first + prod(dims)) of the
  * bound float tensor w (f32 / f16 / bf16), converted exactly. */
 omnic_status omnic__weight_f32(const omnic__tensor *w, int64_t first, int ndim, const int64_t *dims,
