@@ -57,28 +57,41 @@ static omnic_status parse(const json_t *cfg, const char *what, omnic__text_confi
 
 /* The original layout's adapters: speech_lora / vision_lora {r, lora_alpha, dp, layer} of the
  * config and the base weights' <module>.lora_{A,B}.{speech,vision}.weight. */
+/* The original layout's adapters: the base weights' <module>.lora_{A,B}.{speech,vision}.weight (an
+ * adapter whose first layer's qkv_proj has none is absent), with r and lora_alpha of the config's
+ * speech_lora / vision_lora {r, lora_alpha, dp, layer}, else the values the conversion script
+ * writes (speech r 320, alpha 640; vision r 256, alpha 512). */
 static omnic_status load_original_adapters(omnic__model *m, omnic_err *err)
 {
     static const struct {
         const char *key, *name;
         omnic__adapter_mode mode;
-    } sets[] = {{"speech_lora", "speech", OMNIC_ADAPTER_SPEECH},
-                {"vision_lora", "vision", OMNIC_ADAPTER_VISION}};
+        int64_t r;
+        double alpha;
+    } sets[] = {{"speech_lora", "speech", OMNIC_ADAPTER_SPEECH, 320, 640},
+                {"vision_lora", "vision", OMNIC_ADAPTER_VISION, 256, 512}};
     static const char *const lora_keys[] = {"r", "lora_alpha", "dp", "layer", NULL};
     const char *const *const lists[] = {lora_keys, NULL};
     omnic__lora_source src[2];
     omnic__adapter_mode modes[2];
     int n = 0;
     for (int i = 0; i < 2; i++) {
-        const json_t *o = json_object_get(m->ckpt->config, sets[i].key);
-        if (!json_is_object(o)) continue;
         char what[64];
-        snprintf(what, sizeof what, "config.json %s", sets[i].key);
-        OMNIC_TRY(omnic__json_check_keys(o, what, lists, err));
-        src[n] = (omnic__lora_source){
-            .name = sets[i].name, .st = m->ckpt->weights, .key = sets[i].name, .what = sets[i].key};
-        OMNIC_TRY(omnic__json_get_i64(o, "r", true, 0, 1, 4096, what, &src[n].r, err));
-        OMNIC_TRY(omnic__json_get_f64(o, "lora_alpha", true, 0, 1e-6, 1e6, what, &src[n].alpha, err));
+        snprintf(what, sizeof what, "model.layers.0.self_attn.qkv_proj.lora_A.%s.weight", sets[i].name);
+        if (!omnic__st_find(m->ckpt->weights, what)) continue;
+        src[n] = (omnic__lora_source){.name = sets[i].name,
+                                      .st = m->ckpt->weights,
+                                      .key = sets[i].name,
+                                      .r = sets[i].r,
+                                      .alpha = sets[i].alpha,
+                                      .what = sets[i].key};
+        const json_t *o = json_object_get(m->ckpt->config, sets[i].key);
+        if (o) {
+            snprintf(what, sizeof what, "config.json %s", sets[i].key);
+            OMNIC_TRY(omnic__json_check_keys(o, what, lists, err));
+            OMNIC_TRY(omnic__json_get_i64(o, "r", true, 0, 1, 4096, what, &src[n].r, err));
+            OMNIC_TRY(omnic__json_get_f64(o, "lora_alpha", true, 0, 1e-6, 1e6, what, &src[n].alpha, err));
+        }
         modes[n++] = sets[i].mode;
     }
     if (!n) return OMNIC_OK;
@@ -93,8 +106,7 @@ static omnic_status load_original_adapters(omnic__model *m, omnic_err *err)
  * layout's come from its base weights. */
 static omnic_status load_adapters(omnic__model *m, omnic_err *err)
 {
-    if (json_object_get(m->ckpt->config, "speech_lora") || json_object_get(m->ckpt->config, "vision_lora"))
-        return load_original_adapters(m, err);
+    if (m->family == &omnic__family_phi4mm_original) return load_original_adapters(m, err);
     static const struct {
         const char *dir, *name;
         omnic__adapter_mode mode;

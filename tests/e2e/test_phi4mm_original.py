@@ -69,7 +69,9 @@ def main():
                 "macaron_style"),
                ("wrong rank", lambda c: c["speech_lora"].update(r=16), "do not fit r 16"),
                ("lora scale", lambda c: c["vision_lora"].update(lora_alpha=12), "not a power of 2"),
-               ("img_processor", lambda c: c.update(img_processor={"name": "clip"}), "img_processor")]
+               ("img_processor", lambda c: c.update(img_processor={"name": "clip"}), "img_processor"),
+               # without speech_lora / vision_lora the adapters take the conversion script's r (320 / 256)
+               ("no lora settings", lambda c: (c.pop("speech_lora"), c.pop("vision_lora")), "do not fit r 320")]
         b = os.path.join(tmp, "bad")
         os.makedirs(b)
         for f in os.listdir(orig):  # weights by link, configs copied

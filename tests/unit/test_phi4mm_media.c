@@ -15,9 +15,13 @@
 #include "core/npy.h"
 #include "engine/media.h"
 #include "engine/modality.h"
+#include "io/checkpoint.h"
 #include "io/json.h"
+#include "models/family.h"
 #include "models/lora.h"
 #include "models/model.h"
+#include "models/phi4mm_audio.h"
+#include "models/phi4mm_vision.h"
 #include "tokenizer/tokenizer.h"
 
 #define GOLDEN "tests/golden/phi4mm_audio/model"
@@ -377,12 +381,79 @@ static void test_image_crops(void **state)
     omnic__media_proc_deinit(&p);
 }
 
+/* microsoft/Phi-4-multimodal-instruct's published config.json (the original remote-code layout,
+ * tests/golden/phi4mm_config) converted and parsed as omnic opens it equals what transformers' own
+ * conversion script makes of it (converted.json, tools/hf_golden/make_phi4mm_config_golden.py): the
+ * decoder, the conformer (from audio_processor.config) and the tower (SigLIP-so400m defaults). */
+static void test_published_original_config(void **state)
+{
+    (void)state;
+    omnic_err err;
+    json_t *cfg = NULL, *want = NULL;
+    assert_int_equal(omnic__json_load_file("tests/golden/phi4mm_config/config.json", 1 << 20, &cfg, &err),
+                     OMNIC_OK);
+    assert_int_equal(omnic__json_load_file("tests/golden/phi4mm_config/converted.json", 1 << 20, &want, &err),
+                     OMNIC_OK);
+    omnic__checkpoint ck = {.config = cfg}; /* no weights: the rename hook has none to set */
+    const omnic__family *f = NULL;
+    assert_int_equal(omnic__family_find(ck.config, &f, &err), OMNIC_OK);
+    assert_non_null(f->convert);
+    if (f->convert(&ck, &err) != OMNIC_OK) fail_msg("%s", err.msg);
+    omnic__text_config c;
+    if (f->parse_config(ck.config, "config.json", &c, &err) != OMNIC_OK) fail_msg("%s", err.msg);
+    const json_t *t = json_object_get(want, "text"), *a = json_object_get(want, "audio"),
+                 *v = json_object_get(want, "vision");
+#define I(obj, key) json_integer_value(json_object_get(obj, key))
+    assert_int_equal(c.hidden, I(t, "hidden_size"));
+    assert_int_equal(c.intermediate, I(t, "intermediate_size"));
+    assert_int_equal(c.n_layers, I(t, "num_hidden_layers"));
+    assert_int_equal(c.n_heads, I(t, "num_attention_heads"));
+    assert_int_equal(c.n_kv_heads, I(t, "num_key_value_heads"));
+    assert_int_equal(c.vocab, I(t, "vocab_size"));
+    assert_int_equal(c.max_pos, I(t, "max_position_embeddings"));
+    assert_int_equal(c.rope_original_max_pos, I(t, "original_max_position_embeddings"));
+    assert_int_equal(c.sliding_window, I(t, "sliding_window"));
+    assert_int_equal(c.n_rot, (int64_t)(json_real_value(json_object_get(t, "partial_rotary_factor")) *
+                                        (double)(c.hidden / c.n_heads)));
+    assert_true(c.tie_embeddings == json_is_true(json_object_get(t, "tie_word_embeddings")));
+    assert_true(json_equal(json_object_get(ck.config, "eos_token_id"), json_object_get(t, "eos_token_id")));
+    omnic__p4a_config ac;
+    if (omnic__p4a_config_parse(json_object_get(ck.config, "audio_config"), "audio_config", c.hidden, &ac,
+                                &err) != OMNIC_OK)
+        fail_msg("%s", err.msg);
+    assert_int_equal(ac.hidden, I(a, "hidden_size"));
+    assert_int_equal(ac.intermediate, I(a, "intermediate_size"));
+    assert_int_equal(ac.n_blocks, I(a, "num_blocks"));
+    assert_int_equal(ac.n_heads, I(a, "num_attention_heads"));
+    assert_int_equal(ac.max_distance, I(a, "bias_max_distance"));
+    assert_int_equal(ac.conv_channels, I(a, "nemo_conv_channels"));
+    assert_int_equal(ac.time_reduction, I(a, "time_reduction"));
+    assert_int_equal(ac.kernel_size, I(a, "kernel_size"));
+    assert_int_equal(ac.input_size, I(a, "input_size"));
+    omnic__p4v_config vc;
+    if (omnic__p4v_config_parse(json_object_get(ck.config, "vision_config"), "vision_config", c.hidden, &vc,
+                                &err) != OMNIC_OK)
+        fail_msg("%s", err.msg);
+    assert_int_equal(vc.hidden, I(v, "hidden_size"));
+    assert_int_equal(vc.intermediate, I(v, "intermediate_size"));
+    assert_int_equal(vc.n_layers, I(v, "num_hidden_layers"));
+    assert_int_equal(vc.n_heads, I(v, "num_attention_heads"));
+    assert_int_equal(vc.image_size, I(v, "image_size"));
+    assert_int_equal(vc.patch, I(v, "patch_size"));
+    assert_int_equal(vc.crop_size, I(v, "crop_size"));
+    assert_int_equal(vc.layers_run, vc.n_layers + 1 + I(v, "feature_layer"));
+    assert_int_equal(vc.image_token_id, I(v, "image_token_id"));
+#undef I
+    json_decref(ck.config);
+    json_decref(want);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_against_hf),    cmocka_unit_test(test_prompt_and_capability),
-        cmocka_unit_test(test_image_crops),   cmocka_unit_test(test_bad_adapters),
-        cmocka_unit_test(test_refused_clips),
+        cmocka_unit_test(test_against_hf),   cmocka_unit_test(test_prompt_and_capability),
+        cmocka_unit_test(test_image_crops),  cmocka_unit_test(test_published_original_config),
+        cmocka_unit_test(test_bad_adapters), cmocka_unit_test(test_refused_clips),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
