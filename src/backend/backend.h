@@ -167,6 +167,28 @@ typedef enum omnic__op {
      * Optional src[3] seg i32 [Ho]: output row ho also reads input rows below seg[ho] as zero
      * (independent segments in one map: a conformer's 500-row chunks). */
     OMNIC_OP_DWCONV2D,
+    /* Full 2-D convolution over a channel-last map, the geometry of DWCONV2D (same ip, same
+     * grouped input rows, input outside the map reading zero): src[0] x f32 [Ho, sh * Wi * Ci];
+     * src[1] w f32 [O, kh * kw * Ci] (torch's [O, Ci, kh, kw] reordered taps-major: element
+     * (i * kw + j) * Ci + c); src[2] optional bias f32 [O]. dst f32 [Ho, Wo * O]:
+     * dst[ho, wo, o] = bias[o] + sum over i, j, c of x[ho * sh + i - pt, wo * sw + j - pl, c] *
+     * w[o, (i * kw + j) * Ci + c] (Gemma 3n's audio subsampling convs; MobileNet convs). */
+    OMNIC_OP_CONV2D,
+    /* Cumulative group norm over rows (time), one group per row of all its G * C values (JAX's
+     * GroupNormalization(num_groups=1, cumulative=True), Gemma 3n's audio subsampling): x f32
+     * [T, G * C] (src[0], channel-last: element g * C + c), w f32 [C] (src[1]). With S(t) the
+     * f32 sum of row t, M(t) = cumsum(S)(t) / ((t + 1) G C) and Q(t) the f32 sum of row t's
+     * (x - M(t))^2: dst[t, g, c] = (x[t, g, c] - M(t)) * rsqrt(cumsum(Q)(t) / ((t + 1) G C) +
+     * fp[0]) * w[c]; cumsums in double, each prefix rounded to f32 (torch's CPU cumsum). Row t
+     * depends on rows <= t only. */
+    OMNIC_OP_CUM_GROUPNORM,
+    /* Local causal attention with relative-position key terms (Gemma 3n's audio conformer):
+     * q, k, v f32 [T, H, D] (src[0..2], q already scaled), rel f32 [L, H, D] (src[3]: the term
+     * for distance 0..L-1), valid i32 [T] (src[4]: key t may be attended when nonzero). Row t,
+     * head h: keys s in [max(0, t - L + 1), t] with valid[s]; logit = q.k_s + q.rel[t - s],
+     * then fp[0] * tanh(logit / fp[0]) (fp[0] > 0), softmax over those keys in f32, output the
+     * weighted sum of v_s; a row with no visible key yields zeros. dst f32 [T, H, D]. */
+    OMNIC_OP_ATTN_LOCAL,
     OMNIC_OP_COUNT
 } omnic__op;
 

@@ -874,3 +874,73 @@ omnic__tensor *omnic__g_set_rows(omnic__graph *g, omnic__tensor *dst, omnic__ten
     omnic__tensor *s2[2] = {src, idx};
     return new_node(g, OMNIC_OP_SET_ROWS, dst, 2, s2) ? dst : NULL;
 }
+
+omnic__tensor *omnic__g_conv2d(omnic__graph *g, omnic__tensor *x, omnic__tensor *w, omnic__tensor *bias,
+                               const omnic__dwconv2d_geom *c)
+{
+    if (!x || !w || !need_f32(g, x, "conv2d")) return NULL;
+    const int64_t O = w->dims[0];
+    if (c->kh < 1 || c->kw < 1 || c->sh < 1 || c->sw < 1 || c->pt < 0 || c->pl < 0 || c->in_w < 1 ||
+        c->in_c < 1 || c->out_w < 1 || O < 1 || w->dtype != OMNIC_DTYPE_F32 || w->ndim != 2 ||
+        w->dims[1] != (int64_t)c->kh * c->kw * c->in_c || x->ndim != 2 ||
+        x->dims[1] != (int64_t)c->sh * c->in_w * c->in_c || (c->out_w - 1) * (int64_t)c->sw - c->pl >= c->in_w)
+        return gfail(g,
+                     "conv2d: input %s [Ho, %d x %d x %d], filter %s [O, %d x %d x %d] (f32) and output "
+                     "width %d do not fit",
+                     tname(x), c->sh, c->in_w, c->in_c, tname(w), c->kh, c->kw, c->in_c, c->out_w);
+    if (bias && (bias->dtype != OMNIC_DTYPE_F32 || omnic__tensor_nelem(bias) != O))
+        return gfail(g, "conv2d: bias %s must be f32 [%lld]", tname(bias), (long long)O);
+    int64_t dims[2] = {x->dims[0], (int64_t)c->out_w * O};
+    omnic__tensor *d = result(g, x, OMNIC_DTYPE_F32, 2, dims);
+    omnic__tensor *src[3] = {x, w, bias};
+    omnic__gnode *n = new_node(g, OMNIC_OP_CONV2D, d, 3, src);
+    if (!n) return NULL;
+    const int ip[8] = {c->kh, c->kw, c->sh, c->sw, c->pt, c->pl, c->in_w, c->in_c};
+    memcpy(n->node.ip, ip, sizeof ip);
+    return d;
+}
+
+omnic__tensor *omnic__g_cum_groupnorm(omnic__graph *g, omnic__tensor *x, omnic__tensor *w, float eps)
+{
+    if (!x || !w || !need_f32(g, x, "cum_groupnorm")) return NULL;
+    if (x->ndim != 2 || w->dtype != OMNIC_DTYPE_F32 || w->ndim != 1 || w->dims[0] < 1 ||
+        x->dims[1] % w->dims[0] != 0 || !(eps > 0))
+        return gfail(g, "cum_groupnorm: input %s must be [T, G * C] for a weight %s of f32 [C], eps > 0",
+                     tname(x), tname(w));
+    omnic__tensor *d = result(g, x, OMNIC_DTYPE_F32, 2, x->dims);
+    omnic__tensor *src[2] = {x, w};
+    omnic__gnode *n = new_node(g, OMNIC_OP_CUM_GROUPNORM, d, 2, src);
+    if (!n) return NULL;
+    n->node.fp[0] = eps;
+    return d;
+}
+
+omnic__tensor *omnic__g_attn_local(omnic__graph *g, omnic__tensor *q, omnic__tensor *k, omnic__tensor *v,
+                                   omnic__tensor *rel, omnic__tensor *valid, float softcap)
+{
+    if (!q || !k || !v || !rel || !valid) return NULL;
+    if (!need_f32(g, q, "attn_local") || !need_f32(g, k, "attn_local") || !need_f32(g, v, "attn_local"))
+        return NULL;
+    const omnic__gtensor *gq = omnic__g_of(g, q);
+    if (q->ndim != 3 || k->ndim != 3 || v->ndim != 3 || memcmp(q->dims, k->dims, sizeof(int64_t) * 3) ||
+        memcmp(q->dims, v->dims, sizeof(int64_t) * 3) || omnic__g_of(g, k)->var != gq->var ||
+        omnic__g_of(g, v)->var != gq->var)
+        return gfail(g, "attn_local: q %s, k %s and v %s must be f32 [T, H, D] alike", tname(q), tname(k),
+                     tname(v));
+    if (rel->dtype != OMNIC_DTYPE_F32 || rel->ndim != 3 || rel->dims[0] < 1 ||
+        rel->dims[0] > OMNIC_ATTN_LOCAL_MAX || rel->dims[1] != q->dims[1] || rel->dims[2] != q->dims[2] ||
+        omnic__g_of(g, rel)->var != OMNIC_VAR_NONE)
+        return gfail(g, "attn_local: relative terms %s must be f32 [L <= %d, %lld, %lld]", tname(rel),
+                     OMNIC_ATTN_LOCAL_MAX, (long long)q->dims[1], (long long)q->dims[2]);
+    if (valid->dtype != OMNIC_DTYPE_I32 || omnic__tensor_nelem(valid) != q->dims[0] ||
+        omnic__g_of(g, valid)->var != gq->var || omnic__g_of(g, valid)->var_div != gq->var_div)
+        return gfail(g, "attn_local: key validity %s must be i32 with q's %lld rows", tname(valid),
+                     (long long)q->dims[0]);
+    if (!(softcap > 0)) return gfail(g, "attn_local: softcap %g must be > 0", (double)softcap);
+    omnic__tensor *d = result(g, q, OMNIC_DTYPE_F32, 3, q->dims);
+    omnic__tensor *src[5] = {q, k, v, rel, valid};
+    omnic__gnode *n = new_node(g, OMNIC_OP_ATTN_LOCAL, d, 5, src);
+    if (!n) return NULL;
+    n->node.fp[0] = softcap;
+    return d;
+}

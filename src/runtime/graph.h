@@ -166,6 +166,17 @@ omnic__tensor *omnic__g_dwconv2d(omnic__graph *g, omnic__tensor *x, omnic__tenso
 /* The same with segments: seg i32 (x's rows): output row r reads input rows below seg[r] as zero. */
 omnic__tensor *omnic__g_dwconv2d_seg(omnic__graph *g, omnic__tensor *x, omnic__tensor *w, omnic__tensor *bias,
                                      omnic__tensor *seg, const omnic__dwconv2d_geom *c);
+/* Full convolution of the same geometry (backend.h OMNIC_OP_CONV2D): x f32 [Ho, sh * in_w *
+ * in_c], w f32 [O, kh * kw * in_c] (taps-major), bias f32 [O] or NULL -> [Ho, out_w * O]. */
+omnic__tensor *omnic__g_conv2d(omnic__graph *g, omnic__tensor *x, omnic__tensor *w, omnic__tensor *bias,
+                               const omnic__dwconv2d_geom *c);
+/* Cumulative group norm over rows (backend.h OMNIC_OP_CUM_GROUPNORM): x f32 [T, G * C], w f32 [C]. */
+omnic__tensor *omnic__g_cum_groupnorm(omnic__graph *g, omnic__tensor *x, omnic__tensor *w, float eps);
+/* Local causal attention with relative key terms (backend.h OMNIC_OP_ATTN_LOCAL): q, k, v f32
+ * [T, H, D], rel f32 [L, H, D] (fixed, L <= OMNIC_ATTN_LOCAL_MAX), valid i32 [T]. */
+#define OMNIC_ATTN_LOCAL_MAX 512
+omnic__tensor *omnic__g_attn_local(omnic__graph *g, omnic__tensor *q, omnic__tensor *k, omnic__tensor *v,
+                                   omnic__tensor *rel, omnic__tensor *valid, float softcap);
 omnic__tensor *omnic__g_glu(omnic__graph *g, omnic__op op, omnic__tensor *gate, omnic__tensor *up,
                             int variant);
 omnic__tensor *omnic__g_get_rows(omnic__graph *g, omnic__tensor *table, omnic__tensor *ids);

@@ -120,10 +120,13 @@ static const op_tol tolerances[OMNIC_OP_COUNT] = {
     [OMNIC_OP_MOE_SUM] = TOL(1e-13, 1e-6),
     [OMNIC_OP_RELU] = EXACT,
     [OMNIC_OP_DWCONV2D] = TOL(1e-11, 1e-5),
+    [OMNIC_OP_CONV2D] = TOL(1e-10, 1e-5),
+    [OMNIC_OP_CUM_GROUPNORM] = TOL(1e-10, 1e-5),
+    [OMNIC_OP_ATTN_LOCAL] = TOL(1e-10, 1e-5),
 };
 _Static_assert(sizeof tolerances / sizeof tolerances[0] == OMNIC_OP_COUNT,
                "tolerances out of step with omnic__op");
-_Static_assert(OMNIC_OP_DWCONV2D + 1 == OMNIC_OP_COUNT, "new op: add its tolerance and its cases here");
+_Static_assert(OMNIC_OP_ATTN_LOCAL + 1 == OMNIC_OP_COUNT, "new op: add its tolerance and its cases here");
 
 /* Worst values seen per op (printed at the end) and cases run per op. */
 static double worst_nmse[OMNIC_OP_COUNT], worst_maxerr[OMNIC_OP_COUNT];
@@ -1008,6 +1011,99 @@ static void test_dwconv2d(void **state)
                 bufs_free();
             }
     }
+    assert_int_equal(fails, 0);
+}
+
+/* Full 2-D convolution, channel-last, f32 filters in taps-major order, with and without bias:
+ * Gemma 3n's second audio subsampling conv (3x3 s2, pad (0, 1) above / left, zero rows below),
+ * a stride-1 same conv, a 1x1, an odd geometry. */
+static void test_conv2d(void **state)
+{
+    (void)state;
+    /* Ho, O, kh, kw, sh, sw, pt, pl, Wi, Ci, Wo */
+    static const int64_t cases[][11] = {
+        {6, 4, 3, 3, 2, 2, 0, 1, 8, 8, 4},  {5, 7, 3, 3, 1, 1, 1, 1, 6, 3, 6}, {4, 16, 1, 1, 1, 1, 0, 0, 5, 12, 5},
+        {7, 5, 2, 5, 3, 2, 0, 2, 11, 5, 6}, {1, 1, 1, 1, 1, 1, 0, 0, 1, 1, 1}, {9, 32, 3, 3, 2, 2, 1, 1, 10, 33, 5},
+    };
+    int fails = 0, id = 0;
+    char label[200];
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        const int64_t *c = cases[k];
+        int64_t Ho = c[0], O = c[1], kh = c[2], kw = c[3], sh = c[4], Wi = c[8], Ci = c[9], Wo = c[10];
+        for (int with_bias = 0; with_bias < 2; with_bias++) {
+            rng_seed(9100 + (uint64_t)id++);
+            tbuf *x = T(OMNIC_DTYPE_F32, Ho, sh * Wi * Ci), *w = T(OMNIC_DTYPE_F32, O, kh * kw * Ci);
+            tbuf *b = with_bias ? T(OMNIC_DTYPE_F32, O) : NULL, *dst = T(OMNIC_DTYPE_F32, Ho, Wo * O);
+            fill_uniform(x, -2, 2);
+            fill_uniform(w, -1, 1);
+            if (b) fill_uniform(b, -1, 1);
+            omnic__node n = mknode(OMNIC_OP_CONV2D, dst, x, w, b, NULL, NULL);
+            for (int i = 0; i < 8; i++)
+                n.ip[i] = (int32_t)c[2 + i];
+            snprintf(label, sizeof label, "conv2d Ho=%lld O=%lld k=%lldx%lld s=%lldx%lld p=%lldx%lld Wi=%lld Ci=%lld%s",
+                     (long long)Ho, (long long)O, (long long)kh, (long long)kw, (long long)sh, (long long)c[5],
+                     (long long)c[6], (long long)c[7], (long long)Wi, (long long)Ci, b ? " bias" : "");
+            fails += check(label, &n, OMNIC_DTYPE_F32);
+            bufs_free();
+        }
+    }
+    assert_int_equal(fails, 0);
+}
+
+/* Cumulative group norm: Gemma 3n's subsampling maps (64 x 128, 32 x 32 per row, here
+ * smaller), one channel, inputs with an offset (the running mean matters). */
+static void test_cum_groupnorm(void **state)
+{
+    (void)state;
+    static const int64_t shapes[][3] = {{1, 1, 1}, {9, 16, 8}, {40, 32, 4}, {7, 5, 1}, {300, 64, 16}};
+    int fails = 0, id = 0;
+    char label[120];
+    for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; k++) {
+        const int64_t Tn = shapes[k][0], G = shapes[k][1], C = shapes[k][2];
+        rng_seed(9200 + (uint64_t)id++);
+        tbuf *x = T(OMNIC_DTYPE_F32, Tn, G * C), *w = T(OMNIC_DTYPE_F32, C), *dst = T(OMNIC_DTYPE_F32, Tn, G * C);
+        fill_uniform(x, -1, 3);
+        fill_uniform(w, -2, 2);
+        omnic__node n = mknode(OMNIC_OP_CUM_GROUPNORM, dst, x, w, NULL, NULL, NULL);
+        n.fp[0] = 1e-3f;
+        snprintf(label, sizeof label, "cum_groupnorm T=%lld G=%lld C=%lld", (long long)Tn, (long long)G,
+                 (long long)C);
+        fails += check(label, &n, OMNIC_DTYPE_F32);
+        bufs_free();
+    }
+    assert_int_equal(fails, 0);
+}
+
+/* Local relative attention: the USM conformer's shape (13 keys, softcap 50), a context longer
+ * than the rows, padded keys at the end and in the middle, a row without a visible key. */
+static void test_attn_local(void **state)
+{
+    (void)state;
+    /* T, H, D, L */
+    static const int64_t shapes[][4] = {{1, 1, 4, 1}, {30, 2, 16, 13}, {5, 4, 8, 13}, {64, 8, 48, 7}};
+    int fails = 0, id = 0;
+    char label[120];
+    for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; k++)
+        for (int pad = 0; pad < 2; pad++) {
+            const int64_t Tn = shapes[k][0], H = shapes[k][1], D = shapes[k][2], L = shapes[k][3];
+            rng_seed(9300 + (uint64_t)id++);
+            tbuf *q = T(OMNIC_DTYPE_F32, Tn, H, D), *kk = T(OMNIC_DTYPE_F32, Tn, H, D);
+            tbuf *vv = T(OMNIC_DTYPE_F32, Tn, H, D), *rel = T(OMNIC_DTYPE_F32, L, H, D);
+            tbuf *valid = T(OMNIC_DTYPE_I32, Tn), *dst = T(OMNIC_DTYPE_F32, Tn, H, D);
+            fill_uniform(q, -2, 2);
+            fill_uniform(kk, -2, 2);
+            fill_uniform(vv, -1, 1);
+            fill_uniform(rel, -1, 1);
+            int32_t *va = valid->t.data;
+            for (int64_t t = 0; t < Tn; t++) /* pad: the last third and every 7th row masked */
+                va[t] = !pad || (t < Tn - Tn / 3 && t % 7 != 3);
+            omnic__node n = mknode(OMNIC_OP_ATTN_LOCAL, dst, q, kk, vv, rel, valid);
+            n.fp[0] = k == 3 ? 3.0f : 50.0f;
+            snprintf(label, sizeof label, "attn_local T=%lld H=%lld D=%lld L=%lld%s", (long long)Tn, (long long)H,
+                     (long long)D, (long long)L, pad ? " padded" : "");
+            fails += check(label, &n, OMNIC_DTYPE_F32);
+            bufs_free();
+        }
     assert_int_equal(fails, 0);
 }
 
@@ -2277,6 +2373,9 @@ int main(void)
         cmocka_unit_test(test_attention_long),
         cmocka_unit_test(test_attention_relpos),
         cmocka_unit_test(test_dwconv2d),
+        cmocka_unit_test(test_conv2d),
+        cmocka_unit_test(test_cum_groupnorm),
+        cmocka_unit_test(test_attn_local),
         cmocka_unit_test(test_activations),
         cmocka_unit_test(test_get_rows_patch_embed),
         cmocka_unit_test(test_pool_avg),

@@ -69,3 +69,49 @@ void omnic__cpu_dwconv2d(const omnic__node *n, int ith, int nth, void *wdata)
             }
         }
 }
+
+/* Full 2-D convolution: per output row, its patches [Wo, kh * kw * Ci] gathered (im2col, the
+ * filter's taps-major order) into the thread's part of the work buffer, then one sgemm
+ * against all O filters. Each output row is one sgemm call whatever the thread count, so
+ * results are bit-identical for any nth. */
+static size_t conv2d_part(const omnic__node *n)
+{
+    const int64_t O = n->src[1]->dims[0], K = n->src[1]->dims[1], Wo = n->dst->dims[1] / O;
+    return omnic__cpu_walign((size_t)(Wo * K) * sizeof(float));
+}
+
+size_t omnic__cpu_conv2d_wsize(const omnic__node *n, int nth)
+{
+    return (size_t)nth * conv2d_part(n);
+}
+
+void omnic__cpu_conv2d(const omnic__node *n, int ith, int nth, void *wdata)
+{
+    const omnic__tensor *x = n->src[0], *w = n->src[1], *b = n->src[2];
+    const int64_t kh = n->ip[0], kw = n->ip[1], sh = n->ip[2], sw = n->ip[3], pt = n->ip[4], pl = n->ip[5],
+                  Wi = n->ip[6], Ci = n->ip[7];
+    const int64_t Ho = n->dst->dims[0], O = w->dims[0], K = w->dims[1], Wo = n->dst->dims[1] / O, Hi = Ho * sh;
+    int64_t lo, hi;
+    omnic__split_rows(Ho, ith, nth, &lo, &hi);
+    if (lo >= hi) return;
+    float *col = omnic__cpu_wpart(wdata, conv2d_part(n), ith);
+    const float *X = x->data, *B = b ? (const float *)b->data : NULL;
+    float *D = n->dst->data;
+    for (int64_t ho = lo; ho < hi; ho++) {
+        for (int64_t wo = 0; wo < Wo; wo++) {
+            float *p = col + wo * K;
+            for (int64_t i = 0; i < kh; i++) {
+                const int64_t r = ho * sh + i - pt;
+                for (int64_t j = 0; j < kw; j++) {
+                    const int64_t c0 = wo * sw + j - pl;
+                    float *dst = p + (i * kw + j) * Ci;
+                    if (r < 0 || r >= Hi || c0 < 0 || c0 >= Wi)
+                        memset(dst, 0, (size_t)Ci * sizeof(float));
+                    else
+                        memcpy(dst, X + (r * Wi + c0) * Ci, (size_t)Ci * sizeof(float));
+                }
+            }
+        }
+        omnic__cpu_sgemm(col, K, Wo, w->data, O, D + ho * Wo * O, O, B);
+    }
+}

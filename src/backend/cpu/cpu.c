@@ -128,7 +128,7 @@ static void cpu_init(void)
     (void)omnic__cpu_isa_level();
 }
 
-_Static_assert(OMNIC_OP_COUNT == OMNIC_OP_DWCONV2D + 1, "new op: add its cpu kernel below");
+_Static_assert(OMNIC_OP_COUNT == OMNIC_OP_ATTN_LOCAL + 1, "new op: add its cpu kernel below");
 
 static const omnic__backend_ops cpu_ops = {
     .version = OMNIC_BACKEND_OPS_VERSION,
@@ -169,6 +169,9 @@ static const omnic__backend_ops cpu_ops = {
             [OMNIC_OP_MOE_SUM] = omnic__cpu_moe_sum,
             [OMNIC_OP_RELU] = omnic__cpu_unary,
             [OMNIC_OP_DWCONV2D] = omnic__cpu_dwconv2d,
+            [OMNIC_OP_CONV2D] = omnic__cpu_conv2d,
+            [OMNIC_OP_CUM_GROUPNORM] = omnic__cpu_cum_groupnorm,
+            [OMNIC_OP_ATTN_LOCAL] = omnic__cpu_attn_local,
         },
     .wsize =
         {
@@ -178,6 +181,9 @@ static const omnic__backend_ops cpu_ops = {
             [OMNIC_OP_PATCH_EMBED] = omnic__cpu_patch_embed_wsize,
             [OMNIC_OP_MATMUL_ID] = omnic__cpu_matmul_id_wsize,
             [OMNIC_OP_DWCONV2D] = omnic__cpu_dwconv2d_wsize,
+            [OMNIC_OP_CONV2D] = omnic__cpu_conv2d_wsize,
+            [OMNIC_OP_CUM_GROUPNORM] = omnic__cpu_cum_groupnorm_wsize,
+            [OMNIC_OP_ATTN_LOCAL] = omnic__cpu_attn_local_wsize,
         },
     .init = cpu_init,
     .weight_dtype = omnic__cpu_weight_dtype,

@@ -123,3 +123,39 @@ void omnic__cpu_rms_match(const omnic__node *n, int ith, int nth, void *wdata)
         v->mul1(x, sqrtf(mr) / sqrtf(mx > n->fp[0] ? mx : n->fp[0]), (float *)n->dst->data + r * cols, cols);
     }
 }
+
+/* Cumulative group norm: thread ith walks rows 0..hi-1 for the running statistics (the
+ * prefix is recomputed by every thread, so results do not depend on nth) and writes rows
+ * [lo, hi). Torch's numerics: f32 row sums, cumsums in double rounded to f32 per prefix, f32
+ * mean and variance divisions; work buffer: one row of deviations per thread. */
+size_t omnic__cpu_cum_groupnorm_wsize(const omnic__node *n, int nth)
+{
+    return (size_t)nth * omnic__cpu_walign((size_t)n->src[0]->dims[1] * sizeof(float));
+}
+
+void omnic__cpu_cum_groupnorm(const omnic__node *n, int ith, int nth, void *wdata)
+{
+    const omnic__cpu_vec *v = omnic__cpu_vec_get();
+    const omnic__tensor *x = n->src[0];
+    const int64_t T = x->dims[0], K = x->dims[1], C = n->src[1]->dims[0];
+    const float *X = x->data, *W = n->src[1]->data, eps = n->fp[0];
+    float *D = n->dst->data;
+    int64_t lo, hi;
+    omnic__split_rows(T, ith, nth, &lo, &hi);
+    if (lo >= hi) return;
+    float *dev = omnic__cpu_wpart(wdata, omnic__cpu_walign((size_t)K * sizeof(float)), ith);
+    double sum = 0, sq = 0;
+    for (int64_t t = 0; t < hi; t++) {
+        const float *xr = X + t * K;
+        sum += v->sum(xr, K);
+        const float cnt = (float)((double)(t + 1) * (double)K), mean = (float)sum / cnt;
+        v->add1(xr, -mean, dev, K);
+        sq += v->sumsq(dev, K);
+        if (t < lo) continue;
+        const float inv = 1.0f / sqrtf((float)sq / cnt + eps);
+        float *y = D + t * K;
+        v->mul1(dev, inv, y, K);
+        for (int64_t g = 0; g < K; g += C)
+            v->mul(y + g, W, y + g, C);
+    }
+}

@@ -16,6 +16,11 @@ size_t omnic__cpu_patch_embed_wsize(const omnic__node *n, int nth);
 /* conv.c */
 void omnic__cpu_dwconv2d(const omnic__node *n, int ith, int nth, void *wdata);
 size_t omnic__cpu_dwconv2d_wsize(const omnic__node *n, int nth);
+void omnic__cpu_conv2d(const omnic__node *n, int ith, int nth, void *wdata);
+size_t omnic__cpu_conv2d_wsize(const omnic__node *n, int nth);
+/* attn_local.c */
+void omnic__cpu_attn_local(const omnic__node *n, int ith, int nth, void *wdata);
+size_t omnic__cpu_attn_local_wsize(const omnic__node *n, int nth);
 /* dst[mr, nc] (leading dim ldd) = a[mr, K] . wf[nc, K]^T (+ bias[nc]) through OpenBLAS. */
 void omnic__cpu_sgemm(const float *a, int64_t K, int64_t mr, const float *wf, int64_t nc, float *dst,
                       int64_t ldd, const float *bias);
@@ -38,6 +43,8 @@ size_t omnic__cpu_rope_wsize(const omnic__node *n, int nth);
 void omnic__cpu_rmsnorm(const omnic__node *n, int ith, int nth, void *wdata);
 void omnic__cpu_gauss_topk(const omnic__node *n, int ith, int nth, void *wdata);
 void omnic__cpu_rms_match(const omnic__node *n, int ith, int nth, void *wdata);
+void omnic__cpu_cum_groupnorm(const omnic__node *n, int ith, int nth, void *wdata);
+size_t omnic__cpu_cum_groupnorm_wsize(const omnic__node *n, int nth);
 
 /* moe.c: mixture-of-experts routing, the grouped expert matmul, the weighted sum */
 void omnic__cpu_moe_route(const omnic__node *n, int ith, int nth, void *wdata);

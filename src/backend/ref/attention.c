@@ -95,3 +95,44 @@ size_t omnic__ref_attention_wsize(const omnic__node *n, int nth)
     int64_t S = n->src[1]->dims[0], Dv = n->src[2]->dims[2];
     return (size_t)nth * (size_t)(S + Dv) * sizeof(double);
 }
+
+/* Local relative attention (backend.h OMNIC_OP_ATTN_LOCAL) in double: logits, softcap,
+ * softmax and the weighted sum, rounded to f32 once. */
+void omnic__ref_attn_local(const omnic__node *n, int ith, int nth, void *wdata)
+{
+    (void)wdata;
+    const omnic__tensor *q = n->src[0], *k = n->src[1], *v = n->src[2], *rel = n->src[3];
+    const int32_t *valid = n->src[4]->data;
+    const int64_t T = q->dims[0], H = q->dims[1], Dh = q->dims[2], L = rel->dims[0];
+    const double cap = n->fp[0];
+    const float *Q = q->data, *K = k->data, *V = v->data, *R = rel->data;
+    float *O = n->dst->data;
+    int64_t lo, hi;
+    omnic__split_rows(T * H, ith, nth, &lo, &hi);
+    double lg[512];
+    for (int64_t r = lo; r < hi; r++) {
+        const int64_t t = r / H, h = r % H, s0 = t - L + 1 > 0 ? t - L + 1 : 0;
+        const float *qr = Q + (t * H + h) * Dh;
+        double mx = -INFINITY, z = 0;
+        for (int64_t s = s0; s <= t; s++) {
+            double a = 0;
+            const float *kr = K + (s * H + h) * Dh, *rr = R + ((t - s) * H + h) * Dh;
+            for (int64_t d = 0; d < Dh; d++)
+                a += (double)qr[d] * kr[d] + (double)qr[d] * rr[d];
+            lg[s - s0] = valid[s] ? cap * tanh(a / cap) : -INFINITY;
+            if (lg[s - s0] > mx) mx = lg[s - s0];
+        }
+        float *out = O + (t * H + h) * Dh;
+        for (int64_t d = 0; d < Dh; d++)
+            out[d] = 0.0f;
+        if (mx == -INFINITY) continue;
+        for (int64_t s = s0; s <= t; s++)
+            z += lg[s - s0] = exp(lg[s - s0] - mx);
+        for (int64_t d = 0; d < Dh; d++) {
+            double acc = 0;
+            for (int64_t s = s0; s <= t; s++)
+                acc += lg[s - s0] / z * V[(s * H + h) * Dh + d];
+            out[d] = (float)acc;
+        }
+    }
+}

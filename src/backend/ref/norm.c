@@ -160,3 +160,29 @@ void omnic__ref_rms_match(const omnic__node *n, int ith, int nth, void *wdata)
             D[r * C + c] = (float)(X[r * C + c] * k);
     }
 }
+
+/* Cumulative group norm: the statistics of rows 0..t in double (each row's mean squared
+ * deviation taken from its own running mean, as the contract says), rounded to f32 once. */
+void omnic__ref_cum_groupnorm(const omnic__node *n, int ith, int nth, void *wdata)
+{
+    (void)wdata;
+    const omnic__tensor *x = n->src[0], *w = n->src[1];
+    const int64_t T = x->dims[0], K = x->dims[1], C = w->dims[0];
+    const float *X = x->data, *W = w->data;
+    float *D = n->dst->data;
+    int64_t lo, hi;
+    omnic__split_rows(T, ith, nth, &lo, &hi);
+    double sum = 0, sq = 0;
+    for (int64_t t = 0; t < hi; t++) {
+        const float *xr = X + t * K;
+        for (int64_t k = 0; k < K; k++)
+            sum += xr[k];
+        const double cnt = (double)(t + 1) * (double)K, mean = sum / cnt;
+        for (int64_t k = 0; k < K; k++)
+            sq += (xr[k] - mean) * (xr[k] - mean);
+        if (t < lo) continue;
+        const double inv = 1.0 / sqrt(sq / cnt + n->fp[0]);
+        for (int64_t k = 0; k < K; k++)
+            D[t * K + k] = (float)((xr[k] - mean) * inv * W[k % C]);
+    }
+}

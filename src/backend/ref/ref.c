@@ -3,7 +3,7 @@
 #include "backend/ref/ref.h"
 
 /* The table below names every op; a new op breaks the build here until it has a kernel. */
-_Static_assert(OMNIC_OP_DWCONV2D + 1 == OMNIC_OP_COUNT, "new op: add its ref kernel to ref_ops");
+_Static_assert(OMNIC_OP_ATTN_LOCAL + 1 == OMNIC_OP_COUNT, "new op: add its ref kernel to ref_ops");
 
 static const omnic__backend_ops ref_ops = {
     .version = OMNIC_BACKEND_OPS_VERSION,
@@ -45,6 +45,9 @@ static const omnic__backend_ops ref_ops = {
             [OMNIC_OP_MOE_SUM] = omnic__ref_moe_sum,
             [OMNIC_OP_RELU] = omnic__ref_unary,
             [OMNIC_OP_DWCONV2D] = omnic__ref_dwconv2d,
+            [OMNIC_OP_CONV2D] = omnic__ref_conv2d,
+            [OMNIC_OP_CUM_GROUPNORM] = omnic__ref_cum_groupnorm,
+            [OMNIC_OP_ATTN_LOCAL] = omnic__ref_attn_local,
         },
     .wsize =
         {

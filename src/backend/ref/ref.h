@@ -77,6 +77,9 @@ size_t omnic__ref_patch_embed_wsize(const omnic__node *n, int nth);
 
 /* conv.c */
 void omnic__ref_dwconv2d(const omnic__node *n, int ith, int nth, void *wdata);
+void omnic__ref_conv2d(const omnic__node *n, int ith, int nth, void *wdata);
+void omnic__ref_cum_groupnorm(const omnic__node *n, int ith, int nth, void *wdata);
+void omnic__ref_attn_local(const omnic__node *n, int ith, int nth, void *wdata);
 
 /* unary.c: elementwise ops; each kernel reads n->op */
 void omnic__ref_binary(const omnic__node *n, int ith, int nth, void *wdata); /* ADD, MUL */
