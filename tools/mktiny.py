@@ -677,6 +677,16 @@ PHI3_CHAT_TEMPLATE = (
     "{% else %}{{ eos_token }}{% endif %}"
 )
 
+# gemma-3n-E2B-it's template: Gemma 3's, but an image part writes <image_soft_token> and an audio
+# part <audio_soft_token> (Gemma3nProcessor expands each).
+def _gemma3n_template(t: str) -> str:
+    return t.replace("""            {%- if item['type'] == 'image' -%}
+                {{ '<start_of_image>' }}""", """            {%- if item['type'] == 'audio' -%}
+                {{ '<audio_soft_token>' }}
+            {%- elif item['type'] == 'image' -%}
+                {{ '<image_soft_token>' }}""")
+
+
 # gemma-3-*-it's template: BOS from the template (so render, then encode without
 # special tokens), system text folded into the first user turn, "assistant" -> "model".
 # Newlines inside its string literals are real newline characters, as in the file.
@@ -854,6 +864,14 @@ TOKENIZER_STYLES = {
         "model_max_length": HF_VERY_LARGE_INTEGER,
     },
 }
+# Gemma 3n: the text range ends with <start_of_image> and <start_of_audio> (real 255999, 256000);
+# <end_of_image>, <image_soft_token> open the vision ids and <end_of_audio>, <audio_soft_token> the
+# audio ids (real 262144.., 262272..), which main_gemma3n appends.
+TOKENIZER_STYLES["gemma3n"] = dict(
+    TOKENIZER_STYLES["gemma"], added_specials=(),
+    specials=["<pad>", "<eos>", "<bos>", "<unk>", "<mask>", "<start_of_turn>", "<end_of_turn>",
+              "<start_of_image>", "<start_of_audio>"],
+    chat_template=_gemma3n_template(GEMMA3_CHAT_TEMPLATE))
 
 
 def _added_token(tid: int, content: str, special: bool = True) -> dict:
@@ -921,7 +939,7 @@ def tokenizer_json(tok: BpeTokenizer, merges_style: str = "str") -> dict:
                       "fuse_unk": False, "byte_fallback": False, "ignore_merges": True,
                       "vocab": tok.vocab, "merges": merges},
         })
-    if tok.style == "gemma":
+    if tok.style in ("gemma", "gemma3n"):
         return dict(head, **{
             "normalizer": {"type": "Replace", "pattern": {"String": " "}, "content": SPM_SPACE},
             "pre_tokenizer": {"type": "Split", "pattern": {"String": " "}, "behavior": "MergedWithPrevious",
@@ -991,8 +1009,11 @@ def tokenizer_config_json(tok: BpeTokenizer) -> dict:
                     "use_default_system_prompt": False})
         if "<pad>" in tok.specials:
             cfg["pad_token"] = "<pad>"
-    elif tok.style == "gemma":
+    elif tok.style in ("gemma", "gemma3n"):
         mm = {"boi_token": "<start_of_image>", "eoi_token": "<end_of_image>", "image_token": "<image_soft_token>"}
+        if tok.style == "gemma3n":
+            mm.update({"boa_token": "<start_of_audio>", "eoa_token": "<end_of_audio>",
+                       "audio_token": "<audio_soft_token>"})
         cfg.update(mm)
         cfg.update({"add_bos_token": True, "add_eos_token": False, "extra_special_tokens": dict(mm),
                     "sp_model_kwargs": {}, "spaces_between_special_tokens": False,
@@ -1812,15 +1833,73 @@ def main_gemma3(args) -> int:
 
 
 # -----------------------------------------------------------------------------
-# Gemma 3n (Gemma3nForConditionalGeneration [gemma3n]), text part: the gemma3n_text decoder
-# under model.language_model.*, and the two multimodal embedders (model.embed_vision.*,
-# model.embed_audio.*) whose hard embeddings the multimodal ids [text vocab, vocab) take. The
-# vision (MobileNetV5) and audio (USM conformer) towers are not written: omnic does not run
-# them yet, and HF initializes them at random (unused by text prompts). vision_config /
-# audio_config are small but real Gemma3nVisionConfig / Gemma3nAudioConfig dicts.
+# Gemma 3n (Gemma3nForConditionalGeneration [gemma3n]): the gemma3n_text decoder under
+# model.language_model.*, the two multimodal embedders (model.embed_vision.*, model.embed_audio.*)
+# whose hard embeddings the multimodal ids [text vocab, vocab) take, and the audio tower (the USM
+# conformer, model.audio_tower.*: both subsampling convs with their cumulative group norms, two
+# conformer blocks with every sub-block) at tiny width but the real 128 mel bins, with the real
+# preprocessor_config.json (Gemma3nAudioFeatureExtractor + SiglipImageProcessorFast keys). The
+# vision tower (MobileNetV5) is not written: omnic does not run it yet, and HF initializes it at
+# random (unused by text and audio prompts). vision_config / audio_config are small but real
+# Gemma3nVisionConfig / Gemma3nAudioConfig dicts.
 # -----------------------------------------------------------------------------
 
 GEMMA3N_MM_TINY = {"vision_hidden": 24, "vision_vocab": 8, "audio_hidden": 16, "audio_vocab": 8}
+
+# google/gemma-3n-E2B-it preprocessor_config.json (the audio extractor's and the image processor's keys)
+GEMMA3N_PREPROCESSOR = {
+    "data_format": "channels_first", "default_to_square": False, "dither": 0.0, "do_convert_rgb": None,
+    "do_normalize": False, "do_rescale": True, "do_resize": True,
+    "feature_extractor_type": "Gemma3nAudioFeatureExtractor", "feature_size": 128, "fft_length": 1024,
+    "fft_overdrive": True, "frame_length": 512, "hop_length": 160, "image_mean": [0.5, 0.5, 0.5],
+    "image_processor_type": "SiglipImageProcessorFast", "image_seq_length": 256, "image_std": [0.5, 0.5, 0.5],
+    "input_scale_factor": 1.0, "max_frequency": 7600.0, "mel_floor": 1e-05, "min_frequency": 125.0,
+    "padding_side": "right", "padding_value": 0.0, "per_bin_mean": None, "per_bin_stddev": None,
+    "preemphasis": 0.97, "preemphasis_htk_flavor": True, "processor_class": "Gemma3nProcessor", "resample": 2,
+    "rescale_factor": 0.00392156862745098, "return_attention_mask": True, "sampling_rate": 16000,
+    "size": {"height": 768, "width": 768}}
+
+
+def gemma3n_audio_specs(ac: dict) -> List[WeightSpec]:
+    """Gemma3nAudioEncoder's weights for audio_config ac (names of families-gemma-phi.md B6)."""
+    H, C0, C1 = ac["hidden_size"], ac["sscp_conv_channel_size"][0], ac["sscp_conv_channel_size"][1]
+    (kh0, kw0), (kh1, kw1) = ac["sscp_conv_kernel_size"]
+    f = ac["input_feat_size"]
+    for (_, kw), (_, sw) in zip(ac["sscp_conv_kernel_size"], ac["sscp_conv_stride_size"]):
+        f = (f + 2 - kw) // sw + 1
+    p = "model.audio_tower."
+    sp: List[WeightSpec] = [
+        (p + "subsample_conv_projection.conv_0.conv.weight", (C0, 1, kh0, kw0)),
+        (p + "subsample_conv_projection.conv_0.norm.weight", (C0,), "norm"),
+        (p + "subsample_conv_projection.conv_1.conv.weight", (C1, C0, kh1, kw1)),
+        (p + "subsample_conv_projection.conv_1.norm.weight", (C1,), "norm"),
+        (p + "subsample_conv_projection.input_proj_linear.weight", (H, f * C1))]
+    D = H // ac["conf_num_attention_heads"]
+    for i in range(ac["conf_num_hidden_layers"]):
+        b = f"{p}conformer.{i}."
+        for ff in ("ffw_layer_start", "ffw_layer_end"):
+            sp += [(b + ff + ".pre_layer_norm.weight", (H,)), (b + ff + ".ffw_layer_1.weight", (4 * H, H)),
+                   (b + ff + ".ffw_layer_2.weight", (H, 4 * H)), (b + ff + ".post_layer_norm.weight", (H,))]
+        sp += [(b + "attention.pre_attn_norm.weight", (H,)), (b + "attention.attn.per_dim_scale", (D,)),
+               (b + "attention.attn.q_proj.weight", (H, H)), (b + "attention.attn.k_proj.weight", (H, H)),
+               (b + "attention.attn.v_proj.weight", (H, H)),
+               (b + "attention.attn.relative_position_embedding.pos_proj.weight", (H, H)),
+               (b + "attention.post.weight", (H, H)), (b + "attention.post_norm.weight", (H,)),
+               (b + "lconv1d.pre_layer_norm.weight", (H,)), (b + "lconv1d.linear_start.weight", (2 * H, H)),
+               (b + "lconv1d.depthwise_conv1d.weight", (H, 1, ac["conf_conv_kernel_size"])),
+               (b + "lconv1d.conv_norm.weight", (H,)), (b + "lconv1d.linear_end.weight", (H, H)),
+               (b + "norm.weight", (H,))]
+    return sp
+
+
+def gemma3n_tokenizer() -> Tuple[BpeTokenizer, Tuple[str, ...]]:
+    """The tiny gemma3n tokenizer and its multimodal tokens: those are the tokenizer's last ids, as in
+    the real one (<end_of_image> <image_soft_token> ... <end_of_audio> <audio_soft_token> ...)."""
+    mm = GEMMA3N_MM_TINY
+    mm_tokens = ("<end_of_image>", "<image_soft_token>") + \
+        tuple(f"<vision_token_{i}>" for i in range(2, mm["vision_vocab"])) + ("<end_of_audio>", "<audio_soft_token>") + \
+        tuple(f"<audio_token_{i}>" for i in range(2, mm["audio_vocab"]))
+    return train_tokenizer("gemma3n", extra_specials=tuple(FAMILIES["gemma3n_text"].extra_specials) + mm_tokens), mm_tokens
 
 
 def main_gemma3n(args) -> int:
@@ -1829,10 +1908,7 @@ def main_gemma3n(args) -> int:
         raise SystemExit("--family gemma3n: tiny dims only, no --verify (use gemma3n_text --preset for real dims)")
     fam = FAMILIES["gemma3n_text"]
     mm = GEMMA3N_MM_TINY
-    # the multimodal ids are the tokenizer's last ones, as in the real tokenizer (<end_of_image> ...)
-    mm_tokens = tuple(f"<vision_token_{i}>" for i in range(mm["vision_vocab"])) + \
-        tuple(f"<audio_token_{i}>" for i in range(mm["audio_vocab"]))
-    tok = train_tokenizer(fam.tokenizer, extra_specials=tuple(fam.extra_specials) + mm_tokens)
+    tok, mm_tokens = gemma3n_tokenizer()
     td, _ = resolve_dims("gemma3n_text", fam, "tiny", None, tok)
     td.pop("tie", None)
     vt = tok.size - len(mm_tokens)  # text ids (and the per-layer table) end here; vision, then audio ids
@@ -1852,23 +1928,24 @@ def main_gemma3n(args) -> int:
                   (p + "soft_embedding_norm.weight", (D,), "norm", None),
                   (p + "embedding_projection.weight", (H, D), "normal", None)]
     specs = [(s[0], s[1], s[2], s[3] or s[0]) for s in specs]
-    text_cfg["torch_dtype"] = DTYPES[args.dtype][2]
     vision_cfg = {"architecture": "mobilenetv5_300m_enc", "do_pooling": False, "hidden_size": mm["vision_hidden"],
                   "initializer_range": 0.02, "model_type": "gemma3n_vision", "rms_norm_eps": 1e-6,
                   "vocab_offset": vt, "vocab_size": mm["vision_vocab"]}
     audio_cfg = {"conf_attention_chunk_size": 4, "conf_attention_context_left": 5, "conf_attention_context_right": 0,
                  "conf_attention_logit_cap": 50.0, "conf_conv_kernel_size": 3, "conf_num_attention_heads": 2,
-                 "conf_num_hidden_layers": 1, "conf_reduction_factor": 4, "conf_residual_weight": 0.5,
-                 "gradient_clipping": 1e10, "hidden_size": mm["audio_hidden"], "input_feat_size": 16,
+                 "conf_num_hidden_layers": 2, "conf_reduction_factor": 4, "conf_residual_weight": 0.5,
+                 "gradient_clipping": 1e10, "hidden_size": mm["audio_hidden"], "input_feat_size": 128,
                  "model_type": "gemma3n_audio", "rms_norm_eps": 1e-6, "sscp_conv_channel_size": [8, 4],
                  "sscp_conv_group_norm_eps": 1e-3, "sscp_conv_kernel_size": [[3, 3], [3, 3]],
                  "sscp_conv_stride_size": [[2, 2], [2, 2]], "vocab_offset": vt + mm["vision_vocab"],
                  "vocab_size": mm["audio_vocab"]}
+    specs += [(s[0], s[1], s[2] if len(s) > 2 else weight_init(s), s[0]) for s in gemma3n_audio_specs(audio_cfg)]
+    text_cfg["torch_dtype"] = DTYPES[args.dtype][2]
     config = {"architectures": ["Gemma3nForConditionalGeneration"], "model_type": "gemma3n",
               "audio_config": audio_cfg, "vision_config": vision_cfg, "text_config": text_cfg,
               "audio_soft_tokens_per_image": 188, "vision_soft_tokens_per_image": 256,
-              "boi_token_id": ids["bos"], "eoi_token_id": vt, "image_token_id": vt + 1,
-              "boa_token_id": ids["bos"], "eoa_token_id": vt + mm["vision_vocab"],
+              "boi_token_id": tok.specials["<start_of_image>"], "eoi_token_id": vt, "image_token_id": vt + 1,
+              "boa_token_id": tok.specials["<start_of_audio>"], "eoa_token_id": vt + mm["vision_vocab"],
               "audio_token_id": vt + mm["vision_vocab"] + 1, "eos_token_id": ids["eos"], "initializer_range": 0.02,
               "torch_dtype": DTYPES[args.dtype][2], "transformers_version": "4.53.0"}
     os.makedirs(args.out, exist_ok=True)
@@ -1878,6 +1955,9 @@ def main_gemma3n(args) -> int:
     write_json(os.path.join(args.out, "generation_config.json"), gen)
     write_json(os.path.join(args.out, "tokenizer.json"), tokenizer_json(tok, args.merges_style), sort_keys=False)
     write_json(os.path.join(args.out, "tokenizer_config.json"), tokenizer_config_json(tok))
+    write_json(os.path.join(args.out, "preprocessor_config.json"), GEMMA3N_PREPROCESSOR)
+    write_json(os.path.join(args.out, "processor_config.json"),
+               {"audio_seq_length": 188, "image_seq_length": 256, "processor_class": "Gemma3nProcessor"})
     files = write_weights(args.out, specs, args.seed, STD_TINY, args.dtype, args.shards)
     nparams = sum(int(np.prod(s[1], dtype=np.int64)) for s in specs)
     nbytes = sum(os.path.getsize(os.path.join(args.out, f)) for f in files)

@@ -42,11 +42,12 @@ const char *const omnic__op_names[OMNIC_OP_COUNT] = {
     [OMNIC_OP_CONV2D] = "conv2d",
     [OMNIC_OP_CUM_GROUPNORM] = "cum_groupnorm",
     [OMNIC_OP_ATTN_LOCAL] = "attn_local",
+    [OMNIC_OP_SIGMOID] = "sigmoid",
 };
 /* A new op without a name here shows up as a NULL entry; the kernel-table test walks it. */
 _Static_assert(sizeof omnic__op_names / sizeof omnic__op_names[0] == OMNIC_OP_COUNT,
                "omnic__op_names out of step with omnic__op");
-_Static_assert(OMNIC_OP_ATTN_LOCAL + 1 == OMNIC_OP_COUNT, "new op: add its name to omnic__op_names");
+_Static_assert(OMNIC_OP_SIGMOID + 1 == OMNIC_OP_COUNT, "new op: add its name to omnic__op_names");
 
 const omnic__backend_ops *omnic__backend_by_name(const char *name)
 {

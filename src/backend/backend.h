@@ -189,6 +189,8 @@ typedef enum omnic__op {
      * then fp[0] * tanh(logit / fp[0]) (fp[0] > 0), softmax over those keys in f32, output the
      * weighted sum of v_s; a row with no visible key yields zeros. dst f32 [T, H, D]. */
     OMNIC_OP_ATTN_LOCAL,
+    /* dst = 1 / (1 + exp(-x)) elementwise f32 (torch.sigmoid; a GLU gate). */
+    OMNIC_OP_SIGMOID,
     OMNIC_OP_COUNT
 } omnic__op;
 

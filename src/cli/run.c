@@ -32,7 +32,8 @@ typedef struct run_state {
     const char *dump; /* directory or NULL */
     const int32_t *prompt;
     size_t n_prompt;
-    int64_t n_parts; /* encoder inputs: the images and their pan-and-scan crops */
+    int64_t n_parts;     /* encoder inputs: the images and their pan-and-scan crops, then the clips */
+    int64_t image_parts; /* of which the images' (a clip's features dump as audio_features) */
     size_t n_images;
     int dump_errors;
 } run_state;
@@ -99,7 +100,8 @@ static void on_encode(void *ctx, int64_t i, const omnic__tensor *features, const
     run_state *st = ctx;
     char name[96];
     if (features) {
-        image_name(st->n_parts, "vision_features", i, name, sizeof name); /* one per encoder input */
+        image_name(st->n_parts, i < st->image_parts ? "vision_features" : "audio_features", i, name,
+                   sizeof name); /* one per encoder input */
         dump_tensor(st, name, features);
     }
     image_name(st->n_parts, "projected", i, name, sizeof name);
@@ -504,6 +506,9 @@ int omnic__cli_run(int argc, char **argv)
             if (it->in_w != it->out_w)
                 fprintf(stderr, "omnic run: --audio %s resampled from %lld Hz to %lld Hz\n", audios[k],
                         (long long)it->in_w, (long long)it->out_w);
+            if (it->limited)
+                fprintf(stderr, "omnic run: --audio %s truncated to its first %.0f s (the feature extractor keeps no more)\n",
+                        audios[k], (double)it->out_h / (double)it->out_w);
         }
         omnic__media_proc_deinit(&prep);
     }
@@ -550,8 +555,9 @@ int omnic__cli_run(int argc, char **argv)
             goto out;
         }
     } else if (omnic__chat_prompt_images(m->ckpt, m, omnic__engine_tokenizer(e), system, prompt,
-                                         template_images, any_crops ? crops : NULL,
-                                         omnic__model_supports_image(m) && !image_tag, &text, &ids, &n_ids,
+                                         template_images, audio_tag ? 0 : n_audio, any_crops ? crops : NULL,
+                                         (omnic__model_supports_image(m) && !image_tag) || (n_audio && !audio_tag),
+                                         &text, &ids, &n_ids,
                                          &err) != OMNIC_OK) {
         fprintf(stderr, "omnic run: %s\n", err.msg);
         goto out;
@@ -574,6 +580,8 @@ int omnic__cli_run(int argc, char **argv)
     run_state st = {.dump = dump, .prompt = ids, .n_prompt = n_ids, .n_images = n_items, .cap = n_predict};
     for (size_t k = 0; k < n_items; k++)
         st.n_parts += omnic__media_item_parts(&items[k]);
+    for (size_t k = 0; k < n_images; k++)
+        st.image_parts += omnic__media_item_parts(&items[k]);
     for (size_t k = 0; dump && k < n_items; k++) { /* the encoder's input: pixel_values / input_features */
         char name[48];
         image_name((int64_t)n_items,

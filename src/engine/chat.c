@@ -113,21 +113,23 @@ omnic_status omnic__chat_content_parts(json_t *messages)
 omnic_status omnic__chat_prompt(const omnic__checkpoint *ck, const omnic__tokenizer *tok, const char *system,
                                 const char *user, char **text, int32_t **ids, size_t *n, omnic_err *err)
 {
-    return omnic__chat_prompt_images(ck, NULL, tok, system, user, 0, NULL, false, text, ids, n, err);
+    return omnic__chat_prompt_images(ck, NULL, tok, system, user, 0, 0, NULL, false, text, ids, n, err);
 }
 
 omnic_status omnic__chat_prompt_images(const omnic__checkpoint *ck, const struct omnic__model *model,
                                        const omnic__tokenizer *tok, const char *system, const char *user,
-                                       size_t n_images, const int64_t *crops, bool parts, char **text,
-                                       int32_t **ids, size_t *n, omnic_err *err)
+                                       size_t n_images, size_t n_audio, const int64_t *crops, bool parts,
+                                       char **text, int32_t **ids, size_t *n, omnic_err *err)
 {
     json_t *msgs = json_array(), *content = NULL;
     if (!msgs) return OMNIC_FAIL(err, OMNIC_E_NOMEM, "out of memory building messages");
     if (system) json_array_append_new(msgs, json_pack("{s:s, s:s}", "role", "system", "content", system));
-    if (n_images || parts) { /* content parts: the images, then the text (as the processors' examples) */
+    if (n_images || n_audio || parts) { /* content parts: images, clips, then the text (the processors' examples) */
         content = json_array();
         for (size_t i = 0; content && i < n_images; i++)
             json_array_append_new(content, json_pack("{s:s}", "type", "image"));
+        for (size_t i = 0; content && i < n_audio; i++)
+            json_array_append_new(content, json_pack("{s:s}", "type", "audio"));
         if (content) json_array_append_new(content, json_pack("{s:s, s:s}", "type", "text", "text", user));
         json_array_append_new(msgs, json_pack("{s:s, s:o}", "role", "user", "content", content));
     } else {

@@ -439,8 +439,16 @@ static omnic_status prefill_chunk(omnic__engine *e, int si, omnic_err *err)
     sel.data = e->rope_long; /* LongRoPE: every prompt row is of a forward of the whole prompt (HF) */
     for (int64_t i = 0; m->dec.rope_switch && i < n; i++)
         e->rope_long[i] = omnic__rope_long(&m->dec.cfg, s->pf_len);
-    const omnic__tensor *in[6] = {&rows, &pos};
+    const omnic__tensor *in[7] = {&rows, &pos};
     int n_in = 2;
+    omnic__tensor ple; /* Gemma 3n: the rows' ids for the per-layer embeddings */
+    if (pp && m->dec.altup) {
+        if (!pp->row_ids)
+            return OMNIC_FAIL(err, OMNIC_E_INVALID, "the prepared prompt has no row ids for the per-layer embeddings");
+        omnic__tensor_init(&ple, OMNIC_DTYPE_I32, 1, d, err);
+        ple.data = pp->row_ids + s->prefilled;
+        in[n_in++] = &ple;
+    }
     omnic__tensor span;
     if (pp && m->embed_mask == OMNIC_MASK_SPANS) { /* attn_span [n, 2]: each row's span in slot rows */
         int64_t d4[2] = {n, 2};

@@ -68,6 +68,7 @@ static void hash_row(omnic__sha256 *h, const omnic__prepared_prefill *pp, int64_
             omnic__sha256_update(h, &pp->positions[a * pp->n_rows + r], sizeof *pp->positions);
     else
         omnic__sha256_update(h, &pp->positions[r], sizeof *pp->positions);
+    if (pp->row_ids) omnic__sha256_update(h, &pp->row_ids[r], sizeof *pp->row_ids);
 }
 
 int64_t omnic__prefix_cache_keys(const omnic__prefix_cache *c, const int32_t *tokens,

@@ -48,6 +48,9 @@ typedef struct omnic__prepared_prefill {
     int n_side;                  /* side input blocks (Qwen3-VL DeepStack: one per merger) */
     float *side;                 /* owned [n_rows, n_side * hidden] (zero on text rows), or NULL:
                                   * the embeddings prefill's "deepstack" input, chunk by chunk */
+    int32_t *row_ids;            /* owned [n_rows] >= 0, or NULL: each row's token id for a decoder
+                                  * with per-layer embeddings (Gemma 3n: the text rows' ids, 0 on
+                                  * media rows), its embeddings prefill's "ple_ids" input */
 } omnic__prepared_prefill;
 
 /* Moves the arrays of *src into *out after validating them: counts >= 1, n_rows ==

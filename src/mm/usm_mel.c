@@ -116,7 +116,6 @@ omnic_status omnic__usm_mel_init(omnic__usm_mel **out, const omnic__usm_mel_para
     if (!m) return OMNIC_FAIL(err, OMNIC_E_NOMEM, "out of memory for a log-mel bank");
     memset(m, 0, sizeof *m);
     m->p = *p;
-    m->p.per_bin_mean = m->p.per_bin_stddev = NULL;
     const int nb = m->n_bins = p->fft_length / 2 + 1, nm = p->n_mels, fl = p->frame_length;
     m->window = omnic_alloc_array((size_t)fl, sizeof(float));
     m->mel = omnic_alloc_array((size_t)nb * (size_t)nm, sizeof(double));
@@ -135,6 +134,8 @@ omnic_status omnic__usm_mel_init(omnic__usm_mel **out, const omnic__usm_mel_para
         omnic__usm_mel_free(m);
         return OMNIC_FAIL(err, OMNIC_E_NOMEM, "out of memory for a log-mel bank of %d x %d", nb, nm);
     }
+    m->p.per_bin_mean = m->mean; /* params_of hands out m's own copies */
+    m->p.per_bin_stddev = m->stddev;
     /* numpy in f32: 0.5 * (1 - cos(2 * pi * arange(fl, f32) / fl)); fl <= 2^16 keeps the arguments in range */
     const float two_pi = (float)(2.0 * M_PI);
     for (int k = 0; k < fl; k++)

@@ -43,6 +43,7 @@ typedef struct omnic__usm_mel omnic__usm_mel;
  * FFT plan into a new owned *out (copies the per-bin arrays). E_NOMEM. */
 omnic_status omnic__usm_mel_init(omnic__usm_mel **out, const omnic__usm_mel_params *p, omnic_err *err);
 void omnic__usm_mel_free(omnic__usm_mel *m);
+/* m's parameters (the per-bin arrays m's own copies: valid while m lives; init from them clones m). */
 const omnic__usm_mel_params *omnic__usm_mel_params_of(const omnic__usm_mel *m);
 
 /* Samples of a clip of n the extractor keeps (n truncated to max_samples). */

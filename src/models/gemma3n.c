@@ -2,8 +2,9 @@
  * Gemma3nForConditionalGeneration (model_type gemma3n): the decoder of models/altup_decoder.h.
  * Absent keys take Gemma3nTextConfig's / Gemma3nConfig's defaults (transformers 4.57.6
  * configuration_gemma3n.py). Weight names: model.* (gemma3n_text), model.language_model.* and
- * model.embed_vision.* / model.embed_audio.* (gemma3n). The vision and audio towers of gemma3n
- * are not loaded: such a checkpoint takes text only. */
+ * model.embed_vision.* / model.embed_audio.* (gemma3n). The audio tower of gemma3n is the
+ * family's audio table (models/gemma3n_media.c); its vision tower (MobileNetV5) is not built:
+ * such a checkpoint takes text and audio. */
 #include <math.h>
 #include <string.h>
 
@@ -291,4 +292,7 @@ static omnic_status parse(const json_t *cfg, const char *what, omnic__text_confi
 }
 
 static const char *const types[] = {"gemma3n", NULL};
-const omnic__family omnic__family_gemma3n = {.name = "gemma3n", .model_types = types, .parse_config = parse};
+const omnic__family omnic__family_gemma3n = {.name = "gemma3n",
+                                             .model_types = types,
+                                             .parse_config = parse,
+                                             .media = {[OMNIC_MODALITY_AUDIO] = &omnic__media_gemma3n_audio}};

@@ -55,7 +55,8 @@ typedef struct omnic__media_item {
                            * and as resampled for the features) */
     int64_t out_w, out_h;
     bool limited;    /* resized smaller because of a user limit (--max-image-pixels or a
-                      * request's mm_processor_kwargs), not the checkpoint's own: reported */
+                      * request's mm_processor_kwargs), not the checkpoint's own; audio: the
+                      * clip was truncated to the processor's longest (Gemma 3n's 30 s): reported */
     bool has_key;    /* key is set (omnic__media_item_key): the engine may cache its encoding */
     uint8_t key[32]; /* SHA-256 of modality, input dtype and dims, grid, valid, rows, out_w, out_h and
                       * the input bytes */

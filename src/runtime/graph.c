@@ -598,7 +598,7 @@ omnic__tensor *omnic__g_unary(omnic__graph *g, omnic__op op, omnic__tensor *x)
 {
     if (!x || !need_f32(g, x, omnic__op_names[op])) return NULL;
     if (op != OMNIC_OP_SILU && op != OMNIC_OP_GELU && op != OMNIC_OP_GELU_TANH && op != OMNIC_OP_GELU_QUICK &&
-        op != OMNIC_OP_RELU)
+        op != OMNIC_OP_RELU && op != OMNIC_OP_SIGMOID)
         return gfail(g, "%s is not a unary activation", omnic__op_names[op]);
     omnic__tensor *d = result(g, x, OMNIC_DTYPE_F32, x->ndim, x->dims);
     return new_node(g, op, d, 1, &x) ? d : NULL;

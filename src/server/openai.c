@@ -214,12 +214,12 @@ static omnic_status audio_part_url(const json_t *part, const char *t, const char
  * the chat template: a string when it has text only (parts joined by newlines), else an array
  * of {"type": "text", "text"} and {"type": "image"} parts in order, each image's URL appended
  * to images (owned array, created on the first media part; audio parts are {"url", "param",
- * "kind": "audio"} there, and <|audio_N|> in the text, N counting the request's clips, as
- * Phi4MultimodalProcessor's prompts write them; with image_tag (a model whose prompts carry their
- * images as text, models/media.h prompt_tag) images are written likewise, image_tag's N counting
- * the request's images, and the content stays a string). */
-static omnic_status content_value(const json_t *c, const char *where, const char *image_tag, json_t **images,
-                                  json_t **out, omnic__api_error *e)
+ * "kind": "audio"} there, and with audio_tag (a model whose prompts carry their clips as text,
+ * models/media.h prompt_tag: Phi4MultimodalProcessor's <|audio_N|>) the tag in the text, N counting
+ * the request's clips, else an {"type": "audio"} part; with image_tag images are written likewise as
+ * text, image_tag's N counting the request's images, and the content stays a string). */
+static omnic_status content_value(const json_t *c, const char *where, const char *image_tag, const char *audio_tag,
+                                  json_t **images, json_t **out, omnic__api_error *e)
 {
     char p[96];
     if (json_is_string(c)) {
@@ -302,8 +302,16 @@ static omnic_status content_value(const json_t *c, const char *where, const char
                          OMNIC_MAX_REQUEST_IMAGES);
                 break;
             }
+            if (!audio_tag) { /* an audio part the chat template writes */
+                oom = oom ||
+                      json_array_append_new(
+                          *images, json_pack("{s:o, s:s, s:s}", "url", url, "param", p, "kind", "audio")) != 0 ||
+                      json_array_append_new(parts, json_pack("{s:s}", "type", "audio")) != 0;
+                has_image = true;
+                continue;
+            }
             char ph[32];
-            int n = snprintf(ph, sizeof ph, "<|audio_%zu|>", clips + 1);
+            int n = snprintf(ph, sizeof ph, audio_tag, clips + 1);
             omnic__buf_put(&b, ph, (size_t)n);
             after_audio = true;
             oom = oom ||
@@ -329,7 +337,8 @@ static omnic_status content_value(const json_t *c, const char *where, const char
     return st;
 }
 
-static omnic_status parse_messages(const json_t *msgs, const char *image_tag, json_t **out, json_t **images,
+static omnic_status parse_messages(const json_t *msgs, const char *image_tag, const char *audio_tag, json_t **out,
+                                   json_t **images,
                                    omnic__api_error *e)
 {
     if (!msgs) return BAD(e, "messages", "Missing required parameter: 'messages'");
@@ -388,7 +397,7 @@ static omnic_status parse_messages(const json_t *msgs, const char *image_tag, js
             break;
         }
         json_t *text = NULL;
-        if ((s = content_value(content, where, image_tag, images, &text, e)) != OMNIC_OK) break;
+        if ((s = content_value(content, where, image_tag, audio_tag, images, &text, e)) != OMNIC_OK) break;
         /* developer is OpenAI's newer name for system; chat templates know only system */
         json_t *nm = json_pack("{s:s, s:o}", "role", strcmp(r, "developer") ? r : "system", "content", text);
         const json_t *name = field(m, "name");
@@ -563,6 +572,7 @@ static omnic_status refuse_unsupported(omnic__api_kind kind, const json_t *body,
 }
 
 static omnic_status parse_request(omnic__api_kind kind, const json_t *body, int max_n, const char *image_tag,
+                                  const char *audio_tag,
                                   omnic__api_request *r, omnic__api_error *e)
 {
     const json_t *v;
@@ -577,7 +587,7 @@ static omnic_status parse_request(omnic__api_kind kind, const json_t *body, int 
     r->n = (int)(field(body, "n") ? x : 1);
     OMNIC_TRY(refuse_unsupported(kind, body, r->n, e));
     if (kind == OMNIC_API_CHAT)
-        OMNIC_TRY(parse_messages(field(body, "messages"), image_tag, &r->messages, &r->images, e));
+        OMNIC_TRY(parse_messages(field(body, "messages"), image_tag, audio_tag, &r->messages, &r->images, e));
     else
         OMNIC_TRY(parse_prompts(field(body, "prompt"), r, e));
     size_t n_prompts = kind == OMNIC_API_CHAT ? 1 : r->n_prompts;
@@ -671,16 +681,16 @@ static omnic_status parse_request(omnic__api_kind kind, const json_t *body, int 
 omnic_status omnic__api_parse(omnic__api_kind kind, const json_t *body, int max_n, omnic__api_request *out,
                               omnic__api_error *e)
 {
-    return omnic__api_parse_tagged(kind, body, max_n, NULL, out, e);
+    return omnic__api_parse_tagged(kind, body, max_n, NULL, "<|audio_%zu|>", out, e);
 }
 
-omnic_status omnic__api_parse_tagged(omnic__api_kind kind, const json_t *body, int max_n,
-                                     const char *image_tag, omnic__api_request *out, omnic__api_error *e)
+omnic_status omnic__api_parse_tagged(omnic__api_kind kind, const json_t *body, int max_n, const char *image_tag,
+                                     const char *audio_tag, omnic__api_request *out, omnic__api_error *e)
 {
     memset(out, 0, sizeof *out);
     out->kind = kind;
     if (max_n < 1) max_n = 1;
-    omnic_status s = parse_request(kind, body, max_n, image_tag, out, e);
+    omnic_status s = parse_request(kind, body, max_n, image_tag, audio_tag, out, e);
     if (s != OMNIC_OK) {
         omnic__api_request_deinit(out);
         out->kind = kind;
@@ -716,7 +726,7 @@ omnic_status omnic__api_parse_tokenize(const json_t *body, omnic__api_tokenize *
         out->add_special = true;
     } else if (msgs) {
         json_t *images = NULL; /* image parts tokenize as the template's placeholders */
-        s = parse_messages(msgs, NULL, &out->messages, &images, e);
+        s = parse_messages(msgs, NULL, "<|audio_%zu|>", &out->messages, &images, e);
         json_decref(images);
         if (s != OMNIC_OK) return s;
     } else {

@@ -95,10 +95,11 @@ typedef struct omnic__api_request {
  * E_UNSUPPORTED (a recognized feature this build lacks; still a 400), E_NOMEM (503). */
 omnic_status omnic__api_parse(omnic__api_kind kind, const json_t *body, int max_n, omnic__api_request *out,
                               omnic__api_error *e);
-/* The same for a model whose prompts carry their images as text: image_tag (a printf format
- * with one %zu, "<|image_%zu|>"; NULL: content parts) is written for each image part. */
-omnic_status omnic__api_parse_tagged(omnic__api_kind kind, const json_t *body, int max_n,
-                                     const char *image_tag, omnic__api_request *out, omnic__api_error *e);
+/* The same for a model whose prompts carry their media as text: image_tag / audio_tag (a printf
+ * format with one %zu, "<|image_%zu|>"; NULL: content parts the template writes) is written for
+ * each image / audio part. omnic__api_parse: no image tag, Phi-4-multimodal's "<|audio_%zu|>". */
+omnic_status omnic__api_parse_tagged(omnic__api_kind kind, const json_t *body, int max_n, const char *image_tag,
+                                     const char *audio_tag, omnic__api_request *out, omnic__api_error *e);
 /* Frees what the request owns; the struct is zeroed. */
 void omnic__api_request_deinit(omnic__api_request *r);
 

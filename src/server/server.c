@@ -146,11 +146,13 @@ static omnic__engine *engine_of(omnic__server *s)
     return atomic_load(&s->engine);
 }
 
-/* Whether chat content is rendered as lists of parts (a model that takes images through its
- * template), not as strings carrying the media's text placeholders (models/media.h prompt_tag). */
+/* Whether chat content is rendered as lists of parts (a model that takes images or clips through
+ * its template), not as strings carrying the media's text placeholders (models/media.h prompt_tag). */
 static bool template_parts(omnic__server *s)
 {
-    return s->images_ok && !omnic__media_prompt_tag(omnic__engine_model(engine_of(s)), OMNIC_MODALITY_IMAGE);
+    const omnic__model *m = omnic__engine_model(engine_of(s));
+    return (s->images_ok && !omnic__media_prompt_tag(m, OMNIC_MODALITY_IMAGE)) ||
+           (s->audio_ok && !omnic__media_prompt_tag(m, OMNIC_MODALITY_AUDIO));
 }
 
 /* ---- the generation channel ---- */
@@ -1389,6 +1391,15 @@ static bool media_result(work *w)
         for (size_t i = 0; i < w->n_media; i++) {
             const omnic__media_item *it = &w->media[i];
             w->media_ptrs[i] = it;
+            if (it->modality == OMNIC_MODALITY_AUDIO && it->limited) { /* truncated by the processor */
+                const double kept = (double)it->out_h / (double)it->out_w;
+                if (!w->warning[0])
+                    snprintf(w->warning, sizeof w->warning,
+                             "audio %zu was truncated to its first %.0f s (%lld samples at %lld Hz): the model's "
+                             "feature extractor keeps no more",
+                             i, kept, (long long)it->out_h, (long long)it->out_w);
+                OMNIC_LOG_W("request: audio %zu truncated to its first %.0f s", i, kept);
+            }
             if (it->modality == OMNIC_MODALITY_AUDIO && it->in_w != it->out_w) { /* in_w / out_w: the rates */
                 if (!w->warning[0])
                     snprintf(w->warning, sizeof w->warning,
@@ -1396,8 +1407,8 @@ static bool media_result(work *w)
                              (long long)it->in_w, (long long)it->out_w);
                 OMNIC_LOG_W("request: audio %zu resampled from %lld Hz to %lld Hz", i, (long long)it->in_w,
                             (long long)it->out_w);
-                continue;
             }
+            if (it->modality == OMNIC_MODALITY_AUDIO) continue;
             if (!it->limited || w->warning[0]) continue; /* the first resized image is reported */
             snprintf(
                 w->warning, sizeof w->warning,
@@ -1443,7 +1454,7 @@ static void work_generate(work *w)
     omnic__api_error e;
     omnic__api_request *rq = &w->req;
     if (omnic__api_parse_tagged(kind, w->json, m->n_slots, omnic__media_prompt_tag(m, OMNIC_MODALITY_IMAGE),
-                                rq, &e) != OMNIC_OK) {
+                                omnic__media_prompt_tag(m, OMNIC_MODALITY_AUDIO), rq, &e) != OMNIC_OK) {
         work_error(w, &e, reject_of(&e));
         return;
     }

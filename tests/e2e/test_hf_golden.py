@@ -39,7 +39,8 @@ def stage_order(name):
             return (6, int(name[len(prefix):]), sub)
     if base == "hidden":
         return (6, 0, 6)
-    rank = {"tokens": 0, "pixel_values": 1, "input_features": 1, "image_grid_thw": 2, "vision_features": 3, "projected": 3.5, "vision_speech": 3.6,
+    rank = {"tokens": 0, "pixel_values": 1, "input_features": 1, "image_grid_thw": 2, "vision_features": 3,
+            "audio_features": 3.2, "projected": 3.5, "vision_speech": 3.6,
             "positions": 4, "attn_mask_full": 4.2, "attn_mask_sliding": 4.4, "inputs_embeds": 5,
             "prefill_logits": 7, "generated": 8}
     if base not in rank:
@@ -115,7 +116,10 @@ def run_case(case, tmp, cache):
     need += [f"{s}{x}" for x in sfx if n_img for s in ("pixel_values", "vision_features", "projected")]
     if meta["family"] == "phi4mm" and (n_img or audios):  # the adapter-adjusted projections, both layers
         need += [f"{t}_l{i}" for i in (0, 1) for t in ("q", "k", "v", "mlp")]
-    if audios:  # a clip's rows: the speech projection, or the vision-speech one beside an image
+    if audios and meta["family"] == "gemma3n":  # each clip's features, tower output and embedder rows
+        sx = [""] if len(audios) == 1 else [f"_{i}" for i in range(len(audios))]
+        need += [f"{s}{x}" for x in sx for s in ("input_features", "audio_features", "projected")]
+    elif audios:  # a clip's rows: the speech projection, or the vision-speech one beside an image
         need += ["input_features", "projected"] if not n_img else [f"input_features_{n_img}", f"vision_speech_{n_img}"]
     missing = [n for n in need if n not in meta["stages"]]
     if missing:  # a golden that lost a stage would otherwise pass silently
@@ -171,6 +175,8 @@ def main():
     # Phi-4-multimodal (HF conversion): text prompts, a clip with the speech LoRA adapter, images
     # (HD crops) and an image with a clip with the vision one
     want += [f"phi4mm-{d}-{m}" for d in ("f32", "bf16") for m in ("text", "audio", "1img", "2img", "image_audio")]
+    # Gemma 3n: a clip (188 rows: the tower's, then the padding embedding) and two clips
+    want += [f"gemma3n-{d}-{m}" for d in ("f32", "bf16") for m in ("audio", "2audio")]
     absent = sorted(set(want) - set(cases)) if not only else []
     if absent:
         print(f"FAIL: golden cases missing under {GOLDEN}: {absent}")

@@ -123,10 +123,11 @@ static const op_tol tolerances[OMNIC_OP_COUNT] = {
     [OMNIC_OP_CONV2D] = TOL(1e-10, 1e-5),
     [OMNIC_OP_CUM_GROUPNORM] = TOL(1e-10, 1e-5),
     [OMNIC_OP_ATTN_LOCAL] = TOL(1e-10, 1e-5),
+    [OMNIC_OP_SIGMOID] = ACT(1e-11, 1e-6),
 };
 _Static_assert(sizeof tolerances / sizeof tolerances[0] == OMNIC_OP_COUNT,
                "tolerances out of step with omnic__op");
-_Static_assert(OMNIC_OP_ATTN_LOCAL + 1 == OMNIC_OP_COUNT, "new op: add its tolerance and its cases here");
+_Static_assert(OMNIC_OP_SIGMOID + 1 == OMNIC_OP_COUNT, "new op: add its tolerance and its cases here");
 
 /* Worst values seen per op (printed at the end) and cases run per op. */
 static double worst_nmse[OMNIC_OP_COUNT], worst_maxerr[OMNIC_OP_COUNT];
@@ -968,7 +969,8 @@ static void test_attention_relpos(void **state)
 }
 
 /* Depthwise 2-D convolution, channel-last (NeMo conv subsampling: the one-channel first conv
- * and the depthwise stride-2 convs; the conformer's causal conv1d as kh = 3, kw = 1, pt = 2;
+ * and the depthwise stride-2 convs; the conformer's causal conv1d as kh = 3, kw = 1, pt = 2; more
+ * taps than filters;
  * an odd geometry), f32 / bf16 / f16 filters, with and without bias. */
 static void test_dwconv2d(void **state)
 {
@@ -978,6 +980,8 @@ static void test_dwconv2d(void **state)
         {5, 16, 3, 3, 2, 2, 1, 1, 80, 1, 40}, {4, 16, 3, 3, 2, 2, 1, 1, 40, 16, 20},
         {37, 24, 3, 1, 1, 1, 2, 0, 1, 24, 1}, {7, 5, 2, 5, 3, 2, 0, 2, 11, 5, 6},
         {1, 1, 1, 1, 1, 1, 0, 0, 1, 1, 1},    {9, 33, 3, 3, 2, 2, 1, 1, 10, 33, 5},
+        /* more taps than filters (Gemma 3n's first subsampling conv at 8 channels: pad 0 above) */
+        {6, 8, 3, 3, 2, 2, 0, 1, 128, 1, 64},
     };
     static const omnic_dtype wdts[] = {OMNIC_DTYPE_F32, OMNIC_DTYPE_BF16, OMNIC_DTYPE_F16};
     int fails = 0, id = 0;
@@ -1209,7 +1213,8 @@ static void test_activations(void **state)
     (void)state;
     static const int64_t RC[][2] = {{1, 1}, {3, 17}, {17, 33}, {67, 257}};
     static const omnic__op unary[] = {OMNIC_OP_SILU,       OMNIC_OP_GELU,    OMNIC_OP_GELU_TANH,
-                                      OMNIC_OP_GELU_QUICK, OMNIC_OP_SOFTCAP, OMNIC_OP_RELU};
+                                      OMNIC_OP_GELU_QUICK, OMNIC_OP_SOFTCAP, OMNIC_OP_RELU,
+                                      OMNIC_OP_SIGMOID};
     int fails = 0, id = 0;
     char label[160];
     for (size_t k = 0; k < sizeof RC / sizeof RC[0]; k++) {

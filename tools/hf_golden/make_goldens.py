@@ -206,11 +206,17 @@ def prompt_ids(fam, kind, model_dir, n_images, mode):
     elif kind == "gemma3":
         f = mktiny.FAMILIES["gemma3_text"]
         tok = mktiny.train_tokenizer(f.tokenizer, extra_specials=f.extra_specials)
-    elif kind == "gemma3n":  # text with two multimodal ids (hard embeddings: eoi and an audio soft token)
-        f = mktiny.FAMILIES["gemma3n_text"]
-        tok = mktiny.train_tokenizer(f.tokenizer, extra_specials=f.extra_specials)
+    elif kind == "gemma3n":
+        tok, _ = mktiny.gemma3n_tokenizer()
+        if mode in ("audio", "2audio"):  # the text Gemma3nProcessor receives, and omnic's logical prompt:
+            # its rewrite with one <audio_soft_token> per clip (the merge expands each to 188 rows)
+            n = 2 if mode == "2audio" else 1
+            hf_text = "Listen: " + " then ".join(["<audio_soft_token>"] * n) + "\nSay it."
+            text = hf_text.replace("<audio_soft_token>", "\n\n<start_of_audio><audio_soft_token><end_of_audio>\n\n")
+            return hf_text, mktiny.encode(tok, text, add_special_tokens=True), cfg
+        # text with two multimodal ids (hard embeddings: eoi of the vision ids, eoa of the audio ids)
         ids = mktiny.encode(tok, TEXT, add_special_tokens=True)
-        ids = ids[:4] + [cfg["eoi_token_id"], cfg["audio_token_id"]] + ids[4:]
+        ids = ids[:4] + [cfg["eoi_token_id"], cfg["eoa_token_id"]] + ids[4:]
         return TEXT, ids, cfg
     else:
         tok = mktiny.train_tokenizer("qwen2", extra_specials=mktiny.QWEN2VL_SPECIALS)
@@ -355,6 +361,35 @@ def run_case(name, fam, kind, dtype, n_images, mode, tmp, image_paths, only):
         assert want == hf_ids, f"{name}: logical prompt expands to {want}, the processor's text gives {hf_ids}"
     caps = {}
     audio_files = []
+    if kind == "gemma3n" and mode in ("audio", "2audio"):
+        # Gemma3nProcessor without its tokenizer: the real Gemma3nAudioFeatureExtractor on the clips as
+        # libsndfile reads them (16-bit PCM / 32768; the clips of one prompt have one length, so the
+        # batch's padding is each clip's own), its text rule (each <audio_soft_token> -> "\n\n" boa +
+        # 188 soft tokens + eoa "\n\n") tokenized by mktiny's tokenizer
+        import wave
+        audio_files = [os.path.join(GOLDEN, "gemma3n_audio", "model", c) for c in
+                       (("clip_a.wav", "clip_b.wav") if mode == "2audio" else ("clip_a.wav",))]
+        clips = []
+        for wav in audio_files:
+            with wave.open(wav) as w:
+                clips.append(np.frombuffer(w.readframes(w.getnframes()), "<i2").astype(np.float32) / np.float32(32768))
+        fe = transformers.Gemma3nAudioFeatureExtractor.from_pretrained(model_dir)
+        feats = fe(clips, return_tensors="pt")
+        inputs["input_features"] = feats["input_features"]
+        inputs["input_features_mask"] = feats["input_features_mask"]
+        for i in range(len(clips)):
+            stages["input_features" + ("" if len(clips) == 1 else f"_{i}")] = f32(feats["input_features"][i])
+        n_rows = cfg["audio_soft_tokens_per_image"]
+        full = "\n\n<start_of_audio>" + "<audio_soft_token>" * n_rows + "<end_of_audio>\n\n"
+        tok, _ = mktiny.gemma3n_tokenizer()
+        hf_ids = mktiny.encode(tok, text.replace("<audio_soft_token>", full), add_special_tokens=True)
+        audio_id = cfg["audio_token_id"]
+        want = []
+        for t in ids:  # omnic's logical prompt, each placeholder expanded: must be HF's ids
+            want += [t] * n_rows if t == audio_id else [t]
+        assert want == hf_ids, f"{name}: logical prompt expands to {want}, the processor's text gives {hf_ids}"
+        caps["audio_out"] = []  # the tower's output per forward (its padded rows zeroed)
+        model.model.audio_tower.register_forward_hook(lambda m, a, o: caps["audio_out"].append(o[0]))
     if kind == "phi4mm" and n_images:
         # Phi4MultimodalImageProcessorFast itself, with torchvision.transforms.v2's two primitives it
         # calls supplied here (Debian's torchvision 0.14 has no v2): the uint8 antialiased bilinear
@@ -514,6 +549,17 @@ def run_case(name, fam, kind, dtype, n_images, mode, tmp, image_paths, only):
         where = [i for i, t in enumerate(hf_ids) if t == audio_id]
         # with an image the clip takes the vision-speech projection (omnic's side output vision_speech)
         stages["vision_speech_1" if n_images else "projected"] = stages["inputs_embeds"][where[0]:where[-1] + 1]
+    if kind == "gemma3n" and mode in ("audio", "2audio"):
+        # per clip: the tower's output (padded rows zeroed) and the 188 rows the merge scatters (the
+        # embedder's soft rows, then the padding embedding), as the decoder input holds them
+        tower = f32(caps["audio_out"][0])  # [clips, n_a, audio hidden]
+        audio_id = cfg["audio_token_id"]
+        where = [i for i, t in enumerate(hf_ids) if t == audio_id]
+        n_rows = cfg["audio_soft_tokens_per_image"]
+        for i in range(tower.shape[0]):
+            s = "" if tower.shape[0] == 1 else f"_{i}"
+            stages["audio_features" + s] = tower[i]
+            stages["projected" + s] = stages["inputs_embeds"][where[i * n_rows]:where[i * n_rows + n_rows - 1] + 1]
     if kind == "phi4mm" and n_images:
         vf = f32(caps["vf"])  # [images * max crops, patches, C]
         per = vf.shape[0] // n_images
@@ -686,6 +732,8 @@ def main():
                     modes += [(m, 0) for m in PHI3_PROMPTS]
                 if fam == "phi4mm":
                     modes += [("audio", 0), ("1img", 1), ("2img", 2), ("image_audio", 1)]
+                if fam == "gemma3n":
+                    modes += [("audio", 0), ("2audio", 0)]
                 for mode, n_images in modes:
                     name = f"{fam}-{dtype}-{mode}"
                     if args.only and args.only not in name:

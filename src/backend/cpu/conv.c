@@ -8,10 +8,11 @@
 #include "backend/cpu/vec.h"
 #include "core/threadpool.h"
 
+/* A thread's part: the widened filters [taps, C], then one filter's taps widened from f16 / bf16. */
 static size_t part_bytes(const omnic__node *n)
 {
     const int64_t taps = (int64_t)n->ip[0] * n->ip[1], C = n->src[1]->dims[0];
-    return omnic__cpu_walign((size_t)(taps * C + C) * sizeof(float));
+    return omnic__cpu_walign((size_t)(taps * C + taps) * sizeof(float));
 }
 
 size_t omnic__cpu_dwconv2d_wsize(const omnic__node *n, int nth)

@@ -128,7 +128,7 @@ static void cpu_init(void)
     (void)omnic__cpu_isa_level();
 }
 
-_Static_assert(OMNIC_OP_COUNT == OMNIC_OP_ATTN_LOCAL + 1, "new op: add its cpu kernel below");
+_Static_assert(OMNIC_OP_COUNT == OMNIC_OP_SIGMOID + 1, "new op: add its cpu kernel below");
 
 static const omnic__backend_ops cpu_ops = {
     .version = OMNIC_BACKEND_OPS_VERSION,
@@ -172,6 +172,7 @@ static const omnic__backend_ops cpu_ops = {
             [OMNIC_OP_CONV2D] = omnic__cpu_conv2d,
             [OMNIC_OP_CUM_GROUPNORM] = omnic__cpu_cum_groupnorm,
             [OMNIC_OP_ATTN_LOCAL] = omnic__cpu_attn_local,
+            [OMNIC_OP_SIGMOID] = omnic__cpu_unary,
         },
     .wsize =
         {

@@ -131,6 +131,10 @@ void omnic__cpu_unary(const omnic__node *n, int ith, int nth, void *wdata)
         for (int64_t i = 0; i < len; i++)
             y[i] = x[i] < 0.0f ? 0.0f : x[i];
         break;
+    case OMNIC_OP_SIGMOID:
+        for (int64_t i = 0; i < len; i++)
+            y[i] = 1.0f / (1.0f + expf(-x[i]));
+        break;
     default:
         break;
     }

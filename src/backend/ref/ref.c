@@ -3,7 +3,7 @@
 #include "backend/ref/ref.h"
 
 /* The table below names every op; a new op breaks the build here until it has a kernel. */
-_Static_assert(OMNIC_OP_ATTN_LOCAL + 1 == OMNIC_OP_COUNT, "new op: add its ref kernel to ref_ops");
+_Static_assert(OMNIC_OP_SIGMOID + 1 == OMNIC_OP_COUNT, "new op: add its ref kernel to ref_ops");
 
 static const omnic__backend_ops ref_ops = {
     .version = OMNIC_BACKEND_OPS_VERSION,
@@ -48,6 +48,7 @@ static const omnic__backend_ops ref_ops = {
             [OMNIC_OP_CONV2D] = omnic__ref_conv2d,
             [OMNIC_OP_CUM_GROUPNORM] = omnic__ref_cum_groupnorm,
             [OMNIC_OP_ATTN_LOCAL] = omnic__ref_attn_local,
+            [OMNIC_OP_SIGMOID] = omnic__ref_unary,
         },
     .wsize =
         {

@@ -72,12 +72,14 @@ static double unary_op(const omnic__node *n, double x)
         return tanh(x / n->fp[0]) * n->fp[0];
     case OMNIC_OP_RELU:
         return x < 0 ? 0.0 : x;
+    case OMNIC_OP_SIGMOID:
+        return 1.0 / (1.0 + exp(-x));
     default:
         return NAN; /* not a one-input elementwise op: the ops table never routes it here */
     }
 }
 
-/* SCALE, SILU, GELU, GELU_TANH, GELU_QUICK, SOFTCAP, RELU: dst = f(src[0]), any shape, f32. */
+/* SCALE, SILU, GELU, GELU_TANH, GELU_QUICK, SOFTCAP, RELU, SIGMOID: dst = f(src[0]), any shape, f32. */
 void omnic__ref_unary(const omnic__node *n, int ith, int nth, void *wdata)
 {
     (void)wdata;
