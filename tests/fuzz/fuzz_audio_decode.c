@@ -3,7 +3,8 @@
  * well-formed clip or an error with a message, never a crash, a leak, a non-finite sample or a
  * buffer past the limits: the duration limit is lowered to 2 s so that the fuzzer's memory and
  * time per input stay small. Every decoded clip is resampled to 16 kHz, as a model would ask,
- * and its log-mel features computed (Phi-4-multimodal's extractor): finite, or a clear error. */
+ * and its log-mel features computed by both extractors (Phi-4-multimodal's and Gemma 3n's):
+ * finite, or a clear error. */
 #include <math.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -11,6 +12,7 @@
 
 #include "mm/audio.h"
 #include "mm/fbank.h"
+#include "mm/usm_mel.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -61,6 +63,26 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (rc == OMNIC_OK)
         for (int64_t i = 0; i < frames * 80; i++)
             if (!isfinite(feat[i]) || feat[i] < 0) __builtin_trap();
+    omnic_free(feat);
+    static omnic__usm_mel *um;
+    if (!um) {
+        const omnic__usm_mel_params p = {.sample_rate = 16000, .frame_length = 512, .hop_length = 160,
+                                         .fft_length = 1024, .n_mels = 128, .preemphasis = 0.97,
+                                         .htk_preemphasis = true, .input_scale = 1.0, .mel_min_hz = 125,
+                                         .mel_max_hz = 7600, .mel_floor = 1e-5, .max_samples = 480000,
+                                         .pad_multiple = 128};
+        if (omnic__usm_mel_init(&um, &p, &err) != OMNIC_OK) __builtin_trap();
+    }
+    int64_t valid;
+    frames = omnic__usm_mel_frames(um, a.n, &valid);
+    if (valid < 0 || valid > frames) __builtin_trap();
+    feat = frames > 0 ? omnic_alloc_array((size_t)frames * 128, sizeof(float)) : NULL;
+    rc = omnic__usm_mel_compute(um, a.samples, a.n, feat, &err);
+    check(rc, &err);
+    if ((rc == OMNIC_OK) != (frames > 0) && rc != OMNIC_E_INVALID) __builtin_trap();
+    if (rc == OMNIC_OK) /* log of at least the 1e-5 floor */
+        for (int64_t i = 0; i < frames * 128; i++)
+            if (!isfinite(feat[i]) || feat[i] < -11.6f) __builtin_trap();
     omnic_free(feat);
     omnic__audio_deinit(&a);
     return 0;

@@ -185,8 +185,9 @@ static int setup(void **state)
         " tools/mktiny.py --family qwen3_vl --dtype f32 --out %s/q3vl >/dev/null && " PY
         " tools/mktiny.py --family qwen3_vl_moe --dtype f32 --out %s/q3vlm >/dev/null && " PY
         " tools/mktiny.py --family phi4mm --dtype f32 --out %s/p4mm >/dev/null && " PY
-        " tools/mktiny.py --family phi4mm --dtype f32 --no-adapters --out %s/p4mm0 >/dev/null",
-        dir, dir, dir, dir, dir, dir, dir, dir, dir, dir, dir, dir, dir);
+        " tools/mktiny.py --family phi4mm --dtype f32 --no-adapters --out %s/p4mm0 >/dev/null && " PY
+        " tools/mktiny.py --family gemma3n --dtype f32 --out %s/g3n >/dev/null",
+        dir, dir, dir, dir, dir, dir, dir, dir, dir, dir, dir, dir, dir, dir);
     return system(cmd) == 0 ? 0 : -1;
 }
 
@@ -637,6 +638,117 @@ static void test_adapters_mixed_batch(void **state)
     rs[3].cb_ctx = &together_m[3];
     run_one(e, rs[3], &together_m[3]);
     expect_same_tokens(&together_m[3], &alone_m[3], 1);
+    omnic__metrics_snapshot(omnic__engine_metrics(e), &snap);
+    assert_int_equal(snap.slots_busy, 0);
+    omnic__engine_destroy(e);
+    for (int i = 0; i < N; i++)
+        omnic__media_item_deinit(&items[i][0]), omnic__media_item_deinit(&items[i][1]);
+}
+
+/* Gemma 3n with its audio tower (mktiny gemma3n): one-clip prompts, text prompts and two-clip
+ * prompts interleaved on 3 slots give the tokens each gives alone, with and without mixed steps
+ * (the clips' rows take the embeddings prefill with their per-layer ids; the text rows beside
+ * them the decode calls); a request cancelled right after submitting, and a two-clip request
+ * cancelled between its encodes, end cancelled and free their slots, and the next request gives
+ * its tokens alone. */
+static void test_gemma3n_audio_mixed_batch(void **state)
+{
+    (void)state;
+    char g3n[160];
+    snprintf(g3n, sizeof g3n, "%s/g3n", dir);
+    enum { N = 6 };
+    static sink alone[N], together[N], alone_m[N], together_m[N];
+    omnic__engine *e1 = engine_ctx(g3n, 1, 8, 0, 1024);
+    const omnic__model *m = omnic__engine_model(e1);
+    assert_true(omnic__model_accepts(m, OMNIC_MODALITY_AUDIO));
+    assert_false(omnic__model_accepts(m, OMNIC_MODALITY_IMAGE));
+    omnic__media_proc prep;
+    omnic_err err;
+    assert_int_equal(omnic__media_proc_init(&prep, m, OMNIC_MODALITY_AUDIO, 0, &err), OMNIC_OK);
+    static omnic__media_item items[N][2];
+    static const omnic__media_item *mp[N][2];
+    static int32_t prompts[N][16];
+    omnic__gen_request rs[N];
+    const int32_t pad = omnic__media_placeholder(m, OMNIC_MODALITY_AUDIO);
+    for (int i = 0; i < N; i++) {
+        const int kind = i % 3; /* 0 one clip, 1 text, 2 two clips */
+        if (kind == 1) {
+            rs[i] = req(PROMPTS[i], 6, 10, NULL);
+            continue;
+        }
+        int n = 0, k = 0;
+        for (int j = 0; j < 4; j++)
+            prompts[i][n++] = (int32_t)(20 + j * 9 + i);
+        for (int c = 0; c < (kind == 2 ? 2 : 1); c++) {
+            size_t len;
+            uint8_t *w = wav_bytes(8000 + 1600 * i + 800 * c, i + c, &len); /* 0.5 s .. 1.4 s */
+            assert_int_equal(omnic__media_prepare(&prep, w, len, NULL, NULL, &items[i][k], &err), OMNIC_OK);
+            free(w);
+            mp[i][k] = &items[i][k], k++;
+            prompts[i][n++] = pad;
+            prompts[i][n++] = (int32_t)(300 + c);
+        }
+        rs[i] = req(prompts[i], (size_t)n, 10, NULL);
+        rs[i].media = mp[i], rs[i].n_media = (size_t)k;
+    }
+    omnic__media_proc_deinit(&prep);
+    for (int i = 0; i < N; i++) {
+        sink_init(&alone[i]);
+        rs[i].cb_ctx = &alone[i];
+        run_one(e1, rs[i], &alone[i]);
+        assert_int_equal(alone[i].finish, OMNIC_FINISH_LENGTH);
+    }
+    omnic__engine_destroy(e1);
+    uint64_t id;
+    omnic__engine *e = engine_ctx(g3n, 3, 16, 0, 1024);
+    for (int i = 0; i < N; i++) {
+        sink_init(&together[i]);
+        rs[i].cb_ctx = &together[i];
+        assert_int_equal(omnic__engine_submit(e, &rs[i], &id, &err), OMNIC_OK);
+    }
+    expect_same_tokens(together, alone, N);
+    sink c;
+    sink_init(&c);
+    omnic__gen_request rc = rs[0];
+    rc.cb_ctx = &c;
+    assert_int_equal(omnic__engine_submit(e, &rc, &id, &err), OMNIC_OK);
+    omnic__engine_cancel(e, id);
+    sink_wait(&c);
+    omnic__metrics snap;
+    omnic__metrics_snapshot(omnic__engine_metrics(e), &snap);
+    assert_int_equal(snap.slots_busy, 0);
+    omnic__engine_destroy(e);
+    e1 = engine_ctx(g3n, 1, 8, 8, 1024);
+    for (int i = 0; i < N; i++) {
+        sink_init(&alone_m[i]);
+        rs[i].cb_ctx = &alone_m[i];
+        run_one(e1, rs[i], &alone_m[i]);
+    }
+    omnic__engine_destroy(e1);
+    e = engine_ctx(g3n, 3, 16, 8, 1024);
+    for (int i = 0; i < N; i++) {
+        sink_init(&together_m[i]);
+        rs[i].cb_ctx = &together_m[i];
+        assert_int_equal(omnic__engine_submit(e, &rs[i], &id, &err), OMNIC_OK);
+    }
+    expect_same_tokens(together_m, alone_m, N);
+    sink cx;
+    sink_init(&cx);
+    omnic__gen_request rx = rs[2]; /* two clips */
+    rx.cb_ctx = &cx;
+    rx.on_encode = cancel_after_first_encode;
+    atomic_store(&g_cancel_calls, 0);
+    atomic_store(&g_cancel_id_set, false);
+    g_cancel_engine = e;
+    assert_int_equal(omnic__engine_submit(e, &rx, &g_cancel_id, &err), OMNIC_OK);
+    atomic_store(&g_cancel_id_set, true);
+    sink_wait(&cx);
+    assert_int_equal(cx.finish, OMNIC_FINISH_CANCELLED);
+    assert_int_equal(atomic_load(&g_cancel_calls), 1); /* the second clip was never encoded */
+    sink_init(&together_m[2]);
+    rs[2].cb_ctx = &together_m[2];
+    run_one(e, rs[2], &together_m[2]);
+    expect_same_tokens(&together_m[2], &alone_m[2], 1);
     omnic__metrics_snapshot(omnic__engine_metrics(e), &snap);
     assert_int_equal(snap.slots_busy, 0);
     omnic__engine_destroy(e);
@@ -1356,6 +1468,7 @@ int main(void)
         cmocka_unit_test(test_longrope_replay_batched),
         cmocka_unit_test(test_images_mixed_batch),
         cmocka_unit_test(test_adapters_mixed_batch),
+        cmocka_unit_test(test_gemma3n_audio_mixed_batch),
         cmocka_unit_test(test_mrope_engine),
         cmocka_unit_test(test_qwen2vl_batch),
         cmocka_unit_test(test_cancel),
