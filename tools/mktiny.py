@@ -1939,6 +1939,17 @@ def main_gemma3n(args) -> int:
                  "sscp_conv_group_norm_eps": 1e-3, "sscp_conv_kernel_size": [[3, 3], [3, 3]],
                  "sscp_conv_stride_size": [[2, 2], [2, 2]], "vocab_offset": vt + mm["vision_vocab"],
                  "vocab_size": mm["audio_vocab"]}
+    if args.audio_dims == "real":  # gemma-3n-E2B-it's USM tower behind the tiny text model (encoder benchmarks)
+        audio_cfg.update({"conf_attention_chunk_size": 12, "conf_attention_context_left": 13, "conf_conv_kernel_size": 5,
+                          "conf_num_attention_heads": 8, "conf_num_hidden_layers": 12, "hidden_size": 1536,
+                          "sscp_conv_channel_size": [128, 32]})
+        specs = [sp for sp in specs if not sp[0].startswith("model.embed_audio.")]
+        D = audio_cfg["hidden_size"]
+        p = "model.embed_audio."
+        specs += [(p + "embedding.weight", (mm["audio_vocab"], D), "normal*20", p + "embedding.weight"),
+                  (p + "hard_embedding_norm.weight", (D,), "norm", p + "hard_embedding_norm.weight"),
+                  (p + "soft_embedding_norm.weight", (D,), "norm", p + "soft_embedding_norm.weight"),
+                  (p + "embedding_projection.weight", (H, D), "normal", p + "embedding_projection.weight")]
     specs += [(s[0], s[1], s[2] if len(s) > 2 else weight_init(s), s[0]) for s in gemma3n_audio_specs(audio_cfg)]
     text_cfg["torch_dtype"] = DTYPES[args.dtype][2]
     config = {"architectures": ["Gemma3nForConditionalGeneration"], "model_type": "gemma3n",
@@ -3022,7 +3033,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                     help="phi4mm: no speech-lora/ and vision-lora/ folders")
     ap.add_argument("--audio-dims", choices=["tiny", "real"], default=None,
                     help="phi4mm: the audio conformer's dims (real: Phi-4-multimodal-instruct's 24 x 1024, for "
-                         "omnic bench --audio), independent of --dims")
+                         "omnic bench --audio), independent of --dims; gemma3n: real writes gemma-3n-E2B-it's USM "
+                         "tower (12 x 1536)")
     ap.add_argument("--vision-dims", choices=["tiny", "real"], default=None,
                     help="phi4mm: the vision tower's dims (real: Phi-4-multimodal-instruct's SigLIP 27 x 1152, for "
                          "omnic bench --image), independent of --dims")
