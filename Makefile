@@ -7,6 +7,7 @@ ASAN := build/asan
 DEMO := build/demo/tiny-llama
 DEMO_VL := build/demo/tiny-llava
 DEMO_AU := build/demo/tiny-phi4mm
+DEMO_G3N := build/demo/tiny-gemma3n
 DEMO_WAV := tests/golden/phi4mm_audio/model/clip.wav
 
 .PHONY: all setup build asan demo test bench clean
@@ -35,6 +36,8 @@ demo: build
 	$(BUILD)/omnic inspect -m $(DEMO_AU)
 	$(BUILD)/omnic run -m $(DEMO_AU) --audio $(DEMO_WAV) -p "Transcribe the audio." -n 16
 	$(BUILD)/omnic run -m $(DEMO_AU) --image tests/data/demo.png --audio $(DEMO_WAV) -p "Describe both." -n 16
+	@$(PY) tools/mktiny.py --family gemma3n --out $(DEMO_G3N) --seed 0
+	$(BUILD)/omnic run -m $(DEMO_G3N) --audio $(DEMO_WAV) -p "Transcribe the audio." -n 16
 
 test: setup
 	@bash scripts/test.sh
