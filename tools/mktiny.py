@@ -1844,7 +1844,10 @@ def main_gemma3(args) -> int:
 # Gemma3nVisionConfig / Gemma3nAudioConfig dicts.
 # -----------------------------------------------------------------------------
 
-GEMMA3N_MM_TINY = {"vision_hidden": 24, "vision_vocab": 8, "audio_hidden": 16, "audio_vocab": 8}
+# the vision tower is mobilenetv5_300m_enc at channel_multiplier 1/16 (every block kind, 7.3 M
+# parameters): its fusion gives 2048 channels whatever the multiplier
+GEMMA3N_MM_TINY = {"vision_hidden": 2048, "vision_vocab": 8, "audio_hidden": 16, "audio_vocab": 8,
+                   "vision_multiplier": 0.0625}
 
 # google/gemma-3n-E2B-it preprocessor_config.json (the audio extractor's and the image processor's keys)
 GEMMA3N_PREPROCESSOR = {
@@ -1858,6 +1861,72 @@ GEMMA3N_PREPROCESSOR = {
     "preemphasis": 0.97, "preemphasis_htk_flavor": True, "processor_class": "Gemma3nProcessor", "resample": 2,
     "rescale_factor": 0.00392156862745098, "return_attention_mask": True, "sampling_rate": 16000,
     "size": {"height": 768, "width": 768}}
+
+
+# timm's mobilenetv5_300m_enc (mobilenetv5.py arch_def): per stage, block strings er / uir / mqa
+# (a = dw_start kernel, k = dw_mid kernel (mqa: its kv down_conv), s stride, e expansion, c channels,
+# h heads, d key = value dim, v kv stride)
+MNV5_300M_ARCH = [
+    ["er_k3_s2_e4_c128"] + ["er_k3_s1_e4_c128"] * 2,
+    ["uir_a3_k5_s2_e6_c256", "uir_a5_k0_s1_e4_c256", "uir_a3_k0_s1_e4_c256", "uir_a5_k0_s1_e4_c256",
+     "uir_a3_k0_s1_e4_c256"],
+    ["uir_a5_k5_s2_e6_c640"] + ["uir_a5_k0_s1_e4_c640"] * 7 + ["uir_a0_k0_s1_e1_c640"] +
+    ["mqa_k3_h12_v2_s1_d64_c640", "uir_a0_k0_s1_e2_c640"] * 14,
+    ["uir_a5_k5_s2_e6_c1280"] + ["mqa_k3_h16_s1_d96_c1280", "uir_a0_k0_s1_e2_c1280"] * 19,
+]
+
+
+def _make_divisible(v: float, divisor: int = 8, round_limit: float = 0.9) -> int:
+    """timm's make_divisible (channels rounded to a multiple of 8, never below 90% of v)."""
+    new_v = max(divisor, int(v + divisor / 2) // divisor * divisor)
+    return new_v + divisor if new_v < round_limit * v else new_v
+
+
+def gemma3n_vision_specs(mult: float) -> List[WeightSpec]:
+    """MobileNetV5Encoder's weights (timm names under model.vision_tower.timm_model.) for
+    mobilenetv5_300m_enc at channel_multiplier mult (the stem stays 64 wide when mult < 1, the fusion
+    gives 2048 channels), as timm builds them."""
+    p = "model.vision_tower.timm_model."
+    sp: List[WeightSpec] = [(p + "conv_stem.conv.weight", (64, 3, 3, 3)), (p + "conv_stem.conv.bias", (64,), "normal"),
+                            (p + "conv_stem.bn.weight", (64,), "norm")]
+    c, ends = 64, []
+    for s, stage in enumerate(MNV5_300M_ARCH):
+        for b, blk in enumerate(stage):
+            kind, *opts = blk.split("_")
+            o = {x[0]: x[1:] for x in opts}
+            out = _make_divisible(int(o["c"]) * mult) if mult < 1 else int(o["c"])
+            q = f"{p}blocks.{s}.{b}."
+            if kind == "er":
+                mid = _make_divisible(c * float(o["e"]))
+                k = int(o["k"])
+                sp += [(q + "conv_exp.weight", (mid, c, k, k)), (q + "bn1.weight", (mid,), "norm"),
+                       (q + "conv_pwl.weight", (out, mid, 1, 1)), (q + "bn2.weight", (out,), "norm")]
+            elif kind == "uir":
+                a, k, mid = int(o["a"]), int(o["k"]), _make_divisible(c * float(o["e"]))
+                if a:
+                    sp += [(q + "dw_start.conv.weight", (c, 1, a, a)), (q + "dw_start.bn.weight", (c,), "norm")]
+                sp += [(q + "pw_exp.conv.weight", (mid, c, 1, 1)), (q + "pw_exp.bn.weight", (mid,), "norm")]
+                if k:
+                    sp += [(q + "dw_mid.conv.weight", (mid, 1, k, k)), (q + "dw_mid.bn.weight", (mid,), "norm")]
+                sp += [(q + "pw_proj.conv.weight", (out, mid, 1, 1)), (q + "pw_proj.bn.weight", (out,), "norm"),
+                       (q + "layer_scale.gamma", (out,), "norm")]
+            else:  # mqa: heads x key_dim queries, one key / value head, optional strided key / value
+                h, d, k = int(o["h"]), int(o["d"]), int(o["k"])
+                sp += [(q + "norm.weight", (c,), "norm"), (q + "attn.query.proj.weight", (h * d, c, 1, 1))]
+                for kv in ("key", "value"):
+                    if "v" in o:
+                        sp += [(q + f"attn.{kv}.down_conv.weight", (c, 1, k, k)),
+                               (q + f"attn.{kv}.norm.weight", (c,), "norm")]
+                    sp.append((q + f"attn.{kv}.proj.weight", (d, c, 1, 1)))
+                sp += [(q + "attn.output.proj.weight", (c, h * d, 1, 1)), (q + "layer_scale.gamma", (c,), "norm")]
+            c = out
+        ends.append(c)
+    cat = ends[-2] + ends[-1]
+    mid = _make_divisible(cat * 2.0)
+    sp += [(p + "msfa.ffn.pw_exp.conv.weight", (mid, cat, 1, 1)), (p + "msfa.ffn.pw_exp.bn.weight", (mid,), "norm"),
+           (p + "msfa.ffn.pw_proj.conv.weight", (2048, mid, 1, 1)), (p + "msfa.ffn.pw_proj.bn.weight", (2048,), "norm"),
+           (p + "msfa.norm.weight", (2048,), "norm")]
+    return sp
 
 
 def gemma3n_audio_specs(ac: dict) -> List[WeightSpec]:
@@ -1928,9 +1997,14 @@ def main_gemma3n(args) -> int:
                   (p + "soft_embedding_norm.weight", (D,), "norm", None),
                   (p + "embedding_projection.weight", (H, D), "normal", None)]
     specs = [(s[0], s[1], s[2], s[3] or s[0]) for s in specs]
+    # --vision-dims real: gemma-3n-E2B-it's MobileNetV5-300M itself (channel multiplier 1, for benchmarks)
+    mult = 1.0 if args.vision_dims == "real" else mm["vision_multiplier"]
     vision_cfg = {"architecture": "mobilenetv5_300m_enc", "do_pooling": False, "hidden_size": mm["vision_hidden"],
                   "initializer_range": 0.02, "model_type": "gemma3n_vision", "rms_norm_eps": 1e-6,
                   "vocab_offset": vt, "vocab_size": mm["vision_vocab"]}
+    if mult < 1:
+        vision_cfg["model_args"] = {"channel_multiplier": mult}
+    specs += [(sp[0], sp[1], sp[2] if len(sp) > 2 else weight_init(sp), sp[0]) for sp in gemma3n_vision_specs(mult)]
     audio_cfg = {"conf_attention_chunk_size": 4, "conf_attention_context_left": 5, "conf_attention_context_right": 0,
                  "conf_attention_logit_cap": 50.0, "conf_conv_kernel_size": 3, "conf_num_attention_heads": 2,
                  "conf_num_hidden_layers": 2, "conf_reduction_factor": 4, "conf_residual_weight": 0.5,
@@ -3037,7 +3111,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                          "tower (12 x 1536)")
     ap.add_argument("--vision-dims", choices=["tiny", "real"], default=None,
                     help="phi4mm: the vision tower's dims (real: Phi-4-multimodal-instruct's SigLIP 27 x 1152, for "
-                         "omnic bench --image), independent of --dims")
+                         "omnic bench --image), independent of --dims; gemma3n: real writes gemma-3n-E2B-it's "
+                         "MobileNetV5-300M (else channel multiplier 1/16)")
     ap.add_argument("--layout", choices=["hf", "original"], default="hf",
                     help="phi4mm: hf (the Hugging Face conversion, default) or original (the remote-code "
                          "Phi4MMForCausalLM layout of the same weights: original names and configs, the adapters "

@@ -507,7 +507,9 @@ int omnic__cli_run(int argc, char **argv)
                 fprintf(stderr, "omnic run: --audio %s resampled from %lld Hz to %lld Hz\n", audios[k],
                         (long long)it->in_w, (long long)it->out_w);
             if (it->limited)
-                fprintf(stderr, "omnic run: --audio %s truncated to its first %.0f s (the feature extractor keeps no more)\n",
+                fprintf(stderr,
+                        "omnic run: --audio %s truncated to its first %.0f s (the feature extractor keeps no "
+                        "more)\n",
                         audios[k], (double)it->out_h / (double)it->out_w);
         }
         omnic__media_proc_deinit(&prep);
@@ -556,9 +558,9 @@ int omnic__cli_run(int argc, char **argv)
         }
     } else if (omnic__chat_prompt_images(m->ckpt, m, omnic__engine_tokenizer(e), system, prompt,
                                          template_images, audio_tag ? 0 : n_audio, any_crops ? crops : NULL,
-                                         (omnic__model_supports_image(m) && !image_tag) || (n_audio && !audio_tag),
-                                         &text, &ids, &n_ids,
-                                         &err) != OMNIC_OK) {
+                                         (omnic__model_supports_image(m) && !image_tag) ||
+                                             (n_audio && !audio_tag),
+                                         &text, &ids, &n_ids, &err) != OMNIC_OK) {
         fprintf(stderr, "omnic run: %s\n", err.msg);
         goto out;
     }

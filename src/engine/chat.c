@@ -124,7 +124,8 @@ omnic_status omnic__chat_prompt_images(const omnic__checkpoint *ck, const struct
     json_t *msgs = json_array(), *content = NULL;
     if (!msgs) return OMNIC_FAIL(err, OMNIC_E_NOMEM, "out of memory building messages");
     if (system) json_array_append_new(msgs, json_pack("{s:s, s:s}", "role", "system", "content", system));
-    if (n_images || n_audio || parts) { /* content parts: images, clips, then the text (the processors' examples) */
+    if (n_images || n_audio ||
+        parts) { /* content parts: images, clips, then the text (the processors' examples) */
         content = json_array();
         for (size_t i = 0; content && i < n_images; i++)
             json_array_append_new(content, json_pack("{s:s}", "type", "image"));

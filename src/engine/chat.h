@@ -63,15 +63,13 @@ omnic_status omnic__chat_encode(const omnic__checkpoint *ck, const struct omnic_
 omnic_status omnic__chat_prompt(const omnic__checkpoint *ck, const omnic__tokenizer *tok, const char *system,
                                 const char *user, char **text, int32_t **ids, size_t *n, omnic_err *err);
 /* The same with n_images image parts ({"type": "image"}), then n_audio audio parts ({"type":
- * "audio"}) before the text in the user message: the template writes the model's placeholders. parts: the model has a
- * processor (takes images): the user content is a list of parts even without images
- * (multimodal templates, e.g. LLaVA's, read only lists) and the special tokens are the
- * processor's. */
+ * "audio"}) before the text in the user message: the template writes the model's placeholders. parts: the
+ * model has a processor (takes images): the user content is a list of parts even without images (multimodal
+ * templates, e.g. LLaVA's, read only lists) and the special tokens are the processor's. */
 omnic_status omnic__chat_prompt_images(const omnic__checkpoint *ck, const struct omnic__model *model,
                                        const omnic__tokenizer *tok, const char *system, const char *user,
                                        size_t n_images, size_t n_audio, const int64_t *crops, bool parts,
-                                       char **text,
-                                       int32_t **ids, size_t *n, omnic_err *err);
+                                       char **text, int32_t **ids, size_t *n, omnic_err *err);
 
 /* Multimodal processors render content as lists of parts: turns every string content of
  * messages (a JSON array, modified in place) into [{"type": "text", "text": ...}].

@@ -444,7 +444,8 @@ static omnic_status prefill_chunk(omnic__engine *e, int si, omnic_err *err)
     omnic__tensor ple; /* Gemma 3n: the rows' ids for the per-layer embeddings */
     if (pp && m->dec.altup) {
         if (!pp->row_ids)
-            return OMNIC_FAIL(err, OMNIC_E_INVALID, "the prepared prompt has no row ids for the per-layer embeddings");
+            return OMNIC_FAIL(err, OMNIC_E_INVALID,
+                              "the prepared prompt has no row ids for the per-layer embeddings");
         omnic__tensor_init(&ple, OMNIC_DTYPE_I32, 1, d, err);
         ple.data = pp->row_ids + s->prefilled;
         in[n_in++] = &ple;

@@ -63,8 +63,8 @@ omnic_status omnic__prepared_prefill_init(omnic__prepared_prefill *out, omnic__p
                               i);
     for (int64_t i = 0; p->row_ids && i < p->n_rows; i++)
         if (p->row_ids[i] < 0)
-            return OMNIC_FAIL(err, OMNIC_E_INVALID, "prepared prefill: row id [%lld] = %d is negative", (long long)i,
-                              p->row_ids[i]);
+            return OMNIC_FAIL(err, OMNIC_E_INVALID, "prepared prefill: row id [%lld] = %d is negative",
+                              (long long)i, p->row_ids[i]);
     if (p->n_spans < 0 || (p->n_spans > 0 && !p->spans))
         return OMNIC_FAIL(err, OMNIC_E_INVALID, "prepared prefill: %lld spans", (long long)p->n_spans);
     for (int64_t i = 0; i < p->n_spans; i++) {

@@ -57,13 +57,16 @@ static omnic_status check_params(const omnic__usm_mel_params *p, omnic_err *err)
     const struct {
         const char *name;
         int v, max;
-    } sizes[] = {{"sample_rate", p->sample_rate, 1000000}, {"frame_length", p->frame_length, USM_MAX_SIZE},
-                 {"hop_length", p->hop_length, USM_MAX_SIZE},  {"fft_length", p->fft_length, USM_MAX_SIZE},
-                 {"n_mels", p->n_mels, 4096},                  {"pad_multiple", p->pad_multiple, USM_MAX_SIZE}};
+    } sizes[] = {{"sample_rate", p->sample_rate, 1000000},
+                 {"frame_length", p->frame_length, USM_MAX_SIZE},
+                 {"hop_length", p->hop_length, USM_MAX_SIZE},
+                 {"fft_length", p->fft_length, USM_MAX_SIZE},
+                 {"n_mels", p->n_mels, 4096},
+                 {"pad_multiple", p->pad_multiple, USM_MAX_SIZE}};
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
         if (sizes[i].v < 1 || sizes[i].v > sizes[i].max)
-            return OMNIC_FAIL(err, OMNIC_E_INVALID, "log-mel %s %d is outside 1..%d", sizes[i].name, sizes[i].v,
-                              sizes[i].max);
+            return OMNIC_FAIL(err, OMNIC_E_INVALID, "log-mel %s %d is outside 1..%d", sizes[i].name,
+                              sizes[i].v, sizes[i].max);
     if (p->frame_length > p->fft_length)
         return OMNIC_FAIL(err, OMNIC_E_INVALID, "log-mel fft_length %d is shorter than the frame (%d)",
                           p->fft_length, p->frame_length);
@@ -136,7 +139,8 @@ omnic_status omnic__usm_mel_init(omnic__usm_mel **out, const omnic__usm_mel_para
     }
     m->p.per_bin_mean = m->mean; /* params_of hands out m's own copies */
     m->p.per_bin_stddev = m->stddev;
-    /* numpy in f32: 0.5 * (1 - cos(2 * pi * arange(fl, f32) / fl)); fl <= 2^16 keeps the arguments in range */
+    /* numpy in f32: 0.5 * (1 - cos(2 * pi * arange(fl, f32) / fl)); fl <= 2^16 keeps the arguments in range
+     */
     const float two_pi = (float)(2.0 * M_PI);
     for (int k = 0; k < fl; k++)
         m->window[k] = 0.5f * (1.0f - numpy_cosf(two_pi * (float)k / (float)fl));
@@ -192,7 +196,8 @@ int64_t omnic__usm_mel_kept(const omnic__usm_mel *m, int64_t n)
 int64_t omnic__usm_mel_frames(const omnic__usm_mel *m, int64_t n, int64_t *valid)
 {
     const omnic__usm_mel_params *p = &m->p;
-    const int64_t N = omnic__usm_mel_kept(m, n), Lp = (N + p->pad_multiple - 1) / p->pad_multiple * p->pad_multiple,
+    const int64_t N = omnic__usm_mel_kept(m, n),
+                  Lp = (N + p->pad_multiple - 1) / p->pad_multiple * p->pad_multiple,
                   T = Lp < p->frame_length + 1 ? 0 : (Lp - p->frame_length - 1) / p->hop_length + 1;
     if (valid) {
         const int64_t v = (N + p->hop_length - 1) / p->hop_length; /* frames whose first sample is kept */
@@ -207,10 +212,11 @@ omnic_status omnic__usm_mel_compute(const omnic__usm_mel *m, const float *x, int
     const omnic__usm_mel_params *p = &m->p;
     const int64_t N = omnic__usm_mel_kept(m, n), T = omnic__usm_mel_frames(m, n, NULL);
     if (T < 1)
-        return OMNIC_FAIL(err, OMNIC_E_INVALID,
-                          "audio of %lld samples (%.4f s) is shorter than one %d-sample frame (%.4f s at %d Hz)",
-                          (long long)n, (double)n / p->sample_rate, p->frame_length + 1,
-                          (double)(p->frame_length + 1) / p->sample_rate, p->sample_rate);
+        return OMNIC_FAIL(
+            err, OMNIC_E_INVALID,
+            "audio of %lld samples (%.4f s) is shorter than one %d-sample frame (%.4f s at %d Hz)",
+            (long long)n, (double)n / p->sample_rate, p->frame_length + 1,
+            (double)(p->frame_length + 1) / p->sample_rate, p->sample_rate);
     const int nb = m->n_bins, nm = p->n_mels, fl = p->frame_length;
     double *in = fftw_alloc_real((size_t)p->fft_length);
     fftw_complex *spec = fftw_alloc_complex((size_t)nb);
@@ -255,9 +261,10 @@ omnic_status omnic__usm_mel_compute(const omnic__usm_mel *m, const float *x, int
             if (m->mean) v -= m->mean[j];
             if (m->stddev) v /= m->stddev[j];
             if (!isfinite(acc) || !isfinite(v) || !isfinite((float)v)) {
-                s = OMNIC_FAIL(err, OMNIC_E_INVALID,
-                               "log-mel energy of frame %lld bin %d is not finite (samples far outside -1..1)",
-                               (long long)t, j);
+                s = OMNIC_FAIL(
+                    err, OMNIC_E_INVALID,
+                    "log-mel energy of frame %lld bin %d is not finite (samples far outside -1..1)",
+                    (long long)t, j);
                 break;
             }
             o[j] = (float)v;

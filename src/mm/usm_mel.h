@@ -33,8 +33,8 @@ typedef struct omnic__usm_mel_params {
     double mel_max_hz;    /* max_frequency (7600) */
     double mel_floor;     /* (1e-5) */
     const double *per_bin_mean, *per_bin_stddev; /* borrowed [n_mels] during init, or NULL */
-    int64_t max_samples;  /* truncation (480000) */
-    int pad_multiple;     /* pad_to_multiple_of (128) */
+    int64_t max_samples;                         /* truncation (480000) */
+    int pad_multiple;                            /* pad_to_multiple_of (128) */
 } omnic__usm_mel_params;
 
 typedef struct omnic__usm_mel omnic__usm_mel;

@@ -69,8 +69,10 @@ extern const omnic__media_ops omnic__media_qwen2vl_image;
  * models/phi4mm_image.c: its images (HD crops, SigLIP-NaViT, separators, projection). */
 extern const omnic__media_ops omnic__media_phi4mm_audio;
 extern const omnic__media_ops omnic__media_phi4mm_image;
-/* models/gemma3n_media.c: Gemma 3n's audio (the USM conformer and the audio embedder). */
+/* models/gemma3n_media.c: Gemma 3n's audio (the USM conformer and the audio embedder) and images
+ * (MobileNetV5 and the vision embedder). */
 extern const omnic__media_ops omnic__media_gemma3n_audio;
+extern const omnic__media_ops omnic__media_gemma3n_image;
 
 /* The family for config's model_type; E_UNSUPPORTED naming the model_type and the
  * supported list when none matches. */

@@ -3,8 +3,7 @@
  * Absent keys take Gemma3nTextConfig's / Gemma3nConfig's defaults (transformers 4.57.6
  * configuration_gemma3n.py). Weight names: model.* (gemma3n_text), model.language_model.* and
  * model.embed_vision.* / model.embed_audio.* (gemma3n). The audio tower of gemma3n is the
- * family's audio table (models/gemma3n_media.c); its vision tower (MobileNetV5) is not built:
- * such a checkpoint takes text and audio. */
+ * family's audio table and its vision tower (MobileNetV5) the image table (models/gemma3n_media.c). */
 #include <math.h>
 #include <string.h>
 
@@ -295,4 +294,5 @@ static const char *const types[] = {"gemma3n", NULL};
 const omnic__family omnic__family_gemma3n = {.name = "gemma3n",
                                              .model_types = types,
                                              .parse_config = parse,
-                                             .media = {[OMNIC_MODALITY_AUDIO] = &omnic__media_gemma3n_audio}};
+                                             .media = {[OMNIC_MODALITY_IMAGE] = &omnic__media_gemma3n_image,
+                                                       [OMNIC_MODALITY_AUDIO] = &omnic__media_gemma3n_audio}};

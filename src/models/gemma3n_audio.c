@@ -71,21 +71,23 @@ omnic_status omnic__usm_config_parse(const json_t *ac, const char *what, int64_t
     int64_t chunk, left, right;
     OMNIC_TRY(omnic__json_get_i64(ac, "conf_attention_chunk_size", false, 12, 1, 1 << 16, what, &chunk, err));
     OMNIC_TRY(omnic__json_get_i64(ac, "conf_attention_context_left", false, 13, 0, 512, what, &left, err));
-    OMNIC_TRY(omnic__json_get_i64(ac, "conf_attention_context_right", false, 0, 0, 1 << 16, what, &right, err));
+    OMNIC_TRY(
+        omnic__json_get_i64(ac, "conf_attention_context_right", false, 0, 0, 1 << 16, what, &right, err));
     if (right != 0)
         return OMNIC_FAIL(err, OMNIC_E_UNSUPPORTED,
                           "%s: conf_attention_context_right %lld: omnic's audio attention is causal (0 only)",
                           what, (long long)right);
     c->context = left > 1 ? left : 1; /* max_past_horizon = max(0, left - 1) keys before the row */
-    OMNIC_TRY(omnic__json_get_f64(ac, "conf_attention_logit_cap", false, 50.0, 1e-6, 1e30, what, &c->logit_cap,
-                                  err));
+    OMNIC_TRY(omnic__json_get_f64(ac, "conf_attention_logit_cap", false, 50.0, 1e-6, 1e30, what,
+                                  &c->logit_cap, err));
     OMNIC_TRY(omnic__json_get_i64(ac, "conf_conv_kernel_size", false, 5, 1, 256, what, &c->kernel_size, err));
     OMNIC_TRY(omnic__json_get_i64(ac, "conf_reduction_factor", false, 4, 1, 64, what, &c->reduction, err));
-    OMNIC_TRY(omnic__json_get_f64(ac, "conf_residual_weight", false, 0.5, -1e6, 1e6, what, &c->residual_weight,
-                                  err));
+    OMNIC_TRY(omnic__json_get_f64(ac, "conf_residual_weight", false, 0.5, -1e6, 1e6, what,
+                                  &c->residual_weight, err));
     OMNIC_TRY(omnic__json_get_f64(ac, "rms_norm_eps", false, 1e-6, 0, 1, what, &c->rms_eps, err));
     c->embed_eps = c->rms_eps;
-    OMNIC_TRY(omnic__json_get_f64(ac, "sscp_conv_group_norm_eps", false, 1e-3, 1e-30, 1, what, &c->gn_eps, err));
+    OMNIC_TRY(
+        omnic__json_get_f64(ac, "sscp_conv_group_norm_eps", false, 1e-3, 1e-30, 1, what, &c->gn_eps, err));
     double clip;
     OMNIC_TRY(omnic__json_get_f64(ac, "gradient_clipping", false, 1e10, 0, 1e300, what, &clip, err));
     if (clip < 1e10)
@@ -103,9 +105,10 @@ omnic_status omnic__usm_config_parse(const json_t *ac, const char *what, int64_t
         c->kh[i] = k[2 * i], c->kw[i] = k[2 * i + 1], c->sh[i] = s[2 * i], c->sw[i] = s[2 * i + 1];
         const int64_t padded = c->freq[i] + 2; /* frequency padding (1, 1) */
         if (padded < c->kw[i])
-            return OMNIC_FAIL(err, OMNIC_E_INVALID,
-                              "%s: subsampling conv %d's kernel width %lld is wider than its %lld padded bins",
-                              what, i, (long long)c->kw[i], (long long)padded);
+            return OMNIC_FAIL(
+                err, OMNIC_E_INVALID,
+                "%s: subsampling conv %d's kernel width %lld is wider than its %lld padded bins", what, i,
+                (long long)c->kw[i], (long long)padded);
         c->freq[i + 1] = (padded - c->kw[i]) / c->sw[i] + 1;
     }
     if (c->hidden % c->n_heads)
@@ -317,7 +320,8 @@ static omnic_status load(loader *l)
     OMNIC_TRY((NAME("%ssubsample_conv_projection.input_proj_linear.weight", P), bind(l, 2, ip, &e->in_proj)));
     e->blocks = omnic_alloc_array((size_t)c->n_layers, sizeof *e->blocks);
     if (!e->blocks)
-        return OMNIC_FAIL(l->err, OMNIC_E_NOMEM, "out of memory for %lld conformer blocks", (long long)c->n_layers);
+        return OMNIC_FAIL(l->err, OMNIC_E_NOMEM, "out of memory for %lld conformer blocks",
+                          (long long)c->n_layers);
     memset(e->blocks, 0, (size_t)c->n_layers * sizeof *e->blocks);
     for (int64_t i = 0; i < c->n_layers; i++)
         OMNIC_TRY(load_block(l, i, &e->blocks[i]));
@@ -384,8 +388,8 @@ omnic_status omnic__usm_build(const omnic__usm *e, omnic__module *m, omnic_err *
 {
     const omnic__usm_config *c = &e->cfg;
     omnic__graph *g = &m->graph;
-    const int64_t cap = g->capacity, mult = omnic__usm_row_multiple(c), S = c->sh[0] * c->sh[1], H = c->hidden,
-                  nh = c->n_heads, hd = c->head_dim;
+    const int64_t cap = g->capacity, mult = omnic__usm_row_multiple(c), S = c->sh[0] * c->sh[1],
+                  H = c->hidden, nh = c->n_heads, hd = c->head_dim;
     if (cap % mult)
         return OMNIC_FAIL(err, OMNIC_E_INVALID, "audio.encode capacity %lld is not a multiple of %lld",
                           (long long)cap, (long long)mult);
@@ -397,12 +401,13 @@ omnic_status omnic__usm_build(const omnic__usm *e, omnic__module *m, omnic_err *
     omnic__tensor *valid = omnic__g_reshape(g, every_rth(g, keys, S, 0, 1), 1, d1);
     omnic__tensor *vmask = every_rth(g, mask, S, 1, 1);
     /* subsampling: conv 0 (one input channel), cumulative group norm, ReLU, rows past T1 zeroed */
-    const omnic__dwconv2d_geom g0 = {(int)c->kh[0], (int)c->kw[0], (int)c->sh[0], (int)c->sw[0], 0, 1,
-                                     (int)c->freq[0], 1, (int)c->freq[1]};
+    const omnic__dwconv2d_geom g0 = {
+        (int)c->kh[0],  (int)c->kw[0], (int)c->sh[0], (int)c->sw[0], 0, 1, (int)c->freq[0], 1,
+        (int)c->freq[1]};
     omnic__tensor *h = omnic__g_dwconv2d(g, omnic__g_group_rows(g, x, c->sh[0]), W(&e->conv0), NULL, &g0);
     h = omnic__g_unary(g, OMNIC_OP_RELU, omnic__g_cum_groupnorm(g, h, W(e->gn[0]), (float)c->gn_eps));
     h = omnic__g_mul(g, h, every_rth(g, mask, c->sh[0], 0, 1));
-    const omnic__dwconv2d_geom g1 = {(int)c->kh[1], (int)c->kw[1], (int)c->sh[1], (int)c->sw[1], 0, 1,
+    const omnic__dwconv2d_geom g1 = {(int)c->kh[1],   (int)c->kw[1], (int)c->sh[1],  (int)c->sw[1], 0, 1,
                                      (int)c->freq[1], (int)c->ch[0], (int)c->freq[2]};
     h = omnic__g_conv2d(g, omnic__g_group_rows(g, h, c->sh[1]), W(e->conv1), NULL, &g1);
     h = omnic__g_unary(g, OMNIC_OP_RELU, omnic__g_cum_groupnorm(g, h, W(e->gn[1]), (float)c->gn_eps));
@@ -425,7 +430,8 @@ omnic_status omnic__usm_build(const omnic__usm *e, omnic__module *m, omnic_err *
         /* light conv over the valid rows: GLU, causal depthwise conv, norm, silu, linear */
         x = omnic__g_mul(g, x, vmask);
         t = omnic__g_matmul(g, rms(g, x, &B->lc_pre, c->rms_eps), W(&B->lc_start), NULL);
-        t = omnic__g_mul(g, omnic__g_slice(g, t, 1, 0, H), omnic__g_unary(g, OMNIC_OP_SIGMOID, omnic__g_slice(g, t, 1, H, H)));
+        t = omnic__g_mul(g, omnic__g_slice(g, t, 1, 0, H),
+                         omnic__g_unary(g, OMNIC_OP_SIGMOID, omnic__g_slice(g, t, 1, H, H)));
         t = omnic__g_dwconv2d(g, t, W(&B->lc_dw), NULL, &cg);
         t = omnic__g_unary(g, OMNIC_OP_SILU, rms(g, t, &B->lc_norm, c->rms_eps));
         x = omnic__g_add(g, omnic__g_matmul(g, t, W(&B->lc_end), NULL), x);

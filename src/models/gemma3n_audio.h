@@ -31,12 +31,12 @@
 
 typedef struct omnic__usm_config {
     int64_t hidden, n_heads, head_dim, n_layers;
-    int64_t input_size;          /* mel bins (128) */
-    int64_t context;             /* keys a row sees: itself and context - 1 before (13) */
-    int64_t kernel_size;         /* light conv taps (5) */
-    int64_t reduction;           /* conf_reduction_factor (4) */
+    int64_t input_size;                        /* mel bins (128) */
+    int64_t context;                           /* keys a row sees: itself and context - 1 before (13) */
+    int64_t kernel_size;                       /* light conv taps (5) */
+    int64_t reduction;                         /* conf_reduction_factor (4) */
     int64_t ch[2], kh[2], kw[2], sh[2], sw[2]; /* the two subsampling convs */
-    int64_t freq[3];             /* frequency width in, after conv 0, after conv 1 */
+    int64_t freq[3];                           /* frequency width in, after conv 0, after conv 1 */
     double rms_eps, gn_eps, logit_cap, residual_weight, embed_eps;
     int64_t text_hidden;
     const char *prefix;       /* "model.audio_tower." */
@@ -46,20 +46,20 @@ typedef struct omnic__usm_config {
 typedef struct omnic__usm_block {
     omnic__tensor ff_pre[2], ff_w1[2], ff_w2[2], ff_post[2]; /* [0] ffw_layer_start, [1] _end */
     omnic__tensor att_pre, wq, wk, wv, post, post_norm;
-    omnic__tensor *qscale;    /* owned f32 [H]: head_dim^-1/2 / ln 2 * softplus(per_dim_scale), per head */
-    omnic__tensor *rel;       /* owned f32 [context, heads, head_dim]: pos_proj(timing(d)) */
+    omnic__tensor *qscale; /* owned f32 [H]: head_dim^-1/2 / ln 2 * softplus(per_dim_scale), per head */
+    omnic__tensor *rel;    /* owned f32 [context, heads, head_dim]: pos_proj(timing(d)) */
     omnic__tensor lc_pre, lc_start, lc_end, lc_norm;
-    omnic__tensor lc_dw;      /* [H, 1, k] depthwise_conv1d */
+    omnic__tensor lc_dw; /* [H, 1, k] depthwise_conv1d */
     omnic__tensor norm;
 } omnic__usm_block;
 
 typedef struct omnic__usm {
     omnic__usm_config cfg;
-    omnic__tensor conv0;      /* [C0, 1, kh, kw] */
-    omnic__tensor *conv1;     /* owned f32 [C1, kh * kw * C0] (taps-major) */
-    omnic__tensor *gn[2];     /* owned f32 [C0], [C1] */
-    omnic__tensor in_proj;    /* [H, F2 * C1] */
-    omnic__usm_block *blocks; /* owned [n_layers] */
+    omnic__tensor conv0;           /* [C0, 1, kh, kw] */
+    omnic__tensor *conv1;          /* owned f32 [C1, kh * kw * C0] (taps-major) */
+    omnic__tensor *gn[2];          /* owned f32 [C0], [C1] */
+    omnic__tensor in_proj;         /* [H, F2 * C1] */
+    omnic__usm_block *blocks;      /* owned [n_layers] */
     omnic__tensor soft_norm, proj; /* embedder: [H], [text hidden, H] */
     omnic__weight_copies copies;
 } omnic__usm;
@@ -93,9 +93,9 @@ int64_t omnic__usm_valid_rows(const omnic__usm_config *c, int64_t T, int64_t V);
 int64_t omnic__usm_call_rows(const omnic__usm_config *c, int64_t T);
 
 typedef struct omnic__usm_inputs {
-    int64_t n;         /* feature rows of the call */
-    float *features;   /* [n, input_size]: the clip's T frames, zero rows after */
-    float *row_mask;   /* [n, 2]: col 0 at rows q * sh0: q < T1; col 1 at rows s * S: sub-row s valid */
+    int64_t n;          /* feature rows of the call */
+    float *features;    /* [n, input_size]: the clip's T frames, zero rows after */
+    float *row_mask;    /* [n, 2]: col 0 at rows q * sh0: q < T1; col 1 at rows s * S: sub-row s valid */
     int32_t *key_valid; /* [n, 1]: at rows s * S: sub-row s valid (a key attention may read) */
 } omnic__usm_inputs;
 

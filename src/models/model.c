@@ -218,7 +218,8 @@ omnic_status omnic__model_open(const char *dir, const omnic__model_opts *opts, o
         media |= m->media[k].ops != NULL;
     /* (DeepStack prompts keep calls of their own, as span masks do, and Gemma 3n's per-layer
      * embeddings, which the embeddings decode does not take) */
-    if (m->step_tokens > 0 && media && m->embed_mask == OMNIC_MASK_CAUSAL && cfg.n_deepstack == 0 && cfg.altup == 0) {
+    if (m->step_tokens > 0 && media && m->embed_mask == OMNIC_MASK_CAUSAL && cfg.n_deepstack == 0 &&
+        cfg.altup == 0) {
         omnic__module *ed = &m->embed_decode;
         if ((s = omnic__module_init(ed, "text.embeddings_decode", "omnic.text.embeddings_decode/1",
                                     m->n_slots + m->step_tokens, err)) != OMNIC_OK)

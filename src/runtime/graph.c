@@ -883,7 +883,8 @@ omnic__tensor *omnic__g_conv2d(omnic__graph *g, omnic__tensor *x, omnic__tensor 
     if (c->kh < 1 || c->kw < 1 || c->sh < 1 || c->sw < 1 || c->pt < 0 || c->pl < 0 || c->in_w < 1 ||
         c->in_c < 1 || c->out_w < 1 || O < 1 || w->dtype != OMNIC_DTYPE_F32 || w->ndim != 2 ||
         w->dims[1] != (int64_t)c->kh * c->kw * c->in_c || x->ndim != 2 ||
-        x->dims[1] != (int64_t)c->sh * c->in_w * c->in_c || (c->out_w - 1) * (int64_t)c->sw - c->pl >= c->in_w)
+        x->dims[1] != (int64_t)c->sh * c->in_w * c->in_c ||
+        (c->out_w - 1) * (int64_t)c->sw - c->pl >= c->in_w)
         return gfail(g,
                      "conv2d: input %s [Ho, %d x %d x %d], filter %s [O, %d x %d x %d] (f32) and output "
                      "width %d do not fit",

@@ -152,7 +152,8 @@ omnic__tensor *omnic__g_attention_relpos_spans(omnic__graph *g, omnic__tensor *q
                                                omnic__tensor *v, omnic__tensor *qpos, omnic__tensor *table,
                                                int max_distance, float scale, omnic__tensor *kv_begin,
                                                omnic__tensor *span);
-omnic__tensor *omnic__g_unary(omnic__graph *g, omnic__op op, omnic__tensor *x); /* SILU, GELU*, RELU, SIGMOID */
+omnic__tensor *omnic__g_unary(omnic__graph *g, omnic__op op,
+                              omnic__tensor *x); /* SILU, GELU*, RELU, SIGMOID */
 /* Depthwise conv geometry (backend.h OMNIC_OP_DWCONV2D): kernel kh x kw, strides, zero padding
  * above (pt) and on the left (pl), input width and channels (in_c: 1 or the filters'), output
  * width. */

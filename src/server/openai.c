@@ -218,8 +218,8 @@ static omnic_status audio_part_url(const json_t *part, const char *t, const char
  * models/media.h prompt_tag: Phi4MultimodalProcessor's <|audio_N|>) the tag in the text, N counting
  * the request's clips, else an {"type": "audio"} part; with image_tag images are written likewise as
  * text, image_tag's N counting the request's images, and the content stays a string). */
-static omnic_status content_value(const json_t *c, const char *where, const char *image_tag, const char *audio_tag,
-                                  json_t **images, json_t **out, omnic__api_error *e)
+static omnic_status content_value(const json_t *c, const char *where, const char *image_tag,
+                                  const char *audio_tag, json_t **images, json_t **out, omnic__api_error *e)
 {
     char p[96];
     if (json_is_string(c)) {
@@ -304,8 +304,8 @@ static omnic_status content_value(const json_t *c, const char *where, const char
             }
             if (!audio_tag) { /* an audio part the chat template writes */
                 oom = oom ||
-                      json_array_append_new(
-                          *images, json_pack("{s:o, s:s, s:s}", "url", url, "param", p, "kind", "audio")) != 0 ||
+                      json_array_append_new(*images, json_pack("{s:o, s:s, s:s}", "url", url, "param", p,
+                                                               "kind", "audio")) != 0 ||
                       json_array_append_new(parts, json_pack("{s:s}", "type", "audio")) != 0;
                 has_image = true;
                 continue;
@@ -337,9 +337,8 @@ static omnic_status content_value(const json_t *c, const char *where, const char
     return st;
 }
 
-static omnic_status parse_messages(const json_t *msgs, const char *image_tag, const char *audio_tag, json_t **out,
-                                   json_t **images,
-                                   omnic__api_error *e)
+static omnic_status parse_messages(const json_t *msgs, const char *image_tag, const char *audio_tag,
+                                   json_t **out, json_t **images, omnic__api_error *e)
 {
     if (!msgs) return BAD(e, "messages", "Missing required parameter: 'messages'");
     if (!json_is_array(msgs)) return BADTYPE(e, "messages", "an array", msgs);
@@ -572,8 +571,7 @@ static omnic_status refuse_unsupported(omnic__api_kind kind, const json_t *body,
 }
 
 static omnic_status parse_request(omnic__api_kind kind, const json_t *body, int max_n, const char *image_tag,
-                                  const char *audio_tag,
-                                  omnic__api_request *r, omnic__api_error *e)
+                                  const char *audio_tag, omnic__api_request *r, omnic__api_error *e)
 {
     const json_t *v;
     if (!json_is_object(body)) return BADTYPE(e, "", "a JSON object", body);
@@ -684,8 +682,9 @@ omnic_status omnic__api_parse(omnic__api_kind kind, const json_t *body, int max_
     return omnic__api_parse_tagged(kind, body, max_n, NULL, "<|audio_%zu|>", out, e);
 }
 
-omnic_status omnic__api_parse_tagged(omnic__api_kind kind, const json_t *body, int max_n, const char *image_tag,
-                                     const char *audio_tag, omnic__api_request *out, omnic__api_error *e)
+omnic_status omnic__api_parse_tagged(omnic__api_kind kind, const json_t *body, int max_n,
+                                     const char *image_tag, const char *audio_tag, omnic__api_request *out,
+                                     omnic__api_error *e)
 {
     memset(out, 0, sizeof *out);
     out->kind = kind;

@@ -98,8 +98,9 @@ omnic_status omnic__api_parse(omnic__api_kind kind, const json_t *body, int max_
 /* The same for a model whose prompts carry their media as text: image_tag / audio_tag (a printf
  * format with one %zu, "<|image_%zu|>"; NULL: content parts the template writes) is written for
  * each image / audio part. omnic__api_parse: no image tag, Phi-4-multimodal's "<|audio_%zu|>". */
-omnic_status omnic__api_parse_tagged(omnic__api_kind kind, const json_t *body, int max_n, const char *image_tag,
-                                     const char *audio_tag, omnic__api_request *out, omnic__api_error *e);
+omnic_status omnic__api_parse_tagged(omnic__api_kind kind, const json_t *body, int max_n,
+                                     const char *image_tag, const char *audio_tag, omnic__api_request *out,
+                                     omnic__api_error *e);
 /* Frees what the request owns; the struct is zeroed. */
 void omnic__api_request_deinit(omnic__api_request *r);
 

@@ -1394,10 +1394,11 @@ static bool media_result(work *w)
             if (it->modality == OMNIC_MODALITY_AUDIO && it->limited) { /* truncated by the processor */
                 const double kept = (double)it->out_h / (double)it->out_w;
                 if (!w->warning[0])
-                    snprintf(w->warning, sizeof w->warning,
-                             "audio %zu was truncated to its first %.0f s (%lld samples at %lld Hz): the model's "
-                             "feature extractor keeps no more",
-                             i, kept, (long long)it->out_h, (long long)it->out_w);
+                    snprintf(
+                        w->warning, sizeof w->warning,
+                        "audio %zu was truncated to its first %.0f s (%lld samples at %lld Hz): the model's "
+                        "feature extractor keeps no more",
+                        i, kept, (long long)it->out_h, (long long)it->out_w);
                 OMNIC_LOG_W("request: audio %zu truncated to its first %.0f s", i, kept);
             }
             if (it->modality == OMNIC_MODALITY_AUDIO && it->in_w != it->out_w) { /* in_w / out_w: the rates */

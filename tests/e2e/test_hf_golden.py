@@ -93,6 +93,13 @@ def build_checkpoint(meta, tmp, cache):
         if os.path.exists(pre):
             with open(pre) as f:
                 cfg = json.load(f)
+            if cfg.get("image_processor_type") == "SiglipImageProcessorFast" and \
+                    cfg.get("feature_extractor_type") == "Gemma3nAudioFeatureExtractor":
+                # the Gemma 3n goldens hold HF's slow (PIL) SiglipImageProcessor output (meta.json
+                # image_processor_note): ask omnic for the same numerics
+                cfg["image_processor_type"] = "SiglipImageProcessor"
+                with open(pre, "w") as f:
+                    json.dump(cfg, f)
             if cfg.get("image_processor_type") == "Qwen2VLImageProcessor":
                 # the goldens hold HF's slow (PIL) Qwen2VLImageProcessor output (meta.json
                 # image_processor_note): ask omnic for the same numerics
@@ -117,7 +124,7 @@ def run_case(case, tmp, cache):
     if meta["family"] == "phi4mm" and (n_img or audios):  # the adapter-adjusted projections, both layers
         need += [f"{t}_l{i}" for i in (0, 1) for t in ("q", "k", "v", "mlp")]
     if audios and meta["family"] == "gemma3n":  # each clip's features, tower output and embedder rows
-        sx = [""] if len(audios) == 1 else [f"_{i}" for i in range(len(audios))]
+        sx = [""] if len(audios) + n_img == 1 else [f"_{n_img + i}" for i in range(len(audios))]
         need += [f"{s}{x}" for x in sx for s in ("input_features", "audio_features", "projected")]
     elif audios:  # a clip's rows: the speech projection, or the vision-speech one beside an image
         need += ["input_features", "projected"] if not n_img else [f"input_features_{n_img}", f"vision_speech_{n_img}"]
@@ -176,7 +183,7 @@ def main():
     # (HD crops) and an image with a clip with the vision one
     want += [f"phi4mm-{d}-{m}" for d in ("f32", "bf16") for m in ("text", "audio", "1img", "2img", "image_audio")]
     # Gemma 3n: a clip (188 rows: the tower's, then the padding embedding) and two clips
-    want += [f"gemma3n-{d}-{m}" for d in ("f32", "bf16") for m in ("audio", "2audio")]
+    want += [f"gemma3n-{d}-{m}" for d in ("f32", "bf16") for m in ("audio", "2audio", "1img", "image_audio")]
     absent = sorted(set(want) - set(cases)) if not only else []
     if absent:
         print(f"FAIL: golden cases missing under {GOLDEN}: {absent}")

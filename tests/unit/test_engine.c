@@ -645,33 +645,35 @@ static void test_adapters_mixed_batch(void **state)
         omnic__media_item_deinit(&items[i][0]), omnic__media_item_deinit(&items[i][1]);
 }
 
-/* Gemma 3n with its audio tower (mktiny gemma3n): one-clip prompts, text prompts and two-clip
- * prompts interleaved on 3 slots give the tokens each gives alone, with and without mixed steps
- * (the clips' rows take the embeddings prefill with their per-layer ids; the text rows beside
- * them the decode calls); a request cancelled right after submitting, and a two-clip request
- * cancelled between its encodes, end cancelled and free their slots, and the next request gives
- * its tokens alone. */
-static void test_gemma3n_audio_mixed_batch(void **state)
+/* Gemma 3n with its audio and vision towers (mktiny gemma3n): one-clip prompts, text prompts,
+ * two-clip prompts, image prompts and image + clip prompts interleaved on 3 slots give the tokens
+ * each gives alone, with and without mixed steps (the media rows take the embeddings prefill with
+ * their per-layer ids; the text rows beside them the decode calls); a request cancelled right
+ * after submitting, and a two-clip request cancelled between its encodes, end cancelled and free
+ * their slots, and the next request gives its tokens alone. */
+static void test_gemma3n_media_mixed_batch(void **state)
 {
     (void)state;
     char g3n[160];
     snprintf(g3n, sizeof g3n, "%s/g3n", dir);
-    enum { N = 6 };
+    enum { N = 5 };
     static sink alone[N], together[N], alone_m[N], together_m[N];
     omnic__engine *e1 = engine_ctx(g3n, 1, 8, 0, 1024);
     const omnic__model *m = omnic__engine_model(e1);
     assert_true(omnic__model_accepts(m, OMNIC_MODALITY_AUDIO));
-    assert_false(omnic__model_accepts(m, OMNIC_MODALITY_IMAGE));
-    omnic__media_proc prep;
+    assert_true(omnic__model_accepts(m, OMNIC_MODALITY_IMAGE));
+    omnic__media_proc prep, prep_img;
     omnic_err err;
     assert_int_equal(omnic__media_proc_init(&prep, m, OMNIC_MODALITY_AUDIO, 0, &err), OMNIC_OK);
+    assert_int_equal(omnic__media_proc_init(&prep_img, m, OMNIC_MODALITY_IMAGE, 0, &err), OMNIC_OK);
+    const int32_t ipad = omnic__media_placeholder(m, OMNIC_MODALITY_IMAGE);
     static omnic__media_item items[N][2];
     static const omnic__media_item *mp[N][2];
     static int32_t prompts[N][16];
     omnic__gen_request rs[N];
     const int32_t pad = omnic__media_placeholder(m, OMNIC_MODALITY_AUDIO);
     for (int i = 0; i < N; i++) {
-        const int kind = i % 3; /* 0 one clip, 1 text, 2 two clips */
+        const int kind = i; /* 0 one clip, 1 text, 2 two clips, 3 an image, 4 an image and a clip */
         if (kind == 1) {
             rs[i] = req(PROMPTS[i], 6, 10, NULL);
             continue;
@@ -679,7 +681,18 @@ static void test_gemma3n_audio_mixed_batch(void **state)
         int n = 0, k = 0;
         for (int j = 0; j < 4; j++)
             prompts[i][n++] = (int32_t)(20 + j * 9 + i);
-        for (int c = 0; c < (kind == 2 ? 2 : 1); c++) {
+        if (kind >= 3) { /* a 60 x 40 image whose pixels depend on i */
+            omnic__image img;
+            assert_int_equal(omnic__image_alloc(&img, 60, 40, &err), OMNIC_OK);
+            for (int64_t p = 0; p < 60 * 40 * 3; p++)
+                img.data[p] = (uint8_t)((p * (7 + i)) % 251);
+            omnic__decoded_media d = {.image = &img};
+            assert_int_equal(omnic__media_preprocess(&prep_img, &d, &items[i][k], &err), OMNIC_OK);
+            omnic__image_deinit(&img);
+            mp[i][k] = &items[i][k], k++;
+            prompts[i][n++] = ipad;
+        }
+        for (int c = 0; c < (kind == 2 ? 2 : kind == 3 ? 0 : 1); c++) {
             size_t len;
             uint8_t *w = wav_bytes(8000 + 1600 * i + 800 * c, i + c, &len); /* 0.5 s .. 1.4 s */
             assert_int_equal(omnic__media_prepare(&prep, w, len, NULL, NULL, &items[i][k], &err), OMNIC_OK);
@@ -692,6 +705,7 @@ static void test_gemma3n_audio_mixed_batch(void **state)
         rs[i].media = mp[i], rs[i].n_media = (size_t)k;
     }
     omnic__media_proc_deinit(&prep);
+    omnic__media_proc_deinit(&prep_img);
     for (int i = 0; i < N; i++) {
         sink_init(&alone[i]);
         rs[i].cb_ctx = &alone[i];
@@ -1468,7 +1482,7 @@ int main(void)
         cmocka_unit_test(test_longrope_replay_batched),
         cmocka_unit_test(test_images_mixed_batch),
         cmocka_unit_test(test_adapters_mixed_batch),
-        cmocka_unit_test(test_gemma3n_audio_mixed_batch),
+        cmocka_unit_test(test_gemma3n_media_mixed_batch),
         cmocka_unit_test(test_mrope_engine),
         cmocka_unit_test(test_qwen2vl_batch),
         cmocka_unit_test(test_cancel),

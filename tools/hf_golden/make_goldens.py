@@ -208,11 +208,16 @@ def prompt_ids(fam, kind, model_dir, n_images, mode):
         tok = mktiny.train_tokenizer(f.tokenizer, extra_specials=f.extra_specials)
     elif kind == "gemma3n":
         tok, _ = mktiny.gemma3n_tokenizer()
-        if mode in ("audio", "2audio"):  # the text Gemma3nProcessor receives, and omnic's logical prompt:
-            # its rewrite with one <audio_soft_token> per clip (the merge expands each to 188 rows)
+        if mode in ("audio", "2audio", "1img", "image_audio"):  # the text Gemma3nProcessor receives, and
+            # omnic's logical prompt: its rewrite with one soft token per item (the merge expands each)
             n = 2 if mode == "2audio" else 1
             hf_text = "Listen: " + " then ".join(["<audio_soft_token>"] * n) + "\nSay it."
+            if mode == "1img":
+                hf_text = "Look: <image_soft_token>\nSay it."
+            if mode == "image_audio":
+                hf_text = "Look: <image_soft_token> and listen: <audio_soft_token>\nSay it."
             text = hf_text.replace("<audio_soft_token>", "\n\n<start_of_audio><audio_soft_token><end_of_audio>\n\n")
+            text = text.replace("<image_soft_token>", "\n\n<start_of_image><image_soft_token><end_of_image>\n\n")
             return hf_text, mktiny.encode(tok, text, add_special_tokens=True), cfg
         # text with two multimodal ids (hard embeddings: eoi of the vision ids, eoa of the audio ids)
         ids = mktiny.encode(tok, TEXT, add_special_tokens=True)
@@ -361,7 +366,26 @@ def run_case(name, fam, kind, dtype, n_images, mode, tmp, image_paths, only):
         assert want == hf_ids, f"{name}: logical prompt expands to {want}, the processor's text gives {hf_ids}"
     caps = {}
     audio_files = []
-    if kind == "gemma3n" and mode in ("audio", "2audio"):
+    if kind == "gemma3n" and n_images:
+        # the slow (PIL) SiglipImageProcessor: the oracle cannot run the torchvision one (the test asks
+        # omnic for the same numerics, meta.json image_processor_note); Gemma3nProcessor's text rule for
+        # images (each <image_soft_token> -> "\n\n" boi + 256 soft tokens + eoi "\n\n")
+        proc = transformers.SiglipImageProcessor.from_pretrained(model_dir)
+        proc_name = type(proc).__name__
+        pv = proc(images=images, return_tensors="pt")["pixel_values"]
+        inputs["pixel_values"] = pv
+        stages["pixel_values" + ("_0" if mode == "image_audio" else "")] = f32(pv[0])
+        n_rows = cfg["vision_soft_tokens_per_image"]
+        full = "\n\n<start_of_image>" + "<image_soft_token>" * n_rows + "<end_of_image>\n\n"
+        text = text.replace("<image_soft_token>", full)
+        tok, _ = mktiny.gemma3n_tokenizer()
+        hf_ids = mktiny.encode(tok, text.replace("<audio_soft_token>", "\n\n<start_of_audio>" + "<audio_soft_token>" *
+                                                 cfg["audio_soft_tokens_per_image"] + "<end_of_audio>\n\n"),
+                               add_special_tokens=True)
+        caps["vision_out"] = []
+        model.model.vision_tower.register_forward_hook(  # (a copy: get_image_features scales it in place)
+            lambda m, a, o: caps["vision_out"].append(o.last_hidden_state.clone()))
+    if kind == "gemma3n" and mode in ("audio", "2audio", "image_audio"):
         # Gemma3nProcessor without its tokenizer: the real Gemma3nAudioFeatureExtractor on the clips as
         # libsndfile reads them (16-bit PCM / 32768; the clips of one prompt have one length, so the
         # batch's padding is each clip's own), its text rule (each <audio_soft_token> -> "\n\n" boa +
@@ -378,7 +402,8 @@ def run_case(name, fam, kind, dtype, n_images, mode, tmp, image_paths, only):
         inputs["input_features"] = feats["input_features"]
         inputs["input_features_mask"] = feats["input_features_mask"]
         for i in range(len(clips)):
-            stages["input_features" + ("" if len(clips) == 1 else f"_{i}")] = f32(feats["input_features"][i])
+            stages["input_features" + ("" if len(clips) + n_images == 1 else f"_{n_images + i}")] = \
+                f32(feats["input_features"][i])
         n_rows = cfg["audio_soft_tokens_per_image"]
         full = "\n\n<start_of_audio>" + "<audio_soft_token>" * n_rows + "<end_of_audio>\n\n"
         tok, _ = mktiny.gemma3n_tokenizer()
@@ -386,7 +411,8 @@ def run_case(name, fam, kind, dtype, n_images, mode, tmp, image_paths, only):
         audio_id = cfg["audio_token_id"]
         want = []
         for t in ids:  # omnic's logical prompt, each placeholder expanded: must be HF's ids
-            want += [t] * n_rows if t == audio_id else [t]
+            want += [t] * n_rows if t == audio_id else [t] * cfg["vision_soft_tokens_per_image"] \
+                if t == cfg["image_token_id"] else [t]
         assert want == hf_ids, f"{name}: logical prompt expands to {want}, the processor's text gives {hf_ids}"
         caps["audio_out"] = []  # the tower's output per forward (its padded rows zeroed)
         model.model.audio_tower.register_forward_hook(lambda m, a, o: caps["audio_out"].append(o[0]))
@@ -549,7 +575,14 @@ def run_case(name, fam, kind, dtype, n_images, mode, tmp, image_paths, only):
         where = [i for i, t in enumerate(hf_ids) if t == audio_id]
         # with an image the clip takes the vision-speech projection (omnic's side output vision_speech)
         stages["vision_speech_1" if n_images else "projected"] = stages["inputs_embeds"][where[0]:where[-1] + 1]
-    if kind == "gemma3n" and mode in ("audio", "2audio"):
+    if kind == "gemma3n" and n_images:  # the fusion's rows [256, 2048] and the 256 merged rows
+        image_id, n_rows = cfg["image_token_id"], cfg["vision_soft_tokens_per_image"]
+        where = [i for i, t in enumerate(hf_ids) if t == image_id]
+        s = "_0" if mode == "image_audio" else ""
+        vo = caps["vision_out"][0]
+        stages["vision_features" + s] = np.ascontiguousarray(f32(vo[0].reshape(vo.shape[1], -1).T))
+        stages["projected" + s] = stages["inputs_embeds"][where[0]:where[-1] + 1]
+    if kind == "gemma3n" and mode in ("audio", "2audio", "image_audio"):
         # per clip: the tower's output (padded rows zeroed) and the 188 rows the merge scatters (the
         # embedder's soft rows, then the padding embedding), as the decoder input holds them
         tower = f32(caps["audio_out"][0])  # [clips, n_a, audio hidden]
@@ -557,7 +590,7 @@ def run_case(name, fam, kind, dtype, n_images, mode, tmp, image_paths, only):
         where = [i for i, t in enumerate(hf_ids) if t == audio_id]
         n_rows = cfg["audio_soft_tokens_per_image"]
         for i in range(tower.shape[0]):
-            s = "" if tower.shape[0] == 1 else f"_{i}"
+            s = "" if tower.shape[0] + n_images == 1 else f"_{n_images + i}"
             stages["audio_features" + s] = tower[i]
             stages["projected" + s] = stages["inputs_embeds"][where[i * n_rows]:where[i * n_rows + n_rows - 1] + 1]
     if kind == "phi4mm" and n_images:
@@ -696,7 +729,11 @@ def run_case(name, fam, kind, dtype, n_images, mode, tmp, image_paths, only):
         "image_processor_note": ("HF's slow (PIL) Qwen2VLImageProcessor: the test sets the scratch checkpoint's "
                                  "image_processor_type to Qwen2VLImageProcessorPil so omnic takes the same PIL path "
                                  "(transformers 4.5x would pick the torchvision one, which cannot run here)")
-                                if kind == "qwen" and n_images else None,
+                                if kind == "qwen" and n_images else
+                                ("HF's slow (PIL) SiglipImageProcessor: the test sets the scratch checkpoint's "
+                                 "image_processor_type to SiglipImageProcessor so omnic takes the same PIL path "
+                                 "(the checkpoint's SiglipImageProcessorFast needs torchvision.v2, which cannot run here)")
+                                if kind == "gemma3n" and n_images else None,
         "rope_delta": rope_delta,
         "generation": {"checkpoint_generation_config": gc_file, "do_sample": False, "repetition_penalty": 1.0,
                        "max_new_tokens": N_GEN, "eos_token_id": None, "use_model_defaults": False,
@@ -733,7 +770,7 @@ def main():
                 if fam == "phi4mm":
                     modes += [("audio", 0), ("1img", 1), ("2img", 2), ("image_audio", 1)]
                 if fam == "gemma3n":
-                    modes += [("audio", 0), ("2audio", 0)]
+                    modes += [("audio", 0), ("2audio", 0), ("1img", 1), ("image_audio", 1)]
                 for mode, n_images in modes:
                     name = f"{fam}-{dtype}-{mode}"
                     if args.only and args.only not in name:

@@ -91,7 +91,8 @@ void omnic__cpu_conv2d(const omnic__node *n, int ith, int nth, void *wdata)
     const omnic__tensor *x = n->src[0], *w = n->src[1], *b = n->src[2];
     const int64_t kh = n->ip[0], kw = n->ip[1], sh = n->ip[2], sw = n->ip[3], pt = n->ip[4], pl = n->ip[5],
                   Wi = n->ip[6], Ci = n->ip[7];
-    const int64_t Ho = n->dst->dims[0], O = w->dims[0], K = w->dims[1], Wo = n->dst->dims[1] / O, Hi = Ho * sh;
+    const int64_t Ho = n->dst->dims[0], O = w->dims[0], K = w->dims[1], Wo = n->dst->dims[1] / O,
+                  Hi = Ho * sh;
     int64_t lo, hi;
     omnic__split_rows(Ho, ith, nth, &lo, &hi);
     if (lo >= hi) return;

@@ -1,11 +1,12 @@
 #!/usr/bin/python3
-"""Gemma 3n audio through `omnic serve` (tiny gemma3n checkpoint from tools/mktiny.py, with its USM
-audio tower): /v1/models says text and audio; a chat completion with an input_audio part (base64
-WAV), one with an audio_url data: URL, and one with two clips give the greedy text `omnic run
---audio` gives; an audio request, a text request and a two-clip request at once each equal their
+"""Gemma 3n media through `omnic serve` (tiny gemma3n checkpoint from tools/mktiny.py, with its USM
+audio tower and MobileNetV5 vision tower): /v1/models says text, image and audio; a chat completion
+with an input_audio part (base64 WAV), one with an audio_url data: URL, one with two clips, one with
+an image_url and one with an image and a clip give the greedy text `omnic run --audio / --image`
+gives; an audio request, a text request and a two-clip request at once each equal their
 answer alone; a 35 s clip is refused naming the 30 s limit (Gemma3nAudioFeatureExtractor keeps 30 s:
 omnic says so instead of dropping the rest); /v1/audio/transcriptions (multipart, also through curl) equals the chat completion it stands
-for; a clip under one feature frame, a truncated WAV and an image part each get a 400 naming the
+for; a clip under one feature frame, a truncated WAV and a broken image each get a 400 naming the
 problem, and the server keeps serving. Standard library (and curl) only."""
 import base64
 import http.client
@@ -84,19 +85,29 @@ def main():
         subprocess.run(["/usr/bin/python3", os.path.join(ROOT, "tools/mktiny.py"), "--family", "gemma3n", "--out",
                         model], check=True, stdout=subprocess.DEVNULL)
 
-        def run(*clips):
+        def run(*clips, image=None):
             args = [OMNIC, "run", "-m", model, "-p", "Transcribe.", "-n", "8", "--temp", "0"]
             for c in clips:
                 args += ["--audio", c]
+            if image:
+                args += ["--image", image]
             return subprocess.run(args, check=True, capture_output=True).stdout.decode(errors="replace").rstrip("\n")
         want_a, want_ab = run(a_path), run(a_path, b_path)
+        want_img, want_img_a = run(image=PNG), run(a_path, image=PNG)
         with wave.open(a_path) as w:
             pcm = w.readframes(w.getnframes())
         long_clip = wav(pcm * 27)  # 27 x 1.3 s = 35.2 s
         p, port = serve_util.start([OMNIC, "serve", "-m", model, "--parallel", "3"], os.path.join(tmp, "log"))
         try:
             st, body = request(port, "GET", "/v1/models")
-            assert st == 200 and json.loads(body)["data"][0]["input_modalities"] == ["text", "audio"], body
+            assert st == 200 and json.loads(body)["data"][0]["input_modalities"] == ["text", "image", "audio"], body
+            img_part = {"type": "image_url", "image_url": {"url": "data:image/png;base64," +
+                                                            base64.b64encode(open(PNG, "rb").read()).decode()}}
+            st, body = request(port, "POST", "/v1/chat/completions", chat(img_part))
+            assert st == 200 and content(body) == want_img, (body, want_img)
+            st, body = request(port, "POST", "/v1/chat/completions", chat(img_part, audio_part(a)))
+            assert st == 200 and content(body) == want_img_a, (body, want_img_a)
+            print("image_url, and an image with a clip: as omnic run")
             st, body = request(port, "POST", "/v1/chat/completions", chat(audio_part(a)))
             assert st == 200 and content(body) == want_a, (body, want_a)
             print(f"input_audio: {json.loads(body)['usage']['prompt_tokens']} prompt tokens, as omnic run")
@@ -115,21 +126,22 @@ def main():
             def one(k, body):
                 res[k] = request(port, "POST", "/v1/chat/completions", body)
             ts = [threading.Thread(target=one, args=(k, q)) for k, q in
-                  enumerate((chat(audio_part(a)), text, chat(audio_part(a), audio_part(b))))]
+                  enumerate((chat(audio_part(a)), text, chat(audio_part(a), audio_part(b)), chat(img_part),
+                             chat(img_part, audio_part(a))))]
             for t in ts:
                 t.start()
             for t in ts:
                 t.join()
-            for k, w in enumerate((want_a, content(want_text), want_ab)):
+            for k, w in enumerate((want_a, content(want_text), want_ab, want_img, want_img_a)):
                 assert res[k][0] == 200 and content(res[k][1]) == w, (k, res[k], w)
-            print("audio, text and two clips at once: each as alone")
+            print("audio, text, two clips, an image and an image with a clip at once: each as alone")
             st, body = request(port, "POST", "/v1/chat/completions", chat(audio_part(long_clip)))
             assert st == 400 and "the limit is 30 s per clip" in body, body  # (HF would drop the rest silently)
             print(f"35 s clip: 400 {json.loads(body)['error']['message'][:120]}")
             bad = [("under one frame", audio_part(wav(pcm[:600])), "shorter than one 513-sample frame"),
                    ("truncated WAV", audio_part(a[:1000]), "truncated"),
-                   ("image", {"type": "image_url", "image_url": {"url": "data:image/png;base64," +
-                                                                 base64.b64encode(open(PNG, "rb").read()).decode()}},
+                   ("broken image", {"type": "image_url", "image_url": {"url": "data:image/png;base64," +
+                                                                        base64.b64encode(b"\x89PNG\r\n\x1a\nxx").decode()}},
                     "image")]
             for name, part, msg in bad:
                 st, out = request(port, "POST", "/v1/chat/completions", chat(part))
@@ -152,8 +164,8 @@ def main():
         finally:
             p.terminate()
             p.wait(timeout=30)
-    print("test_serve_gemma3n_audio: input_audio, audio_url, two clips, mixed requests and transcriptions served as "
-          "omnic run; clips past 30 s and other bad clips refused with 400s naming the problem")
+    print("test_serve_gemma3n_media: input_audio, audio_url, two clips, image_url, image + audio, mixed requests and "
+          "transcriptions served as omnic run; clips past 30 s and other bad media refused with 400s naming the problem")
     return 0
 
 
