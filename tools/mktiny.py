@@ -2040,7 +2040,12 @@ def main_gemma3n(args) -> int:
     write_json(os.path.join(args.out, "generation_config.json"), gen)
     write_json(os.path.join(args.out, "tokenizer.json"), tokenizer_json(tok, args.merges_style), sort_keys=False)
     write_json(os.path.join(args.out, "tokenizer_config.json"), tokenizer_config_json(tok))
-    write_json(os.path.join(args.out, "preprocessor_config.json"), GEMMA3N_PREPROCESSOR)
+    # tiny: 512x512 images (the fusion pools 32 -> 16 by 2 where 768 pools 48 -> 16 by 3), so the
+    # ref backend's double-precision attention over the key pixels stays in seconds per image
+    pre = dict(GEMMA3N_PREPROCESSOR)
+    if args.vision_dims != "real":
+        pre["size"] = {"height": 512, "width": 512}
+    write_json(os.path.join(args.out, "preprocessor_config.json"), pre)
     write_json(os.path.join(args.out, "processor_config.json"),
                {"audio_seq_length": 188, "image_seq_length": 256, "processor_class": "Gemma3nProcessor"})
     files = write_weights(args.out, specs, args.seed, STD_TINY, args.dtype, args.shards)

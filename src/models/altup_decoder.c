@@ -267,6 +267,7 @@ omnic__tensor *omnic__altup_build_layers(const omnic__text_decoder *d, omnic__gr
     int64_t split[3] = {T, Lc, P}, flat[2] = {T, Lc * P};
     pp = omnic__g_reshape(g, rms(g, d, omnic__g_reshape(g, pp, 3, split), &a->ple_proj_norm), 2, flat);
     omnic__tensor *ple = omnic__g_scale(g, omnic__g_add(g, pp, praw), rsqrt2, 0.0f);
+    if (taps && ple) omnic__g_mark_output(g, ple, "per_layer_inputs"); /* HF's [T, L, P] flattened */
     /* streams: x, then each projection of x rescaled to x's RMS */
     omnic__tensor *S[4] = {x};
     for (int64_t i = 1; i < n; i++)

@@ -50,7 +50,8 @@ void omnic__altup_free(omnic__text_decoder *d);
 /* The decoder layers over post-scale (merged) embeddings x [T, H] and the logical ids
  * ple_ids i32 [T] (the per-layer table's lookup; ids past it read row 0): returns the rows
  * before the final norm [T, H] (the streams merged back), or NULL with the graph's error set.
- * taps: hidden_l{i} = stream 0 after layer i. */
+ * taps: per_layer_inputs [T, L * P] (the per-layer embeddings every layer gates in), hidden_l{i} =
+ * stream 0 after layer i. */
 omnic__tensor *omnic__altup_build_layers(const omnic__text_decoder *d, omnic__graph *g, omnic__tensor *x,
                                          omnic__tensor *ple_ids, omnic__tensor *pos, omnic_dtype kv_dtype,
                                          int64_t kv_rows, bool taps);

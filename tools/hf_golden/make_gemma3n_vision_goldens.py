@@ -7,8 +7,8 @@ Gemma3nMultimodalEmbedder, eager, f32.
 The weights are the tiny checkpoint of tools/mktiny.py --family gemma3n --dtype f32 --seed 0 (the
 tower at channel_multiplier 1/16: every block kind, 7.3 M parameters; the test rebuilds it), loaded
 into timm.create_model("mobilenetv5_300m_enc", channel_multiplier=1/16, pad_type="same") exactly as
-TimmWrapper builds it. For one 768x768 input that is a formula exact in f32 (tests/unit/test_gemma3n_vision.c
-computes the same), x[c, y, x] = ((c * 7 + y * 13 + x * 5 + y * x) % 256) / 255, it stores in
+TimmWrapper builds it. For one input that is a formula exact in f32 (tests/unit/test_gemma3n_vision.c
+computes the same) at the tiny checkpoint's 512x512, x[c, y, x] = ((c * 7 + y * 13 + x * 5 + y * x) % 256) / 255, it stores in
 tests/golden/gemma3n_vision/: stage0.npy (the first stage's output, every 7th pixel row: [.., 8]),
 stage1.npy .. stage3.npy (each stage's output as pixel rows [h * w, C]), features.npy (the fusion's
 output, last_hidden_state as [256, 2048]) and projected.npy (the embedder's rows after the scale by
@@ -37,7 +37,7 @@ from transformers.models.gemma3n.modeling_gemma3n import Gemma3nMultimodalEmbedd
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 OUT = os.path.join(ROOT, "tests", "golden", "gemma3n_vision")
-S = 768
+S = 512  # the tiny checkpoint's processor size (mktiny: 512x512, the fusion pooling 32 -> 16 by 2)
 
 
 def pixels():

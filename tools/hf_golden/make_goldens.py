@@ -208,12 +208,12 @@ def prompt_ids(fam, kind, model_dir, n_images, mode):
         tok = mktiny.train_tokenizer(f.tokenizer, extra_specials=f.extra_specials)
     elif kind == "gemma3n":
         tok, _ = mktiny.gemma3n_tokenizer()
-        if mode in ("audio", "2audio", "1img", "image_audio"):  # the text Gemma3nProcessor receives, and
+        if mode in ("audio", "2audio", "1img", "2img", "image_audio"):  # the text Gemma3nProcessor receives, and
             # omnic's logical prompt: its rewrite with one soft token per item (the merge expands each)
             n = 2 if mode == "2audio" else 1
             hf_text = "Listen: " + " then ".join(["<audio_soft_token>"] * n) + "\nSay it."
-            if mode == "1img":
-                hf_text = "Look: <image_soft_token>\nSay it."
+            if mode in ("1img", "2img"):
+                hf_text = "Look: " + " then ".join(["<image_soft_token>"] * n_images) + "\nSay it."
             if mode == "image_audio":
                 hf_text = "Look: <image_soft_token> and listen: <audio_soft_token>\nSay it."
             text = hf_text.replace("<audio_soft_token>", "\n\n<start_of_audio><audio_soft_token><end_of_audio>\n\n")
@@ -374,7 +374,8 @@ def run_case(name, fam, kind, dtype, n_images, mode, tmp, image_paths, only):
         proc_name = type(proc).__name__
         pv = proc(images=images, return_tensors="pt")["pixel_values"]
         inputs["pixel_values"] = pv
-        stages["pixel_values" + ("_0" if mode == "image_audio" else "")] = f32(pv[0])
+        for i in range(n_images):
+            stages["pixel_values" + ("" if n_images == 1 and mode != "image_audio" else f"_{i}")] = f32(pv[i])
         n_rows = cfg["vision_soft_tokens_per_image"]
         full = "\n\n<start_of_image>" + "<image_soft_token>" * n_rows + "<end_of_image>\n\n"
         text = text.replace("<image_soft_token>", full)
@@ -546,6 +547,15 @@ def run_case(name, fam, kind, dtype, n_images, mode, tmp, image_paths, only):
             if isinstance(o, tuple):
                 caps.setdefault("deepstack", o[1])
         hooks.append(vis.register_forward_hook(vis_out))
+    if kind == "gemma3n":  # the per-layer embeddings of the merged rows (Gemma3nTextModel's [T, L, P])
+        lm = model.model.language_model
+        proj_ple = lm.project_per_layer_inputs
+
+        def ple_tap(*a, _orig=proj_ple, **k):
+            out = _orig(*a, **k)
+            caps.setdefault("per_layer_inputs", out.detach().clone())
+            return out
+        lm.project_per_layer_inputs = ple_tap
     # Gemma 3n's KV sharing only happens through a cache (use_cache=False makes the shared layers
     # compute their own K/V: families-gemma-phi.md B7.3): its forwards run with a fresh cache
     cache = fam.startswith("gemma3n")
@@ -560,6 +570,9 @@ def run_case(name, fam, kind, dtype, n_images, mode, tmp, image_paths, only):
     # (the embeddings before the first layer; the streams feed every later stage)
     first = (lambda t: t[0][0]) if cache else (lambda t: t[0])
     stages["inputs_embeds"] = f32(first(caps["inputs_embeds"]))
+    if "per_layer_inputs" in caps:
+        ple = caps["per_layer_inputs"][0]
+        stages["per_layer_inputs"] = f32(ple.reshape(ple.shape[0], -1))
     for li in range(len(layers)):
         for tap in ("q", "k", "v", "mlp"):  # Phi-4-multimodal with an adapter: its adjusted projections
             if f"{tap}_l{li}" in caps:
@@ -578,10 +591,11 @@ def run_case(name, fam, kind, dtype, n_images, mode, tmp, image_paths, only):
     if kind == "gemma3n" and n_images:  # the fusion's rows [256, 2048] and the 256 merged rows
         image_id, n_rows = cfg["image_token_id"], cfg["vision_soft_tokens_per_image"]
         where = [i for i, t in enumerate(hf_ids) if t == image_id]
-        s = "_0" if mode == "image_audio" else ""
         vo = caps["vision_out"][0]
-        stages["vision_features" + s] = np.ascontiguousarray(f32(vo[0].reshape(vo.shape[1], -1).T))
-        stages["projected" + s] = stages["inputs_embeds"][where[0]:where[-1] + 1]
+        for i in range(n_images):
+            s = "" if n_images == 1 and mode != "image_audio" else f"_{i}"
+            stages["vision_features" + s] = np.ascontiguousarray(f32(vo[i].reshape(vo.shape[1], -1).T))
+            stages["projected" + s] = stages["inputs_embeds"][where[i * n_rows]:where[i * n_rows + n_rows - 1] + 1]
     if kind == "gemma3n" and mode in ("audio", "2audio", "image_audio"):
         # per clip: the tower's output (padded rows zeroed) and the 188 rows the merge scatters (the
         # embedder's soft rows, then the padding embedding), as the decoder input holds them
@@ -770,7 +784,7 @@ def main():
                 if fam == "phi4mm":
                     modes += [("audio", 0), ("1img", 1), ("2img", 2), ("image_audio", 1)]
                 if fam == "gemma3n":
-                    modes += [("audio", 0), ("2audio", 0), ("1img", 1), ("image_audio", 1)]
+                    modes += [("audio", 0), ("2audio", 0), ("1img", 1), ("2img", 2), ("image_audio", 1)]
                 for mode, n_images in modes:
                     name = f"{fam}-{dtype}-{mode}"
                     if args.only and args.only not in name:
