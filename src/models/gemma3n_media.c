@@ -708,10 +708,7 @@ static bool g3i_proc_claims(const json_t *pc)
 {
     char buf[128];
     const char *t = omnic__processor_config_type(pc, buf, sizeof buf);
-    return t && (!strcmp(t, "SiglipImageProcessorFast") || !strcmp(t, "SiglipImageProcessor")) &&
-           json_is_string(json_object_get(pc, "feature_extractor_type")) &&
-           !strcmp(json_string_value(json_object_get(pc, "feature_extractor_type")),
-                   "Gemma3nAudioFeatureExtractor");
+    return t && (!strcmp(t, "SiglipImageProcessorFast") || !strcmp(t, "SiglipImageProcessor"));
 }
 
 static omnic_status g3i_proc_parse(const json_t *pc, const char *what, const char *variant,

@@ -249,13 +249,8 @@ static omnic_status load(loader *l)
             c = e->blocks[k].out_c;
             e->n_blocks = k + 1;
         }
-    /* the fusion: the last two stages' outputs, concatenated */
-    int64_t cat = c, mid, out;
-    for (int k = 0, s = 0, end = 0; s < e->n_stages - 1; s++) {
-        end += e->stage_len[s];
-        if (s == e->n_stages - 2) cat += e->blocks[end - 1].out_c;
-        (void)k;
-    }
+    /* the fusion: the last two stages' outputs, concatenated (c: the last one's channels) */
+    int64_t mid, out, cat = c + e->blocks[e->n_blocks - 1 - e->stage_len[e->n_stages - 1]].out_c;
     snprintf(w, sizeof w, "%smsfa.ffn.pw_exp.conv.weight", P),
         snprintf(n, sizeof n, "%smsfa.ffn.pw_exp.bn.weight", P);
     OMNIC_TRY(conv_norm(l, w, n, 1, cat, 1, &e->msfa_exp, &mid));
@@ -421,6 +416,9 @@ omnic_status omnic__mnv5_build(omnic__mnv5 *e, omnic__module *m, omnic_err *err)
     const omnic__mnv5_config *c = &e->cfg;
     omnic__graph *g = &m->graph;
     const int64_t S = c->image, pd[2] = {S * S, 3};
+    if (S < 1 || S % ((int64_t)1 << (e->n_stages + 1))) /* the stem and every stage halve the map */
+        return OMNIC_FAIL(err, OMNIC_E_INVALID, "vision tower: %lldx%lld images do not halve %d times",
+                          (long long)S, (long long)S, e->n_stages + 1);
     fmap x = {omnic__g_input(g, "pixels", OMNIC_DTYPE_F32, 2, pd, OMNIC_VAR_NONE), S, S, 3};
     x = cna(g, x, &e->stem, false, true, e->stem_b);
     if (x.x) omnic__g_mark_output(g, x.x, "stem");
