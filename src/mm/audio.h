@@ -78,4 +78,10 @@ omnic_status omnic__audio_decode(const uint8_t *buf, size_t len, const omnic__au
 omnic_status omnic__audio_resample(const float *in, int64_t n, int in_rate, int out_rate, float **out,
                                    int64_t *n_out, omnic_err *err);
 
+/* A decoded clip a (borrowed) at rate Hz, as a feature extractor takes it: *x, *n its own samples
+ * when it is at that rate (*owned NULL), else resampled into *owned (the caller frees it).
+ * E_INVALID when a has no samples, and omnic__audio_resample's errors. */
+omnic_status omnic__audio_at_rate(const omnic__audio *a, int rate, const float **x, int64_t *n, float **owned,
+                                  omnic_err *err);
+
 #endif

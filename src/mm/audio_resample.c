@@ -58,3 +58,16 @@ omnic_status omnic__audio_resample(const float *in, int64_t n, int in_rate, int 
     *n_out = m;
     return OMNIC_OK;
 }
+
+omnic_status omnic__audio_at_rate(const omnic__audio *a, int rate, const float **x, int64_t *n, float **owned,
+                                  omnic_err *err)
+{
+    *owned = NULL;
+    if (!a || !a->samples || a->n < 1) return OMNIC_FAIL(err, OMNIC_E_INVALID, "no audio samples");
+    *x = a->samples;
+    *n = a->n;
+    if (a->sample_rate == rate) return OMNIC_OK;
+    OMNIC_TRY(omnic__audio_resample(a->samples, a->n, a->sample_rate, rate, owned, n, err));
+    *x = *owned;
+    return OMNIC_OK;
+}

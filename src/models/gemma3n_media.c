@@ -299,14 +299,10 @@ static omnic_status g3a_preprocess(const void *params, const omnic__decoded_medi
 {
     const g3a_proc *p = params;
     const omnic__audio *a = in->audio;
-    if (!a || !a->samples || a->n < 1) return OMNIC_FAIL(err, OMNIC_E_INVALID, "no audio samples");
-    const float *x = a->samples;
-    int64_t n = a->n;
-    float *rs = NULL;
-    if (a->sample_rate != p->p.sample_rate) {
-        OMNIC_TRY(omnic__audio_resample(a->samples, a->n, a->sample_rate, p->p.sample_rate, &rs, &n, err));
-        x = rs;
-    }
+    const float *x;
+    int64_t n;
+    float *rs;
+    OMNIC_TRY(omnic__audio_at_rate(a, p->p.sample_rate, &x, &n, &rs, err));
     int64_t valid;
     const int64_t frames = omnic__usm_mel_frames(p->mel, n, &valid), kept = omnic__usm_mel_kept(p->mel, n);
     const int64_t d[2] = {frames > 0 ? frames : 1, p->p.n_mels};

@@ -237,14 +237,10 @@ static omnic_status p4a_preprocess(const void *params, const omnic__decoded_medi
 {
     const p4a_proc *p = params;
     const omnic__audio *a = in->audio;
-    if (!a || !a->samples || a->n < 1) return OMNIC_FAIL(err, OMNIC_E_INVALID, "no audio samples");
-    const float *x = a->samples;
-    int64_t n = a->n;
-    float *rs = NULL;
-    if (a->sample_rate != p->fp.sample_rate) {
-        OMNIC_TRY(omnic__audio_resample(a->samples, a->n, a->sample_rate, p->fp.sample_rate, &rs, &n, err));
-        x = rs;
-    }
+    const float *x;
+    int64_t n;
+    float *rs;
+    OMNIC_TRY(omnic__audio_at_rate(a, p->fp.sample_rate, &x, &n, &rs, err));
     const int64_t frames = omnic__fbank_frames(p->fb, n);
     omnic_status s = OMNIC_OK;
     if (frames > max_frames())
