@@ -187,43 +187,33 @@ static omnic_status rel_terms(loader *l, const omnic__tensor *pos_proj, omnic__t
 {
     const omnic__usm_config *c = &l->e->cfg;
     const int64_t H = c->hidden, half = H / 2, L = c->context;
-    const int64_t dims[3] = {L, c->n_heads, c->head_dim};
-    OMNIC_TRY(omnic__tensor_create(out, OMNIC_DTYPE_F32, 3, dims, l->err));
-    snprintf((*out)->name, sizeof(*out)->name, "%.50s[rel]", pos_proj->name);
+    const int64_t dims[3] = {L, c->n_heads, c->head_dim}, all[1] = {H * H};
+    omnic__tensor *wf = NULL; /* the Linear widened once */
+    OMNIC_TRY(omnic__weight_f32(pos_proj, 0, 1, all, pos_proj->name, &wf, l->err));
     float *timing = omnic_alloc_array((size_t)H, sizeof(float));
-    float *w = omnic_alloc_array((size_t)H, sizeof(float));
-    if (!timing || !w) {
-        omnic_free(timing);
-        omnic_free(w);
-        return OMNIC_FAIL(l->err, OMNIC_E_NOMEM, "out of memory for the audio relative terms");
-    }
-    const float inc = (float)(-(log(1.0e4) / (double)(half > 1 ? half - 1 : 1)));
-    float *R = (*out)->data;
-    for (int64_t d = 0; d < L; d++) {
-        for (int64_t i = 0; i < half; i++) {
-            const float inv = expf((float)i * inc), st = (float)d * inv;
-            timing[i] = sinf(st), timing[half + i] = cosf(st);
-        }
-        for (int64_t o = 0; o < H; o++) {
-            omnic__tensor *row = NULL;
-            const int64_t one[1] = {H};
-            omnic_status s = omnic__weight_f32(pos_proj, o * H, 1, one, pos_proj->name, &row, l->err);
-            if (s != OMNIC_OK) {
-                omnic_free(timing);
-                omnic_free(w);
-                return s;
+    omnic_status s = timing ? omnic__tensor_create(out, OMNIC_DTYPE_F32, 3, dims, l->err)
+                            : OMNIC_FAIL(l->err, OMNIC_E_NOMEM, "out of memory for the audio relative terms");
+    if (s == OMNIC_OK) {
+        snprintf((*out)->name, sizeof(*out)->name, "%.50s[rel]", pos_proj->name);
+        const float inc = (float)(-(log(1.0e4) / (double)(half > 1 ? half - 1 : 1)));
+        const float *W = wf->data;
+        float *R = (*out)->data;
+        for (int64_t d = 0; d < L; d++) {
+            for (int64_t i = 0; i < half; i++) {
+                const float inv = expf((float)i * inc), st = (float)d * inv;
+                timing[i] = sinf(st), timing[half + i] = cosf(st);
             }
-            const float *wr = row->data;
-            double acc = 0;
-            for (int64_t k = 0; k < H; k++)
-                acc += (double)wr[k] * timing[k];
-            R[d * H + o] = (float)acc;
-            omnic__tensor_destroy(row);
+            for (int64_t o = 0; o < H; o++) {
+                double acc = 0;
+                for (int64_t k = 0; k < H; k++)
+                    acc += (double)W[o * H + k] * timing[k];
+                R[d * H + o] = (float)acc;
+            }
         }
     }
     omnic_free(timing);
-    omnic_free(w);
-    return OMNIC_OK;
+    omnic__tensor_destroy(wf);
+    return s;
 }
 
 /* head_dim^-1/2 * (1 / softplus(0)) * softplus(per_dim_scale), repeated for every head. */

@@ -360,6 +360,8 @@ static fmap cna(omnic__graph *g, fmap in, const omnic__mnv5_conv *cv, bool point
 /* An owned i32 table of n values f(i) kept by the tower (attention query positions, upsampling rows). */
 static omnic__tensor *const_i32(omnic__graph *g, omnic__mnv5 *e, int64_t n, int64_t lo_w, int64_t hi_w)
 {
+    for (int i = 0; !lo_w && i < e->n_consts; i++) /* query positions: one table per length */
+        if (!strcmp(e->consts[i]->name, "mnv5_qpos") && e->consts[i]->dims[0] == n) return W(e->consts[i]);
     omnic__tensor **grown = omnic_realloc(e->consts, ((size_t)e->n_consts + 1) * sizeof *grown);
     if (!grown) return NULL;
     e->consts = grown;

@@ -194,6 +194,22 @@ static void test_config_refusals(void **state)
     assert_int_equal(c.freq[2], 32);
     assert_int_equal(omnic__usm_rows(&c, 2997), 188);
     json_decref(j);
+    /* the published google/gemma-3n-E2B-it config.json parses to the same tower */
+    json_t *pub = NULL;
+    if (omnic__json_load_file("tests/configs/gemma-3n-E2B-it/config.json", 1 << 20, &pub, &err) != OMNIC_OK)
+        fail_msg("%s", err.msg);
+    omnic__usm_config p;
+    if (omnic__usm_config_parse(json_object_get(pub, "audio_config"), "audio_config", 2048, &p, &err) != OMNIC_OK)
+        fail_msg("published audio_config: %s", err.msg);
+    assert_int_equal(p.hidden, 1536);
+    assert_int_equal(p.n_layers, 12);
+    assert_int_equal(p.context, 13);
+    assert_int_equal(p.kernel_size, 5);
+    assert_int_equal(p.ch[0], 128);
+    assert_int_equal(p.ch[1], 32);
+    assert_int_equal(p.freq[2], 32);
+    assert_true(p.logit_cap == 50.0 && p.gn_eps == 1e-3 && p.residual_weight == 0.5);
+    json_decref(pub);
 }
 
 int main(void)

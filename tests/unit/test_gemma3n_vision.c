@@ -169,6 +169,19 @@ static void test_config_refusals(void **state)
             fail_msg("%s: want \"%s\", got %s \"%s\"", cases[i].json, cases[i].msg, omnic_status_name(rc), err.msg);
         json_decref(j);
     }
+    /* the published google/gemma-3n-E2B-it vision_config (model_args null, label_names, num_classes) */
+    omnic_err err;
+    json_t *pub = NULL;
+    if (omnic__json_load_file("tests/configs/gemma-3n-E2B-it/config.json", 1 << 20, &pub, &err) != OMNIC_OK)
+        fail_msg("%s", err.msg);
+    omnic__mnv5_config c;
+    if (omnic__mnv5_config_parse(json_object_get(pub, "vision_config"), "vision_config", 2048, 768, &c, &err) !=
+        OMNIC_OK)
+        fail_msg("published vision_config: %s", err.msg);
+    assert_int_equal(c.hidden, 2048);
+    assert_int_equal(c.out_res, 16);
+    assert_true(c.embed_eps == 1e-6);
+    json_decref(pub);
 }
 
 int main(void)
