@@ -482,8 +482,10 @@ static void test_matmul(void **state)
             }
         }
         /* cpu regime edges: M = 16 / 17 around the decode kernel's limit, M = 130 (sgemm row
-         * blocks), N = 2100 (many sgemm column chunks). */
-        static const int64_t big[][3] = {{16, 33, 67}, {17, 31, 45}, {130, 67, 33}, {17, 2100, 19}};
+         * blocks), N = 2100 (many sgemm column chunks), K past the AVX2 GEMM's 256-column panels
+         * (not a multiple of 8), M past its 512-row passes. */
+        static const int64_t big[][3] = {{16, 33, 67},   {17, 31, 45},   {130, 67, 33},
+                                         {17, 2100, 19}, {67, 33, 1031}, {531, 37, 263}};
         for (size_t k = 0; k < sizeof big / sizeof big[0]; k++) {
             int64_t M = big[k][0], N = big[k][1], K = big[k][2];
             rng_seed(1500 + (uint64_t)id++);
@@ -977,9 +979,12 @@ static void test_dwconv2d(void **state)
     (void)state;
     /* Ho, C, kh, kw, sh, sw, pt, pl, Wi, Ci, Wo */
     static const int64_t cases[][11] = {
-        {5, 16, 3, 3, 2, 2, 1, 1, 80, 1, 40}, {4, 16, 3, 3, 2, 2, 1, 1, 40, 16, 20},
-        {37, 24, 3, 1, 1, 1, 2, 0, 1, 24, 1}, {7, 5, 2, 5, 3, 2, 0, 2, 11, 5, 6},
-        {1, 1, 1, 1, 1, 1, 0, 0, 1, 1, 1},    {9, 33, 3, 3, 2, 2, 1, 1, 10, 33, 5},
+        {5, 16, 3, 3, 2, 2, 1, 1, 80, 1, 40},
+        {4, 16, 3, 3, 2, 2, 1, 1, 40, 16, 20},
+        {37, 24, 3, 1, 1, 1, 2, 0, 1, 24, 1},
+        {7, 5, 2, 5, 3, 2, 0, 2, 11, 5, 6},
+        {1, 1, 1, 1, 1, 1, 0, 0, 1, 1, 1},
+        {9, 33, 3, 3, 2, 2, 1, 1, 10, 33, 5},
         /* more taps than filters (Gemma 3n's first subsampling conv at 8 channels: pad 0 above) */
         {6, 8, 3, 3, 2, 2, 0, 1, 128, 1, 64},
     };
@@ -1026,8 +1031,9 @@ static void test_conv2d(void **state)
     (void)state;
     /* Ho, O, kh, kw, sh, sw, pt, pl, Wi, Ci, Wo */
     static const int64_t cases[][11] = {
-        {6, 4, 3, 3, 2, 2, 0, 1, 8, 8, 4},  {5, 7, 3, 3, 1, 1, 1, 1, 6, 3, 6}, {4, 16, 1, 1, 1, 1, 0, 0, 5, 12, 5},
-        {7, 5, 2, 5, 3, 2, 0, 2, 11, 5, 6}, {1, 1, 1, 1, 1, 1, 0, 0, 1, 1, 1}, {9, 32, 3, 3, 2, 2, 1, 1, 10, 33, 5},
+        {6, 4, 3, 3, 2, 2, 0, 1, 8, 8, 4},   {5, 7, 3, 3, 1, 1, 1, 1, 6, 3, 6},
+        {4, 16, 1, 1, 1, 1, 0, 0, 5, 12, 5}, {7, 5, 2, 5, 3, 2, 0, 2, 11, 5, 6},
+        {1, 1, 1, 1, 1, 1, 0, 0, 1, 1, 1},   {9, 32, 3, 3, 2, 2, 1, 1, 10, 33, 5},
     };
     int fails = 0, id = 0;
     char label[200];
@@ -1044,9 +1050,11 @@ static void test_conv2d(void **state)
             omnic__node n = mknode(OMNIC_OP_CONV2D, dst, x, w, b, NULL, NULL);
             for (int i = 0; i < 8; i++)
                 n.ip[i] = (int32_t)c[2 + i];
-            snprintf(label, sizeof label, "conv2d Ho=%lld O=%lld k=%lldx%lld s=%lldx%lld p=%lldx%lld Wi=%lld Ci=%lld%s",
-                     (long long)Ho, (long long)O, (long long)kh, (long long)kw, (long long)sh, (long long)c[5],
-                     (long long)c[6], (long long)c[7], (long long)Wi, (long long)Ci, b ? " bias" : "");
+            snprintf(label, sizeof label,
+                     "conv2d Ho=%lld O=%lld k=%lldx%lld s=%lldx%lld p=%lldx%lld Wi=%lld Ci=%lld%s",
+                     (long long)Ho, (long long)O, (long long)kh, (long long)kw, (long long)sh,
+                     (long long)c[5], (long long)c[6], (long long)c[7], (long long)Wi, (long long)Ci,
+                     b ? " bias" : "");
             fails += check(label, &n, OMNIC_DTYPE_F32);
             bufs_free();
         }
@@ -1065,7 +1073,8 @@ static void test_cum_groupnorm(void **state)
     for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; k++) {
         const int64_t Tn = shapes[k][0], G = shapes[k][1], C = shapes[k][2];
         rng_seed(9200 + (uint64_t)id++);
-        tbuf *x = T(OMNIC_DTYPE_F32, Tn, G * C), *w = T(OMNIC_DTYPE_F32, C), *dst = T(OMNIC_DTYPE_F32, Tn, G * C);
+        tbuf *x = T(OMNIC_DTYPE_F32, Tn, G * C), *w = T(OMNIC_DTYPE_F32, C),
+             *dst = T(OMNIC_DTYPE_F32, Tn, G * C);
         fill_uniform(x, -1, 3);
         fill_uniform(w, -2, 2);
         omnic__node n = mknode(OMNIC_OP_CUM_GROUPNORM, dst, x, w, NULL, NULL, NULL);
@@ -1103,8 +1112,8 @@ static void test_attn_local(void **state)
                 va[t] = !pad || (t < Tn - Tn / 3 && t % 7 != 3);
             omnic__node n = mknode(OMNIC_OP_ATTN_LOCAL, dst, q, kk, vv, rel, valid);
             n.fp[0] = k == 3 ? 3.0f : 50.0f;
-            snprintf(label, sizeof label, "attn_local T=%lld H=%lld D=%lld L=%lld%s", (long long)Tn, (long long)H,
-                     (long long)D, (long long)L, pad ? " padded" : "");
+            snprintf(label, sizeof label, "attn_local T=%lld H=%lld D=%lld L=%lld%s", (long long)Tn,
+                     (long long)H, (long long)D, (long long)L, pad ? " padded" : "");
             fails += check(label, &n, OMNIC_DTYPE_F32);
             bufs_free();
         }

@@ -11,14 +11,17 @@
  *  - M > OMNIC_CPU_MV_MAX_M, batch-invariant nodes (ip[0]) and 16-bit weights on AVX-512: the
  *    decode kernel over blocks of OMNIC_CPU_MV_MAX_M rows (blocks_of_rows), so bit-identical per
  *    row as above.
- *  - otherwise M > OMNIC_CPU_MV_MAX_M (prefill, encoders): OpenBLAS sgemm, called single-threaded by
- *    every kernel thread on its own tasks. The task grid (column chunks of w, and row blocks
- *    of a when there are few chunks) depends only on (M, N), so the BLAS call that produces
- *    an element is the same whatever nth is: bit-identical across thread counts. f16/bf16
- *    weights are widened chunk by chunk into the thread's part of the work buffer first.
- *    Rows are NOT bit-identical across M in this regime (BLAS blocking depends on M), and
- *    not identical to the decode regime (different summation order; both within f32
- *    rounding of the exact result).
+ *  - otherwise M > OMNIC_CPU_MV_MAX_M (prefill, encoders): a GEMM per task, called by every
+ *    kernel thread on its own part. On AVX2 the GEMM is gemm_avx2.c: f16/bf16 widened inside
+ *    its packing, element values that depend only on K (the same for every M, split and
+ *    thread count), so the threads split the columns evenly in 16-column panels (rows when
+ *    there are few). Elsewhere it is OpenBLAS sgemm, single-threaded, on a task grid (column
+ *    chunks of w, and row blocks of a when there are few chunks) that depends only on (M, N,
+ *    weight kind), so the call that produces an element is the same whatever nth is:
+ *    bit-identical across thread counts; f16/bf16 weights are widened chunk by chunk into the
+ *    thread's part of the work buffer first; rows are NOT bit-identical across M there (BLAS
+ *    blocking depends on M). Neither is identical to the decode regime (different summation
+ *    order; both within f32 rounding of the exact result).
  * OpenBLAS is safe to call from several threads at once when its own thread count is 1,
  * which omnic__cpu_isa_level() sets once: with 0.3.21 (pthread build), 200 overlapping calls
  * from two threads gave bitwise the results of serial calls, and the op contract test runs
@@ -42,6 +45,9 @@
  * encoder slice is cut into. */
 #define GEMM_NC_F32 512
 #define GEMM_NC_HALF 128
+/* gemm_avx2.c packs its weights itself, f32 or 16-bit alike: 256-column calls measured 113-117
+ * GFLOP/s, whole matrices 88-103 (its output rows stay in cache; Qwen2-1.5B shapes, M = 512). */
+#define GEMM_NC_AVX2 256
 /* When w has fewer column chunks than this, a is also cut into row blocks (>= GEMM_MB_MIN rows). */
 #define GEMM_MIN_TASKS 4
 #define GEMM_MB_MIN 128
@@ -331,7 +337,13 @@ static int64_t cdiv(int64_t a, int64_t b)
     return (a + b - 1) / b;
 }
 
-/* Depends only on (M, N, weight kind): the grid every thread count shares. */
+/* The AVX2 level has its own GEMM (gemm_avx2.c). */
+static bool own_gemm(void)
+{
+    return omnic__cpu_isa_level() == OMNIC_CPU_ISA_AVX2;
+}
+
+/* OpenBLAS: depends only on (M, N, weight kind), the grid every thread count shares. */
 static gemm_plan plan_gemm(int64_t M, int64_t N, int dt)
 {
     gemm_plan p;
@@ -361,6 +373,10 @@ void omnic__cpu_add_bias(const float *bias, float *dst, int64_t ldd, int64_t row
 void omnic__cpu_sgemm(const float *a, int64_t K, int64_t mr, const float *wf, int64_t nc, float *dst,
                       int64_t ldd, const float *bias)
 {
+    if (own_gemm()) {
+        omnic__cpu_gemm_avx2(a, K, mr, K, wf, OMNIC_DTYPE_F32, nc, dst, ldd, bias);
+        return;
+    }
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)mr, (int)nc, (int)K, 1.0f, a, (int)K, wf,
                 (int)K, 0.0f, dst, (int)ldd);
     if (bias) omnic__cpu_add_bias(bias, dst, ldd, mr, nc);
@@ -384,6 +400,22 @@ static void gemm_mt(const float *a, int64_t M, int64_t K, const void *w, omnic_d
         if (n0 >= n1) return;
         mv_table[omnic__cpu_isa_level()][dt](a, M, K, w, n0, n1, dst, N);
         if (bias) omnic__cpu_add_bias(bias + n0, dst + n0, N, M, n1 - n0);
+        return;
+    }
+    if (own_gemm()) { /* its values do not depend on the split: an even one, by 16-column panels */
+        const int64_t P = cdiv(N, 16);
+        int64_t lo, hi;
+        if (P >= 4 * nth) {
+            omnic__split_rows(P, ith, nth, &lo, &hi);
+            for (int64_t n0 = lo * 16, n1 = hi * 16 < N ? hi * 16 : N; n0 < n1; n0 += GEMM_NC_AVX2) {
+                int64_t nc = n1 - n0 < GEMM_NC_AVX2 ? n1 - n0 : GEMM_NC_AVX2;
+                omnic__cpu_gemm_avx2(a, K, M, K, (const uint8_t *)w + n0 * K * omnic__dtype_table[wdt].size,
+                                     wdt, nc, dst + n0, N, bias ? bias + n0 : NULL);
+            }
+        } else { /* few columns: rows */
+            omnic__split_rows(M, ith, nth, &lo, &hi);
+            if (lo < hi) omnic__cpu_gemm_avx2(a + lo * K, K, hi - lo, K, w, wdt, N, dst + lo * N, N, bias);
+        }
         return;
     }
     gemm_plan p = plan_gemm(M, N, dt);
@@ -441,7 +473,7 @@ size_t omnic__cpu_matmul_wsize(const omnic__node *n, int nth)
     if (omnic__dtype_table[n->src[1]->dtype].is_quant) return omnic__cpu_matmul_q_wsize(n, nth);
     const omnic__tensor *a = n->src[0], *w = n->src[1];
     int64_t M = omnic__tensor_rows(a), K = omnic__tensor_cols(a), N = w->dims[0];
-    if (w->dtype == OMNIC_DTYPE_F32 || M <= OMNIC_CPU_MV_MAX_M || blocks_of_rows(n)) return 0;
+    if (w->dtype == OMNIC_DTYPE_F32 || M <= OMNIC_CPU_MV_MAX_M || blocks_of_rows(n) || own_gemm()) return 0;
     gemm_plan p = plan_gemm(M, N, wkind(w->dtype));
     return omnic__cpu_walign((size_t)p.nc * (size_t)K * sizeof(float)) * (size_t)nth;
 }
@@ -449,7 +481,7 @@ size_t omnic__cpu_matmul_wsize(const omnic__node *n, int nth)
 /* ------------------------------------------------------------------------------------------
  * patch_embed: image [C, Hi, Wi], weight [O, C, ph, pw] -> dst [(Hi/ph)(Wi/pw), O].
  * Tasks are fixed blocks of PATCH_BLOCK patches: im2col into the thread's buffer, then sgemm
- * against all O filters (widened GEMM_NC_HALF filters at a time for f16/bf16). */
+ * against all O filters (OpenBLAS: widened GEMM_NC_HALF filters at a time for f16/bf16). */
 
 typedef struct patch_geom {
     int64_t C, Hi, Wi, O, ph, pw, gw, P, K;
@@ -475,7 +507,7 @@ size_t omnic__cpu_patch_embed_wsize(const omnic__node *n, int nth)
 {
     patch_geom g = patch_geometry(n);
     size_t col = omnic__cpu_walign((size_t)PATCH_BLOCK * (size_t)g.K * sizeof(float));
-    size_t wb = n->src[1]->dtype == OMNIC_DTYPE_F32
+    size_t wb = n->src[1]->dtype == OMNIC_DTYPE_F32 || own_gemm()
                     ? 0
                     : omnic__cpu_walign((size_t)GEMM_NC_HALF * (size_t)g.K * sizeof(float));
     return (col + wb) * (size_t)nth;
@@ -504,6 +536,10 @@ void omnic__cpu_patch_embed(const omnic__node *n, int ith, int nth, void *wdata)
                            (size_t)g.pw * sizeof(float));
         }
         float *out = dst + p0 * g.O;
+        if (own_gemm()) { /* 16-bit filters widened inside its packing */
+            omnic__cpu_gemm_avx2(col, g.K, np, g.K, w->data, w->dtype, g.O, out, g.O, bias);
+            continue;
+        }
         if (w->dtype == OMNIC_DTYPE_F32) {
             omnic__cpu_sgemm(col, g.K, np, w->data, g.O, out, g.O, bias);
             continue;

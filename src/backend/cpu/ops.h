@@ -21,9 +21,14 @@ size_t omnic__cpu_conv2d_wsize(const omnic__node *n, int nth);
 /* attn_local.c */
 void omnic__cpu_attn_local(const omnic__node *n, int ith, int nth, void *wdata);
 size_t omnic__cpu_attn_local_wsize(const omnic__node *n, int nth);
-/* dst[mr, nc] (leading dim ldd) = a[mr, K] . wf[nc, K]^T (+ bias[nc]) through OpenBLAS. */
+/* dst[mr, nc] (leading dim ldd) = a[mr, K] . wf[nc, K]^T (+ bias[nc]): gemm_avx2.c on the AVX2
+ * level, OpenBLAS otherwise. */
 void omnic__cpu_sgemm(const float *a, int64_t K, int64_t mr, const float *wf, int64_t nc, float *dst,
                       int64_t ldd, const float *bias);
+/* gemm_avx2.c (AVX2 level only): dst[M, N] (leading dim ldd) = a[M, K] (leading dim lda) .
+ * w[N, K]^T (+ bias[N]), w f32 / f16 / bf16 rows of K; f16 / bf16 widened while packing. */
+void omnic__cpu_gemm_avx2(const float *a, int64_t lda, int64_t M, int64_t K, const void *w, omnic_dtype wdt,
+                          int64_t N, float *dst, int64_t ldd, const float *bias);
 /* dst[rows, cols] (leading dim ldd) += bias[cols] on every row. */
 void omnic__cpu_add_bias(const float *bias, float *dst, int64_t ldd, int64_t rows, int64_t cols);
 
