@@ -434,11 +434,11 @@ static void gemm_mt(const float *a, int64_t M, int64_t K, const void *w, omnic_d
     }
 }
 
-/* Whether M > OMNIC_CPU_MV_MAX_M rows take the decode kernel in blocks of rows instead of sgemm:
- * batch-invariant nodes (ip[0]), and 16-bit weights on AVX-512, where widening each weight row
- * once per block beats widening chunks for sgemm (Qwen2-VL-2B tower, bf16, 1024 patches, AMD
+/* Whether M > OMNIC_CPU_MV_MAX_M rows take the decode kernel in blocks of rows instead of the
+ * GEMM: batch-invariant nodes (ip[0]), and 16-bit weights on AVX-512, where widening each weight
+ * row once per block beats widening chunks for sgemm (Qwen2-VL-2B tower, bf16, 1024 patches, AMD
  * EPYC 2 threads: 5.3 s against 7.2 s; Qwen2-1.5B bf16 pp512: 96 against 69 tokens/s; f32
- * weights measured alike, and AVX2 slower: those keep sgemm). */
+ * weights measured alike). AVX2 has its own GEMM, faster than both there. */
 static bool blocks_of_rows(const omnic__node *n)
 {
     const omnic_dtype wt = n->src[1]->dtype;
