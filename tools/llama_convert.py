@@ -1,0 +1,24 @@
+#!/usr/bin/env python3
+"""Runs llama.cpp's convert_hf_to_gguf.py (from the current directory, a llama.cpp checkout)
+on Debian 12's torch 1.13, which lacks dtypes the converter names at import (float8_*, uint16+):
+they are aliased to types of the same width first. Only for bench/peer.md's side-by-side runs
+(the random-weight towers mktiny writes hold none of those dtypes).
+
+  cd llama.cpp && python3 /path/to/omnic/tools/llama_convert.py MODEL_DIR --mmproj --outtype f16 \\
+      --outfile tower.gguf
+"""
+import os
+import runpy
+import sys
+
+import torch
+
+for name in ("float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz"):
+    if not hasattr(torch, name):
+        setattr(torch, name, torch.uint8)
+for name in ("uint16", "uint32", "uint64"):
+    if not hasattr(torch, name):
+        setattr(torch, name, torch.int32)
+sys.path.insert(0, os.getcwd())  # the converter's own modules sit beside it
+sys.argv = ["convert_hf_to_gguf.py"] + sys.argv[1:]
+runpy.run_path("convert_hf_to_gguf.py", run_name="__main__")
