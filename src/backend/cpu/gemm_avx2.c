@@ -52,20 +52,15 @@ OMNIC_INLINE OMNIC_AVX2 void transpose8(__m256 r[8])
 OMNIC_INLINE OMNIC_AVX2 __m256 load8(omnic_dtype wdt, const void *w, int64_t i)
 {
     if (wdt == OMNIC_DTYPE_F32) return _mm256_loadu_ps((const float *)w + i);
-    __m128i h = _mm_loadu_si128((const __m128i *)((const uint16_t *)w + i));
-    if (wdt == OMNIC_DTYPE_F16) return _mm256_cvtph_ps(h);
-    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+    const uint16_t *h = (const uint16_t *)w + i;
+    return wdt == OMNIC_DTYPE_F16 ? omnic__ld_f16x8(h) : omnic__ld_bf16x8(h);
 }
 
-static OMNIC_AVX2 float load1(omnic_dtype wdt, const void *w, int64_t i)
+static float load1(omnic_dtype wdt, const void *w, int64_t i)
 {
     if (wdt == OMNIC_DTYPE_F32) return ((const float *)w)[i];
-    uint16_t u = ((const uint16_t *)w)[i];
-    if (wdt == OMNIC_DTYPE_F16) return _cvtsh_ss(u);
-    uint32_t b = (uint32_t)u << 16;
-    float f;
-    memcpy(&f, &b, sizeof f);
-    return f;
+    const uint16_t h = ((const uint16_t *)w)[i];
+    return wdt == OMNIC_DTYPE_F16 ? omnic__f16_to_f32(h) : omnic__bf16_to_f32(h);
 }
 
 /* p[kc][16] = w[n0 + j, k0 + k] for j < nr (0 for nr <= j < 16), k < kc; w rows have K columns. */
@@ -135,13 +130,13 @@ TILE(5)
 TILE(6)
 static const tile_fn tiles[GEMM_MR + 1] = {NULL, tile1, tile2, tile3, tile4, tile5, tile6};
 
-/* Prefetches the weight lines of the panel (n0, k0) into L1, lines [l0, l1) of its nl. */
-static OMNIC_AVX2 void prefetch_panel(omnic_dtype wdt, const void *w, int64_t K, int64_t n0, int64_t k0,
-                                      int64_t lpr, int64_t l0, int64_t l1)
+/* Prefetches lines [l0, l1) of the panel (n0, k0) into L1: lpr lines per weight row of es bytes
+ * per element. */
+static void prefetch_panel(const void *w, int64_t es, int64_t K, int64_t n0, int64_t k0, int64_t lpr,
+                           int64_t l0, int64_t l1)
 {
-    const size_t es = omnic__dtype_table[wdt].size;
     for (int64_t l = l0; l < l1; l++)
-        _mm_prefetch((const char *)w + ((n0 + l / lpr) * K + k0) * (int64_t)es + (l % lpr) * 64, _MM_HINT_T0);
+        _mm_prefetch((const char *)w + ((n0 + l / lpr) * K + k0) * es + (l % lpr) * 64, _MM_HINT_T0);
 }
 
 OMNIC_AVX2 void omnic__cpu_gemm_avx2(const float *a, int64_t lda, int64_t M, int64_t K, const void *w,
@@ -172,7 +167,7 @@ OMNIC_AVX2 void omnic__cpu_gemm_avx2(const float *a, int64_t lda, int64_t M, int
                     const int mr = i0 + mc - m0 < GEMM_MR ? (int)(i0 + mc - m0) : GEMM_MR;
                     if (l < nl) {
                         const int64_t l1 = l + per < nl ? l + per : nl;
-                        prefetch_panel(wdt, w, K, pn, pk, lpr, l, l1);
+                        prefetch_panel(w, es, K, pn, pk, lpr, l, l1);
                         l = l1;
                     }
                     const float *ai = a + m0 * lda + k0;
