@@ -9,7 +9,10 @@
 #ifndef OMNIC_BACKEND_CPU_VEC_H
 #define OMNIC_BACKEND_CPU_VEC_H
 
+#include <math.h>
+#include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "backend/cpu/simd.h"
 
@@ -42,6 +45,10 @@ typedef struct omnic__cpu_vec {
                        float *s, int64_t lds);
     /* y = exp(x - m); returns the sum of y (fixed lane order). */
     float (*exp_sum)(const float *x, float m, float *y, int64_t n);
+    /* The tiled attention's online-softmax step over a tile of nq rows of n scores s[u*lds + j]
+     * whose every key is visible, without soft cap or bias (omnic__softmax_tile below). */
+    bool (*softmax_tile)(float *s, int64_t lds, int64_t nq, int64_t n, float scale, float *m, float *l,
+                         float *r);
     void (*silu)(const float *x, float *y, int64_t n);       /* x / (1 + exp(-x)) */
     void (*gelu_tanh)(const float *x, float *y, int64_t n);  /* 0.5 x (1 + tanh(k (x + 0.044715 x^3))) */
     void (*gelu_quick)(const float *x, float *y, int64_t n); /* x / (1 + exp(-1.702 x)) */
@@ -54,6 +61,39 @@ typedef struct omnic__cpu_vec {
     void (*f32_to_f16)(const float *x, uint16_t *y, int64_t n);
     void (*f32_to_bf16)(const float *x, uint16_t *y, int64_t n);
 } omnic__cpu_vec;
+
+/* The online-softmax step, per row u of the tile: x = s * scale; bm = max x. A row whose bm is
+ * -inf is zeroed and keeps its state. Otherwise, when bm > m[u], r[u] = exp(m[u] - bm) (1 while
+ * m[u] is -inf) and m[u] = bm, else r[u] = 1; then s = exp(x - m[u]) and l[u] = l[u] * r[u] +
+ * sum s. Returns whether any row saw a key. The same operations, in the same order, as mul1, max,
+ * exp_sum and expf called one by one (the general path of attention.c), so the same bits; each
+ * ISA passes its own scale_max (x *= scale in place, returns the max) and exp_sum, which the
+ * compiler inlines. */
+OMNIC_INLINE bool omnic__softmax_tile(float *s, int64_t lds, int64_t nq, int64_t n, float scale, float *m,
+                                      float *l, float *r, float (*scale_max)(float *, float, int64_t),
+                                      float (*exp_sum)(const float *, float, float *, int64_t))
+{
+    bool any = false;
+    for (int64_t u = 0; u < nq; u++) {
+        float *x = s + u * lds;
+        const float bm = scale_max(x, scale, n);
+        r[u] = 1.0f;
+        if (bm == -INFINITY) {
+            memset(x, 0, (size_t)n * sizeof(float));
+            continue;
+        }
+        if (bm > m[u]) {
+            if (m[u] != -INFINITY) {
+                r[u] = expf(m[u] - bm);
+                l[u] *= r[u];
+            }
+            m[u] = bm;
+        }
+        l[u] += exp_sum(x, m[u], x, n);
+        any = true;
+    }
+    return any;
+}
 
 extern const omnic__cpu_vec omnic__cpu_vec_scalar;
 extern const omnic__cpu_vec omnic__cpu_vec_avx2;

@@ -316,6 +316,31 @@ static OMNIC_AVX2 float exp_sum_v(const float *x, float mval, float *y, int64_t 
     return omnic__hsum256(s);
 }
 
+/* mul1 then max in one pass: the same products and the same max chain as the two calls. */
+static OMNIC_AVX2 float scale_max_v(float *x, float s, int64_t n)
+{
+    const __m256 vs = _mm256_set1_ps(s);
+    __m256 mx = _mm256_set1_ps(-INFINITY);
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        const __m256 v = _mm256_mul_ps(_mm256_loadu_ps(x + i), vs);
+        _mm256_storeu_ps(x + i, v);
+        mx = _mm256_max_ps(mx, v);
+    }
+    if (i < n) {
+        const __m256i m = tail8(n - i);
+        const __m256 v = _mm256_mul_ps(_mm256_maskload_ps(x + i, m), vs);
+        _mm256_maskstore_ps(x + i, m, v);
+        mx = _mm256_max_ps(mx, _mm256_blendv_ps(_mm256_set1_ps(-INFINITY), v, _mm256_castsi256_ps(m)));
+    }
+    return omnic__hmax256(mx);
+}
+static OMNIC_AVX2 bool softmax_tile_v(float *s, int64_t lds, int64_t nq, int64_t n, float scale, float *m,
+                                      float *l, float *r)
+{
+    return omnic__softmax_tile(s, lds, nq, n, scale, m, l, r, scale_max_v, exp_sum_v);
+}
+
 static OMNIC_AVX2 void f16_to_f32_v(const uint16_t *x, float *y, int64_t n)
 {
     int64_t i = 0;
@@ -366,6 +391,7 @@ const omnic__cpu_vec omnic__cpu_vec_avx2 = {
     .pv_rows = pv_rows_v,
     .dot_rows_t = dot_rows_t_v,
     .exp_sum = exp_sum_v,
+    .softmax_tile = softmax_tile_v,
     .silu = silu_v,
     .gelu_tanh = gelu_tanh_v,
     .gelu_quick = gelu_quick_v,

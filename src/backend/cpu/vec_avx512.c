@@ -352,6 +352,17 @@ static OMNIC_AVX512 void f32_to_bf16_v(const float *x, uint16_t *y, int64_t n)
     }
 }
 
+static OMNIC_AVX512 float scale_max_v(float *x, float s, int64_t n)
+{
+    mul1_v(x, s, x, n);
+    return max_v(x, n);
+}
+static OMNIC_AVX512 bool softmax_tile_v(float *s, int64_t lds, int64_t nq, int64_t n, float scale, float *m,
+                                        float *l, float *r)
+{
+    return omnic__softmax_tile(s, lds, nq, n, scale, m, l, r, scale_max_v, exp_sum_v);
+}
+
 const omnic__cpu_vec omnic__cpu_vec_avx512 = {
     .name = "avx512",
     .dot = dot_v,
@@ -368,6 +379,7 @@ const omnic__cpu_vec omnic__cpu_vec_avx512 = {
     .pv_rows = pv_rows_v,
     .dot_rows_t = dot_rows_t_v,
     .exp_sum = exp_sum_v,
+    .softmax_tile = softmax_tile_v,
     .silu = silu_v,
     .gelu_tanh = gelu_tanh_v,
     .gelu_quick = gelu_quick_v,

@@ -162,6 +162,17 @@ static void f32_to_bf16_s(const float *x, uint16_t *y, int64_t n)
     omnic__f32_to_bf16_row(x, y, (size_t)n);
 }
 
+static float scale_max_s(float *x, float s, int64_t n)
+{
+    mul1_s(x, s, x, n);
+    return max_s(x, n);
+}
+static bool softmax_tile_s(float *s, int64_t lds, int64_t nq, int64_t n, float scale, float *m, float *l,
+                           float *r)
+{
+    return omnic__softmax_tile(s, lds, nq, n, scale, m, l, r, scale_max_s, exp_sum_s);
+}
+
 const omnic__cpu_vec omnic__cpu_vec_scalar = {
     .name = "scalar",
     .dot = dot_s,
@@ -178,6 +189,7 @@ const omnic__cpu_vec omnic__cpu_vec_scalar = {
     .pv_rows = pv_rows_s,
     .dot_rows_t = dot_rows_t_s,
     .exp_sum = exp_sum_s,
+    .softmax_tile = softmax_tile_s,
     .silu = silu_s,
     .gelu_tanh = gelu_tanh_s,
     .gelu_quick = gelu_quick_s,
