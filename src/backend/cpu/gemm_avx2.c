@@ -85,9 +85,11 @@ static OMNIC_AVX2 void pack_panel(omnic_dtype wdt, const void *w, int64_t K, int
             p[k * GEMM_NR + j] = j < nr ? load1(wdt, w, (n0 + j) * K + k0 + k) : 0.0f;
 }
 
-/* c[mr, 16] (leading dim ldc) = (acc ? c : 0) + a[mr, kc] (leading dim lda) . p[kc][16]. */
+/* c[mr, 16] (leading dim ldc) = (acc ? c : 0) + a[mr, kc] (leading dim lda) . p[kc][16], then
+ * + bias[16] when bias is not NULL (the last KC block: the sum plus the bias, as a separate add
+ * would do it, without another pass over dst). */
 OMNIC_INLINE OMNIC_AVX2 void tile(const int mr, int64_t kc, const float *a, int64_t lda, const float *p,
-                                  float *c, int64_t ldc, bool acc)
+                                  float *c, int64_t ldc, bool acc, const float *bias)
 {
     __m256 c0[GEMM_MR], c1[GEMM_MR];
     OMNIC_UNROLL for (int i = 0; i < GEMM_MR; i++)
@@ -106,6 +108,14 @@ OMNIC_INLINE OMNIC_AVX2 void tile(const int mr, int64_t kc, const float *a, int6
             c1[i] = _mm256_fmadd_ps(x, b1, c1[i]);
         }
     }
+    if (bias) {
+        const __m256 b0 = _mm256_loadu_ps(bias), b1 = _mm256_loadu_ps(bias + 8);
+        OMNIC_UNROLL for (int i = 0; i < GEMM_MR; i++)
+        {
+            c0[i] = _mm256_add_ps(c0[i], b0);
+            c1[i] = _mm256_add_ps(c1[i], b1);
+        }
+    }
     OMNIC_UNROLL for (int i = 0; i < GEMM_MR; i++)
     {
         if (i >= mr) continue;
@@ -115,12 +125,12 @@ OMNIC_INLINE OMNIC_AVX2 void tile(const int mr, int64_t kc, const float *a, int6
 }
 
 typedef void (*tile_fn)(int64_t kc, const float *a, int64_t lda, const float *p, float *c, int64_t ldc,
-                        bool acc);
+                        bool acc, const float *bias);
 #define TILE(m)                                                                                              \
     static OMNIC_AVX2 void tile##m(int64_t kc, const float *a, int64_t lda, const float *p, float *c,        \
-                                   int64_t ldc, bool acc)                                                    \
+                                   int64_t ldc, bool acc, const float *bias)                                 \
     {                                                                                                        \
-        tile(m, kc, a, lda, p, c, ldc, acc);                                                                 \
+        tile(m, kc, a, lda, p, c, ldc, acc, bias);                                                           \
     }
 TILE(1)
 TILE(2)
@@ -145,13 +155,16 @@ OMNIC_AVX2 void omnic__cpu_gemm_avx2(const float *a, int64_t lda, int64_t M, int
     _Alignas(32) float p[GEMM_KC * GEMM_NR];
     float t[GEMM_MR * GEMM_NR]; /* a tile of a panel narrower than 16 */
     const int64_t es = (int64_t)omnic__dtype_table[wdt].size;
-    if (K <= 0)
+    if (K <= 0) {
         for (int64_t i = 0; i < M; i++)
             memset(dst + i * ldd, 0, (size_t)N * sizeof(float));
+        if (bias) omnic__cpu_add_bias(bias, dst, ldd, M, N);
+    }
     for (int64_t i0 = 0; i0 < M; i0 += GEMM_MC) {
         const int64_t mc = M - i0 < GEMM_MC ? M - i0 : GEMM_MC, ntiles = (mc + GEMM_MR - 1) / GEMM_MR;
         for (int64_t k0 = 0; k0 < K; k0 += GEMM_KC) {
             const int64_t kc = K - k0 < GEMM_KC ? K - k0 : GEMM_KC;
+            const bool last = k0 + kc == K; /* the bias joins the last block's sums */
             for (int64_t n0 = 0; n0 < N; n0 += GEMM_NR) {
                 const int nr = N - n0 < GEMM_NR ? (int)(N - n0) : GEMM_NR;
                 pack_panel(wdt, w, K, n0, nr, k0, kc, p);
@@ -173,18 +186,21 @@ OMNIC_AVX2 void omnic__cpu_gemm_avx2(const float *a, int64_t lda, int64_t M, int
                     const float *ai = a + m0 * lda + k0;
                     float *c = dst + m0 * ldd + n0;
                     if (nr == GEMM_NR) {
-                        tiles[mr](kc, ai, lda, p, c, ldd, k0 > 0);
+                        tiles[mr](kc, ai, lda, p, c, ldd, k0 > 0, last && bias ? bias + n0 : NULL);
                         continue;
                     }
                     for (int i = 0; i < mr; i++)
                         for (int j = 0; j < GEMM_NR; j++)
                             t[i * GEMM_NR + j] = k0 > 0 && j < nr ? c[i * ldd + j] : 0.0f;
-                    tiles[mr](kc, ai, lda, p, t, GEMM_NR, true);
-                    for (int i = 0; i < mr; i++)
+                    tiles[mr](kc, ai, lda, p, t, GEMM_NR, true, NULL);
+                    for (int i = 0; i < mr; i++) {
                         memcpy(c + i * ldd, t + i * GEMM_NR, (size_t)nr * sizeof(float));
+                        if (last && bias)
+                            for (int j = 0; j < nr; j++)
+                                c[i * ldd + j] += bias[n0 + j];
+                    }
                 }
             }
         }
     }
-    if (bias) omnic__cpu_add_bias(bias, dst, ldd, M, N);
 }
