@@ -21,13 +21,15 @@
  *    the scores are broadcast multiply-adds (dot_rows_t, no horizontal sums), an online softmax per row
  *    (running max m and sum l; when a tile raises m, acc and l are multiplied by
  *    exp(m_old - m_new); a tile that every row of the chunk sees whole, without soft cap or
- *    bias, takes one fused softmax_tile call), the tile's probabilities added into acc at once. Work buffer
- * per thread: scores [ATT_QB_TILED, ATT_KB], accumulators [ATT_QB_TILED, Dv], the K tile [D, ATT_KB], the V
- * tile [ATT_KB, Dv], a widened K tile [ATT_KB, D] and the chunk's q rows [ATT_QB_TILED, D], all packed (rows
- * that sit H * D apart in the tensors would share a few L1 sets): independent of S and T. Either way the
- * arithmetic of one (t, h) never depends on which rows share its chunk (see dot_rows/dot_rows_t/pv_rows in
- * vec.h; keys outside a row's range get weight exactly 0; tiles sit at fixed key indices), so results are
- * bit-identical for every thread count and every batch of query rows. */
+ *    bias, takes one fused softmax_tile call), the tile's probabilities added into acc at
+ *    once. Work buffer per thread: scores [ATT_QB_TILED, ATT_KB], accumulators [ATT_QB_TILED,
+ *    Dv], the K tile [D, ATT_KB], the V tile [ATT_KB, Dv], a widened K tile [ATT_KB, D] and the
+ *    chunk's q rows [ATT_QB_TILED, D], all packed (rows that sit H * D apart in the tensors
+ *    would share a few L1 sets): independent of S and T.
+ * Either way the arithmetic of one (t, h) never depends on which rows share its chunk (see
+ * dot_rows/dot_rows_t/pv_rows in vec.h; keys outside a row's range get weight exactly 0; tiles sit at
+ * fixed key indices), so results are bit-identical for every thread count and every batch
+ * of query rows. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -268,14 +270,8 @@ static bool softmax_rows(const omnic__cpu_vec *v, const omnic__node *n, const at
             memset(row, 0, (size_t)nk * sizeof(float));
             continue;
         }
-        if (bm > m[u]) {
-            if (m[u] != -INFINITY) {
-                float alpha = expf(m[u] - bm);
-                v->mul1(acc + u * g->Dv, alpha, acc + u * g->Dv, g->Dv);
-                l[u] *= alpha;
-            }
-            m[u] = bm;
-        }
+        const float r = omnic__softmax_rescale(bm, &m[u], &l[u]);
+        if (r != 1.0f) v->mul1(acc + u * g->Dv, r, acc + u * g->Dv, g->Dv);
         l[u] += v->exp_sum(row + a, m[u], row + a, b - a);
         memset(row, 0, (size_t)a * sizeof(float));
         memset(row + b, 0, (size_t)(nk - b) * sizeof(float));

@@ -62,6 +62,22 @@ typedef struct omnic__cpu_vec {
     void (*f32_to_bf16)(const float *x, uint16_t *y, int64_t n);
 } omnic__cpu_vec;
 
+/* One row's online-softmax state after a tile whose (scaled, capped, biased) scores peak at bm >
+ * -inf: when bm > *m, *m = bm and, unless *m was -inf, *l *= exp(m_old - bm); returns the factor
+ * the row's accumulator takes (1: none). */
+OMNIC_INLINE float omnic__softmax_rescale(float bm, float *m, float *l)
+{
+    float r = 1.0f;
+    if (bm > *m) {
+        if (*m != -INFINITY) {
+            r = expf(*m - bm);
+            *l *= r;
+        }
+        *m = bm;
+    }
+    return r;
+}
+
 /* The online-softmax step, per row u of the tile: x = s * scale; bm = max x. A row whose bm is
  * -inf is zeroed and keeps its state. Otherwise, when bm > m[u], r[u] = exp(m[u] - bm) (1 while
  * m[u] is -inf) and m[u] = bm, else r[u] = 1; then s = exp(x - m[u]) and l[u] = l[u] * r[u] +
@@ -82,13 +98,7 @@ OMNIC_INLINE bool omnic__softmax_tile(float *s, int64_t lds, int64_t nq, int64_t
             memset(x, 0, (size_t)n * sizeof(float));
             continue;
         }
-        if (bm > m[u]) {
-            if (m[u] != -INFINITY) {
-                r[u] = expf(m[u] - bm);
-                l[u] *= r[u];
-            }
-            m[u] = bm;
-        }
+        r[u] = omnic__softmax_rescale(bm, &m[u], &l[u]);
         l[u] += exp_sum(x, m[u], x, n);
         any = true;
     }
