@@ -26,6 +26,7 @@ typedef struct bench_opts {
     int n_pp, n_tg, n_batch;
     int threads, reps;
     omnic_dtype kv;
+    bool mmap; /* --mmap */
 } bench_opts;
 
 /* "512,1024" into out (at most MAX_LIST values in [lo, hi]); -1 after printing an error. */
@@ -158,9 +159,11 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "usage: omnic bench -m DIR [-p 512] [-n 128] [-t THREADS] [-r 3] [-o md|json] [--batch 1,4]\n"
-            "                   [--backend cpu|ref] [--kv f16|f32] [--quant q8_0|q4_0] [--image FILE]\n"
-            "                   [--audio FILE] [--adapters none|all|mixed]\n"
+            "                   [--backend cpu|ref] [--kv f16|f32] [--quant q8_0|q4_0] [--mmap]\n"
+            "                   [--image FILE] [--audio FILE] [--adapters none|all|mixed]\n"
             "  -p and -n take comma-separated lists (0 skips); --batch runs tg with B sequences at once\n"
+            "  --mmap: unquantized text weights read in place from the file mapping (default: copied onto\n"
+            "  huge pages at load)\n"
             "  --image FILE: instead, per image: preprocessing (decode + the checkpoint's processor) and\n"
             "  vision.encode times, images/s, and the encoder's f32 GFLOP/s next to the backend's own f32\n"
             "  GEMM throughput on the tower's largest matmul shape, measured in the same run\n"
@@ -320,6 +323,10 @@ int omnic__cli_bench(int argc, char **argv)
         if (omnic__arg_str(argc, argv, &i, "-m", "--model", &o.dir)) continue;
         if (omnic__arg_str(argc, argv, &i, NULL, "--backend", &o.backend)) continue;
         if (omnic__arg_str(argc, argv, &i, NULL, "--quant", &o.quant)) continue;
+        if (!strcmp(argv[i], "--mmap")) {
+            o.mmap = true;
+            continue;
+        }
         if (omnic__arg_str(argc, argv, &i, NULL, "--image", &o.image)) continue;
         if (omnic__arg_str(argc, argv, &i, NULL, "--audio", &o.audio)) continue;
         if ((r = omnic__arg_str(argc, argv, &i, NULL, "--adapters", &v)) != 0) {
@@ -391,7 +398,8 @@ int omnic__cli_bench(int argc, char **argv)
                             .slots = (int)max_b,
                             .chunk = chunk,
                             .kv_dtype = o.kv,
-                            .quant = o.quant};
+                            .quant = o.quant,
+                            .mmap_weights = o.mmap};
     omnic_err err;
     omnic_err_clear(&err);
     omnic__model *m;

@@ -26,7 +26,7 @@ static void usage(FILE *f)
 
 int omnic__cli_inspect(int argc, char **argv)
 {
-    omnic__model_opts opts = {.kv_dtype = OMNIC_DTYPE_F16};
+    omnic__model_opts opts = {.kv_dtype = OMNIC_DTYPE_F16, .mmap_weights = true}; /* nothing decodes here */
     const char *dir = NULL;
     int64_t max_image_pixels = 0;
     for (int i = 1; i < argc; i++) {

@@ -194,8 +194,8 @@ static void usage(FILE *f)
         "                 [--min-p M] [--repeat-penalty R] [--presence-penalty P] [--frequency-penalty F]\n"
         "                 [--seed S] [--stop STR]... [--ctx N] [--threads N] [--backend cpu|ref] [--kv "
         "f16|f32]\n"
-        "                 [--quant q8_0|q4_0] [--chunk N] [--ignore-eos] [--image FILE]... [--audio FILE]... "
-        "[--max-image-pixels N]\n"
+        "                 [--quant q8_0|q4_0] [--mmap] [--chunk N] [--ignore-eos] [--image FILE]...\n"
+        "                 [--audio FILE]... [--max-image-pixels N]\n"
         "                 [--dump DIR] [--generation-config auto|ignore]\n"
         "       omnic run -m DIR --tokens ID,ID,... [options]\n"
         "  Text goes to stdout, timings to stderr. Sampling starts from generation_config.json's\n"
@@ -213,7 +213,9 @@ static void usage(FILE *f)
         "  --dump writes every prefill stage as .npy (tokens, positions, inputs_embeds,\n"
         "  hidden_l*, kv_l*_k/v, prefill_logits, generated; with images also pixel_values,\n"
         "  vision_features, projected, the encoder's side outputs (deepstack_k), attn_bias; _i suffixes\n"
-        "  for several images).\n");
+        "  for several images).\n"
+        "  --mmap reads unquantized text weights in place from the file mapping (quicker to load);\n"
+        "  by default they are copied onto huge pages at load, which decodes faster.\n");
 }
 
 /* --tokens "1,2,3" -> owned *out (omnic_free) of *n ids, used as given (no template, no BOS).
@@ -305,6 +307,10 @@ int omnic__cli_run(int argc, char **argv)
         }
         if (!strcmp(a, "--ignore-eos")) {
             ignore_eos = true;
+            continue;
+        }
+        if (!strcmp(a, "--mmap")) {
+            eo.model.mmap_weights = true;
             continue;
         }
         if ((r = omnic__arg_str(argc, argv, &i, "-m", "--model", &dir)) != 0) {

@@ -22,8 +22,8 @@ static void usage(FILE *f)
         "                   [--api-key K | --api-key-file F] [--max-queue Q] [--request-timeout S]\n"
         "                   [--cors-origin O]... [--allowed-hosts H]... [--model-name NAME] [--chunk N]\n"
         "                   [--step-tokens N]\n"
-        "                   [--kv f16|f32] [--backend cpu|ref] [--quant q8_0|q4_0] [--max-body BYTES] "
-        "[--max-backlog BYTES]\n"
+        "                   [--kv f16|f32] [--backend cpu|ref] [--quant q8_0|q4_0] [--mmap]\n"
+        "                   [--max-body BYTES] [--max-backlog BYTES]\n"
         "                   [--http-threads N] [--max-connections N] [--max-connections-per-ip N]\n"
         "                   [--idle-timeout S] [--shutdown-timeout S] [--media-dir DIR] [--max-images N]\n"
         "                   [--max-image-pixels N] [--max-decode-pixels N] [--media-workers N]\n"
@@ -41,6 +41,9 @@ static void usage(FILE *f)
         "  --parallel N       sequences decoded together (slots; default 4); n may go up to N\n"
         "  --ctx C            context per slot (default min(max_position_embeddings, 4096))\n"
         "  --quant q4_0       quantize linear weights at load (q8_0 or q4_0)\n"
+        "  --mmap             unquantized text weights read in place from the file mapping (quicker load,\n"
+        "                     pages shared between processes); default: copied onto huge pages at load,\n"
+        "                     which decodes faster\n"
         "  --step-tokens N    mixed steps: while other slots decode, a prompt's rows ride in their decode\n"
         "                     call, as many as keep the step within 1.4x a decode step alone, at most N\n"
         "                     rows in all (default 64); alone, a prompt prefills a --chunk per call.\n"
@@ -240,6 +243,10 @@ int omnic__cli_serve(int argc, char **argv)
         }
         if (!strcmp(a, "--cancel-on-half-close")) {
             o.cancel_on_half_close = true;
+            continue;
+        }
+        if (!strcmp(a, "--mmap")) {
+            o.engine.model.mmap_weights = true;
             continue;
         }
         if ((r = omnic__arg_str(argc, argv, &i, NULL, "--read-timeout", &v)) != 0) {

@@ -1,12 +1,14 @@
-/* Process memory statistics from /proc/self (see core/mem.h). */
+/* Process memory statistics from /proc/self and huge-page advice (see core/mem.h). */
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
+#include "core/limits.h"
 #include "core/mem.h"
-
-#include <stdint.h>
-#include <sys/mman.h>
+#include "omnic/omnic.h"
 
 bool omnic__mem_rss(size_t *current, size_t *peak)
 {
@@ -33,4 +35,17 @@ bool omnic__mem_advise_huge(void *p, size_t n)
     const uintptr_t huge = (uintptr_t)2 << 20, a0 = ((uintptr_t)p + huge - 1) & ~(huge - 1),
                     a1 = ((uintptr_t)p + n) & ~(huge - 1);
     return a1 > a0 && madvise((void *)a0, a1 - a0, MADV_HUGEPAGE) == 0;
+}
+
+void *omnic__mem_huge_alloc(size_t n)
+{
+    const size_t huge = (size_t)2 << 20;
+    if (n == 0 || n > OMNIC_MAX_ALLOC) return NULL;
+    void *probe = omnic_malloc(1); /* aligned_alloc is outside omnic_malloc's hook: consult it */
+    if (!probe) return NULL;
+    omnic_free(probe);
+    const size_t r = (n + huge - 1) / huge * huge;
+    void *p = aligned_alloc(huge, r);
+    if (p) (void)omnic__mem_advise_huge(p, r);
+    return p;
 }

@@ -1,4 +1,5 @@
-/* Process memory statistics (Linux /proc/self), for reports and memory tests. */
+/* Process memory statistics (Linux /proc/self), for reports and memory tests, and memory on
+ * transparent huge pages for the weights made at load. */
 #ifndef OMNIC_CORE_MEM_H
 #define OMNIC_CORE_MEM_H
 
@@ -14,5 +15,12 @@ bool omnic__mem_rss(size_t *current, size_t *peak);
  * kernels then cost fewer TLB misses and page walks. Advisory: false when refused or n is too
  * small to hold one huge page; nothing else changes. */
 bool omnic__mem_advise_huge(void *p, size_t n);
+
+/* n bytes (not zeroed) starting on a 2 MiB boundary, the whole 2 MiB pages that cover them
+ * advised onto huge pages before the first touch (the block is rounded up to them): for
+ * weights made at load that the decode kernels stream. NULL when n is 0 or over
+ * OMNIC_MAX_ALLOC, or out of memory (omnic_malloc's failure hook is consulted). Freed with
+ * omnic_free. */
+void *omnic__mem_huge_alloc(size_t n);
 
 #endif

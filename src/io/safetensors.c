@@ -731,6 +731,18 @@ size_t omnic__st_release(const omnic__safetensors *st, const void *p, size_t n)
     return 0;
 }
 
+bool omnic__st_mapped(const omnic__safetensors *st, const void *p, size_t n)
+{
+    if (!st || !p) return false;
+    const uintptr_t lo = (uintptr_t)p, hi = lo + n;
+    for (size_t i = 0; i < st->n_shards; i++) {
+        const st_shard *sh = &st->shards[i];
+        const uintptr_t b = (uintptr_t)sh->base;
+        if (sh->mapped && lo >= b && hi <= b + sh->size) return true;
+    }
+    return false;
+}
+
 void omnic__st_close(omnic__safetensors *st)
 {
     if (!st) return;

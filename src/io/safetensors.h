@@ -90,6 +90,9 @@ void omnic__st_tensor_view(const omnic__st_tensor *src, omnic__tensor *out);
  * ignored. Returns the bytes released (0 when none or on error). */
 size_t omnic__st_release(const omnic__safetensors *st, const void *p, size_t n);
 
+/* True when bytes [p, p + n) lie inside one mapped shard of st (not a copy, not a read file). */
+bool omnic__st_mapped(const omnic__safetensors *st, const void *p, size_t n);
+
 /* Unmaps every shard and frees everything; NULL is a no-op. Pointers obtained from st
  * (tensors, data, names, metadata, paths) die with it. */
 void omnic__st_close(omnic__safetensors *st);

@@ -1,5 +1,6 @@
 /* Model loading: checkpoint -> family -> decoder -> planned modules -> identity. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/threadpool.h"
@@ -125,6 +126,9 @@ omnic_status omnic__model_open(const char *dir, const omnic__model_opts *opts, o
         ((s = omnic__text_decoder_quantize(&m->dec, quant, m->backend, m->ckpt->weights, m->pool, err)) !=
              OMNIC_OK ||
          (s = omnic__lora_quantize(m->dec.lora, quant, m->backend, m->pool, err)) != OMNIC_OK))
+        goto fail;
+    if (quant == OMNIC_DTYPE_COUNT && !(opts && opts->mmap_weights) &&
+        (s = omnic__text_decoder_resident(&m->dec, m->ckpt->weights, m->pool, err)) != OMNIC_OK)
         goto fail;
     /* experts the quantization did not stack (none, or rows of partial blocks): copies as stored */
     if ((s = omnic__text_decoder_stack_experts(&m->dec, m->ckpt->weights, err)) != OMNIC_OK) goto fail;

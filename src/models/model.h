@@ -39,6 +39,9 @@ typedef struct omnic__model_opts {
     bool taps;            /* prefill also outputs inputs_embeds and hidden_l{i} (stage dumps) */
     const char *quant;    /* "q8_0" / "q4_0": quantize linear weights at load (models/quantize.h);
                            * NULL, "" or "none": run them as stored */
+    bool mmap_weights;    /* unquantized weights read in place from the file mapping (quicker to
+                           * load, pages shared with other processes); default: copied onto huge
+                           * pages at load (omnic__weights_resident), which decodes faster */
 } omnic__model_opts;
 
 typedef struct omnic__model {

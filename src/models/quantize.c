@@ -77,30 +77,21 @@ static void quant_task(void *ctx, int ith, int nth)
     }
 }
 
-omnic_status omnic__text_decoder_quantize(omnic__text_decoder *d, omnic_dtype qt,
-                                          const omnic__backend_ops *backend, const omnic__safetensors *st,
-                                          omnic__threadpool *pool, omnic_err *err)
+/* The 2-D weights a text decoder multiplies by, listed by linear_weights into an array of
+ * linear_weights_cap: the embedding, lm_head unless tied, each layer's q/k/v/o and MLP; Gemma 3n
+ * adds its per-layer table and projections, AltUp's stream projections, and per layer Laurel's
+ * two and the input gate / projection. Room for three stacked expert tensors a layer is kept
+ * (quantize appends them); linear_weights does not list experts. */
+static size_t linear_weights_cap(const omnic__text_decoder *d)
 {
-    int64_t params;
-    omnic__text_decoder_param_stats(d, &params, &d->stored_bytes);
+    const size_t L = (size_t)d->cfg.n_layers;
+    return 2 + 7 * L + (d->altup ? 2 + 6 + 4 * L : 0) + 3 * L;
+}
+
+static size_t linear_weights(omnic__text_decoder *d, omnic__tensor **ws)
+{
     const int64_t L = d->cfg.n_layers;
-    /* Gemma 3n adds its per-layer table and projections, AltUp's stream projections, and per
-     * layer Laurel's two and the per-layer input gate / projection */
-    const size_t cap =
-        2 + 7 * (size_t)L + (d->altup ? 2 + 6 + 4 * (size_t)L : 0) + 3 * (size_t)L; /* + experts */
-    const int nth = omnic__threadpool_size(pool);
-    omnic__tensor **ws = omnic_alloc_array(cap, sizeof *ws);
-    omnic__tensor **grown = omnic_realloc(d->qweights, (d->n_qweights + cap) * sizeof *grown);
-    float *buf = NULL;
-    uint8_t *grp = NULL;
-    omnic_status s = OMNIC_OK;
-    if (grown) d->qweights = grown;
-    if (!ws || !grown) {
-        s = OMNIC_FAIL(err, OMNIC_E_NOMEM, "out of memory listing weights to quantize");
-        goto out;
-    }
     size_t n = 0;
-    int64_t kmax = 0;
     ws[n++] = &d->embed;
     if (!d->cfg.tie_embeddings) ws[n++] = &d->lm_head;
     for (int64_t l = 0; l < L; l++) {
@@ -122,6 +113,31 @@ omnic_status omnic__text_decoder_quantize(omnic__text_decoder *d, omnic_dtype qt
                 ws[n++] = lw[i];
         }
     }
+    return n;
+}
+
+omnic_status omnic__text_decoder_quantize(omnic__text_decoder *d, omnic_dtype qt,
+                                          const omnic__backend_ops *backend, const omnic__safetensors *st,
+                                          omnic__threadpool *pool, omnic_err *err)
+{
+    int64_t params;
+    omnic__text_decoder_param_stats(d, &params, &d->stored_bytes);
+    const int64_t L = d->cfg.n_layers;
+    const size_t cap = linear_weights_cap(d);
+    const int nth = omnic__threadpool_size(pool);
+    omnic__tensor **ws = omnic_alloc_array(cap, sizeof *ws), **outs = omnic_alloc_array(cap, sizeof *outs);
+    omnic__tensor *shapes = omnic_alloc_array(cap, sizeof *shapes);
+    omnic__tensor **grown = omnic_realloc(d->qweights, (d->n_qweights + cap) * sizeof *grown);
+    float *buf = NULL;
+    uint8_t *grp = NULL;
+    omnic_status s = OMNIC_OK;
+    if (grown) d->qweights = grown;
+    if (!ws || !outs || !shapes || !grown) {
+        s = OMNIC_FAIL(err, OMNIC_E_NOMEM, "out of memory listing weights to quantize");
+        goto out;
+    }
+    const size_t n = linear_weights(d, ws);
+    int64_t kmax = 0;
     for (size_t i = 0; i < n; i++)
         kmax = ws[i]->dims[1] > kmax ? ws[i]->dims[1] : kmax;
     if (d->cfg.n_experts > 0) /* experts: K is H (gate, up) or the expert width (down) */
@@ -134,6 +150,8 @@ omnic_status omnic__text_decoder_quantize(omnic__text_decoder *d, omnic_dtype qt
                        (long long)kmax);
         goto out;
     }
+    /* the weights whose rows are whole blocks, in the layout the backend wants, in one block */
+    size_t m = 0;
     for (size_t i = 0; i < n; i++) {
         omnic__tensor *w = ws[i];
         if (w->dims[1] % OMNIC_QK != 0) {
@@ -145,15 +163,18 @@ omnic_status omnic__text_decoder_quantize(omnic__text_decoder *d, omnic_dtype qt
         }
         /* the backend may want another layout of the same values (cpu: q4_0x16, q8_0x16) */
         const omnic_dtype wt = backend->weight_dtype ? backend->weight_dtype(qt, w->dims[0], w->dims[1]) : qt;
-        omnic__tensor *q;
-        if ((s = omnic__tensor_create(&q, wt, 2, w->dims, err)) != OMNIC_OK) goto out;
+        if ((s = omnic__tensor_init(&shapes[m], wt, 2, w->dims, err)) != OMNIC_OK) goto out;
+        ws[m++] = w;
+    }
+    if ((s = omnic__weight_block(&d->copies, shapes, m, outs, err)) != OMNIC_OK) goto out;
+    for (size_t i = 0; i < m; i++) {
+        omnic__tensor *w = ws[i], *q = outs[i];
         memcpy(q->name, w->name, sizeof q->name);
-        (void)omnic__mem_advise_huge(q->data, omnic__tensor_bytes(q)); /* before the first touch */
         quant_job j = {.src = w, .dst = q, .st = st, .buf = buf, .grp = grp};
         omnic__threadpool_run(pool, quant_task, &j);
         omnic__st_release(st, w->data, omnic__tensor_bytes(w)); /* pages across step boundaries */
         d->qweights[d->n_qweights++] = q;
-        w->dtype = wt;
+        w->dtype = q->dtype;
         w->data = q->data;
     }
     /* experts: each layer's per-expert tensors quantized straight into one stacked tensor (no
@@ -217,6 +238,8 @@ omnic_status omnic__text_decoder_quantize(omnic__text_decoder *d, omnic_dtype qt
 out:
     if (d->cfg.tie_embeddings) d->lm_head = d->embed;
     omnic_free(ws);
+    omnic_free(outs);
+    omnic_free(shapes);
     omnic_free(buf);
     omnic_free(grp);
     return s;
@@ -282,5 +305,17 @@ omnic_status omnic__lora_quantize(omnic__lora *l, omnic_dtype qt, const omnic__b
     }
     omnic_free(buf);
     omnic_free(grp);
+    return s;
+}
+
+omnic_status omnic__text_decoder_resident(omnic__text_decoder *d, const omnic__safetensors *st,
+                                          omnic__threadpool *pool, omnic_err *err)
+{
+    omnic__tensor **ws = omnic_alloc_array(linear_weights_cap(d), sizeof *ws);
+    if (!ws) return OMNIC_FAIL(err, OMNIC_E_NOMEM, "out of memory listing weights to copy");
+    const size_t n = linear_weights(d, ws);
+    omnic_status s = omnic__weights_resident(ws, n, st, pool, &d->copies, err);
+    if (d->cfg.tie_embeddings) d->lm_head = d->embed;
+    omnic_free(ws);
     return s;
 }

@@ -22,6 +22,12 @@ omnic_status omnic__text_decoder_quantize(omnic__text_decoder *d, omnic_dtype qt
                                           const omnic__backend_ops *backend, const omnic__safetensors *st,
                                           omnic__threadpool *pool, omnic_err *err);
 
+/* d's linear weights (the ones quantize would convert) that st maps, copied as they are onto
+ * huge pages (omnic__weights_resident, models/weights.h); the copies join d->copies. On
+ * failure d keeps pointing at valid weights. */
+omnic_status omnic__text_decoder_resident(omnic__text_decoder *d, const omnic__safetensors *st,
+                                          omnic__threadpool *pool, omnic_err *err);
+
 struct omnic__lora;
 /* The adapters' stacks (models/lora.h) to qt the same way (a stack whose rows are not whole
  * blocks, a rank under 32, stays as loaded); the stacks are replaced by owned quantized ones. */

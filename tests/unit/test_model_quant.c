@@ -2,7 +2,8 @@
  * by tools/mktiny.py: greedy continuations against the f32 model (agreement reported), cpu
  * against ref (the same matmul contract, so logits agree to f32 rounding and greedy tokens are
  * identical), batch invariance of text.decode, the bundle identity, weights whose rows are not
- * whole blocks (kept as stored), fused projections (phi3), and a bad --quant value. */
+ * whole blocks (kept as stored), fused projections (phi3), a bad --quant value, and unquantized
+ * weights copied onto huge pages at load against the same weights read in place. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -387,6 +388,61 @@ static void test_partial_blocks(void **state)
     omnic__model_close(r);
 }
 
+static omnic__model *open_placed(const char *name, bool mmap_weights)
+{
+    char dir[300];
+    snprintf(dir, sizeof dir, "%s/%s", tmp, name);
+    omnic__model_opts o = {.threads = 2,
+                           .ctx = strcmp(name, "phi3") ? CTX : 64,
+                           .kv_dtype = OMNIC_DTYPE_F32,
+                           .mmap_weights = mmap_weights};
+    omnic__model *m = NULL;
+    omnic_err err;
+    omnic_status s = omnic__model_open(dir, &o, &m, &err);
+    if (s != OMNIC_OK) fprintf(stderr, "open %s: %s\n", dir, err.msg);
+    assert_int_equal(s, OMNIC_OK);
+    return m;
+}
+
+/* Unquantized weights copied onto huge pages at load (the default) against the same weights read
+ * in place (mmap_weights): the same bits, so the same logits bit for bit through prefill and
+ * decode and the same identity; the copies lie outside the file mapping, 64-byte aligned. Fused
+ * projections (phi3), tied embeddings (qwen2) and Gemma 3n's extra weights (gemma3n_text). */
+static void test_resident(void **state)
+{
+    (void)state;
+    const char *names[3] = {"qwen2", "phi3", "gemma3n_text"};
+    for (int k = 0; k < 3; k++) {
+        omnic__model *r = open_placed(names[k], false), *p = open_placed(names[k], true);
+        assert_string_equal(r->identity, p->identity);
+        const omnic__safetensors *st = r->ckpt->weights;
+        const omnic__text_decoder_layer *L = &r->dec.layers[r->dec.cfg.n_layers - 1];
+        const omnic__tensor *ws[4] = {&r->dec.embed, &r->dec.lm_head, &L->wq, &L->w_down};
+        for (int i = 0; i < 4; i++) {
+            assert_false(omnic__st_mapped(st, ws[i]->data, omnic__tensor_bytes(ws[i])));
+            assert_int_equal((uintptr_t)ws[i]->data % 64, 0);
+        }
+        assert_true(r->dec.copies.n_blocks >= 1);
+        assert_true(omnic__st_mapped(p->ckpt->weights, p->dec.layers[0].w_down.data,
+                                     omnic__tensor_bytes(&p->dec.layers[0].w_down)));
+        const int64_t V = r->dec.cfg.vocab;
+        float *a = malloc((size_t)V * sizeof *a), *b = malloc((size_t)V * sizeof *b);
+        prefill_toks(r, 0, TOKENS, T, T, a);
+        prefill_toks(p, 0, TOKENS, T, T, b);
+        assert_memory_equal(a, b, (size_t)V * sizeof *a);
+        int32_t slot = 0;
+        for (int i = 0; i < 4; i++) {
+            const int32_t tok = argmax(a, V);
+            decode_step(r, &slot, &tok, 1, a);
+            decode_step(p, &slot, &tok, 1, b);
+            assert_memory_equal(a, b, (size_t)V * sizeof *a);
+        }
+        free(a), free(b);
+        omnic__model_close(r);
+        omnic__model_close(p);
+    }
+}
+
 static void test_bad_quant(void **state)
 {
     (void)state;
@@ -411,6 +467,7 @@ int main(void)
         cmocka_unit_test(test_batch_invariance_q8),
         cmocka_unit_test(test_batch_invariance_q4), cmocka_unit_test(test_identity),
         cmocka_unit_test(test_partial_blocks),      cmocka_unit_test(test_bad_quant),
+        cmocka_unit_test(test_resident),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
