@@ -23,6 +23,7 @@
 #include "backend/backend.h"
 #include "backend/cpu/simd.h"
 #include "core/dtype.h"
+#include "core/mem.h"
 #include "core/quant.h"
 #include "core/threadpool.h"
 
@@ -350,7 +351,12 @@ static bool section_mv(omnic__threadpool *pool, int max_t, int reps)
 {
     /* One 1 GiB buffer serves both: its 16-bit values are finite as bf16 and as f16
      * (exponent bits kept small), and its f32 view is finite for the probe. */
-    uint16_t *wpool = xalloc(BW_BYTES);
+    /* on huge pages, as the model's weights are (docs/runtime.md, "Weight placement") */
+    uint16_t *wpool = omnic__mem_huge_alloc(BW_BYTES);
+    if (!wpool) {
+        fprintf(stderr, "bench_ops: out of memory (%zu bytes)\n", BW_BYTES);
+        return false;
+    }
     for (size_t i = 0; i < BW_BYTES / 2; i++) wpool[i] = (uint16_t)(0x3800u | (i * 2654435761u >> 22 & 0x3ffu));
     float *x = xalloc(sizeof(float) * MV_K), *y = xalloc(sizeof(float) * MV_N);
     for (int i = 0; i < MV_K; i++) x[i] = frand();

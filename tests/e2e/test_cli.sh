@@ -59,6 +59,15 @@ done
 ! cmp -s "$tmp/q_q8_0" "$tmp/q_q4_0" && ok || bad "identity: q8_0 == q4_0"
 expect_err "bad --quant" 1 "unknown weight quantization 'q3_k'" "$OMNIC" inspect -m "$tmp/qwen2" --quant q3_k
 
+# --mmap: the weights read in place give the same greedy tokens as the default copies
+expect_ok "run (weights copied)" "$OMNIC" run -m "$tmp/qwen2" --tokens 5,17,300,42 -n 12 --ignore-eos \
+  --generation-config ignore
+cp "$tmp/out" "$tmp/copied"
+expect_ok "run --mmap" "$OMNIC" run -m "$tmp/qwen2" --tokens 5,17,300,42 -n 12 --ignore-eos \
+  --generation-config ignore --mmap
+[ -s "$tmp/copied" ] && cmp -s "$tmp/copied" "$tmp/out" && ok || bad "run --mmap: output differs from the default"
+expect_ok "bench --mmap" "$OMNIC" bench -m "$tmp/qwen2" -p 16 -n 4 -r 1 --mmap
+
 # bad input: each names the problem
 expect_err "no model" 2 "-m DIR is required" "$OMNIC" inspect
 expect_err "missing dir" 1 "no such checkpoint directory" "$OMNIC" inspect -m "$tmp/nope"
