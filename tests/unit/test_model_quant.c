@@ -52,22 +52,25 @@ static int teardown(void **state)
     return mt_rmdir(tmp);
 }
 
-static omnic__model *open_q(const char *name, const char *backend, const char *quant, int slots, int threads)
+/* Opens tmp/name with o (ctx set here: phi3's tiny config has 64 positions); the test fails on error. */
+static omnic__model *open_opts(const char *name, omnic__model_opts o)
 {
     char dir[300];
     snprintf(dir, sizeof dir, "%s/%s", tmp, name);
-    omnic__model_opts o = {.backend = backend,
-                           .threads = threads,
-                           .ctx = strcmp(name, "phi3") ? CTX : 64,
-                           .kv_dtype = OMNIC_DTYPE_F32,
-                           .slots = slots,
-                           .quant = quant};
+    o.ctx = strcmp(name, "phi3") ? CTX : 64;
+    o.kv_dtype = OMNIC_DTYPE_F32;
     omnic__model *m = NULL;
     omnic_err err;
     omnic_status s = omnic__model_open(dir, &o, &m, &err);
-    if (s != OMNIC_OK) fprintf(stderr, "open %s (%s): %s\n", dir, quant ? quant : "as stored", err.msg);
+    if (s != OMNIC_OK) fprintf(stderr, "open %s (%s): %s\n", dir, o.quant ? o.quant : "as stored", err.msg);
     assert_int_equal(s, OMNIC_OK);
     return m;
+}
+
+static omnic__model *open_q(const char *name, const char *backend, const char *quant, int slots, int threads)
+{
+    return open_opts(
+        name, (omnic__model_opts){.backend = backend, .threads = threads, .slots = slots, .quant = quant});
 }
 
 /* Prefills toks[0..n) into slot in calls of at most chunk rows; the last row's logits to out. */
@@ -388,22 +391,6 @@ static void test_partial_blocks(void **state)
     omnic__model_close(r);
 }
 
-static omnic__model *open_placed(const char *name, bool mmap_weights)
-{
-    char dir[300];
-    snprintf(dir, sizeof dir, "%s/%s", tmp, name);
-    omnic__model_opts o = {.threads = 2,
-                           .ctx = strcmp(name, "phi3") ? CTX : 64,
-                           .kv_dtype = OMNIC_DTYPE_F32,
-                           .mmap_weights = mmap_weights};
-    omnic__model *m = NULL;
-    omnic_err err;
-    omnic_status s = omnic__model_open(dir, &o, &m, &err);
-    if (s != OMNIC_OK) fprintf(stderr, "open %s: %s\n", dir, err.msg);
-    assert_int_equal(s, OMNIC_OK);
-    return m;
-}
-
 /* Unquantized weights copied onto huge pages at load (the default) against the same weights read
  * in place (mmap_weights): the same bits, so the same logits bit for bit through prefill and
  * decode and the same identity; the copies lie outside the file mapping, 64-byte aligned. Fused
@@ -413,7 +400,8 @@ static void test_resident(void **state)
     (void)state;
     const char *names[3] = {"qwen2", "phi3", "gemma3n_text"};
     for (int k = 0; k < 3; k++) {
-        omnic__model *r = open_placed(names[k], false), *p = open_placed(names[k], true);
+        omnic__model *r = open_opts(names[k], (omnic__model_opts){.threads = 2}),
+                     *p = open_opts(names[k], (omnic__model_opts){.threads = 2, .mmap_weights = true});
         assert_string_equal(r->identity, p->identity);
         const omnic__safetensors *st = r->ckpt->weights;
         const omnic__text_decoder_layer *L = &r->dec.layers[r->dec.cfg.n_layers - 1];
