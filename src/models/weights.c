@@ -29,12 +29,13 @@ omnic_status omnic__weight_block(omnic__weight_copies *c, const omnic__tensor *s
             return OMNIC_FAIL(err, OMNIC_E_TOO_LARGE, "weights of more than %zu bytes in one block",
                               SIZE_MAX);
     }
-    if (n == 0 || total == 0) return OMNIC_OK;
+    if (n == 0) return OMNIC_OK;
     void **grown = omnic_realloc(c->blocks, (c->n_blocks + 1) * sizeof *grown);
     if (!grown) return OMNIC_FAIL(err, OMNIC_E_NOMEM, "out of memory for a weight block");
     c->blocks = grown;
-    uint8_t *block = omnic__mem_huge_alloc(total);
-    if (!block) return OMNIC_FAIL(err, OMNIC_E_NOMEM, "out of memory for %zu bytes of weights", total);
+    uint8_t *block = total ? omnic__mem_huge_alloc(total) : NULL; /* none when every tensor is empty */
+    if (total && !block)
+        return OMNIC_FAIL(err, OMNIC_E_NOMEM, "out of memory for %zu bytes of weights", total);
     size_t off = 0;
     omnic_status s = OMNIC_OK;
     for (; i < n; i++) {
@@ -46,7 +47,7 @@ omnic_status omnic__weight_block(omnic__weight_copies *c, const omnic__tensor *s
         *outs[i] = shapes[i];
         outs[i]->name[0] = '\0';
         outs[i]->owns_data = false;
-        outs[i]->data = block + off;
+        outs[i]->data = block ? block + off : NULL;
         size_t r;
         (void)omnic__align_up(&r, omnic__tensor_bytes(&shapes[i]));
         off += r;
@@ -57,7 +58,7 @@ omnic_status omnic__weight_block(omnic__weight_copies *c, const omnic__tensor *s
         omnic_free(block);
         return s;
     }
-    c->blocks[c->n_blocks++] = block;
+    if (block) c->blocks[c->n_blocks++] = block;
     return OMNIC_OK;
 }
 
