@@ -23,8 +23,8 @@ void omnic__weight_copies_free(omnic__weight_copies *c);
  * with shapes[i]'s dtype and dims (and no name) whose data lies in the block, 64-byte aligned, not
  * zeroed, owns_data false; the block joins c and lives until c is freed. One block instead of a
  * heap allocation each keeps every 2 MiB of the weights on a huge page (a heap tensor's unaligned
- * head and tail are not). When every tensor is empty there is no block and the data is NULL. E_NOMEM;
- * on failure no header is left. */
+ * head and tail are not). When every tensor is empty there is no block and the data is NULL.
+ * E_NOMEM; on failure no header is left. */
 omnic_status omnic__weight_block(omnic__weight_copies *c, const omnic__tensor *shapes, size_t n,
                                  omnic__tensor **outs, omnic_err *err);
 
