@@ -714,23 +714,6 @@ void omnic__st_tensor_view(const omnic__st_tensor *src, omnic__tensor *out)
     snprintf(out->name, sizeof out->name, "%s", src->name);
 }
 
-size_t omnic__st_release(const omnic__safetensors *st, const void *p, size_t n)
-{
-    if (!st || !p || n == 0) return 0;
-    const uintptr_t lo = (uintptr_t)p, hi = lo + n;
-    const long pg = sysconf(_SC_PAGESIZE);
-    const uintptr_t page = pg > 0 ? (uintptr_t)pg : 4096u;
-    for (size_t i = 0; i < st->n_shards; i++) {
-        const st_shard *sh = &st->shards[i];
-        const uintptr_t b = (uintptr_t)sh->base;
-        if (!sh->mapped || lo < b || hi > b + sh->size) continue;
-        const uintptr_t a0 = (lo + page - 1) / page * page, a1 = hi / page * page;
-        if (a1 <= a0) return 0;
-        return madvise((void *)a0, a1 - a0, MADV_DONTNEED) == 0 ? (size_t)(a1 - a0) : 0;
-    }
-    return 0;
-}
-
 bool omnic__st_mapped(const omnic__safetensors *st, const void *p, size_t n)
 {
     if (!st || !p) return false;
@@ -741,6 +724,16 @@ bool omnic__st_mapped(const omnic__safetensors *st, const void *p, size_t n)
         if (sh->mapped && lo >= b && hi <= b + sh->size) return true;
     }
     return false;
+}
+
+size_t omnic__st_release(const omnic__safetensors *st, const void *p, size_t n)
+{
+    if (n == 0 || !omnic__st_mapped(st, p, n)) return 0;
+    const long pg = sysconf(_SC_PAGESIZE);
+    const uintptr_t page = pg > 0 ? (uintptr_t)pg : 4096u;
+    const uintptr_t a0 = ((uintptr_t)p + page - 1) / page * page, a1 = ((uintptr_t)p + n) / page * page;
+    if (a1 <= a0) return 0;
+    return madvise((void *)a0, a1 - a0, MADV_DONTNEED) == 0 ? (size_t)(a1 - a0) : 0;
 }
 
 void omnic__st_close(omnic__safetensors *st)
