@@ -1,6 +1,5 @@
 /* Model loading: checkpoint -> family -> decoder -> planned modules -> identity. */
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "core/threadpool.h"
