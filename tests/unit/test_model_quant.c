@@ -216,8 +216,50 @@ static void test_agreement_qwen2(void **state)
  * that lands within that rounding of a q8 rounding boundary (x * id = k + 0.5) quantizes one
  * step apart on the two backends. Such flips are rare (a few elements per thousand rows) and
  * move a logit by up to ~1e-2 relative in these tiny models; without one the logits agree to
- * f32 rounding (~1e-7). Tolerance, cpu vs ref: prefill logits max rel diff < 5e-2, and greedy
- * continuations of each backend agree teacher-forced on the other at >= 15 of 16 steps. */
+ * f32 rounding (~1e-7). The tiny random models' logits are flat, so a flip can also change an
+ * argmax where the top two are that close (gemma3n_text q4_0 under OMNIC_CPU_ISA=avx2: 11 of 16
+ * teacher-forced steps, every one a near-tie). Tolerance, cpu vs ref: prefill logits max rel
+ * diff < CPU_REF_TOL, and teacher-forced in lockstep on each backend's greedy continuation the
+ * same at every step, where an argmax may differ only on a near-tie: the two picks' logits
+ * within CPU_REF_TOL of the largest |logit| on both backends. */
+#define CPU_REF_TOL 5e-2
+
+/* cpu and ref both read toks[0..n), then gen, in lockstep. Returns the largest per-step
+ * max_rel of their logits; *agree: the steps with the same argmax; *decisive: the steps whose
+ * argmaxes differ by more than a near-tie. */
+static double lockstep(omnic__model *cpu, omnic__model *ref, const int32_t *toks, int n, const int32_t *gen,
+                       int *agree, int *decisive)
+{
+    const int64_t V = cpu->dec.cfg.vocab;
+    float *lc = malloc((size_t)V * sizeof *lc), *lr = malloc((size_t)V * sizeof *lr);
+    omnic__kv_pool_clear_slot(&cpu->kv, 0);
+    omnic__kv_pool_clear_slot(&ref->kv, 0);
+    prefill_toks(cpu, 0, toks, n, n, lc);
+    prefill_toks(ref, 0, toks, n, n, lr);
+    int32_t slot = 0;
+    double worst = 0;
+    *agree = *decisive = 0;
+    for (int i = 0; i < GEN; i++) {
+        worst = fmax(worst, max_rel(lc, lr, V));
+        int ac = argmax(lc, V), ar = argmax(lr, V);
+        if (ac == ar) {
+            (*agree)++;
+        } else {
+            double sc = 0, sr = 0;
+            for (int64_t v = 0; v < V; v++)
+                sc = fmax(sc, fabs((double)lc[v])), sr = fmax(sr, fabs((double)lr[v]));
+            if ((double)lc[ac] - lc[ar] > CPU_REF_TOL * sc || (double)lr[ar] - lr[ac] > CPU_REF_TOL * sr)
+                (*decisive)++;
+        }
+        if (i + 1 < GEN) {
+            decode_step(cpu, &slot, &gen[i], 1, lc);
+            decode_step(ref, &slot, &gen[i], 1, lr);
+        }
+    }
+    free(lc), free(lr);
+    return worst;
+}
+
 static void check_cpu_ref(const char *name, const char *quant)
 {
     for (int i = 0; i < 40; i++)
@@ -234,18 +276,24 @@ static void check_cpu_ref(const char *name, const char *quant)
         double r = max_rel(a, b, V);
         fprintf(stderr, "%s %s: cpu vs ref prefill logits (%d rows) max rel diff %.3g\n", name, quant,
                 p ? 40 : T, r);
-        assert_true(r < 5e-2);
+        assert_true(r < CPU_REF_TOL);
     }
     for (int p = 0; p < 2; p++) {
-        int32_t gc[GEN], gr[GEN];
+        int32_t g[2][GEN]; /* greedy on cpu, on ref */
         const int32_t *toks = p ? LONGP : TOKENS;
         int n = p ? 40 : T;
-        greedy(cpu, toks, n, n, gc);
-        greedy(ref, toks, n, n, gr);
-        int fc = forced_agreement(ref, toks, n, gc), fr = forced_agreement(cpu, toks, n, gr);
-        fprintf(stderr, "%s %s: greedy %s; teacher-forced ref on cpu %d/%d, cpu on ref %d/%d\n", name, quant,
-                memcmp(gc, gr, sizeof gc) ? "differs" : "identical", fc, GEN, fr, GEN);
-        assert_true(fc >= GEN - 1 && fr >= GEN - 1);
+        greedy(cpu, toks, n, n, g[0]);
+        greedy(ref, toks, n, n, g[1]);
+        for (int on = 0; on < 2; on++) {
+            int agree, decisive;
+            double r = lockstep(cpu, ref, toks, n, g[on], &agree, &decisive);
+            fprintf(stderr,
+                    "%s %s: greedy %s; teacher-forced on the %s continuation: logits max rel diff %.3g, same "
+                    "argmax %d/%d, decisive differences %d\n",
+                    name, quant, memcmp(g[0], g[1], sizeof g[0]) ? "differs" : "identical", on ? "ref" : "cpu",
+                    r, agree, GEN, decisive);
+            assert_true(r < CPU_REF_TOL && decisive == 0);
+        }
     }
     free(a), free(b);
     omnic__model_close(cpu);

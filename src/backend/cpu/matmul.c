@@ -180,10 +180,13 @@ static OMNIC_AVX512 void mv_avx512_bf16(const float *a, int64_t M, int64_t K, co
 
 /* AVX2: 16 ymm registers allow 2 x 4 accumulators, or 1 x 8 (MV_NR1) for one activation row:
  * eight weight rows in flight hide the FMA latency of the eight chains and keep eight lines of
- * the next tile prefetched. Harness on huge pages (AMD EPYC Zen 5, bf16, N x K = 8960 x 1536 /
- * 1536 x 8960): 0.86 / 0.75 of the 1-thread read probe against 0.75 / 0.71 for 1 x 4; 2 threads
- * 0.84 / 0.72 against 0.73 / 0.68. */
+ * the next tile prefetched. Harness on huge pages (AMD EPYC Zen 5, bf16, M = 1, read probe
+ * alternated), 1 x 8 against 1 x 4: N x K = 8960 x 1536 0.81-0.86 / 0.71-0.75 of the 1-thread
+ * probe, 2 threads 0.84-0.85 / 0.71-0.73; 1536 x 8960 0.73-0.75 / 0.68-0.71; 8192 x 4128 0.82 /
+ * 0.77, 2 threads 0.84 / 0.77. Not when a row is a multiple of 4 KiB (K = 4096 bf16: 0.70 /
+ * 0.76): then the 16 lines in flight fall into one L1 set of 12 ways. */
 #define MV_NR1 8
+#define MV_ALIAS 4096 /* the L1's set stride */
 OMNIC_INLINE OMNIC_AVX2 __m256i tail8(int64_t r)
 {
     return _mm256_cmpgt_epi32(_mm256_set1_epi32((int)r), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
@@ -242,7 +245,7 @@ OMNIC_INLINE OMNIC_AVX2 void mv8(const float *a, int64_t M, int64_t K, const voi
     size_t ldw = (size_t)K * (dt == DT_F32 ? 4 : 2);
     const char *wb = w;
     int64_t n = n0;
-    if (M == 1)
+    if (M == 1 && ldw % MV_ALIAS != 0)
         for (; n + MV_NR1 <= n1; n += MV_NR1)
             tile8(a, K, wb + n * ldw, ldw, dst + n, N, 1, MV_NR1, dt);
     for (; n + MV_NR <= n1; n += MV_NR) {
