@@ -2,6 +2,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <unistd.h>
 
 #include "core/limits.h"
@@ -138,14 +139,27 @@ void omnic__barrier_init(omnic__barrier *b, int n)
     atomic_init(&b->count, 0);
     atomic_init(&b->phase, 0);
     b->n = n;
+    for (int t = 0; t < OMNIC_MAX_THREADS; t++)
+        atomic_init(&b->slot[t].taken, 0);
+}
+
+/* Forgets the step's chunks; only while no thread of the barrier is taking any. */
+static void chunks_reset(omnic__barrier *b)
+{
+    for (int t = 0; t < b->n; t++)
+        atomic_store_explicit(&b->slot[t].taken, 0, memory_order_relaxed);
 }
 
 void omnic__barrier_wait(omnic__barrier *b)
 {
-    if (b->n <= 1) return;
+    if (b->n <= 1) {
+        chunks_reset(b);
+        return;
+    }
     int phase = atomic_load(&b->phase);
     if (atomic_fetch_add(&b->count, 1) == b->n - 1) {
         atomic_store(&b->count, 0);
+        chunks_reset(b); /* every other thread is waiting: none is taking chunks */
         atomic_fetch_add(&b->phase, 1);
         return;
     }
@@ -155,6 +169,64 @@ void omnic__barrier_wait(omnic__barrier *b)
         else
             __builtin_ia32_pause();
     }
+}
+
+static _Thread_local omnic__barrier *chunks_barrier; /* omnic__chunks_bind */
+
+void omnic__chunks_bind(omnic__barrier *b)
+{
+    chunks_barrier = b;
+}
+
+void omnic__chunks_begin(omnic__chunks *c, int64_t n, int ith, int nth)
+{
+    omnic__barrier *b = chunks_barrier;
+    if (!b || b->n <= 1 || nth % b->n != 0 || n > INT32_MAX) { /* (counts are 32-bit) */
+        omnic__split_rows(n, ith, nth, &c->next, &c->hi);
+        c->slot = NULL;
+        return;
+    }
+    int64_t hi;
+    omnic__split_rows(n, ith / b->n, nth / b->n, &c->lo, &hi);
+    c->n = hi - c->lo;
+    c->slot = b->slot;
+    c->self = ith % b->n;
+    c->nth = b->n;
+    c->victim = 0;
+}
+
+/* One chunk of thread t's range: from the front (its owner) or the back (another thread). */
+static bool take(const omnic__chunks *c, int t, bool front, int64_t *i)
+{
+    int64_t lo, hi;
+    omnic__split_rows(c->n, t, c->nth, &lo, &hi);
+    _Atomic uint64_t *taken = &c->slot[t].taken;
+    uint64_t w = atomic_load_explicit(taken, memory_order_relaxed);
+    for (;;) {
+        const int64_t f = (int64_t)(w & 0xffffffffu), bk = (int64_t)(w >> 32);
+        if (lo + f >= hi - bk) return false;
+        if (atomic_compare_exchange_weak_explicit(taken, &w, front ? w + 1 : w + ((uint64_t)1 << 32),
+                                                  memory_order_relaxed, memory_order_relaxed)) {
+            *i = c->lo + (front ? lo + f : hi - bk - 1);
+            return true;
+        }
+    }
+}
+
+bool omnic__chunks_next(omnic__chunks *c, int64_t *i)
+{
+    if (!c->slot) {
+        if (c->next >= c->hi) return false;
+        *i = c->next++;
+        return true;
+    }
+    if (c->victim == 0) {
+        if (take(c, c->self, true, i)) return true;
+        c->victim = 1;
+    }
+    for (; c->victim < c->nth; c->victim++) /* a range, once exhausted, stays so */
+        if (take(c, (c->self + c->victim) % c->nth, false, i)) return true;
+    return false;
 }
 
 int omnic__cpu_count(void)

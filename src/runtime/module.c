@@ -254,6 +254,7 @@ static void exec_task(void *arg, int ith, int nth)
     exec_ctx *x = arg;
     omnic__graph *g = &x->m->graph;
     const int P = x->parts, total = g->n_nodes * P;
+    omnic__chunks_bind(&x->barrier); /* kernels may share a node's chunks dynamically */
     for (int at = x->from * P + x->from_part; at < total; at++) {
         const omnic__node *node = &g->nodes[at / P].node;
         x->m->backend->kernel[node->op](node, (at % P) * nth + ith, P * nth, x->work);
@@ -268,8 +269,9 @@ static void exec_task(void *arg, int ith, int nth)
             x->stopped = d == STOP;
         }
         omnic__barrier_wait(&x->barrier);
-        if (atomic_load(&x->decide[at & 1]) != GO) return; /* every thread sees the same value */
+        if (atomic_load(&x->decide[at & 1]) != GO) break; /* every thread sees the same value */
     }
+    omnic__chunks_bind(NULL);
 }
 
 /* Runs parts from (m->next_node, m->next_part) until the end, the deadline (0: none) or

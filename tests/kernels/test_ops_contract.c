@@ -43,7 +43,8 @@
  *   cpy, argmax                           exact   exact   bytes must match
  *
  * Besides the tolerance, every case requires: cpu results bit-identical for nth = 1, 2,
- * 3 (rows are split, reductions never are); every output element written (outputs are
+ * 3 (rows are split, reductions never are; the threads are bound to a barrier as in graph
+ * execution, so kernels that share chunks dynamically do so here); every output element written (outputs are
  * pre-filled with NaN bytes); inputs untouched; 64-byte canaries before and after every
  * output and work buffer intact (the work buffer is exactly wsize bytes, pre-filled
  * with NaN bytes, so a kernel that expects zeroed scratch fails too). The observed
@@ -51,6 +52,7 @@
  * test_batch_invariance checks DESIGN.md 6 on cpu: a row computed alone is bit-identical
  * to the same row inside a batch (matmul up to the decode batch limit, row-wise ops). */
 #include <math.h>
+#include <sched.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -312,12 +314,17 @@ typedef struct job {
     omnic__kernel_fn fn;
     const omnic__node *n;
     void *wdata;
+    omnic__barrier barrier; /* as graph execution: kernels may share chunks dynamically */
 } job;
 
 static void job_run(void *ctx, int ith, int nth)
 {
-    const job *j = ctx;
+    job *j = ctx;
+    omnic__chunks_bind(&j->barrier);
+    if (ith == nth - 1 && nth > 1) sched_yield(); /* the others may take its chunks */
     j->fn(j->n, ith, nth, j->wdata);
+    omnic__barrier_wait(&j->barrier);
+    omnic__chunks_bind(NULL);
 }
 
 /* Runs proto (with dst = out) on backend b with nth threads through the thread pool.
@@ -335,6 +342,7 @@ static bool run_on(const omnic__backend_ops *b, const omnic__node *proto, int nt
     uint8_t *wraw = guarded_alloc(ws);
     assert_non_null(wraw);
     job j = {.fn = b->kernel[n.op], .n = &n, .wdata = wraw + GUARD};
+    omnic__barrier_init(&j.barrier, nth);
     omnic__threadpool_run_n(pool, nth, job_run, &j);
     bool ok = true;
     if (!guarded_ok(out->raw, out->nbytes)) {

@@ -796,6 +796,87 @@ static void test_barrier(void **state)
     }
 }
 
+/* Dynamic chunks: every step hands out each chunk of its part exactly once, to whichever thread
+ * asks (the last thread stalls now and then, so the others take part of its share); unbound
+ * threads get the static ranges. */
+#define CHUNK_STEPS 300
+#define CHUNK_MAX 97
+
+typedef struct chunks_ctx {
+    omnic__barrier b;
+    int parts; /* virtual threads: thread ith runs part * nth + ith */
+    bool bind;
+    _Atomic int taken[CHUNK_STEPS][CHUNK_MAX]; /* chunk -> 1 + the part that took it */
+    _Atomic int by_thread[4];
+} chunks_ctx;
+
+static int64_t chunk_count(int step)
+{
+    return step % CHUNK_MAX; /* 0 .. 96 chunks, also fewer than the threads */
+}
+
+static void chunks_job(void *vctx, int ith, int nth)
+{
+    chunks_ctx *c = vctx;
+    if (c->bind) omnic__chunks_bind(&c->b);
+    for (int step = 0; step < CHUNK_STEPS; step++) {
+        const int part = step % c->parts;
+        if (ith == nth - 1 && step % 7 == 0) usleep(200);
+        omnic__chunks ch;
+        int64_t i;
+        omnic__chunks_begin(&ch, chunk_count(step), part * nth + ith, c->parts * nth);
+        while (omnic__chunks_next(&ch, &i)) {
+            atomic_fetch_add(&c->taken[step][i], 1 + part);
+            atomic_fetch_add(&c->by_thread[ith], 1);
+        }
+        omnic__barrier_wait(&c->b);
+    }
+    omnic__chunks_bind(NULL);
+}
+
+static void test_chunks(void **state)
+{
+    (void)state;
+    omnic_err err;
+    static chunks_ctx c;
+    for (int size = 1; size <= 3; size++) {
+        omnic__threadpool *p = NULL;
+        EXPECT_OK(omnic__threadpool_create(&p, size, &err), err);
+        for (int mode = 0; mode < 3; mode++) { /* bound 1 part, bound 2 parts, unbound */
+            memset(&c, 0, sizeof c);
+            omnic__barrier_init(&c.b, size);
+            c.parts = mode == 1 ? 2 : 1;
+            c.bind = mode < 2;
+            omnic__threadpool_run(p, chunks_job, &c);
+            int64_t total = 0;
+            for (int step = 0; step < CHUNK_STEPS; step++) {
+                const int part = step % c.parts;
+                int64_t lo, hi; /* the part's range (1 part: all) */
+                omnic__split_rows(chunk_count(step), part, c.parts, &lo, &hi);
+                for (int64_t i = 0; i < CHUNK_MAX; i++)
+                    assert_int_equal(atomic_load(&c.taken[step][i]), i >= lo && i < hi ? 1 + part : 0);
+                total += hi - lo;
+            }
+            int64_t sum = 0;
+            for (int t = 0; t < size; t++)
+                sum += atomic_load(&c.by_thread[t]);
+            assert_int_equal(sum, total);
+        }
+        omnic__threadpool_destroy(p);
+    }
+    /* unbound: the static ranges of omnic__split_rows, in order */
+    for (int nth = 1; nth <= 5; nth++)
+        for (int ith = 0; ith < nth; ith++) {
+            int64_t lo, hi, i;
+            omnic__split_rows(23, ith, nth, &lo, &hi);
+            omnic__chunks ch;
+            omnic__chunks_begin(&ch, 23, ith, nth);
+            while (omnic__chunks_next(&ch, &i))
+                assert_int_equal(i, lo++);
+            assert_int_equal(lo, hi);
+        }
+}
+
 /* ---- sha256 ----------------------------------------------------------------------------- */
 
 static void sha_hex(const void *data, size_t n, char out[65])
@@ -1520,6 +1601,7 @@ int main(void)
         cmocka_unit_test(test_threadpool_jobs),
         cmocka_unit_test(test_split_rows),
         cmocka_unit_test(test_barrier),
+        cmocka_unit_test(test_chunks),
         cmocka_unit_test(test_sha256_vectors),
         cmocka_unit_test(test_sha256_boundaries),
         cmocka_unit_test(test_sha256_field),

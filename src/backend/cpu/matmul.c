@@ -4,8 +4,9 @@
  * Two regimes, chosen by M, the weight dtype and the ISA (never by the thread count):
  *  - M <= OMNIC_CPU_MV_MAX_M (decode): a matvec-style kernel that streams each weight row
  *    once and computes the dot products of all M activation rows with it (f16 widened by
- *    vcvtph2ps, bf16 by a 16-bit shift, FMA into f32 lanes). Thread ith takes a contiguous
- *    range of weight rows (output columns). Each output element is reduced in one fixed order
+ *    vcvtph2ps, bf16 by a 16-bit shift, FMA into f32 lanes). The threads share chunks of
+ *    MV_CHUNK weight rows (output columns) dynamically (omnic__chunks: a thread takes the next
+ *    chunk when it is free). Each output element is reduced in one fixed order
  *    that depends only on K and the ISA: element (i, n) is bit-identical for every M in
  *    1..OMNIC_CPU_MV_MAX_M, every thread count, and every position of row i in the batch.
  *  - M > OMNIC_CPU_MV_MAX_M, batch-invariant nodes (ip[0]) and 16-bit weights on AVX-512: the
@@ -14,14 +15,14 @@
  *  - otherwise M > OMNIC_CPU_MV_MAX_M (prefill, encoders): a GEMM per task, called by every
  *    kernel thread on its own part. On AVX2 the GEMM is gemm_avx2.c: f16/bf16 widened inside
  *    its packing, element values that depend only on K (the same for every M, split and
- *    thread count), so the threads split the columns evenly in 16-column panels (rows when
- *    there are few). Elsewhere it is OpenBLAS sgemm, single-threaded, on a task grid (column
- *    chunks of w, and row blocks of a when there are few chunks) that depends only on (M, N,
- *    weight kind), so the call that produces an element is the same whatever nth is:
- *    bit-identical across thread counts; f16/bf16 weights are widened chunk by chunk into the
- *    thread's part of the work buffer first; rows are NOT bit-identical across M there (BLAS
- *    blocking depends on M). Neither is identical to the decode regime (different summation
- *    order; both within f32 rounding of the exact result).
+ *    thread count), so the threads share chunks of GEMM_NC_AVX2 columns dynamically (rows,
+ *    split evenly, when there are few columns). Elsewhere it is OpenBLAS sgemm,
+ *    single-threaded, on a task grid (column chunks of w, and row blocks of a when there are few
+ *    chunks) that depends only on (M, N, weight kind), so the call that produces an element is
+ *    the same whatever nth is: bit-identical across thread counts; f16/bf16 weights are widened
+ *    chunk by chunk into the thread's part of the work buffer first; rows are NOT bit-identical
+ *    across M there (BLAS blocking depends on M). Neither is identical to the decode regime
+ *    (different summation order; both within f32 rounding of the exact result).
  * OpenBLAS is safe to call from several threads at once when its own thread count is 1,
  * which omnic__cpu_isa_level() sets once: with 0.3.21 (pthread build), 200 overlapping calls
  * from two threads gave bitwise the results of serial calls, and the op contract test runs
@@ -46,8 +47,12 @@
 #define GEMM_NC_F32 512
 #define GEMM_NC_HALF 128
 /* gemm_avx2.c packs its weights itself, f32 or 16-bit alike: 256-column calls measured 113-117
- * GFLOP/s, whole matrices 88-103 (its output rows stay in cache; Qwen2-1.5B shapes, M = 512). */
-#define GEMM_NC_AVX2 256
+ * GFLOP/s, whole matrices 88-103 (its output rows stay in cache; Qwen2-1.5B shapes, M = 512);
+ * 64-column calls as fast (100-105 GFLOP/s against 100-105 for 256, one thread, same sitting),
+ * and as the chunks the threads share (omnic__chunks) they balance finer. */
+#define GEMM_NC_AVX2 64
+/* Weight rows per chunk of the decode kernel's work (omnic__chunks). */
+#define MV_CHUNK 64
 /* When w has fewer column chunks than this, a is also cut into row blocks (>= GEMM_MB_MIN rows). */
 #define GEMM_MIN_TASKS 4
 #define GEMM_MB_MIN 128
@@ -400,26 +405,40 @@ static const float *widen_rows(const void *w, omnic_dtype wdt, int64_t K, int64_
     return buf;
 }
 
-/* dst[M, N] (+ bias) for thread ith of nth; wbuf: this thread's nc*K floats (f16/bf16 only). */
+/* dst[M, N] (+ bias) by the decode kernel for thread ith of nth: chunks of MV_CHUNK weight rows
+ * by blocks of OMNIC_CPU_MV_MAX_M activation rows, block-major. */
+static void decode_rows(const float *a, int64_t M, int64_t K, const void *w, omnic_dtype wdt, int64_t N,
+                        const float *bias, float *dst, int ith, int nth)
+{
+    const mv_fn mv = mv_table[omnic__cpu_isa_level()][wkind(wdt)];
+    const int64_t ncc = cdiv(N, MV_CHUNK);
+    omnic__chunks ch;
+    int64_t c;
+    omnic__chunks_begin(&ch, cdiv(M, OMNIC_CPU_MV_MAX_M) * ncc, ith, nth);
+    while (omnic__chunks_next(&ch, &c)) {
+        const int64_t i0 = c / ncc * OMNIC_CPU_MV_MAX_M, n0 = c % ncc * MV_CHUNK;
+        const int64_t mb = M - i0 < OMNIC_CPU_MV_MAX_M ? M - i0 : OMNIC_CPU_MV_MAX_M,
+                      n1 = N - n0 < MV_CHUNK ? N : n0 + MV_CHUNK;
+        mv(a + i0 * K, mb, K, w, n0, n1, dst + i0 * N, N);
+        if (bias) omnic__cpu_add_bias(bias + n0, dst + i0 * N + n0, N, mb, n1 - n0);
+    }
+}
+
+/* dst[M, N] (+ bias), M > OMNIC_CPU_MV_MAX_M, for thread ith of nth; wbuf: this thread's nc*K
+ * floats (f16/bf16 only). */
 static void gemm_mt(const float *a, int64_t M, int64_t K, const void *w, omnic_dtype wdt, int64_t N,
                     const float *bias, float *dst, int ith, int nth, float *wbuf)
 {
     int dt = wkind(wdt);
-    if (M <= OMNIC_CPU_MV_MAX_M) {
-        int64_t n0, n1;
-        omnic__split_rows(N, ith, nth, &n0, &n1);
-        if (n0 >= n1) return;
-        mv_table[omnic__cpu_isa_level()][dt](a, M, K, w, n0, n1, dst, N);
-        if (bias) omnic__cpu_add_bias(bias + n0, dst + n0, N, M, n1 - n0);
-        return;
-    }
-    if (own_gemm()) { /* its values do not depend on the split: an even one, by 16-column panels */
+    if (own_gemm()) { /* its values do not depend on the split: chunks of 16-column panels */
         const int64_t P = cdiv(N, 16);
         int64_t lo, hi;
         if (P >= 4 * nth) {
-            omnic__split_rows(P, ith, nth, &lo, &hi);
-            for (int64_t n0 = lo * 16, n1 = hi * 16 < N ? hi * 16 : N; n0 < n1; n0 += GEMM_NC_AVX2) {
-                int64_t nc = n1 - n0 < GEMM_NC_AVX2 ? n1 - n0 : GEMM_NC_AVX2;
+            omnic__chunks ch;
+            int64_t c;
+            omnic__chunks_begin(&ch, cdiv(N, GEMM_NC_AVX2), ith, nth);
+            while (omnic__chunks_next(&ch, &c)) {
+                const int64_t n0 = c * GEMM_NC_AVX2, nc = N - n0 < GEMM_NC_AVX2 ? N - n0 : GEMM_NC_AVX2;
                 omnic__cpu_gemm_avx2(a, K, M, K, (const uint8_t *)w + n0 * K * omnic__dtype_table[wdt].size,
                                      wdt, nc, dst + n0, N, bias ? bias + n0 : NULL);
             }
@@ -466,12 +485,8 @@ void omnic__cpu_matmul(const omnic__node *n, int ith, int nth, void *wdata)
     const omnic__tensor *a = n->src[0], *w = n->src[1], *b = n->src[2];
     int64_t M = omnic__tensor_rows(a), K = omnic__tensor_cols(a), N = w->dims[0];
     const float *bias = b ? (const float *)b->data : NULL;
-    if (blocks_of_rows(n) && M > OMNIC_CPU_MV_MAX_M) { /* the decode kernel, blocks of rows */
-        for (int64_t i0 = 0; i0 < M; i0 += OMNIC_CPU_MV_MAX_M) {
-            int64_t mb = M - i0 < OMNIC_CPU_MV_MAX_M ? M - i0 : OMNIC_CPU_MV_MAX_M;
-            gemm_mt((const float *)a->data + i0 * K, mb, K, w->data, w->dtype, N, bias,
-                    (float *)n->dst->data + i0 * N, ith, nth, NULL);
-        }
+    if (M <= OMNIC_CPU_MV_MAX_M || blocks_of_rows(n)) {
+        decode_rows(a->data, M, K, w->data, w->dtype, N, bias, n->dst->data, ith, nth);
         return;
     }
     size_t part = omnic__cpu_matmul_wsize(n, nth) / (size_t)nth;

@@ -1,7 +1,7 @@
 /* cpu matmul with q8_0 / q4_0 weights: dst[M,N] = a[M,K] . w[N,K]^T (+ bias), a f32 (contract in
  * backend/backend.h, formats in core/quant.h).
  *
- * Activations. Every thread first quantizes all M activation rows (the q8 rule of core/quant.h,
+ * Activations. Every thread quantizes the activation rows it works on (the q8 rule of core/quant.h,
  * bit for bit in every ISA: amax, d = amax / 127, id = 1 / d, x * id rounded half away from
  * zero) into its own part of the work buffer, in the layout its kernel reads. The work is
  * duplicated, not split (kernels have no barrier), and each row is quantized on its own, so a
@@ -9,8 +9,9 @@
  *
  * Regimes, chosen by M, ip[0] and the CPU (never by nth), as for float weights (matmul.c):
  *  - M <= OMNIC_CPU_MQ_MAX_M, or ip[0] = 1 (then in blocks of that many rows): the decode
- *    kernel. Thread ith takes a contiguous range of weight rows; each output element is one
- *    fixed reduction (depends only on K and the kernel), so rows are batch-invariant.
+ *    kernel. The threads share chunks of MQ_CHUNK weight rows dynamically (omnic__chunks); each
+ *    output element is one fixed reduction (depends only on K and the kernel), so rows are
+ *    batch-invariant and the values do not depend on which thread takes a chunk.
  *      AVX-512 (VNNI + VBMI): four blocks per step, 4 int32 lanes per block. Byte permutes
  *        gather the weights into two u8 vectors (q8_0: q + 128; q4_0: low / high nibbles),
  *        two vpdpbusd(weights u8, activations s8) start from a per-block correction (-128 or
@@ -41,6 +42,8 @@
 #include "core/quant.h"
 #include "core/threadpool.h"
 
+/* Weight rows per chunk of the integer kernels' work (omnic__chunks; a multiple of 16). */
+#define MQ_CHUNK 64
 /* Weight rows dequantized per task, and activation rows per sgemm call (sgemm fallback). */
 #define QG_NC 256
 #define QG_MB 128
@@ -1074,15 +1077,22 @@ void omnic__cpu_matmul_q(const omnic__node *n, int ith, int nth, void *wdata)
                      : kind == OMNIC_MQ_VNNI ? (q8x ? mq_x16_vnni_q8 : mq_x16_vnni_q4)
                      : kind == OMNIC_MQ_AVX2 ? (q8x ? mq_x16_avx2_q8 : mq_x16_avx2_q4)
                                              : (q8x ? mq_x16_scalar_q8 : mq_x16_scalar_q4);
-    int64_t n0, n1;
-    omnic__split_rows(N / unit, ith, nth, &n0, &n1);
-    n0 *= unit;
-    n1 *= unit;
-    for (int64_t i0 = 0; i0 < M; i0 += OMNIC_CPU_MQ_MAX_M) {
-        int64_t mb = M - i0 < OMNIC_CPU_MQ_MAX_M ? M - i0 : OMNIC_CPU_MQ_MAX_M;
-        if (n0 >= n1) continue;
+    /* chunks of MQ_CHUNK weight rows (whole groups) by blocks of activation rows, block-major; a
+     * thread quantizes a block's rows when it takes its first chunk of it (its chunks come in
+     * order) */
+    const int64_t cw = MQ_CHUNK / unit * unit, ncc = cdiv(N, cw), nblk = cdiv(M, OMNIC_CPU_MQ_MAX_M);
+    omnic__chunks ch;
+    int64_t c, cur = -1;
+    omnic__chunks_begin(&ch, nblk * ncc, ith, nth);
+    while (omnic__chunks_next(&ch, &c)) {
+        const int64_t blk = c / ncc, i0 = blk * OMNIC_CPU_MQ_MAX_M, n0 = c % ncc * cw;
+        const int64_t mb = M - i0 < OMNIC_CPU_MQ_MAX_M ? M - i0 : OMNIC_CPU_MQ_MAX_M,
+                      n1 = N - n0 < cw ? N : n0 + cw;
         float *d = (float *)n->dst->data + i0 * N;
-        quant_rows(kind, w->dtype, (const float *)a->data + i0 * K, mb, K, part, &L);
+        if (blk != cur) {
+            quant_rows(kind, w->dtype, (const float *)a->data + i0 * K, mb, K, part, &L);
+            cur = blk;
+        }
         fn(part, &L, mb, K, w->data, n0, n1, d, N);
         if (bias) omnic__cpu_add_bias(bias + n0, d + n0, N, mb, n1 - n0);
     }
