@@ -4,9 +4,10 @@ at a time, each bounded in count and time. Every case asserts
 
   - the server's peak memory during the case (VmHWM, reset before it through clear_refs) grows
     by less than the case's stated bound over what it held when the case began,
-  - a well-behaved client running alongside (polling /health every 20 ms and running a greedy
-    completion, retrying on 429/503 as Retry-After says) keeps getting /health answers, the
-    slowest under HEALTH_MAX_S, and its completion is bit-identical to the quiet run,
+  - a well-behaved client running alongside (polling /health every 20 ms from its own process,
+    so the attackers' Python threads cannot stall its clock, and running a greedy completion,
+    retrying on 429/503 as Retry-After says) keeps getting /health answers, the slowest under
+    HEALTH_MAX_S, and its completion is bit-identical to the quiet run,
   - the server is still up and healthy afterwards,
 
 plus what the attack itself must get (a 4xx naming the limit, a closed connection). Attackers
@@ -143,27 +144,46 @@ def good_completion(port, deadline_s=60):
     return "gave up"
 
 
+def poll_health(port):
+    """The good client's /health poller, run as its own process (--poll-health PORT) so that the
+    attackers' threads, which hold this interpreter's GIL for up to a second while they build and
+    read their bodies, cannot stall its clock. Says "polling" after its first poll, polls every
+    20 ms until stdin closes, then prints [[seconds, status], ...] as JSON."""
+    import select
+    out = []
+    while not out or not select.select([sys.stdin], [], [], 0.02)[0]:
+        t0 = time.time()
+        try:
+            st, _, _ = http(port, "GET", "/health", timeout=10)
+        except OSError:
+            st = 0
+        out.append([time.time() - t0, st])
+        if len(out) == 1:
+            print("polling", flush=True)
+    print(json.dumps(out), flush=True)
+
+
 class GoodClient(threading.Thread):
-    """Polls /health every 20 ms and runs one completion, until stopped."""
+    """Polls /health every 20 ms (from a child process) and runs one completion, until stopped."""
 
     def __init__(self, port):
         super().__init__(daemon=True)
-        self.port, self.stop_ev = port, threading.Event()
+        self.port, self.stop_ev, self.polling = port, threading.Event(), threading.Event()
         self.health, self.health_fail, self.text = [], 0, None
 
     def run(self):
         comp = threading.Thread(target=lambda: setattr(self, "text", good_completion(self.port)), daemon=True)
+        poller = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--poll-health", str(self.port)],
+                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        started = poller.stdout.readline() == b"polling\n"  # its first poll is done: the case may begin
+        self.polling.set()
         comp.start()
-        while not self.stop_ev.is_set():
-            t0 = time.time()
-            try:
-                st, _, _ = http(self.port, "GET", "/health", timeout=10)
-            except OSError:
-                st = 0
-            self.health.append(time.time() - t0)
-            if st != 200:
-                self.health_fail += 1
-            time.sleep(0.02)
+        self.stop_ev.wait()
+        out, _ = poller.communicate(b"stop\n", timeout=60)
+        polls = json.loads(out) if started and poller.returncode == 0 else []
+        check(polls, "the good client's /health poller ran", f"(exit {poller.returncode})")
+        self.health = [t for t, _ in polls]
+        self.health_fail = sum(st != 200 for _, st in polls)
         comp.join(90)
 
 
@@ -177,6 +197,7 @@ def run_case(srv, name, attack, mem_mb, quiet_text):
     base = srv.peak_mb()
     good = GoodClient(srv.port)
     good.start()
+    good.polling.wait(60)
     t0 = time.time()
     try:
         attack(srv)
@@ -479,4 +500,7 @@ def main():
 
 
 if __name__ == "__main__":
+    if len(sys.argv) == 3 and sys.argv[1] == "--poll-health":
+        poll_health(int(sys.argv[2]))
+        sys.exit(0)
     sys.exit(main())
