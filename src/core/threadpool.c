@@ -139,7 +139,7 @@ void omnic__barrier_init(omnic__barrier *b, int n)
     atomic_init(&b->count, 0);
     atomic_init(&b->phase, 0);
     b->n = n;
-    for (int t = 0; t < OMNIC_MAX_THREADS; t++)
+    for (int t = 0; t < n && t < OMNIC_MAX_THREADS; t++) /* chunks use slots [0, n) only */
         atomic_init(&b->slot[t].taken, 0);
 }
 
@@ -152,10 +152,7 @@ static void chunks_reset(omnic__barrier *b)
 
 void omnic__barrier_wait(omnic__barrier *b)
 {
-    if (b->n <= 1) {
-        chunks_reset(b);
-        return;
-    }
+    if (b->n <= 1) return; /* (one thread never shares chunks: no counters to reset) */
     int phase = atomic_load(&b->phase);
     if (atomic_fetch_add(&b->count, 1) == b->n - 1) {
         atomic_store(&b->count, 0);

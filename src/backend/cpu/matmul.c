@@ -416,11 +416,9 @@ static void decode_rows(const float *a, int64_t M, int64_t K, const void *w, omn
     int64_t c;
     omnic__chunks_begin(&ch, cdiv(M, OMNIC_CPU_MV_MAX_M) * ncc, ith, nth);
     while (omnic__chunks_next(&ch, &c)) {
-        const int64_t i0 = c / ncc * OMNIC_CPU_MV_MAX_M, n0 = c % ncc * MV_CHUNK;
-        const int64_t mb = M - i0 < OMNIC_CPU_MV_MAX_M ? M - i0 : OMNIC_CPU_MV_MAX_M,
-                      n1 = N - n0 < MV_CHUNK ? N : n0 + MV_CHUNK;
-        mv(a + i0 * K, mb, K, w, n0, n1, dst + i0 * N, N);
-        if (bias) omnic__cpu_add_bias(bias + n0, dst + i0 * N + n0, N, mb, n1 - n0);
+        const omnic__cpu_tile t = omnic__cpu_tile_at(c, M, OMNIC_CPU_MV_MAX_M, N, MV_CHUNK, ncc);
+        mv(a + t.i0 * K, t.mb, K, w, t.n0, t.n1, dst + t.i0 * N, N);
+        if (bias) omnic__cpu_add_bias(bias + t.n0, dst + t.i0 * N + t.n0, N, t.mb, t.n1 - t.n0);
     }
 }
 
@@ -430,7 +428,7 @@ static void gemm_mt(const float *a, int64_t M, int64_t K, const void *w, omnic_d
                     const float *bias, float *dst, int ith, int nth, float *wbuf)
 {
     int dt = wkind(wdt);
-    if (own_gemm()) { /* its values do not depend on the split: chunks of 16-column panels */
+    if (own_gemm()) { /* its values do not depend on the split: chunks of GEMM_NC_AVX2 columns */
         const int64_t P = cdiv(N, 16);
         int64_t lo, hi;
         if (P >= 4 * nth) {

@@ -1085,15 +1085,13 @@ void omnic__cpu_matmul_q(const omnic__node *n, int ith, int nth, void *wdata)
     int64_t c, cur = -1;
     omnic__chunks_begin(&ch, nblk * ncc, ith, nth);
     while (omnic__chunks_next(&ch, &c)) {
-        const int64_t blk = c / ncc, i0 = blk * OMNIC_CPU_MQ_MAX_M, n0 = c % ncc * cw;
-        const int64_t mb = M - i0 < OMNIC_CPU_MQ_MAX_M ? M - i0 : OMNIC_CPU_MQ_MAX_M,
-                      n1 = N - n0 < cw ? N : n0 + cw;
-        float *d = (float *)n->dst->data + i0 * N;
-        if (blk != cur) {
-            quant_rows(kind, w->dtype, (const float *)a->data + i0 * K, mb, K, part, &L);
-            cur = blk;
+        const omnic__cpu_tile t = omnic__cpu_tile_at(c, M, OMNIC_CPU_MQ_MAX_M, N, cw, ncc);
+        float *d = (float *)n->dst->data + t.i0 * N;
+        if (t.blk != cur) {
+            quant_rows(kind, w->dtype, (const float *)a->data + t.i0 * K, t.mb, K, part, &L);
+            cur = t.blk;
         }
-        fn(part, &L, mb, K, w->data, n0, n1, d, N);
-        if (bias) omnic__cpu_add_bias(bias + n0, d + n0, N, mb, n1 - n0);
+        fn(part, &L, t.mb, K, w->data, t.n0, t.n1, d, N);
+        if (bias) omnic__cpu_add_bias(bias + t.n0, d + t.n0, N, t.mb, t.n1 - t.n0);
     }
 }

@@ -93,4 +93,22 @@ static inline size_t omnic__cpu_walign(size_t n)
     return (n + OMNIC_CPU_WALIGN - 1) / OMNIC_CPU_WALIGN * OMNIC_CPU_WALIGN;
 }
 
+/* The decode kernels' work, dst[M, N] by blocks of bm activation rows times chunks of cw weight
+ * rows, numbered block-major (a thread's chunks of one block come in a row): chunk c is block
+ * blk, rows [i0, i0 + mb), weight rows [n0, n1). ncc = chunks per block, cdiv(N, cw). */
+typedef struct omnic__cpu_tile {
+    int64_t blk, i0, mb, n0, n1;
+} omnic__cpu_tile;
+static inline omnic__cpu_tile omnic__cpu_tile_at(int64_t c, int64_t M, int64_t bm, int64_t N, int64_t cw,
+                                                 int64_t ncc)
+{
+    omnic__cpu_tile t;
+    t.blk = c / ncc;
+    t.i0 = t.blk * bm;
+    t.mb = M - t.i0 < bm ? M - t.i0 : bm;
+    t.n0 = c % ncc * cw;
+    t.n1 = N - t.n0 < cw ? N : t.n0 + cw;
+    return t;
+}
+
 #endif
