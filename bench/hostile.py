@@ -3,11 +3,15 @@
 (bench/hostile.md). Starts `omnic serve` on the attack suite's tiny LLaVA (made here, with its
 template bombs), then for the quiet run and for each attack: the attack runs in a loop in the
 background while the good client, on 127.0.0.1, sends --samples greedy completions one after
-another (and polls /health between them); reports each one's p50/p99 completion latency and
-/health latency, and the p99 ratio to the quiet run (the target: within 2x). Standard
-library + the suite's helpers (numpy/PIL for its images)."""
+another (and polls /health between them) from its own process, so that the attackers' Python
+threads, which hold this interpreter's lock while they build and read their bodies, cannot stall
+its clock; reports each one's p50/p99 completion latency and /health latency, and the p99 ratio
+to the quiet run (the target: within 2x). Standard library + the suite's helpers (numpy/PIL for
+its images)."""
 import argparse
+import json
 import os
+import subprocess
 import sys
 import tempfile
 import threading
@@ -28,16 +32,24 @@ def pct(xs, p):
     return xs[lo] + (xs[hi] - xs[lo]) * (k - lo)
 
 
-def good_run(port, n):
-    lat, health, texts = [], [], set()
+def good_run_here(port, n):
+    lat, health, texts = [], [], []
     for _ in range(n):
         t0 = time.time()
-        texts.add(th.good_completion(port))
+        texts.append(th.good_completion(port))
         lat.append(time.time() - t0)
         t0 = time.time()
         th.http(port, "GET", "/health")
         health.append(time.time() - t0)
     return lat, health, texts
+
+
+def good_run(port, n):
+    """good_run_here in a child process (--good-run PORT N): (latencies, /health latencies, texts)."""
+    out = subprocess.run([sys.executable, os.path.abspath(__file__), "--good-run", str(port), str(n)],
+                         check=True, stdout=subprocess.PIPE).stdout
+    lat, health, texts = json.loads(out)
+    return lat, health, set(texts)
 
 
 def main():
@@ -86,4 +98,7 @@ def main():
 
 
 if __name__ == "__main__":
+    if len(sys.argv) == 4 and sys.argv[1] == "--good-run":
+        print(json.dumps(good_run_here(int(sys.argv[2]), int(sys.argv[3]))))
+        sys.exit(0)
     main()
