@@ -22,6 +22,7 @@ import base64
 import io
 import json
 import os
+import select
 import socket
 import struct
 import subprocess
@@ -149,7 +150,6 @@ def poll_health(port):
     attackers' threads, which hold this interpreter's GIL for up to a second while they build and
     read their bodies, cannot stall its clock. Says "polling" after its first poll, polls every
     20 ms until stdin closes, then prints [[seconds, status], ...] as JSON."""
-    import select
     out = []
     while not out or not select.select([sys.stdin], [], [], 0.02)[0]:
         t0 = time.time()
@@ -179,7 +179,11 @@ class GoodClient(threading.Thread):
         self.polling.set()
         comp.start()
         self.stop_ev.wait()
-        out, _ = poller.communicate(b"stop\n", timeout=60)
+        try:
+            out, _ = poller.communicate(b"stop\n", timeout=60)
+        except subprocess.TimeoutExpired:  # a hung poller fails the check below, not this thread
+            poller.kill()
+            out, _ = poller.communicate()
         polls = json.loads(out) if started and poller.returncode == 0 else []
         check(polls, "the good client's /health poller ran", f"(exit {poller.returncode})")
         self.health = [t for t, _ in polls]
