@@ -1,6 +1,7 @@
 #!/bin/bash
 # bench/peer.md section 6: llama.cpp (AVX2 build) beside omnic capped to AVX2, one sitting, alternated
-# per thread count and dtype, then the read-bandwidth probe. Nothing here runs in `make test`.
+# per thread count and dtype; omnic's tg rows carry the read-bandwidth probe run between its decode
+# steps (--bw), and bench_ops' probe follows at the end. Nothing here runs in `make test`.
 #   LLAMA_BIN=/tmp/nlc/llama.cpp/build-avx2/bin MODEL=/tmp/q15 GGUF=/tmp/q15 bench/peer_avx2.sh
 # (GGUF: the prefix of the -f16 / -q4_0 / -q8_0 .gguf files of section 1)
 set -u
@@ -19,7 +20,7 @@ for t in ${THREADS:-2 1}; do
         qa=()
         [ "$q" != f16 ] && qa=(--quant "$q")
         echo "=== t=$t $q omnic (f16 row: the bf16 checkpoint)"
-        OMNIC_CPU_ISA=avx2 "$O" bench -m "$MODEL" "${qa[@]}" -p 512 -n 128 --batch 1,4 -t "$t" -r 2 2>&1 |
+        OMNIC_CPU_ISA=avx2 "$O" bench -m "$MODEL" "${qa[@]}" -p 512 -n 128 --batch 1,4 -t "$t" -r 2 --bw 2>&1 |
             grep -E "pp512|tg128"
     done
 done

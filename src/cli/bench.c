@@ -8,6 +8,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "backend/cpu/read_probe.h"
 #include "cli/args.h"
 #include "cli/cli.h"
 #include "core/alloc.h"
@@ -27,6 +28,7 @@ typedef struct bench_opts {
     int threads, reps;
     omnic_dtype kv;
     bool mmap; /* --mmap */
+    bool bw;   /* --bw */
 } bench_opts;
 
 /* "512,1024" into out (at most MAX_LIST values in [lo, hi]); -1 after printing an error. */
@@ -116,8 +118,55 @@ out:
     return s;
 }
 
-/* n decode steps over B slots (each from an empty cache). */
-static omnic_status run_tg(omnic__model *m, int64_t n, int B, uint64_t *seed, omnic_err *err)
+/* --bw: the read probe runs once every BW_EVERY decode steps, over a buffer of BW_BYTES (on huge
+ * pages, as the weights are: several times any last-level cache), so that it samples the same
+ * minutes of machine load as the steps around it. */
+#define BW_EVERY 8
+#define BW_BYTES ((size_t)256 << 20)
+
+typedef struct bw_probe {
+    void *buf;   /* BW_BYTES; NULL: no probing */
+    double secs; /* probe time so far (not counted as decode time) */
+    double read; /* probe bytes so far */
+} bw_probe;
+
+/* Weight bytes one decode step over B rows reads from memory: each distinct weight the decode
+ * graph uses, whole, except an embedding table's B gathered rows (the whole table when a
+ * matmul also reads it: tied embeddings). -1 when the amount depends on the tokens (a
+ * mixture-of-experts layer reads only the experts its router picks). */
+static int64_t decode_weight_bytes(const omnic__module *mod, int B)
+{
+    const omnic__graph *g = &mod->graph;
+    const void **seen = omnic_alloc_array((size_t)g->n_tensors, sizeof *seen);
+    int64_t *used = omnic_alloc_array((size_t)g->n_tensors, sizeof *used), total = 0;
+    int n_seen = 0;
+    if (!seen || !used) total = -1;
+    for (int i = 0; i < g->n_nodes && total >= 0; i++) {
+        const omnic__gnode *gn = &g->nodes[i];
+        if (gn->node.op == OMNIC_OP_MATMUL_ID) total = -1;
+        for (int k = 0; k < OMNIC_MAX_SRC && total >= 0; k++) {
+            if (gn->src[k] < 0 || g->tensors[gn->src[k]]->kind != OMNIC_GT_WEIGHT) continue;
+            const omnic__tensor *w = &g->tensors[gn->src[k]]->t;
+            int64_t b = (int64_t)omnic__tensor_bytes(w);
+            if (gn->node.op == OMNIC_OP_GET_ROWS && k == 0 && w->dims[0] > 0)
+                b = b / w->dims[0] * (B < w->dims[0] ? B : w->dims[0]);
+            int j = 0;
+            while (j < n_seen && seen[j] != w->data)
+                j++;
+            if (j == n_seen) seen[n_seen] = w->data, used[n_seen++] = 0;
+            used[j] = b > used[j] ? b : used[j];
+        }
+    }
+    for (int j = 0; j < n_seen && total >= 0; j++)
+        total += used[j];
+    omnic_free(seen);
+    omnic_free(used);
+    return total;
+}
+
+/* n decode steps over B slots (each from an empty cache); the read probe between them when
+ * bw->buf is set. */
+static omnic_status run_tg(omnic__model *m, int64_t n, int B, uint64_t *seed, bw_probe *bw, omnic_err *err)
 {
     int32_t slots[64], tok[64], pos[3 * 64], sel[64], ad[64];
     const bool mrope = m->dec.cfg.mrope;
@@ -126,6 +175,10 @@ static omnic_status run_tg(omnic__model *m, int64_t n, int B, uint64_t *seed, om
         slots[b] = b;
     }
     for (int64_t step = 0; step < n; step++) {
+        if (bw->buf && step % BW_EVERY == 0) {
+            bw->secs += omnic__cpu_read_probe(m->pool, m->decode.nth, bw->buf, BW_BYTES);
+            bw->read += (double)BW_BYTES;
+        }
         for (int b = 0; b < B; b++) {
             tok[b] = (int32_t)(rnd(seed) % (uint32_t)m->dec.cfg.vocab);
             for (int a = 0; a < (mrope ? 3 : 1); a++)
@@ -155,15 +208,29 @@ static omnic_status run_tg(omnic__model *m, int64_t n, int B, uint64_t *seed, om
     return OMNIC_OK;
 }
 
+/* Mean and sample standard deviation (0 for one value) of v[0, n). */
+static void mean_sd(const double *v, int n, double *mean, double *sd)
+{
+    double sum = 0, sq = 0;
+    for (int i = 0; i < n; i++)
+        sum += v[i];
+    *mean = sum / n;
+    for (int i = 0; i < n; i++)
+        sq += (v[i] - *mean) * (v[i] - *mean);
+    *sd = n > 1 ? sqrt(sq / (n - 1)) : 0;
+}
+
 static void usage(FILE *f)
 {
     fprintf(f,
             "usage: omnic bench -m DIR [-p 512] [-n 128] [-t THREADS] [-r 3] [-o md|json] [--batch 1,4]\n"
-            "                   [--backend cpu|ref] [--kv f16|f32] [--quant q8_0|q4_0] [--mmap]\n"
+            "                   [--backend cpu|ref] [--kv f16|f32] [--quant q8_0|q4_0] [--mmap] [--bw]\n"
             "                   [--image FILE] [--audio FILE] [--adapters none|all|mixed]\n"
             "  -p and -n take comma-separated lists (0 skips); --batch runs tg with B sequences at once\n"
             "  --mmap: unquantized text weights read in place from the file mapping (default: copied onto\n"
             "  huge pages at load)\n"
+            "  --bw: tg rows also give the weight bytes a decode step reads per second, the machine's read\n"
+            "  bandwidth (a probe run every 8 steps, between them, with the same threads) and the ratio\n"
             "  --image FILE: instead, per image: preprocessing (decode + the checkpoint's processor) and\n"
             "  vision.encode times, images/s, and the encoder's f32 GFLOP/s next to the backend's own f32\n"
             "  GEMM throughput on the tower's largest matmul shape, measured in the same run\n"
@@ -327,6 +394,10 @@ int omnic__cli_bench(int argc, char **argv)
             o.mmap = true;
             continue;
         }
+        if (!strcmp(argv[i], "--bw")) {
+            o.bw = true;
+            continue;
+        }
         if (omnic__arg_str(argc, argv, &i, NULL, "--image", &o.image)) continue;
         if (omnic__arg_str(argc, argv, &i, NULL, "--audio", &o.audio)) continue;
         if ((r = omnic__arg_str(argc, argv, &i, NULL, "--adapters", &v)) != 0) {
@@ -407,6 +478,11 @@ int omnic__cli_bench(int argc, char **argv)
         fprintf(stderr, "omnic bench: %s: %s\n", o.dir, err.msg);
         return 1;
     }
+    if (o.bw && (o.image || o.audio)) {
+        fprintf(stderr, "omnic bench: --bw measures text generation; not with --image or --audio\n");
+        omnic__model_close(m);
+        return 2;
+    }
     if (o.image || o.audio) {
         int irc = o.image ? bench_media(m, &o, OMNIC_MODALITY_IMAGE, o.image)
                           : bench_media(m, &o, OMNIC_MODALITY_AUDIO, o.audio);
@@ -417,8 +493,21 @@ int omnic__cli_bench(int argc, char **argv)
     omnic__text_decoder_param_stats(&m->dec, &params, &bytes);
     const char *wdt = omnic_dtype_name(m->dec.layers[0].wq.dtype);
     bool json = !strcmp(o.format, "json");
+    bw_probe bw = {0};
+    if (o.bw) {
+        if (!(bw.buf = omnic__mem_huge_alloc(BW_BYTES))) {
+            fprintf(stderr, "omnic bench: out of memory for the --bw probe (%zu MiB)\n", BW_BYTES >> 20);
+            omnic__model_close(m);
+            return 1;
+        }
+        memset(bw.buf, 0, BW_BYTES);
+    }
     if (json)
         printf("[\n");
+    else if (o.bw)
+        printf("| model | size | params | backend | threads | test | t/s | weights GB/s | probe GB/s | of "
+               "probe |\n"
+               "| ----- | ---: | -----: | ------- | ------: | ---: | --: | ---: | ---: | ---: |\n");
     else
         printf("| model | size | params | backend | threads | test | t/s |\n"
                "| ----- | ---: | -----: | ------- | ------: | ---: | --: |\n");
@@ -431,46 +520,65 @@ int omnic__cli_bench(int argc, char **argv)
             if (size == 0) continue;
             for (int bi = 0; bi < n_b && rc == 0; bi++) {
                 int B = kind == 0 ? 1 : (int)o.batch[bi];
-                double ts[1000], sum = 0, sq = 0;
+                double ts[1000], wgb[1000], pgb[1000], ratio[1000];
+                /* --bw on tg rows: bytes per step, or -1 (mixture of experts: not measured) */
+                const int64_t wbytes = o.bw && kind == 1 ? decode_weight_bytes(&m->decode, B) : -1;
                 for (int r = -1; r < o.reps; r++) { /* r = -1: warm-up, not counted */
+                    bw.secs = bw.read = 0;
                     double t0 = omnic__now();
                     omnic_status s =
-                        kind == 0 ? run_pp(m, size, &seed, &err) : run_tg(m, size, B, &seed, &err);
-                    double dt = omnic__now() - t0;
+                        kind == 0 ? run_pp(m, size, &seed, &err) : run_tg(m, size, B, &seed, &bw, &err);
+                    double dt = omnic__now() - t0 - bw.secs;
                     if (s != OMNIC_OK) {
                         fprintf(stderr, "omnic bench: %s\n", err.msg);
                         rc = 1;
                         break;
                     }
-                    if (r >= 0) ts[r] = (double)(size * B) / dt;
+                    if (r < 0) continue;
+                    ts[r] = (double)(size * B) / dt;
+                    wgb[r] = (double)wbytes * (double)size / dt * 1e-9;
+                    pgb[r] = bw.secs > 0 ? bw.read / bw.secs * 1e-9 : 0;
+                    ratio[r] = pgb[r] > 0 ? wgb[r] / pgb[r] : 0;
                 }
                 if (rc) break;
-                for (int r = 0; r < o.reps; r++)
-                    sum += ts[r];
-                double mean = sum / o.reps;
-                for (int r = 0; r < o.reps; r++)
-                    sq += (ts[r] - mean) * (ts[r] - mean);
-                double sd = o.reps > 1 ? sqrt(sq / (o.reps - 1)) : 0;
+                double mean, sd, wmean, wsd, pmean, psd, rmean, rsd;
+                mean_sd(ts, o.reps, &mean, &sd);
+                mean_sd(wgb, o.reps, &wmean, &wsd);
+                mean_sd(pgb, o.reps, &pmean, &psd);
+                mean_sd(ratio, o.reps, &rmean, &rsd);
+                const bool bw_row = wbytes > 0;
                 char test[48];
                 snprintf(test, sizeof test, B > 1 ? "%s%lld x%d" : "%s%lld", kind == 0 ? "pp" : "tg",
                          (long long)size, B);
                 if (json)
                     printf("%s  {\"model\": \"%s %s\", \"model_size\": %lld, \"model_n_params\": %lld, "
                            "\"backend\": \"%s\", \"n_threads\": %d, \"test\": \"%s\", \"n_prompt\": %lld, "
-                           "\"n_gen\": %lld, \"n_batch\": %d, \"avg_ts\": %.4f, \"stddev_ts\": %.4f}",
+                           "\"n_gen\": %lld, \"n_batch\": %d, \"avg_ts\": %.4f, \"stddev_ts\": %.4f",
                            rows ? ",\n" : "", m->family->name, wdt, (long long)bytes, (long long)params,
                            m->backend->name, m->prefill.nth, test, (long long)(kind == 0 ? size : 0),
                            (long long)(kind == 1 ? size : 0), B, mean, sd);
                 else
-                    printf("| %s %s | %.2f GiB | %.2f B | %s | %d | %s | %.2f ± %.2f |\n", m->family->name,
-                           wdt, (double)bytes / (1 << 30), (double)params / 1e9, m->backend->name,
-                           m->prefill.nth, test, mean, sd);
+                    printf("| %s %s | %.2f GiB | %.2f B | %s | %d | %s | %.2f ± %.2f |", m->family->name, wdt,
+                           (double)bytes / (1 << 30), (double)params / 1e9, m->backend->name, m->prefill.nth,
+                           test, mean, sd);
+                if (json && bw_row)
+                    printf(", \"weight_bytes_per_step\": %lld, \"weight_gbps\": %.3f, \"probe_gbps\": %.3f, "
+                           "\"probe_ratio\": %.4f, \"probe_ratio_sd\": %.4f}",
+                           (long long)wbytes, wmean, pmean, rmean, rsd);
+                else if (json)
+                    printf("}");
+                else if (bw_row)
+                    printf(" %.1f ± %.1f | %.1f ± %.1f | %.2f ± %.2f |\n", wmean, wsd, pmean, psd, rmean,
+                           rsd);
+                else
+                    printf(o.bw ? " - | - | %s |\n" : "\n", kind == 1 ? "n/a (MoE)" : "-");
                 fflush(stdout);
                 rows++;
             }
         }
     }
     if (json) printf("\n]\n");
+    omnic_free(bw.buf);
     size_t rss, peak;
     if (omnic__mem_rss(&rss, &peak))
         fprintf(stderr,

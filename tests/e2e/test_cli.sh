@@ -38,6 +38,29 @@ for fam in llama qwen2; do
     && ok || bad "bench $fam: json"
 done
 
+# --bw: weight bytes per decode step from the decode graph, against the read probe run between the
+# steps. qwen2 ties its embeddings (the lm_head reads the whole table: every weight, once, plus the
+# RoPE frequencies); llama does not (one gathered embedding row per sequence).
+for fam in llama qwen2; do
+  expect_ok "bench --bw $fam" "$OMNIC" bench -m "$tmp/$fam" -p 8 -n 8 --batch 1,2 -r 1 --bw -o json
+  cp "$tmp/out" "$tmp/bw_$fam.json"
+done
+$PY - "$tmp/bw_llama.json" "$tmp/bw_qwen2.json" "$tmp/llama/config.json" <<'PYEOF' && ok || bad "bench --bw: weight bytes"
+import json, sys
+llama, qwen2 = (json.load(open(f)) for f in sys.argv[1:3])
+hidden = json.load(open(sys.argv[3]))["hidden_size"]
+for rows in (llama, qwen2):
+    assert "weight_bytes_per_step" not in rows[0], rows[0]  # pp row
+    for r in rows[1:]:
+        assert r["probe_gbps"] > 0 and 0 < r["probe_ratio"] == r["probe_ratio"], r
+tg1, tg2 = (r["weight_bytes_per_step"] for r in llama[1:])
+assert tg2 - tg1 == hidden * 2, (tg1, tg2)  # one more bf16 embedding row
+assert tg1 < llama[1]["model_size"], tg1
+for r in qwen2[1:]:
+    assert r["model_size"] <= r["weight_bytes_per_step"] <= r["model_size"] + 1024, r
+PYEOF
+expect_err "bench --bw --image" 2 "--bw measures text generation" "$OMNIC" bench -m "$tmp/qwen2" --bw --image x.png
+
 # identity depends on capacity and KV dtype, not on the thread count
 "$OMNIC" inspect -m "$tmp/qwen2" --ctx 128 -t 1 | grep '^identity' >"$tmp/a"
 "$OMNIC" inspect -m "$tmp/qwen2" --ctx 128 -t 2 | grep '^identity' >"$tmp/b"
