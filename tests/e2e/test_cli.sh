@@ -59,6 +59,10 @@ assert tg1 < llama[1]["model_size"], tg1
 for r in qwen2[1:]:
     assert r["model_size"] <= r["weight_bytes_per_step"] <= r["model_size"] + 1024, r
 PYEOF
+# a mixture-of-experts model reads the experts its router picks: no figure, said so
+$PY tools/mktiny.py --family qwen3_moe --out "$tmp/moe" >/dev/null || bad "mktiny qwen3_moe"
+expect_ok "bench --bw moe" "$OMNIC" bench -m "$tmp/moe" -p 0 -n 4 -r 1 --bw
+grep -q "| tg4 | .* | - | - | n/a (MoE) |" "$tmp/out" && ok || bad "bench --bw moe: $(cat "$tmp/out")"
 expect_err "bench --bw --image" 2 "--bw measures text generation" "$OMNIC" bench -m "$tmp/qwen2" --bw --image x.png
 
 # identity depends on capacity and KV dtype, not on the thread count
