@@ -493,14 +493,14 @@ int omnic__cli_bench(int argc, char **argv)
     omnic__text_decoder_param_stats(&m->dec, &params, &bytes);
     const char *wdt = omnic_dtype_name(m->dec.layers[0].wq.dtype);
     bool json = !strcmp(o.format, "json");
-    bw_probe bw = {0};
+    void *bw_buf = NULL; /* --bw: the probe's buffer */
     if (o.bw) {
-        if (!(bw.buf = omnic__mem_huge_alloc(BW_BYTES))) {
+        if (!(bw_buf = omnic__mem_huge_alloc(BW_BYTES))) {
             fprintf(stderr, "omnic bench: out of memory for the --bw probe (%zu MiB)\n", BW_BYTES >> 20);
             omnic__model_close(m);
             return 1;
         }
-        memset(bw.buf, 0, BW_BYTES);
+        memset(bw_buf, 0, BW_BYTES);
     }
     if (json)
         printf("[\n");
@@ -523,8 +523,9 @@ int omnic__cli_bench(int argc, char **argv)
                 double ts[1000], wgb[1000], pgb[1000], ratio[1000];
                 /* --bw on tg rows: bytes per step, or -1 (mixture of experts: not measured) */
                 const int64_t wbytes = o.bw && kind == 1 ? decode_weight_bytes(&m->decode, B) : -1;
+                const bool bw_row = wbytes > 0;     /* probe only where there is a figure to judge */
                 for (int r = -1; r < o.reps; r++) { /* r = -1: warm-up, not counted */
-                    bw.secs = bw.read = 0;
+                    bw_probe bw = {.buf = bw_row ? bw_buf : NULL};
                     double t0 = omnic__now();
                     omnic_status s =
                         kind == 0 ? run_pp(m, size, &seed, &err) : run_tg(m, size, B, &seed, &bw, &err);
@@ -536,17 +537,19 @@ int omnic__cli_bench(int argc, char **argv)
                     }
                     if (r < 0) continue;
                     ts[r] = (double)(size * B) / dt;
+                    if (!bw_row) continue;
                     wgb[r] = (double)wbytes * (double)size / dt * 1e-9;
-                    pgb[r] = bw.secs > 0 ? bw.read / bw.secs * 1e-9 : 0;
-                    ratio[r] = pgb[r] > 0 ? wgb[r] / pgb[r] : 0;
+                    pgb[r] = bw.read / bw.secs * 1e-9; /* size >= 1: step 0 probes */
+                    ratio[r] = wgb[r] / pgb[r];
                 }
                 if (rc) break;
                 double mean, sd, wmean, wsd, pmean, psd, rmean, rsd;
                 mean_sd(ts, o.reps, &mean, &sd);
-                mean_sd(wgb, o.reps, &wmean, &wsd);
-                mean_sd(pgb, o.reps, &pmean, &psd);
-                mean_sd(ratio, o.reps, &rmean, &rsd);
-                const bool bw_row = wbytes > 0;
+                if (bw_row) {
+                    mean_sd(wgb, o.reps, &wmean, &wsd);
+                    mean_sd(pgb, o.reps, &pmean, &psd);
+                    mean_sd(ratio, o.reps, &rmean, &rsd);
+                }
                 char test[48];
                 snprintf(test, sizeof test, B > 1 ? "%s%lld x%d" : "%s%lld", kind == 0 ? "pp" : "tg",
                          (long long)size, B);
@@ -570,15 +573,17 @@ int omnic__cli_bench(int argc, char **argv)
                 else if (bw_row)
                     printf(" %.1f ± %.1f | %.1f ± %.1f | %.2f ± %.2f |\n", wmean, wsd, pmean, psd, rmean,
                            rsd);
+                else if (o.bw)
+                    printf(" - | - | %s |\n", kind == 1 ? "n/a (MoE)" : "-");
                 else
-                    printf(o.bw ? " - | - | %s |\n" : "\n", kind == 1 ? "n/a (MoE)" : "-");
+                    printf("\n");
                 fflush(stdout);
                 rows++;
             }
         }
     }
     if (json) printf("\n]\n");
-    omnic_free(bw.buf);
+    omnic_free(bw_buf);
     size_t rss, peak;
     if (omnic__mem_rss(&rss, &peak))
         fprintf(stderr,
