@@ -69,11 +69,17 @@ omnic__mq_kind omnic__mq_kind_get(void)
 omnic__mq_layout omnic__mq_layout_of(omnic__mq_kind kind, omnic_dtype wdt, int64_t K)
 {
     omnic__mq_layout L = {0};
-    if (omnic__x16_plain(wdt) != OMNIC_DTYPE_COUNT) { /* q, d, corr: one int32 per block */
+    if (omnic__x16_plain(wdt) != OMNIC_DTYPE_COUNT) { /* q, d, corr (one int32 per block) or abs */
         const size_t nbk = (size_t)(K / OMNIC_QK);
         L.d = align64((size_t)K);
-        L.corr = L.d + align64(nbk * sizeof(float));
-        L.bytes = L.corr + align64(nbk * sizeof(int32_t));
+        const size_t off = L.d + align64(nbk * sizeof(float));
+        if (kind == OMNIC_MQ_AVX2 && wdt == OMNIC_DTYPE_Q8_0X16) { /* the sign trick: |q|, no corr */
+            L.abs = off;
+            L.bytes = off + align64((size_t)K);
+        } else {
+            L.corr = off;
+            L.bytes = off + align64(nbk * sizeof(int32_t));
+        }
         return L;
     }
     const size_t nb = (size_t)(K / OMNIC_QK), spb = 4, ns = (nb + spb - 1) / spb;
@@ -177,6 +183,14 @@ static int32_t block_sum(const int8_t *q)
     return s;
 }
 
+/* ab[k] = |q[k]|, K a multiple of 32 (whole blocks) */
+static OMNIC_AVX2 void abs_row_avx2(const int8_t *q, uint8_t *ab, int64_t K)
+{
+    for (int64_t k = 0; k < K; k += 32)
+        _mm256_storeu_si256((__m256i *)(ab + k),
+                            _mm256_abs_epi8(_mm256_loadu_si256((const __m256i *)(q + k))));
+}
+
 /* Rows a[rows, K] into buf (stride L->bytes) with the extras kernel `kind` reads for weights wdt
  * (layouts: matmul_q.h). */
 static void quant_rows(omnic__mq_kind kind, omnic_dtype wdt, const float *a, int64_t rows, int64_t K,
@@ -192,14 +206,16 @@ static void quant_rows(omnic__mq_kind kind, omnic_dtype wdt, const float *a, int
         float *d = (float *)(r + L->d);
         omnic__mq_quant_row(kind, a + i * K, q, d, K);
         if (omnic__x16_plain(wdt) != OMNIC_DTYPE_COUNT) {
+            if (L->abs) {
+                abs_row_avx2(q, r + L->abs, K);
+                continue;
+            }
             int32_t *corr = (int32_t *)(r + L->corr);
             const int32_t cx = wdt == OMNIC_DTYPE_Q8_0X16 ? 128 : 8; /* q8_0x16 weights enter as q + 128 */
             for (int64_t b = 0; b < nb; b++)
                 corr[b] = -cx * block_sum(q + b * OMNIC_QK);
         } else if (kind == OMNIC_MQ_AVX2) {
-            uint8_t *ab = r + L->abs;
-            for (int64_t k = 0; k < K; k++)
-                ab[k] = (uint8_t)(q[k] < 0 ? -q[k] : q[k]);
+            abs_row_avx2(q, r + L->abs, K);
             int32_t *corr = (int32_t *)(r + L->corr);
             for (int64_t b = 0; q4 && b < nb; b++) { /* q8_0 uses the sign trick instead */
                 memset(corr + 8 * b, 0, 32);
@@ -750,11 +766,19 @@ static OMNIC_VNNI void mq_x16_vnni_q8(const uint8_t *act, const omnic__mq_layout
  * group's bytes in L2). Per block and activation row: q4_0x16, eight vpmaddubsw (nibbles u8 x
  * broadcast activation dwords s8; each i16 lane sums at most 8 x 2 x 15 x 127 = 30480, no
  * saturation), one vpmaddwd, plus the block's correction (-8 sum q) = the exact block dot;
- * q8_0x16, the sign trick (vpmaddubsw(|a|, sign(w, a)): at most 2 x 127 x 128 per i16) and a
+ * q8_0x16, the sign trick (vpmaddubsw(|a|, sign(w, a)), |a| read from the row's abs: at most
+ * 2 x 127 x 128 per i16) and a
  * vpmaddwd per dword column, summed in i32 = the exact dot (no correction). Then acc = fma(f32(dot),
  * d_w * d_a, acc) block by block: the scalar x16 kernel's operations, so every path gives the
  * same bits. */
 #define X16A_MR 4
+
+OMNIC_INLINE OMNIC_AVX2 __m256i bcast4(const uint8_t *p) /* the dword at p in every lane */
+{
+    int32_t v;
+    memcpy(&v, p, 4);
+    return _mm256_set1_epi32(v);
+}
 
 OMNIC_INLINE OMNIC_AVX2 void tile_x16_avx2(const uint8_t *act, const omnic__mq_layout *L, int mr,
                                            const uint8_t *grp, int half, int64_t nb, float *out, int64_t ldo,
@@ -790,21 +814,21 @@ OMNIC_INLINE OMNIC_AVX2 void tile_x16_avx2(const uint8_t *act, const omnic__mq_l
             const uint8_t *ar = act + (size_t)i * L->bytes;
             int32_t a4[8];
             float da;
-            memcpy(a4, ar + (size_t)b * OMNIC_QK, sizeof a4);
+            if (!q8) memcpy(a4, ar + (size_t)b * OMNIC_QK, sizeof a4);
             memcpy(&da, ar + L->d + (size_t)b * 4, 4);
             __m256i dot;
             if (q8) {
                 __m256i s0 = _mm256_setzero_si256(), s1 = _mm256_setzero_si256();
                 OMNIC_UNROLL for (int c = 0; c < 8; c += 2)
                 {
-                    const __m256i a0 = _mm256_set1_epi32(a4[c]), a1 = _mm256_set1_epi32(a4[c + 1]);
+                    const uint8_t *ac = ar + (size_t)b * OMNIC_QK + 4 * c;
+                    const __m256i a0 = bcast4(ac), a1 = bcast4(ac + 4);
+                    const __m256i aa0 = bcast4(ac + L->abs), aa1 = bcast4(ac + L->abs + 4);
                     s0 = _mm256_add_epi32(
-                        s0, _mm256_madd_epi16(
-                                _mm256_maddubs_epi16(_mm256_abs_epi8(a0), _mm256_sign_epi8(v[c], a0)), ones));
+                        s0, _mm256_madd_epi16(_mm256_maddubs_epi16(aa0, _mm256_sign_epi8(v[c], a0)), ones));
                     s1 = _mm256_add_epi32(
                         s1,
-                        _mm256_madd_epi16(
-                            _mm256_maddubs_epi16(_mm256_abs_epi8(a1), _mm256_sign_epi8(v[c + 1], a1)), ones));
+                        _mm256_madd_epi16(_mm256_maddubs_epi16(aa1, _mm256_sign_epi8(v[c + 1], a1)), ones));
                 }
                 dot = _mm256_add_epi32(s0, s1);
             } else {
@@ -851,9 +875,6 @@ OMNIC_INLINE OMNIC_AVX2 void tile_x16_avx2_1pass(const uint8_t *act, const omnic
         const __m256 dw1 = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(p + soff + 16)));
         __m256i s[2][2]; /* [row][half]: i32 (q8) or i16 (q4) sums */
         OMNIC_UNROLL for (int i = 0; i < 2; i++) s[i][0] = s[i][1] = _mm256_setzero_si256();
-        int32_t a4[2][8];
-        OMNIC_UNROLL for (int i = 0; i < mr; i++)
-            memcpy(a4[i], act + (size_t)i * L->bytes + (size_t)b * OMNIC_QK, 32);
         if (q8) {
             OMNIC_UNROLL for (int c = 0; c < 8; c++)
             {
@@ -861,7 +882,8 @@ OMNIC_INLINE OMNIC_AVX2 void tile_x16_avx2_1pass(const uint8_t *act, const omnic
                 const __m256i w1 = _mm256_loadu_si256((const __m256i *)(p + 64 * c + 32));
                 OMNIC_UNROLL for (int i = 0; i < mr; i++)
                 {
-                    const __m256i a = _mm256_set1_epi32(a4[i][c]), aa = _mm256_abs_epi8(a);
+                    const uint8_t *ac = act + (size_t)i * L->bytes + (size_t)b * OMNIC_QK + 4 * c;
+                    const __m256i a = bcast4(ac), aa = bcast4(ac + L->abs);
                     s[i][0] = _mm256_add_epi32(
                         s[i][0], _mm256_madd_epi16(_mm256_maddubs_epi16(aa, _mm256_sign_epi8(w0, a)), ones));
                     s[i][1] = _mm256_add_epi32(
@@ -869,6 +891,9 @@ OMNIC_INLINE OMNIC_AVX2 void tile_x16_avx2_1pass(const uint8_t *act, const omnic
                 }
             }
         } else {
+            int32_t a4[2][8];
+            OMNIC_UNROLL for (int i = 0; i < mr; i++)
+                memcpy(a4[i], act + (size_t)i * L->bytes + (size_t)b * OMNIC_QK, 32);
             OMNIC_UNROLL for (int c = 0; c < 4; c++)
             {
                 const __m256i x0 = _mm256_loadu_si256((const __m256i *)(p + 64 * c));
