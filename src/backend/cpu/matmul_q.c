@@ -767,10 +767,9 @@ static OMNIC_VNNI void mq_x16_vnni_q8(const uint8_t *act, const omnic__mq_layout
  * broadcast activation dwords s8; each i16 lane sums at most 8 x 2 x 15 x 127 = 30480, no
  * saturation), one vpmaddwd, plus the block's correction (-8 sum q) = the exact block dot;
  * q8_0x16, the sign trick (vpmaddubsw(|a|, sign(w, a)), |a| read from the row's abs: at most
- * 2 x 127 x 128 per i16) and a
- * vpmaddwd per dword column, summed in i32 = the exact dot (no correction). Then acc = fma(f32(dot),
- * d_w * d_a, acc) block by block: the scalar x16 kernel's operations, so every path gives the
- * same bits. */
+ * 2 x 127 x 128 per i16) and a vpmaddwd per dword column, summed in i32 = the exact dot (no
+ * correction). Then acc = fma(f32(dot), d_w * d_a, acc) block by block: the scalar x16 kernel's
+ * operations, so every path gives the same bits. */
 #define X16A_MR 4
 
 OMNIC_INLINE OMNIC_AVX2 __m256i bcast4(const uint8_t *p) /* the dword at p in every lane */
