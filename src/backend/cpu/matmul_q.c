@@ -853,7 +853,10 @@ OMNIC_INLINE OMNIC_AVX2 void tile_x16_avx2(const uint8_t *act, const omnic__mq_l
  * once (4 accumulators per row fit), so each weight line is read once, from memory, instead of
  * once per half (decode at M = 1: matvec 0.58 -> 0.92 of the read probe for q4_0x16, 0.60 ->
  * 0.74 for q8_0x16, 1 thread). Integer block dots are exact in
- * any order, and acc = fma(f32(dot), d_w * d_a, acc) runs block by block as above: the same bits. */
+ * any order, and acc = fma(f32(dot), d_w * d_a, acc) runs block by block as above: the same bits.
+ * q8_0x16 computes |a| here (one vpabsb per line for both halves) rather than reading the row's
+ * abs: reading it was 8-10% faster with the weights in L2 but 2-9% slower in whole-model decode
+ * (tg256, 2 threads, alternated). */
 OMNIC_INLINE OMNIC_AVX2 void tile_x16_avx2_1pass(const uint8_t *act, const omnic__mq_layout *L, int mr,
                                                  const uint8_t *grp, int64_t nb, float *out, int64_t ldo,
                                                  bool q8)
@@ -874,6 +877,9 @@ OMNIC_INLINE OMNIC_AVX2 void tile_x16_avx2_1pass(const uint8_t *act, const omnic
         const __m256 dw1 = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(p + soff + 16)));
         __m256i s[2][2]; /* [row][half]: i32 (q8) or i16 (q4) sums */
         OMNIC_UNROLL for (int i = 0; i < 2; i++) s[i][0] = s[i][1] = _mm256_setzero_si256();
+        int32_t a4[2][8];
+        OMNIC_UNROLL for (int i = 0; i < mr; i++)
+            memcpy(a4[i], act + (size_t)i * L->bytes + (size_t)b * OMNIC_QK, 32);
         if (q8) {
             OMNIC_UNROLL for (int c = 0; c < 8; c++)
             {
@@ -881,8 +887,7 @@ OMNIC_INLINE OMNIC_AVX2 void tile_x16_avx2_1pass(const uint8_t *act, const omnic
                 const __m256i w1 = _mm256_loadu_si256((const __m256i *)(p + 64 * c + 32));
                 OMNIC_UNROLL for (int i = 0; i < mr; i++)
                 {
-                    const uint8_t *ac = act + (size_t)i * L->bytes + (size_t)b * OMNIC_QK + 4 * c;
-                    const __m256i a = bcast4(ac), aa = bcast4(ac + L->abs);
+                    const __m256i a = _mm256_set1_epi32(a4[i][c]), aa = _mm256_abs_epi8(a);
                     s[i][0] = _mm256_add_epi32(
                         s[i][0], _mm256_madd_epi16(_mm256_maddubs_epi16(aa, _mm256_sign_epi8(w0, a)), ones));
                     s[i][1] = _mm256_add_epi32(
@@ -890,9 +895,6 @@ OMNIC_INLINE OMNIC_AVX2 void tile_x16_avx2_1pass(const uint8_t *act, const omnic
                 }
             }
         } else {
-            int32_t a4[2][8];
-            OMNIC_UNROLL for (int i = 0; i < mr; i++)
-                memcpy(a4[i], act + (size_t)i * L->bytes + (size_t)b * OMNIC_QK, 32);
             OMNIC_UNROLL for (int c = 0; c < 4; c++)
             {
                 const __m256i x0 = _mm256_loadu_si256((const __m256i *)(p + 64 * c));
