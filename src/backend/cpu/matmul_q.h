@@ -31,7 +31,7 @@ omnic__mq_kind omnic__mq_kind_get(void);
  *         16 x int32: lane 4b holds -c * sum(q) of block b, c = 128 for q8_0 weights, 8 for
  *         q4_0; other lanes 0) and dv (per quad 16 x f32: block b's d in lanes 4b..4b+3).
  *   q4_0x16 / q8_0x16 weights (any kind): q, d, and corr (per block one int32: -8 * sum(q),
- *         or -128 * sum(q)); AVX2 with q8_0x16 weights also abs (|q|, K bytes, after corr).
+ *         or -128 * sum(q)); AVX2 with q8_0x16 weights: abs (|q|, K bytes) in place of corr.
  * bytes: the row stride (a multiple of 64). */
 typedef struct omnic__mq_layout {
     size_t abs, d, corr, dv, bytes;
